@@ -1,0 +1,244 @@
+package online
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Label modes.
+const (
+	ModeBinary = "binary" // every event is an observed positive; sampled negatives are observed 0
+	ModeRating = "rating" // the observed class is the rating - 1
+	ModeDwell  = "dwell"  // the observed class is the dwell-time bucket
+)
+
+// Rho schedules.
+const (
+	RhoProgressive = "progressive"
+	RhoFixed       = "fixed"
+)
+
+// Co-occurrence estimators.
+const (
+	CoocSketch = "sketch" // bounded memory: per-item user reservoirs + per-user MinHash
+	CoocExact  = "exact"  // exact sets; memory grows with the data, for tests and small runs
+)
+
+// Negative sampling distributions.
+const (
+	NegUniform    = "uniform"
+	NegPopularity = "popularity"
+)
+
+// Config configures a Model. The zero value of every field means its
+// default, written in the field's comment; Validate reports what is wrong.
+type Config struct {
+	// Mode is the label mode: "binary" (default), "rating" or "dwell".
+	Mode string `json:"mode" yaml:"mode"`
+	// Classes is K in rating mode (default 5). In binary mode K = 2; in
+	// dwell mode K = len(DwellBucketsMS) + 1.
+	Classes int `json:"classes" yaml:"classes"`
+	// DwellBucketsMS are the ascending dwell thresholds of dwell mode
+	// (default [10000, 30000]: <10 s, 10-30 s, >=30 s).
+	DwellBucketsMS []int64 `json:"dwell_buckets_ms" yaml:"dwell_buckets_ms"`
+	// Dim is the embedding dimension d (default 32).
+	Dim int `json:"dim" yaml:"dim"`
+	// Negatives is m, the negatives sampled per event in binary mode
+	// (default 4; other modes default to 0).
+	Negatives int `json:"negatives" yaml:"negatives"`
+	// NegativeSampling is "uniform" (default) or "popularity".
+	NegativeSampling string `json:"negative_sampling" yaml:"negative_sampling"`
+	// LearningRate is the SGD step (default 0.05).
+	LearningRate float64 `json:"learning_rate" yaml:"learning_rate"`
+	// Lambda weighs L_cal against L_class (default 1).
+	Lambda float64 `json:"lambda" yaml:"lambda"`
+	// WarmUp is the number of events f is trained on the noisy labels with
+	// T̂ held at the identity, before distillation starts (default 5000).
+	WarmUp int `json:"warm_up" yaml:"warm_up"`
+	// RhoSchedule is "progressive" (default) or "fixed".
+	RhoSchedule string `json:"rho_schedule" yaml:"rho_schedule"`
+	// RhoStart is the strict starting ρ of the progressive schedule and the
+	// ρ of the fixed one (default 0.9).
+	RhoStart float64 `json:"rho_start" yaml:"rho_start"`
+	// RhoMin is the most relaxed ρ the progressive schedule reaches
+	// (default 0.5).
+	RhoMin float64 `json:"rho_min" yaml:"rho_min"`
+	// RhoStep is how much ρ relaxes at a refit where T̂ is stable
+	// (default 0.05).
+	RhoStep float64 `json:"rho_step" yaml:"rho_step"`
+	// RhoTolerance is the L1 change of the mean T̂ between two refits below
+	// which T̂ counts as stable (default 0.02 per row).
+	RhoTolerance float64 `json:"rho_tolerance" yaml:"rho_tolerance"`
+	// GMMWindow is the sliding window of distilled samples the mixture is
+	// fitted on (default 4096).
+	GMMWindow int `json:"gmm_window" yaml:"gmm_window"`
+	// RefitEvery is t_ref, the events between two refits (default 1000).
+	RefitEvery int `json:"refit_every" yaml:"refit_every"`
+	// GMMIterations bounds EM iterations per refit (default 20).
+	GMMIterations int `json:"gmm_iterations" yaml:"gmm_iterations"`
+	// GMMMinSamples is the window size needed before the first fit
+	// (default 256).
+	GMMMinSamples int `json:"gmm_min_samples" yaml:"gmm_min_samples"`
+	// Cooccurrence is "sketch" (default) or "exact".
+	Cooccurrence string `json:"cooccurrence" yaml:"cooccurrence"`
+	// SketchUsers is the per-item reservoir of users (default 32).
+	SketchUsers int `json:"sketch_users" yaml:"sketch_users"`
+	// SketchHashes is the per-user MinHash length (default 32).
+	SketchHashes int `json:"sketch_hashes" yaml:"sketch_hashes"`
+	// Clip bounds the L2 norm of every gradient (default 5).
+	Clip float64 `json:"clip" yaml:"clip"`
+	// InitScale is the standard deviation of initial embeddings (default 0.1).
+	InitScale float64 `json:"init_scale" yaml:"init_scale"`
+	// Plain trains f on the noisy labels only: T̂ = I, no distillation, no
+	// GMM. It is the baseline that loss-based denoisers (T-CE) use.
+	Plain bool `json:"plain" yaml:"plain"`
+	// NoGMM fixes the weight w to 1 (ablation).
+	NoGMM bool `json:"no_gmm" yaml:"no_gmm"`
+	// NoTransition fixes T̂ to the identity (ablation).
+	NoTransition bool `json:"no_transition" yaml:"no_transition"`
+}
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	if c.Mode == "" {
+		c.Mode = ModeBinary
+	}
+	if c.Classes == 0 && c.Mode == ModeRating {
+		c.Classes = 5
+	}
+	if len(c.DwellBucketsMS) == 0 && c.Mode == ModeDwell {
+		c.DwellBucketsMS = []int64{10000, 30000}
+	}
+	if c.Dim == 0 {
+		c.Dim = 32
+	}
+	if c.Negatives == 0 && c.Mode == ModeBinary {
+		c.Negatives = 4
+	}
+	if c.NegativeSampling == "" {
+		c.NegativeSampling = NegUniform
+	}
+	def := func(p *float64, v float64) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	defInt := func(p *int, v int) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	def(&c.LearningRate, 0.05)
+	def(&c.Lambda, 1)
+	defInt(&c.WarmUp, 5000)
+	if c.RhoSchedule == "" {
+		c.RhoSchedule = RhoProgressive
+	}
+	def(&c.RhoStart, 0.9)
+	def(&c.RhoMin, 0.5)
+	def(&c.RhoStep, 0.05)
+	def(&c.RhoTolerance, 0.02)
+	defInt(&c.GMMWindow, 4096)
+	defInt(&c.RefitEvery, 1000)
+	defInt(&c.GMMIterations, 20)
+	defInt(&c.GMMMinSamples, 256)
+	if c.Cooccurrence == "" {
+		c.Cooccurrence = CoocSketch
+	}
+	defInt(&c.SketchUsers, 32)
+	defInt(&c.SketchHashes, 32)
+	def(&c.Clip, 5)
+	def(&c.InitScale, 0.1)
+	return c
+}
+
+// K is the number of label classes the configuration implies.
+func (c Config) K() int {
+	switch c.Mode {
+	case ModeRating:
+		return c.Classes
+	case ModeDwell:
+		return len(c.DwellBucketsMS) + 1
+	default:
+		return 2
+	}
+}
+
+// Validate reports every problem with c (after defaults), naming the field
+// and the fix.
+func (c Config) Validate() error {
+	c = c.WithDefaults()
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	switch c.Mode {
+	case ModeBinary, ModeRating, ModeDwell:
+	default:
+		bad("mode", "%q is not a label mode; use binary, rating or dwell", c.Mode)
+	}
+	if c.Mode == ModeRating && (c.Classes < 2 || c.Classes > 100) {
+		bad("classes", "%d rating levels; use 2..100", c.Classes)
+	}
+	for i := 1; i < len(c.DwellBucketsMS); i++ {
+		if c.DwellBucketsMS[i] <= c.DwellBucketsMS[i-1] {
+			bad("dwell_buckets_ms", "thresholds must be strictly ascending")
+			break
+		}
+	}
+	if c.Dim < 1 || c.Dim > 1024 {
+		bad("dim", "%d; use 1..1024", c.Dim)
+	}
+	if c.Negatives < 0 || c.Negatives > 1000 {
+		bad("negatives", "%d; use 0..1000", c.Negatives)
+	}
+	if c.NegativeSampling != NegUniform && c.NegativeSampling != NegPopularity {
+		bad("negative_sampling", "%q; use uniform or popularity", c.NegativeSampling)
+	}
+	pos := func(field string, v float64) {
+		if !(v > 0) || math.IsInf(v, 0) {
+			bad(field, "%v; must be a positive finite number", v)
+		}
+	}
+	pos("learning_rate", c.LearningRate)
+	pos("lambda", c.Lambda)
+	pos("rho_step", c.RhoStep)
+	pos("rho_tolerance", c.RhoTolerance)
+	pos("clip", c.Clip)
+	pos("init_scale", c.InitScale)
+	if c.WarmUp < 0 {
+		bad("warm_up", "%d; must be >= 0", c.WarmUp)
+	}
+	if c.RhoSchedule != RhoProgressive && c.RhoSchedule != RhoFixed {
+		bad("rho_schedule", "%q; use progressive or fixed", c.RhoSchedule)
+	}
+	if !(c.RhoStart > 0 && c.RhoStart < 1) {
+		bad("rho_start", "%v; use a value in (0,1)", c.RhoStart)
+	}
+	if !(c.RhoMin > 0 && c.RhoMin <= c.RhoStart) {
+		bad("rho_min", "%v; use a value in (0, rho_start]", c.RhoMin)
+	}
+	if c.GMMWindow < 16 {
+		bad("gmm_window", "%d; use at least 16", c.GMMWindow)
+	}
+	if c.RefitEvery < 1 {
+		bad("refit_every", "%d; use at least 1", c.RefitEvery)
+	}
+	if c.GMMIterations < 1 || c.GMMIterations > 1000 {
+		bad("gmm_iterations", "%d; use 1..1000", c.GMMIterations)
+	}
+	if c.GMMMinSamples < 8 || c.GMMMinSamples > c.GMMWindow {
+		bad("gmm_min_samples", "%d; use 8..gmm_window", c.GMMMinSamples)
+	}
+	if c.Cooccurrence != CoocSketch && c.Cooccurrence != CoocExact {
+		bad("cooccurrence", "%q; use sketch or exact", c.Cooccurrence)
+	}
+	if c.SketchUsers < 1 || c.SketchUsers > 4096 {
+		bad("sketch_users", "%d; use 1..4096", c.SketchUsers)
+	}
+	if c.SketchHashes < 1 || c.SketchHashes > 1024 {
+		bad("sketch_hashes", "%d; use 1..1024", c.SketchHashes)
+	}
+	return errors.Join(errs...)
+}

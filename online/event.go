@@ -1,0 +1,61 @@
+package online
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Event is one observed interaction as the model sees it. Fields that are
+// for evaluation only (ground truth, timestamps, the source position) are
+// not here: the model must never read them.
+type Event struct {
+	User string
+	Item string
+	// Rating is the explicit rating, 1..Classes; 0 means absent. Read only in
+	// rating mode.
+	Rating int
+	// DwellMS is the dwell time in milliseconds; read only when HasDwell is
+	// set, and only in dwell mode.
+	DwellMS  int64
+	HasDwell bool
+}
+
+// Score is what Step reports for one event. It is computed with the model as
+// it was before the event (test-then-train), so it is an honest
+// out-of-sample score.
+type Score struct {
+	// Reliability is the posterior of the reliable GMM component, in [0,1].
+	// It is 1 until the mixture has been fitted for the first time.
+	Reliability float64
+	// PClean is the posterior that the observed label is the clean one:
+	// f_y T_yy / sum_k f_k T_ky.
+	PClean float64
+	// Posterior is f(x), the clean-class posterior (K values). Step reuses
+	// its backing array when its capacity is at least K.
+	Posterior []float64
+	// Label is the observed class ỹ (binary mode: always 1).
+	Label int
+	// Distilled is the distilled clean label y*, or -1 when none.
+	Distilled int
+	// Loss is -log f_ỹ(x), the plain cross-entropy of the observed label.
+	// For a Plain model it is the signal loss-based denoisers (T-CE) use.
+	Loss float64
+	// Version is the number of events the model had learned from before
+	// this one.
+	Version uint64
+}
+
+// ErrInvalidEvent is returned by Step for an event that does not fit the
+// configured label mode (no rating in rating mode, a rating out of range, no
+// dwell in dwell mode, an empty id). The model is left unchanged.
+var ErrInvalidEvent = errors.New("invalid event")
+
+// ErrNumerical is returned by Step when a non-finite value appeared while
+// learning from an event. The update is discarded (the model stays as it was
+// before the event), the score is still valid, and the failure is counted in
+// Summary.NumericalErrors.
+var ErrNumerical = errors.New("numerical failure")
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidEvent, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,33 @@
+package online
+
+// Summary is a read-only view of the model's state, for reports, metrics and
+// snapshot inspection.
+type Summary struct {
+	Events          uint64     `json:"events"`           // events learned from
+	Users           int        `json:"users"`            // distinct users seen
+	Items           int        `json:"items"`            // distinct items seen
+	Distilled       uint64     `json:"distilled"`        // observed events that received a distilled label
+	DistilledShare  float64    `json:"distilled_share"`  // Distilled / Events
+	Rho             float64    `json:"rho"`              // current ρ of the distillation threshold (1+ρ)/2
+	Refits          uint64     `json:"refits"`           // GMM refits so far
+	NumericalErrors uint64     `json:"numerical_errors"` // updates discarded for non-finite values
+	GMM             GMMSummary `json:"gmm"`
+	// MeanTransition is the mean T̂(x) (K×K, row-major rows) over the
+	// observed events of the last refit period.
+	MeanTransition [][]float64 `json:"mean_transition"`
+}
+
+// GMMSummary describes the fitted two-component mixture over the
+// reliability features (score p_u·q_i, log(1 + c_ui)).
+type GMMSummary struct {
+	Fitted     bool            `json:"fitted"`
+	Reliable   int             `json:"reliable"` // index of the reliable component
+	Components [2]GMMComponent `json:"components"`
+}
+
+// GMMComponent is one Gaussian of the mixture.
+type GMMComponent struct {
+	Weight float64       `json:"weight"`
+	Mean   [2]float64    `json:"mean"`
+	Cov    [2][2]float64 `json:"cov"`
+}
