@@ -86,6 +86,9 @@ type Config struct {
 	SketchUsers int `json:"sketch_users" yaml:"sketch_users"`
 	// SketchHashes is the per-user MinHash length (default 32).
 	SketchHashes int `json:"sketch_hashes" yaml:"sketch_hashes"`
+	// L2 is the weight decay on the embedding rows an event touches
+	// (default 1e-4).
+	L2 float64 `json:"l2" yaml:"l2"`
 	// Clip bounds the L2 norm of every gradient (default 5).
 	Clip float64 `json:"clip" yaml:"clip"`
 	// InitScale is the standard deviation of initial embeddings (default 0.1).
@@ -148,6 +151,7 @@ func (c Config) WithDefaults() Config {
 	}
 	defInt(&c.SketchUsers, 32)
 	defInt(&c.SketchHashes, 32)
+	def(&c.L2, 1e-4)
 	def(&c.Clip, 5)
 	def(&c.InitScale, 0.1)
 	return c
@@ -206,6 +210,7 @@ func (c Config) Validate() error {
 	pos("rho_step", c.RhoStep)
 	pos("rho_tolerance", c.RhoTolerance)
 	pos("clip", c.Clip)
+	pos("l2", c.L2)
 	pos("init_scale", c.InitScale)
 	if c.WarmUp < 0 {
 		bad("warm_up", "%d; must be >= 0", c.WarmUp)
@@ -216,7 +221,7 @@ func (c Config) Validate() error {
 	if !(c.RhoStart > 0 && c.RhoStart < 1) {
 		bad("rho_start", "%v; use a value in (0,1)", c.RhoStart)
 	}
-	if !(c.RhoMin > 0 && c.RhoMin <= c.RhoStart) {
+	if c.RhoSchedule == RhoProgressive && !(c.RhoMin > 0 && c.RhoMin <= c.RhoStart) {
 		bad("rho_min", "%v; use a value in (0, rho_start]", c.RhoMin)
 	}
 	if c.GMMWindow < 16 {

@@ -1,0 +1,180 @@
+package online
+
+import (
+	"math/rand/v2"
+	"slices"
+)
+
+// Co-occurrence c_ui = |{u' ∈ U_i, u' ≠ u : |I_u ∩ I_u'| > 1}| over the
+// interactions seen before the current event.
+//
+// The exact estimator keeps every user set and item set; its memory grows
+// with the data. The sketch keeps, per item, a reservoir of at most S users
+// (Vitter's algorithm R, driven by the model's random source) and the
+// number of interactions n_i; per user, a MinHash signature of H values and
+// the number of interactions n_u. For each sampled u' it estimates the
+// Jaccard index J of I_u and I_u' as the share of equal MinHash values and
+// the intersection as J/(1+J)·(n_u + n_u'); c_ui is the count of sampled
+// users whose estimated intersection exceeds 1, scaled by n_i/|sample|.
+// Memory is O(S) per item and O(H) per user, whatever the stream length.
+type cooccurrence interface {
+	// count estimates c_ui before (u,i) is added.
+	count(u, i int32) float64
+	// add records the interaction (u,i).
+	add(u, i int32, r *rand.Rand)
+	// grow makes room for users < nu and items < ni.
+	grow(nu, ni int)
+}
+
+// mix64 is the splitmix64 finalizer: a fixed, seedless hash.
+func mix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+type sketchCooc struct {
+	s, h      int
+	itemN     []uint32 // interactions per item
+	itemRes   []int32  // S slots per item, -1 empty
+	userN     []uint32 // interactions per user
+	userSig   []uint32 // H MinHash values per user
+	hashSeeds []uint64
+}
+
+func newSketchCooc(s, h int) *sketchCooc {
+	c := &sketchCooc{s: s, h: h, hashSeeds: make([]uint64, h)}
+	for k := range c.hashSeeds {
+		c.hashSeeds[k] = mix64(uint64(k)*0x632be59bd9b4e019 + 1)
+	}
+	return c
+}
+
+func (c *sketchCooc) grow(nu, ni int) {
+	for len(c.userN) < nu {
+		c.userN = append(c.userN, 0)
+		for k := 0; k < c.h; k++ {
+			c.userSig = append(c.userSig, ^uint32(0))
+		}
+	}
+	for len(c.itemN) < ni {
+		c.itemN = append(c.itemN, 0)
+		for k := 0; k < c.s; k++ {
+			c.itemRes = append(c.itemRes, -1)
+		}
+	}
+}
+
+func (c *sketchCooc) count(u, i int32) float64 {
+	n := c.itemN[i]
+	if n == 0 {
+		return 0
+	}
+	res := c.itemRes[int(i)*c.s : int(i+1)*c.s]
+	su := c.userSig[int(u)*c.h : int(u+1)*c.h]
+	nu := float64(c.userN[u])
+	sampled, hits := 0, 0
+	for _, v := range res {
+		if v < 0 {
+			break
+		}
+		sampled++
+		if v == u {
+			continue
+		}
+		sv := c.userSig[int(v)*c.h : int(v+1)*c.h]
+		sv = sv[:len(su)]
+		eq := 0
+		for k, x := range su {
+			if x == sv[k] {
+				eq++
+			}
+		}
+		j := float64(eq) / float64(c.h)
+		if j/(1+j)*(nu+float64(c.userN[v])) > 1.5 {
+			hits++
+		}
+	}
+	if sampled == 0 {
+		return 0
+	}
+	return float64(hits) * float64(n) / float64(sampled)
+}
+
+func (c *sketchCooc) add(u, i int32, r *rand.Rand) {
+	n := c.itemN[i]
+	res := c.itemRes[int(i)*c.s : int(i+1)*c.s]
+	if int(n) < c.s {
+		res[n] = u
+	} else if j := r.IntN(int(n) + 1); j < c.s {
+		res[j] = u
+	}
+	c.itemN[i] = n + 1
+	c.userN[u]++
+	sig := c.userSig[int(u)*c.h : int(u+1)*c.h]
+	base := uint64(i)
+	for k, seed := range c.hashSeeds[:len(sig)] {
+		if h := uint32(mix64(base ^ seed)); h < sig[k] {
+			sig[k] = h
+		}
+	}
+}
+
+// exactCooc keeps sorted item sets per user and user lists per item.
+type exactCooc struct {
+	userItems [][]int32 // sorted
+	itemUsers [][]int32 // sorted
+}
+
+func (c *exactCooc) grow(nu, ni int) {
+	for len(c.userItems) < nu {
+		c.userItems = append(c.userItems, nil)
+	}
+	for len(c.itemUsers) < ni {
+		c.itemUsers = append(c.itemUsers, nil)
+	}
+}
+
+func intersectsMoreThanOne(a, b []int32) bool {
+	n := 0
+	for x, y := 0, 0; x < len(a) && y < len(b); {
+		switch {
+		case a[x] < b[y]:
+			x++
+		case a[x] > b[y]:
+			y++
+		default:
+			n++
+			if n > 1 {
+				return true
+			}
+			x++
+			y++
+		}
+	}
+	return false
+}
+
+func (c *exactCooc) count(u, i int32) float64 {
+	n := 0
+	for _, v := range c.itemUsers[i] {
+		if v != u && intersectsMoreThanOne(c.userItems[u], c.userItems[v]) {
+			n++
+		}
+	}
+	return float64(n)
+}
+
+func insertSorted(s []int32, v int32) []int32 {
+	k, found := slices.BinarySearch(s, v)
+	if found {
+		return s
+	}
+	return slices.Insert(s, k, v)
+}
+
+func (c *exactCooc) add(u, i int32, _ *rand.Rand) {
+	c.userItems[u] = insertSorted(c.userItems[u], i)
+	c.itemUsers[i] = insertSorted(c.itemUsers[i], u)
+}

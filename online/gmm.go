@@ -1,0 +1,217 @@
+package online
+
+import (
+	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat"
+)
+
+// gmm is a two-component, full-covariance Gaussian mixture over the
+// two reliability features. It is fitted by EM; every refit starts from the
+// previous parameters (warm start). Scoring a point uses cached precision
+// matrices and log-normalisers, so it does not allocate.
+type gmm struct {
+	fitted   bool
+	reliable int
+	weight   [2]float64
+	mean     [2][2]float64
+	cov      [2][2][2]float64
+
+	// cached from cov at the end of every fit
+	prec    [2][2][2]float64
+	logNorm [2]float64 // log weight − log(2π) − ½ log|Σ|
+}
+
+// gmmCovFloor is added to the diagonal of every covariance, so that a
+// component collapsing on identical points stays well defined.
+const gmmCovFloor = 1e-6
+
+// logComp is log(weight_c · N(x; μ_c, Σ_c)).
+func (g *gmm) logComp(c int, x0, x1 float64) float64 {
+	d0, d1 := x0-g.mean[c][0], x1-g.mean[c][1]
+	p := &g.prec[c]
+	q := d0*d0*p[0][0] + 2*d0*d1*p[0][1] + d1*d1*p[1][1]
+	return g.logNorm[c] - 0.5*q
+}
+
+// posterior returns the responsibility of component c for x.
+func (g *gmm) posterior(c int, x0, x1 float64) float64 {
+	a, b := g.logComp(0, x0, x1), g.logComp(1, x0, x1)
+	m := math.Max(a, b)
+	ea, eb := math.Exp(a-m), math.Exp(b-m)
+	r := ea / (ea + eb)
+	if c == 1 {
+		r = eb / (ea + eb)
+	}
+	if math.IsNaN(r) {
+		return 0.5
+	}
+	return r
+}
+
+// cache recomputes precisions and log-normalisers with gonum's Cholesky;
+// it reports false if a covariance is not positive definite.
+func (g *gmm) cache() bool {
+	for c := 0; c < 2; c++ {
+		s := mat.NewSymDense(2, []float64{
+			g.cov[c][0][0] + gmmCovFloor, g.cov[c][0][1],
+			g.cov[c][1][0], g.cov[c][1][1] + gmmCovFloor,
+		})
+		var ch mat.Cholesky
+		if !ch.Factorize(s) {
+			return false
+		}
+		var inv mat.SymDense
+		if err := ch.InverseTo(&inv); err != nil {
+			return false
+		}
+		for i := 0; i < 2; i++ {
+			for j := 0; j < 2; j++ {
+				g.prec[c][i][j] = inv.At(i, j)
+			}
+		}
+		g.logNorm[c] = math.Log(g.weight[c]) - math.Log(2*math.Pi) - 0.5*ch.LogDet()
+	}
+	return true
+}
+
+// gmmFitter holds EM's buffers so refits reuse them.
+type gmmFitter struct {
+	x    *mat.Dense // n×2
+	resp [2][]float64
+	cov  mat.SymDense
+	col  []float64
+}
+
+// initSplit starts EM from the lower and upper halves of the data ordered
+// by the first feature: deterministic, and it puts the two components on
+// the two sides of the score axis where the reliable and the unreliable
+// samples are expected.
+func (g *gmm) initSplit(x *mat.Dense, f *gmmFitter) {
+	n, _ := x.Dims()
+	f.col = f.col[:0]
+	for i := 0; i < n; i++ {
+		f.col = append(f.col, x.At(i, 0))
+	}
+	sorted := slices.Clone(f.col)
+	slices.Sort(sorted)
+	med := sorted[n/2]
+	for i := 0; i < n; i++ {
+		lo := 0.0
+		if x.At(i, 0) < med || (x.At(i, 0) == med && i%2 == 0) {
+			lo = 1
+		}
+		f.resp[0][i], f.resp[1][i] = lo, 1-lo
+	}
+	g.mstep(x, f)
+}
+
+// mstep sets weights, means and covariances from the responsibilities. It
+// reports false if a component has (almost) no mass.
+func (g *gmm) mstep(x *mat.Dense, f *gmmFitter) bool {
+	n, _ := x.Dims()
+	ok := true
+	for c := 0; c < 2; c++ {
+		w := f.resp[c][:n]
+		sw := 0.0
+		for _, v := range w {
+			sw += v
+		}
+		if sw < 2 {
+			ok = false
+			continue
+		}
+		g.weight[c] = sw / float64(n)
+		for j := 0; j < 2; j++ {
+			g.mean[c][j] = stat.Mean(mat.Col(f.col[:0], j, x), w)
+		}
+		f.cov.Reset()
+		stat.CovarianceMatrix(&f.cov, x, w)
+		// gonum normalises by Σw − 1 (frequency weights); EM's M-step is
+		// the maximum-likelihood estimate, normalised by Σw.
+		scale := (sw - 1) / sw
+		for i := 0; i < 2; i++ {
+			for j := 0; j < 2; j++ {
+				g.cov[c][i][j] = f.cov.At(i, j) * scale
+			}
+		}
+	}
+	return ok
+}
+
+// estep fills responsibilities and returns the mean log-likelihood.
+func (g *gmm) estep(x *mat.Dense, f *gmmFitter) float64 {
+	n, _ := x.Dims()
+	ll := 0.0
+	for i := 0; i < n; i++ {
+		a, b := g.logComp(0, x.At(i, 0), x.At(i, 1)), g.logComp(1, x.At(i, 0), x.At(i, 1))
+		m := math.Max(a, b)
+		lse := m + math.Log(math.Exp(a-m)+math.Exp(b-m))
+		f.resp[0][i] = math.Exp(a - lse)
+		f.resp[1][i] = math.Exp(b - lse)
+		ll += lse
+	}
+	return ll / float64(n)
+}
+
+// fit runs at most iters EM iterations on the rows of x (n×2), starting
+// from the current parameters if the mixture is fitted, else from a split
+// at the median of the first feature. It stops early when the mean
+// log-likelihood improves by less than 1e-6. It reports false, leaving the
+// previous parameters in place, if the data cannot support two components.
+func (g *gmm) fit(x *mat.Dense, f *gmmFitter, iters int) bool {
+	n, _ := x.Dims()
+	for c := range f.resp {
+		if cap(f.resp[c]) < n {
+			f.resp[c] = make([]float64, n)
+		}
+		f.resp[c] = f.resp[c][:n]
+	}
+	if cap(f.col) < n {
+		f.col = make([]float64, 0, n)
+	}
+	prev := *g
+	if !g.fitted || !g.cache() {
+		g.initSplit(x, f)
+		if !g.cache() {
+			*g = prev
+			return false
+		}
+	}
+	last := math.Inf(-1)
+	for it := 0; it < iters; it++ {
+		ll := g.estep(x, f)
+		if !g.mstep(x, f) || !g.cache() {
+			*g = prev
+			return false
+		}
+		if ll-last < 1e-6 {
+			break
+		}
+		last = ll
+	}
+	if !finite(g.weight[:]) || !finite(g.mean[0][:]) || !finite(g.mean[1][:]) {
+		*g = prev
+		return false
+	}
+	g.fitted = true
+	// The paper takes the component whose mean has the larger squared norm
+	// as the reliable one; both features are non-negative here.
+	n0 := g.mean[0][0]*g.mean[0][0] + g.mean[0][1]*g.mean[0][1]
+	n1 := g.mean[1][0]*g.mean[1][0] + g.mean[1][1]*g.mean[1][1]
+	g.reliable = 0
+	if n1 > n0 {
+		g.reliable = 1
+	}
+	return true
+}
+
+func (g *gmm) summary() GMMSummary {
+	s := GMMSummary{Fitted: g.fitted, Reliable: g.reliable}
+	for c := 0; c < 2; c++ {
+		s.Components[c] = GMMComponent{Weight: g.weight[c], Mean: g.mean[c], Cov: g.cov[c]}
+	}
+	return s
+}

@@ -1,0 +1,201 @@
+package online
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+const fdStep = 1e-6
+
+// numGrad is the central finite difference of loss with respect to v[j].
+func numGrad(v []float64, j int, loss func() float64) float64 {
+	old := v[j]
+	v[j] = old + fdStep
+	up := loss()
+	v[j] = old - fdStep
+	down := loss()
+	v[j] = old
+	return (up - down) / (2 * fdStep)
+}
+
+func closeTo(t *testing.T, what string, got, want float64) {
+	t.Helper()
+	if math.Abs(got-want) > 1e-5*math.Max(1, math.Abs(want)) {
+		t.Errorf("%s: analytic %.9g, finite difference %.9g", what, got, want)
+	}
+}
+
+// randomStochastic returns a random K×K row-stochastic matrix.
+func randomStochastic(r *rand.Rand, k int) []float64 {
+	t := make([]float64, k*k)
+	for j := 0; j < k; j++ {
+		for c := 0; c < k; c++ {
+			t[j*k+c] = r.NormFloat64()
+		}
+		softmax(t[j*k:(j+1)*k], t[j*k:(j+1)*k])
+	}
+	return t
+}
+
+func TestClassGradFiniteDifference(t *testing.T) {
+	tests := []struct {
+		name     string
+		k, y, ys int
+		lw       float64
+	}{
+		{"binary positive", 2, 1, -1, 0},
+		{"binary positive distilled noise", 2, 1, 0, 0.7},
+		{"binary negative distilled", 2, 0, 0, 1.3},
+		{"rating 5 classes", 5, 3, -1, 0},
+		{"rating 5 classes distilled elsewhere", 5, 3, 1, 0.4},
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			logits := make([]float64, tc.k)
+			for j := range logits {
+				logits[j] = r.NormFloat64()
+			}
+			tr := randomStochastic(r, tc.k)
+			f := make([]float64, tc.k)
+			g := make([]float64, tc.k)
+			loss := func() float64 {
+				softmax(f, logits)
+				return classGrad(g, f, tr, tc.k, tc.y, tc.ys, tc.lw)
+			}
+			loss()
+			want := append([]float64(nil), g...)
+			for j := range logits {
+				closeTo(t, "dL/dlogit", want[j], numGrad(logits, j, loss))
+			}
+		})
+	}
+}
+
+func TestTransGradFiniteDifference(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, k := range []int{2, 5} {
+		logits := make([]float64, k*k)
+		for j := range logits {
+			logits[j] = r.NormFloat64()
+		}
+		tm := make([]float64, k*k)
+		g := make([]float64, k)
+		ystar, y := k-1, 0
+		loss := func() float64 {
+			for j := 0; j < k; j++ {
+				softmax(tm[j*k:(j+1)*k], logits[j*k:(j+1)*k])
+			}
+			return transGrad(g, tm, k, ystar, y)
+		}
+		loss()
+		want := append([]float64(nil), g...)
+		for c := 0; c < k; c++ {
+			closeTo(t, "dL/dtlogit", want[c], numGrad(logits, ystar*k+c, loss))
+		}
+		// Rows other than ystar do not enter the loss.
+		if got := numGrad(logits, 0, loss); math.Abs(got) > 1e-9 {
+			t.Errorf("row 0 gradient %g, want 0", got)
+		}
+	}
+}
+
+// TestPairGradFiniteDifference checks the whole backward pass of one pair
+// (classifier weights, bias, both embedding rows, weight decay) against
+// finite differences of the loss, with T̂ held constant as Step holds it.
+func TestPairGradFiniteDifference(t *testing.T) {
+	for _, mode := range []string{ModeBinary, ModeRating} {
+		t.Run(mode, func(t *testing.T) {
+			m, err := New(Config{Mode: mode, Dim: 6, Clip: 1e9, L2: 0.01, WarmUp: 1}, rand.NewPCG(5, 6))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sc Score
+			if err := m.Step(Event{User: "u", Item: "i", Rating: 2}, &sc); err != nil {
+				t.Fatal(err)
+			}
+			r := rand.New(rand.NewPCG(7, 8))
+			for j := range m.w {
+				m.w[j] = r.NormFloat64()
+			}
+			u, i := m.userIdx["u"], m.itemIdx["i"]
+			y, ystar, w := 1, 0, 0.6
+			m.forward(u, i)
+			tFixed := append([]float64(nil), m.t...)
+			p, q := m.row(m.p, u), m.row(m.q, i)
+			loss := func() float64 {
+				hadamard(m.z, p, q)
+				classForward(m.f, m.w, m.b, m.z)
+				l := classGrad(make([]float64, m.k), m.f, tFixed, m.k, y, ystar, m.cfg.Lambda*w)
+				return l + m.cfg.L2/2*(dot(p, p)+dot(q, q))
+			}
+			loss()
+			copy(m.t, tFixed)
+			if _, ok := m.grads(u, i, y, ystar, w); !ok {
+				t.Fatal("gradients not finite")
+			}
+			g, z := append([]float64(nil), m.g...), append([]float64(nil), m.z...)
+			dp, dq := append([]float64(nil), m.dp...), append([]float64(nil), m.dq...)
+			for j := range p {
+				closeTo(t, "dL/dp", dp[j], numGrad(p, j, loss))
+				closeTo(t, "dL/dq", dq[j], numGrad(q, j, loss))
+			}
+			for k := 0; k < m.k; k++ {
+				closeTo(t, "dL/db", g[k], numGrad(m.b, k, loss))
+				for j := 0; j < m.d; j++ {
+					closeTo(t, "dL/dW", g[k]*z[j], numGrad(m.w, k*m.d+j, loss))
+				}
+			}
+		})
+	}
+}
+
+// TestTransitionChainFiniteDifference checks the transition update's
+// gradient with respect to the head's weights A and biases C.
+func TestTransitionChainFiniteDifference(t *testing.T) {
+	m, err := New(Config{Mode: ModeRating, Classes: 3, Dim: 4, Clip: 1e9, WarmUp: 1}, rand.NewPCG(9, 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sc Score
+	for _, ev := range []Event{{User: "u", Item: "i", Rating: 1}, {User: "u", Item: "i", Rating: 2}} {
+		if err := m.Step(ev, &sc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u, i := m.userIdx["u"], m.itemIdx["i"]
+	y, ystar := 2, 0
+	m.forward(u, i)
+	trans, ok := m.grads(u, i, y, ystar, 1)
+	if !trans || !ok {
+		t.Fatalf("transition not active (%v) or gradient not finite (%v)", trans, ok)
+	}
+	gt, z := append([]float64(nil), m.gt...), append([]float64(nil), m.z...)
+	tm := make([]float64, m.k*m.k)
+	loss := func() float64 {
+		transitionForward(tm, m.a, m.c, z, m.k)
+		return -math.Log(tm[ystar*m.k+y])
+	}
+	k, d := m.k, m.d
+	for c := 0; c < k; c++ {
+		r := ystar*k + c
+		closeTo(t, "dL/dC", gt[c], numGrad(m.c, r, loss))
+		for j := 0; j < d; j++ {
+			closeTo(t, "dL/dA", gt[c]*z[j], numGrad(m.a, r*d+j, loss))
+		}
+	}
+}
+
+// TestClassGradIdentityIsCrossEntropy: with T̂ = I the corrected loss is
+// the ordinary cross-entropy, whose gradient is f − onehot(y).
+func TestClassGradIdentityIsCrossEntropy(t *testing.T) {
+	f := []float64{0.2, 0.5, 0.3}
+	eye := []float64{1, 0, 0, 0, 1, 0, 0, 0, 1}
+	g := make([]float64, 3)
+	loss := classGrad(g, f, eye, 3, 1, -1, 0)
+	closeTo(t, "loss", loss, -math.Log(0.5))
+	for j, want := range []float64{0.2, -0.5, 0.3} {
+		closeTo(t, "gradient", g[j], want)
+	}
+}

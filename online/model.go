@@ -1,0 +1,530 @@
+package online
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// recentItems is how many of a user's latest items the sketch mode keeps to
+// keep them out of that user's negative samples.
+const recentItems = 32
+
+// popRingSize is the number of recent interactions popularity sampling
+// draws from.
+const popRingSize = 1 << 16
+
+// negativeTries bounds the rejection sampling of one negative.
+const negativeTries = 10
+
+// Model is the online RGBT learner. It is not safe for concurrent use: one
+// goroutine owns it.
+type Model struct {
+	cfg  Config
+	k, d int
+	src  *rand.PCG
+	rnd  *rand.Rand
+
+	userIdx map[string]int32
+	users   []string
+	itemIdx map[string]int32
+	items   []string
+
+	p, q       []float64 // embeddings, d per row
+	accP, accQ []float64 // per-row adaptive-step accumulators
+	recent     []int32   // recentItems per user, -1 empty (sketch mode)
+	recentN    []uint32  // items pushed per user
+	pop        []int32   // ring of recent items, for popularity sampling
+	popN       uint64
+
+	w, b []float64 // classifier: K×d, K
+	a, c []float64 // transition: K·K×d, K·K
+
+	cooc   cooccurrence
+	mix    gmm
+	fitter gmmFitter
+	win    []float64 // ring of GMMWindow feature pairs
+	winN   int       // filled pairs
+	winPos int       // next slot
+
+	rho       float64
+	sumT      []float64 // Σ T̂ over the observed events of this period
+	nT        uint64
+	meanT     []float64 // mean T̂ of the last finished period
+	hasMeanT  bool
+	events    uint64
+	distilled uint64
+	refits    uint64
+	numErrors uint64
+
+	// scratch, reused by every Step
+	z, f, t, g, gt, dz, dp, dq, eye []float64
+}
+
+// New returns an empty model. src is its only source of randomness: the
+// same configuration, source state and events give the same model and the
+// same scores, bit for bit.
+func New(cfg Config, src *rand.PCG) (*Model, error) {
+	if src == nil {
+		return nil, fmt.Errorf("new model: nil random source")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("new model: %w", err)
+	}
+	cfg = cfg.WithDefaults()
+	m := &Model{
+		cfg:     cfg,
+		k:       cfg.K(),
+		d:       cfg.Dim,
+		src:     src,
+		rnd:     rand.New(src),
+		userIdx: map[string]int32{},
+		itemIdx: map[string]int32{},
+		rho:     cfg.RhoStart,
+	}
+	m.alloc()
+	k, d := m.k, m.d
+	m.w = make([]float64, k*d)
+	m.b = make([]float64, k)
+	m.a = make([]float64, k*k*d)
+	m.c = make([]float64, k*k)
+	for i := range m.w {
+		m.w[i] = m.rnd.NormFloat64() * cfg.InitScale
+	}
+	// Off-diagonal logit 0, diagonal logit chosen so that each row puts
+	// transitionInitDiag on the diagonal.
+	diag := math.Log(transitionInitDiag * float64(k-1) / (1 - transitionInitDiag))
+	for j := 0; j < k; j++ {
+		m.c[j*k+j] = diag
+	}
+	return m, nil
+}
+
+// alloc sets up everything that follows from the configuration alone.
+func (m *Model) alloc() {
+	k, d := m.k, m.d
+	if m.cfg.Cooccurrence == CoocExact {
+		m.cooc = &exactCooc{}
+	} else {
+		m.cooc = newSketchCooc(m.cfg.SketchUsers, m.cfg.SketchHashes)
+	}
+	if m.cfg.NegativeSampling == NegPopularity {
+		m.pop = make([]int32, popRingSize)
+	}
+	m.win = make([]float64, 2*m.cfg.GMMWindow)
+	m.sumT = make([]float64, k*k)
+	m.meanT = make([]float64, k*k)
+	m.z = make([]float64, d)
+	m.dz = make([]float64, d)
+	m.dp = make([]float64, d)
+	m.dq = make([]float64, d)
+	m.f = make([]float64, k)
+	m.g = make([]float64, k)
+	m.gt = make([]float64, k)
+	m.t = make([]float64, k*k)
+	m.eye = make([]float64, k*k)
+	for j := 0; j < k; j++ {
+		m.eye[j*k+j] = 1
+	}
+}
+
+// K is the number of label classes.
+func (m *Model) K() int { return m.k }
+
+// Config returns the configuration with defaults filled in.
+func (m *Model) Config() Config { return m.cfg }
+
+// Version is the number of events the model has learned from.
+func (m *Model) Version() uint64 { return m.events }
+
+// label returns the observed class of ev under the label mode.
+func (m *Model) label(ev *Event) (int, error) {
+	if ev.User == "" || ev.Item == "" {
+		return 0, invalid("empty user or item id")
+	}
+	switch m.cfg.Mode {
+	case ModeRating:
+		if ev.Rating < 1 || ev.Rating > m.k {
+			return 0, invalid("rating %d outside 1..%d", ev.Rating, m.k)
+		}
+		return ev.Rating - 1, nil
+	case ModeDwell:
+		if !ev.HasDwell || ev.DwellMS < 0 {
+			return 0, invalid("dwell mode needs a non-negative dwell_ms")
+		}
+		y := 0
+		for _, th := range m.cfg.DwellBucketsMS {
+			if ev.DwellMS >= th {
+				y++
+			}
+		}
+		return y, nil
+	default:
+		return 1, nil
+	}
+}
+
+func (m *Model) userID(id string) int32 {
+	if u, ok := m.userIdx[id]; ok {
+		return u
+	}
+	u := int32(len(m.users))
+	m.userIdx[id] = u
+	m.users = append(m.users, id)
+	for i := 0; i < m.d; i++ {
+		m.p = append(m.p, m.rnd.NormFloat64()*m.cfg.InitScale)
+	}
+	m.accP = append(m.accP, 0)
+	m.recentN = append(m.recentN, 0)
+	for i := 0; i < recentItems; i++ {
+		m.recent = append(m.recent, -1)
+	}
+	m.cooc.grow(len(m.users), len(m.items))
+	return u
+}
+
+func (m *Model) itemID(id string) int32 {
+	if i, ok := m.itemIdx[id]; ok {
+		return i
+	}
+	i := int32(len(m.items))
+	m.itemIdx[id] = i
+	m.items = append(m.items, id)
+	for j := 0; j < m.d; j++ {
+		m.q = append(m.q, m.rnd.NormFloat64()*m.cfg.InitScale)
+	}
+	m.accQ = append(m.accQ, 0)
+	m.cooc.grow(len(m.users), len(m.items))
+	return i
+}
+
+func (m *Model) row(v []float64, i int32) []float64 {
+	return v[int(i)*m.d : int(i+1)*m.d]
+}
+
+// transitionActive reports whether T̂ is used (and trained) now.
+func (m *Model) transitionActive() bool {
+	return !m.cfg.Plain && !m.cfg.NoTransition && m.events >= uint64(m.cfg.WarmUp)
+}
+
+func (m *Model) distilling() bool {
+	return !m.cfg.Plain && m.events >= uint64(m.cfg.WarmUp)
+}
+
+// forward computes z, f and T̂ for the pair (u,i) into the scratch buffers
+// and returns p·q. T̂ is the identity while it is not active.
+func (m *Model) forward(u, i int32) float64 {
+	s := hadamard(m.z, m.row(m.p, u), m.row(m.q, i))
+	classForward(m.f, m.w, m.b, m.z)
+	if m.transitionActive() {
+		transitionForward(m.t, m.a, m.c, m.z, m.k)
+	} else {
+		copy(m.t, m.eye)
+	}
+	return s
+}
+
+// distill returns argmax f if max f > (1+ρ)/2, else -1.
+func (m *Model) distill() int {
+	if !m.distilling() {
+		return -1
+	}
+	best := 0
+	for j, v := range m.f {
+		if v > m.f[best] {
+			best = j
+		}
+	}
+	if m.f[best] > (1+m.rho)/2 {
+		return best
+	}
+	return -1
+}
+
+// Step scores ev with the model as it is, writes the score into sc, then
+// learns from ev. An event that does not fit the label mode returns an
+// error wrapping ErrInvalidEvent and changes nothing. A numerical failure
+// while learning returns an error wrapping ErrNumerical; sc is valid then.
+func (m *Model) Step(ev Event, sc *Score) error {
+	y, err := m.label(&ev)
+	if err != nil {
+		return err
+	}
+	u, i := m.userID(ev.User), m.itemID(ev.Item)
+
+	// 1. Score with the model as it was.
+	m.forward(u, i)
+	if cap(sc.Posterior) < m.k {
+		sc.Posterior = make([]float64, m.k)
+	}
+	sc.Posterior = sc.Posterior[:m.k]
+	copy(sc.Posterior, m.f)
+	sc.Label = y
+	sc.PClean = pClean(m.f, m.t, m.k, y)
+	sc.Loss = -math.Log(math.Max(m.f[y], probFloor))
+	sc.Version = m.events
+	x0, x1 := m.f[y], math.Log1p(m.cooc.count(u, i))
+	sc.Reliability = 1
+	if m.mix.fitted && !m.cfg.NoGMM && !m.cfg.Plain {
+		sc.Reliability = m.mix.posterior(m.mix.reliable, x0, x1)
+	}
+	sc.Distilled = m.distill()
+	if !finite(sc.Posterior) || !finite([]float64{sc.PClean, sc.Reliability, sc.Loss}) {
+		// Unreachable while parameters stay finite; kept as the last guard
+		// so that no NaN or Inf leaves the model.
+		m.numErrors++
+		for j := range sc.Posterior {
+			sc.Posterior[j] = 1 / float64(m.k)
+		}
+		sc.PClean, sc.Reliability, sc.Loss, sc.Distilled = 0.5, 0.5, math.Log(float64(m.k)), -1
+		return fmt.Errorf("score event: %w", ErrNumerical)
+	}
+	axpy(m.sumT, 1, m.t)
+	m.nT++
+
+	// 2. Learn.
+	ok := true
+	w := sc.Reliability
+	ok = m.learnPair(u, i, y, sc.Distilled, w) && ok
+	if sc.Distilled >= 0 {
+		m.distilled++
+		m.pushWindow(x0, x1)
+	}
+	if m.cfg.Mode == ModeBinary && len(m.items) > 1 {
+		for n := 0; n < m.cfg.Negatives; n++ {
+			j := m.sampleNegative(u, i)
+			if j < 0 {
+				continue
+			}
+			m.forward(u, j)
+			ok = m.learnPair(u, j, 0, m.distill(), 1) && ok
+		}
+	}
+	m.remember(u, i)
+	m.events++
+	if m.events%uint64(m.cfg.RefitEvery) == 0 {
+		m.refit()
+	}
+	if !ok {
+		m.numErrors++
+		return fmt.Errorf("learn from event: %w", ErrNumerical)
+	}
+	return nil
+}
+
+// learnPair applies one SGD step for the pair whose forward pass is in the
+// scratch buffers. It reports false, and changes nothing, if a gradient is
+// not finite.
+func (m *Model) learnPair(u, i int32, y, ystar int, w float64) bool {
+	trans, ok := m.grads(u, i, y, ystar, w)
+	if !ok {
+		return false
+	}
+	m.apply(u, i, y, ystar, trans)
+	return true
+}
+
+// grads fills the scratch gradients for the pair in the forward buffers:
+// m.g (classifier logits; dW_k = g_k z, db = g), m.dp and m.dq (embedding
+// rows, with weight decay), and, when trans is true, m.gt (row ystar of
+// the transition logits). Each is clipped to Config.Clip. ok is false if
+// any is not finite.
+func (m *Model) grads(u, i int32, y, ystar int, w float64) (trans, ok bool) {
+	cfg := &m.cfg
+	lw := 0.0
+	if ystar >= 0 {
+		lw = cfg.Lambda * w
+	}
+	classGrad(m.g, m.f, m.t, m.k, y, ystar, lw)
+	clipNorm(m.g, cfg.Clip)
+	p, q := m.row(m.p, u), m.row(m.q, i)
+	d := m.d
+	for j := range m.dz {
+		m.dz[j] = 0
+	}
+	for k, gk := range m.g {
+		axpy(m.dz, gk, m.w[k*d:(k+1)*d])
+	}
+	for j := range m.dz {
+		m.dp[j] = m.dz[j]*q[j] + cfg.L2*p[j]
+		m.dq[j] = m.dz[j]*p[j] + cfg.L2*q[j]
+	}
+	clipNorm(m.dp, cfg.Clip)
+	clipNorm(m.dq, cfg.Clip)
+	trans = ystar >= 0 && m.transitionActive()
+	if trans {
+		transGrad(m.gt, m.t, m.k, ystar, y)
+		clipNorm(m.gt, cfg.Clip)
+	}
+	ok = finite(m.g) && finite(m.dp) && finite(m.dq) && (!trans || finite(m.gt))
+	return trans, ok
+}
+
+// apply takes one step along the gradients grads left in the scratch
+// buffers: plain SGD for the networks, a per-row adaptive step
+// (lr/sqrt(1+G), G the row's accumulated mean squared gradient) for the
+// embeddings, so that rows seen often move less.
+func (m *Model) apply(u, i int32, y, ystar int, trans bool) {
+	d, lr := m.d, m.cfg.LearningRate
+	for k, gk := range m.g {
+		axpy(m.w[k*d:(k+1)*d], -lr*gk, m.z)
+		m.b[k] -= lr * gk
+	}
+	m.accP[u] += dot(m.dp, m.dp) / float64(d)
+	m.accQ[i] += dot(m.dq, m.dq) / float64(d)
+	axpy(m.row(m.p, u), -lr/math.Sqrt(1+m.accP[u]), m.dp)
+	axpy(m.row(m.q, i), -lr/math.Sqrt(1+m.accQ[i]), m.dq)
+	if trans {
+		k := m.k
+		for c, gc := range m.gt {
+			r := ystar*k + c
+			axpy(m.a[r*d:(r+1)*d], -lr*gc, m.z)
+			m.c[r] -= lr * gc
+		}
+	}
+}
+
+// sampleNegative draws an item the user has not interacted with (as far as
+// the model remembers), or returns -1 after negativeTries draws.
+func (m *Model) sampleNegative(u, pos int32) int32 {
+	for try := 0; try < negativeTries; try++ {
+		var j int32
+		if m.pop != nil && m.popN > 0 {
+			j = m.pop[m.rnd.IntN(int(min(m.popN, popRingSize)))]
+		} else {
+			j = int32(m.rnd.IntN(len(m.items)))
+		}
+		if j != pos && !m.seen(u, j) {
+			return j
+		}
+	}
+	return -1
+}
+
+// seen reports whether u interacted with i: exactly in exact mode, among the
+// user's last recentItems items in sketch mode.
+func (m *Model) seen(u, i int32) bool {
+	if ex, ok := m.cooc.(*exactCooc); ok {
+		_, found := slices.BinarySearch(ex.userItems[u], i)
+		return found
+	}
+	for _, v := range m.recent[int(u)*recentItems : int(u+1)*recentItems] {
+		if v == i {
+			return true
+		}
+	}
+	return false
+}
+
+// remember records (u,i) in the co-occurrence estimator, the user's recent
+// items and the popularity ring.
+func (m *Model) remember(u, i int32) {
+	m.cooc.add(u, i, m.rnd)
+	m.recent[int(u)*recentItems+int(m.recentN[u]%recentItems)] = i
+	m.recentN[u]++
+	if m.pop != nil {
+		m.pop[m.popN%popRingSize] = i
+		m.popN++
+	}
+}
+
+func (m *Model) pushWindow(x0, x1 float64) {
+	m.win[2*m.winPos], m.win[2*m.winPos+1] = x0, x1
+	m.winPos = (m.winPos + 1) % m.cfg.GMMWindow
+	if m.winN < m.cfg.GMMWindow {
+		m.winN++
+	}
+}
+
+// refit runs every RefitEvery events: it refits the mixture on the window
+// and advances the ρ schedule.
+func (m *Model) refit() {
+	m.refits++
+	if !m.cfg.Plain && !m.cfg.NoGMM && m.winN >= m.cfg.GMMMinSamples {
+		if m.fitter.x == nil || m.fitter.x.RawMatrix().Rows != m.winN {
+			m.fitter.x = mat.NewDense(m.winN, 2, nil)
+		}
+		copy(m.fitter.x.RawMatrix().Data, m.win[:2*m.winN])
+		m.mix.fit(m.fitter.x, &m.fitter, m.cfg.GMMIterations)
+	}
+	if m.nT == 0 {
+		return
+	}
+	delta := 0.0
+	for j, s := range m.sumT {
+		mean := s / float64(m.nT)
+		delta += math.Abs(mean - m.meanT[j])
+		m.meanT[j] = mean
+		m.sumT[j] = 0
+	}
+	m.nT = 0
+	had := m.hasMeanT
+	m.hasMeanT = true
+	if m.cfg.RhoSchedule == RhoProgressive && m.transitionActive() && had &&
+		delta/float64(m.k) < m.cfg.RhoTolerance {
+		m.rho = math.Max(m.cfg.RhoMin, m.rho-m.cfg.RhoStep)
+	}
+}
+
+// Summary describes the model's state.
+func (m *Model) Summary() Summary {
+	s := Summary{
+		Events:          m.events,
+		Users:           len(m.users),
+		Items:           len(m.items),
+		Distilled:       m.distilled,
+		Rho:             m.rho,
+		Refits:          m.refits,
+		NumericalErrors: m.numErrors,
+		GMM:             m.mix.summary(),
+	}
+	if m.events > 0 {
+		s.DistilledShare = float64(m.distilled) / float64(m.events)
+	}
+	src := m.meanT
+	if !m.hasMeanT {
+		src = make([]float64, m.k*m.k)
+		if m.nT > 0 {
+			for j, v := range m.sumT {
+				src[j] = v / float64(m.nT)
+			}
+		} else {
+			copy(src, m.eye)
+		}
+	}
+	s.MeanTransition = make([][]float64, m.k)
+	for j := range s.MeanTransition {
+		s.MeanTransition[j] = append([]float64(nil), src[j*m.k:(j+1)*m.k]...)
+	}
+	return s
+}
+
+// Predict writes f(x) for (user, item) into dst (K values) and reports
+// whether both are known. It does not change the model.
+func (m *Model) Predict(user, item string, dst []float64) bool {
+	u, ok1 := m.userIdx[user]
+	i, ok2 := m.itemIdx[item]
+	if !ok1 || !ok2 {
+		return false
+	}
+	hadamard(m.z, m.row(m.p, u), m.row(m.q, i))
+	classForward(dst[:m.k], m.w, m.b, m.z)
+	return true
+}
+
+// Transition writes the network's T̂(x) for (user, item) into dst (K×K,
+// row-major) and reports whether both are known. It reads the network
+// even when T̂ is not active yet.
+func (m *Model) Transition(user, item string, dst []float64) bool {
+	u, ok1 := m.userIdx[user]
+	i, ok2 := m.itemIdx[item]
+	if !ok1 || !ok2 {
+		return false
+	}
+	hadamard(m.z, m.row(m.p, u), m.row(m.q, i))
+	transitionForward(dst[:m.k*m.k], m.a, m.c, m.z, m.k)
+	return true
+}
