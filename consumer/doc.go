@@ -1,0 +1,30 @@
+// Package consumer turns raw input records into events for the model and
+// runs the processing loop that joins a Source, the model and the sinks.
+//
+// It owns:
+//   - the JSON-lines event format: Decode parses and validates one line into
+//     an Event, and reports a bad line as a *RecordError whose Reason is one
+//     of a small fixed set (Reasons) usable as a metric label;
+//   - Position, a place in the input that is either file+line or
+//     topic+partition+offset, carried by every output record;
+//   - sources: FileSource reads JSON lines from a file or any io.Reader
+//     (a Kafka source is a later addition behind the same Source interface);
+//   - Run, the processing loop. It reads records, decodes them, calls
+//     Model.Step (score with the model as it was, then learn), hands the
+//     scored record to a Sink, routes bad records to a DeadLetter with their
+//     reason and counts them.
+//
+// Invariants:
+//   - bad input never stops the loop and is never dropped silently: every
+//     record read is either scored, dead-lettered with a reason, or (blank
+//     lines and empty messages only) counted as Blank;
+//   - exactly one goroutine owns the model: the goroutine that calls Run.
+//     Reading and writing run beside it, joined by bounded channels, so
+//     memory is bounded and a slow sink slows the reader (backpressure);
+//   - records leave the loop in input order;
+//   - the ground-truth field of an event is never given to the model.
+//
+// What it must not do: know model internals (the model is the one-method
+// Model interface), decide scores, or know how sinks encode their records
+// (Sink and DeadLetter are declared here, implemented in package producer).
+package consumer

@@ -1,0 +1,351 @@
+package consumer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"denoiser/online"
+)
+
+// Model scores an event with the model as it was, then learns from it
+// (test-then-train). *online.Model implements it. Step returns an error
+// wrapping online.ErrInvalidEvent when the event does not fit the model (the
+// model is unchanged), or one wrapping online.ErrNumerical when learning
+// failed numerically (the score is still valid).
+type Model interface {
+	Step(ev online.Event, sc *online.Score) error
+}
+
+// Sink receives scored records in input order. Write must not retain r.
+// Flush makes every record written so far durable (or delivered).
+type Sink interface {
+	Write(ctx context.Context, r *Result) error
+	Flush(ctx context.Context) error
+}
+
+// DeadLetter receives rejected records, with their reason, in input order.
+// Reject must not retain r.
+type DeadLetter interface {
+	Reject(ctx context.Context, r *Result) error
+	Flush(ctx context.Context) error
+}
+
+// Flusher waits until everything handed to the sinks so far has been written
+// and flushed.
+type Flusher interface {
+	Flush(ctx context.Context) error
+}
+
+// MaxRawBytes bounds the raw bytes a Result keeps for the dead-letter sink.
+const MaxRawBytes = 64 << 10
+
+// Result is one processed input record, handed to the Sink (when scored) or
+// the DeadLetter (when rejected), and to Options.After.
+type Result struct {
+	Pos   Position
+	Event Event // decoded fields; valid unless Reason is a decoding reason
+	// Raw is the record as read, up to MaxRawBytes (RawSize is its full
+	// length). It is kept for the dead-letter sink.
+	Raw     []byte
+	RawSize int
+
+	// Err is nil for a clean score. For a rejected record it is a
+	// *RecordError and Reason is set. For a scored record it may wrap
+	// online.ErrNumerical: the score is valid, the update was discarded.
+	Err    error
+	Reason Reason
+
+	Score online.Score // valid when Scored()
+
+	// Shadow is the score of Options.Shadow, when set and it accepted the
+	// event (HasShadow). Sinks ignore it; reports compare against it.
+	Shadow    online.Score
+	HasShadow bool
+
+	flush chan error // set on the loop's internal flush marker
+}
+
+// Scored reports whether r carries a score (and goes to the Sink).
+func (r *Result) Scored() bool { return r.Reason == "" }
+
+// RawTruncated reports whether Raw is shorter than the record.
+func (r *Result) RawTruncated() bool { return len(r.Raw) < r.RawSize }
+
+// Options configures Run. The zero value is ready to use.
+type Options struct {
+	// Buffer is the capacity of each channel between the reader, the model
+	// and the writer, and so the number of records in flight (default 256).
+	Buffer int
+	// Shadow, if set, is a second model stepped on every event the main
+	// model accepted, on the same goroutine (the replay's plain baseline).
+	Shadow Model
+	// After, if set, is called on the model goroutine after each record has
+	// been handed on towards its sink, in input order (blank records
+	// excluded). out.Flush waits until the sinks have written and flushed
+	// everything so far: a checkpointer calls it before committing the model
+	// and r.Pos. An error from After stops the loop. r is valid only during
+	// the call.
+	After func(ctx context.Context, r *Result, out Flusher) error
+}
+
+// Stats counts what Run did.
+type Stats struct {
+	Records  uint64 // records read, blank ones included
+	Blank    uint64 // blank lines and empty messages, skipped
+	Scored   uint64 // records scored and written to the sink
+	Rejected uint64 // records dead-lettered
+	// ByReason counts rejected records per Reason.
+	ByReason map[Reason]uint64
+	// Numerical counts scored records whose update the model discarded for
+	// a numerical failure.
+	Numerical uint64
+	// ShadowRejected counts events the main model accepted and the shadow
+	// model refused; ShadowNumerical its numerical failures.
+	ShadowRejected  uint64
+	ShadowNumerical uint64
+}
+
+// Run reads src until it is exhausted (io.EOF), ctx is cancelled or a sink
+// fails. Each record is decoded, scored by model (score, then learn) and
+// written to sink; a record that fails to decode or that the model refuses
+// goes to dlq with its reason. Bad records never stop the loop. At the end
+// of the input, sink and dlq are flushed. The goroutine that calls Run owns
+// model until Run returns; Run returns only after its helper goroutines
+// have exited. The returned Stats are valid even with an error.
+func Run(ctx context.Context, src Source, model Model, sink Sink, dlq DeadLetter, opts Options) (Stats, error) {
+	if src == nil || model == nil || sink == nil || dlq == nil {
+		return Stats{}, errors.New("run loop: nil source, model, sink or dead-letter")
+	}
+	n := opts.Buffer
+	if n <= 0 {
+		n = 256
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	l := &loop{
+		free:    make(chan *Result, 2*n+2),
+		decoded: make(chan *Result, n),
+		out:     make(chan *Result, n),
+		sink:    sink,
+		dlq:     dlq,
+	}
+	for range 2*n + 2 {
+		l.free <- new(Result)
+	}
+	l.marker = &Result{flush: make(chan error, 1)}
+
+	var wg sync.WaitGroup
+	var readErr, writeErr error
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		defer close(l.decoded)
+		readErr = l.read(ctx, src) // on error the records already read are still processed
+	}()
+	go func() {
+		defer wg.Done()
+		writeErr = l.write(ctx, cancel)
+	}()
+
+	st := Stats{ByReason: map[Reason]uint64{}}
+	stepErr := l.step(ctx, model, opts, &st)
+	if stepErr != nil {
+		cancel() // unblock the reader
+	}
+	close(l.out)
+	wg.Wait()
+
+	// Records read but not processed (after a failure) are not counted.
+	st.Records = st.Blank + st.Scored + st.Rejected
+	err := errors.Join(readErr, stepErr, writeErr)
+	if err == nil {
+		err = ctx.Err()
+		if err != nil {
+			err = fmt.Errorf("run loop: %w", err)
+		}
+	}
+	return st, err
+}
+
+type loop struct {
+	free    chan *Result // recycled results: bounded memory, no allocation per record
+	decoded chan *Result // reader -> model
+	out     chan *Result // model -> writer
+	marker  *Result      // flush request
+	sink    Sink
+	dlq     DeadLetter
+}
+
+// read runs on the reader goroutine: it reads and decodes records.
+func (l *loop) read(ctx context.Context, src Source) error {
+	for {
+		m, err := src.Next(ctx)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil // cancellation is reported by Run
+			}
+			return fmt.Errorf("read source: %w", err)
+		}
+		var r *Result
+		select {
+		case r = <-l.free:
+		case <-ctx.Done():
+			return nil
+		}
+		raw := r.Raw[:0]
+		if cap(raw) > MaxRawBytes {
+			raw = nil
+		}
+		*r = Result{Pos: m.Pos, RawSize: len(m.Value)}
+		r.Raw = append(raw, m.Value[:min(len(m.Value), MaxRawBytes)]...)
+		if len(bytes.TrimSpace(m.Value)) == 0 {
+			r.Reason = reasonBlank
+		} else if err := Decode(m.Value, &r.Event); err != nil {
+			r.Err, r.Reason = err, ReasonOf(err)
+		}
+		select {
+		case l.decoded <- r:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// reasonBlank marks a blank record inside the loop; it never leaves it.
+const reasonBlank Reason = "blank"
+
+// step runs on the caller's goroutine, which owns the model.
+func (l *loop) step(ctx context.Context, model Model, opts Options, st *Stats) error {
+	for {
+		var r *Result
+		select {
+		case r = <-l.decoded:
+		case <-ctx.Done():
+			return nil
+		}
+		if r == nil {
+			return nil
+		}
+		if r.Reason == reasonBlank {
+			st.Blank++
+			l.free <- r // never blocks: the pool has room for every result
+			continue
+		}
+		if r.Reason == "" {
+			l.score(model, opts.Shadow, r, st)
+		}
+		if r.Scored() {
+			st.Scored++
+		} else {
+			st.Rejected++
+			st.ByReason[r.Reason]++
+		}
+		if opts.After != nil {
+			if err := opts.After(ctx, r, (*flusher)(l)); err != nil {
+				l.free <- r
+				return fmt.Errorf("after record %s: %w", r.Pos, err)
+			}
+		}
+		select {
+		case l.out <- r:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+func (l *loop) score(model, shadow Model, r *Result, st *Stats) {
+	ev := r.Event.Model()
+	err := model.Step(ev, &r.Score)
+	switch {
+	case err == nil:
+	case errors.Is(err, online.ErrNumerical):
+		r.Err = err
+		st.Numerical++
+	default: // online.ErrInvalidEvent, or anything else the model refuses
+		r.Err = &RecordError{Reason: ReasonModelRejected, Msg: err.Error(), Err: err}
+		r.Reason = ReasonModelRejected
+		return
+	}
+	if shadow == nil {
+		return
+	}
+	err = shadow.Step(ev, &r.Shadow)
+	switch {
+	case err == nil:
+		r.HasShadow = true
+	case errors.Is(err, online.ErrNumerical):
+		r.HasShadow = true
+		st.ShadowNumerical++
+	default:
+		st.ShadowRejected++
+	}
+}
+
+// write runs on the writer goroutine. It drains l.out until it is closed,
+// then flushes both sinks. After a sink error it stops writing, cancels the
+// loop and only recycles what is still in flight.
+func (l *loop) write(ctx context.Context, cancel context.CancelFunc) error {
+	var failed error
+	for r := range l.out {
+		if r.flush != nil {
+			if failed != nil {
+				r.flush <- fmt.Errorf("flush sinks: writer stopped: %w", failed)
+			} else {
+				r.flush <- l.flush(ctx)
+			}
+			continue
+		}
+		if failed == nil {
+			if r.Scored() {
+				if err := l.sink.Write(ctx, r); err != nil {
+					failed = fmt.Errorf("write record %s: %w", r.Pos, err)
+				}
+			} else if err := l.dlq.Reject(ctx, r); err != nil {
+				failed = fmt.Errorf("dead-letter record %s: %w", r.Pos, err)
+			}
+			if failed != nil {
+				cancel()
+			}
+		}
+		l.free <- r
+	}
+	if failed != nil || ctx.Err() != nil {
+		return failed
+	}
+	return l.flush(ctx)
+}
+
+func (l *loop) flush(ctx context.Context) error {
+	err := errors.Join(l.sink.Flush(ctx), l.dlq.Flush(ctx))
+	if err != nil {
+		return fmt.Errorf("flush sinks: %w", err)
+	}
+	return nil
+}
+
+// flusher is the Flusher handed to Options.After.
+type flusher loop
+
+func (f *flusher) Flush(ctx context.Context) error {
+	l := (*loop)(f)
+	select {
+	case l.out <- l.marker:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-l.marker.flush:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

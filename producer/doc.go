@@ -1,0 +1,34 @@
+// Package producer writes what the processing loop produces: scored records
+// and dead-lettered records.
+//
+// It owns the output encoding (encode.go, the one place that turns a
+// consumer.Result into bytes; the Kafka writer reuses it) and the file sinks.
+//
+// Scored record, one JSON object per line, fields in this fixed order, input
+// fields only when present in the input:
+//
+//	{"user":"u1","item":"i9","ts":1700000000000,"event":"click","dwell_ms":8300,
+//	 "rating":4,"truth":"noise","reliability":0.93,"p_clean":0.81,
+//	 "clean_posterior":[0.19,0.81],"label":1,"distilled":null,"model_version":41,
+//	 "source":{"file":"clicks.jsonl","line":42}}
+//
+// A Kafka source position is written "source":{"topic":"clicks","partition":3,"offset":1234}.
+//
+// Dead-letter record, one JSON object per line:
+//
+//	{"reason":"out_of_range","error":"dwell_ms: -5 is outside 0..86400000",
+//	 "source":{"file":"clicks.jsonl","line":7},"raw":"{\"user\":...}"}
+//
+// "raw" is the record as read when it is valid UTF-8, otherwise "raw_base64"
+// holds it base64-encoded; a record over consumer.MaxRawBytes is cut there and
+// carries "raw_truncated":true and "raw_bytes" (its full length).
+//
+// Invariants: the encoding is deterministic, the same record gives the same
+// bytes (floats are formatted by strconv 'g' with the shortest exact
+// representation, non-finite floats as null); file outputs appear atomically
+// (written to a temporary file in the same directory, fsynced and renamed on
+// Close), so a failed run never leaves a half-written file under the final
+// name.
+//
+// What it must not do: decide scores or read input.
+package producer
