@@ -125,7 +125,7 @@ func (g *gmm) mstep(x *mat.Dense, f *gmmFitter) bool {
 		}
 		g.weight[c] = sw / float64(n)
 		for j := 0; j < 2; j++ {
-			g.mean[c][j] = stat.Mean(mat.Col(f.col[:0], j, x), w)
+			g.mean[c][j] = stat.Mean(mat.Col(f.col[:n], j, x), w)
 		}
 		f.cov.Reset()
 		stat.CovarianceMatrix(&f.cov, x, w)

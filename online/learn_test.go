@@ -1,0 +1,104 @@
+package online
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// flipStream is a rating-mode stream with a known answer: the clean class
+// of (u,i) is (group(u) + group(i)) mod K, and the observed class is the
+// clean one flipped by the row-stochastic matrix T.
+type flipStream struct {
+	k, users, items int
+	flip            []float64 // K×K
+	r               *rand.Rand
+}
+
+func pairflip(k int, eta float64) []float64 {
+	t := make([]float64, k*k)
+	for j := 0; j < k; j++ {
+		t[j*k+j] = 1 - eta
+		t[j*k+(j+1)%k] = eta
+	}
+	return t
+}
+
+func (s *flipStream) clean(u, i int) int { return (u%s.k + i%s.k) % s.k }
+
+func (s *flipStream) next() (Event, int) {
+	u, i := s.r.IntN(s.users), s.r.IntN(s.items)
+	y := s.clean(u, i)
+	x, obs := s.r.Float64(), s.k-1
+	for c := 0; c < s.k; c++ {
+		x -= s.flip[y*s.k+c]
+		if x < 0 {
+			obs = c
+			break
+		}
+	}
+	return Event{User: fmt.Sprint("u", u), Item: fmt.Sprint("i", i), Rating: obs + 1}, y
+}
+
+// TestTransitionRecoversFlipMatrix trains on a stream with a known
+// class-conditional flip matrix and compares the mean T̂ with it.
+func TestTransitionRecoversFlipMatrix(t *testing.T) {
+	const k, eta = 3, 0.25
+	s := &flipStream{k: k, users: 150, items: 120, flip: pairflip(k, eta), r: rand.New(rand.NewPCG(31, 32))}
+	m, err := New(Config{Mode: ModeRating, Classes: k, Dim: 16, WarmUp: 20000}, rand.NewPCG(33, 34))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sc Score
+	correct, total := 0, 0
+	for n := 0; n < 120000; n++ {
+		ev, y := s.next()
+		if err := m.Step(ev, &sc); err != nil {
+			t.Fatal(err)
+		}
+		if n >= 100000 {
+			total++
+			best := 0
+			for c, v := range sc.Posterior {
+				if v > sc.Posterior[best] {
+					best = c
+				}
+			}
+			if best == y {
+				correct++
+			}
+		}
+	}
+	// Mean T̂ over every (u,i) pair.
+	mean := make([]float64, k*k)
+	tm := make([]float64, k*k)
+	for u := 0; u < s.users; u++ {
+		for i := 0; i < s.items; i++ {
+			if !m.Transition(fmt.Sprint("u", u), fmt.Sprint("i", i), tm) {
+				t.Fatal("unknown pair")
+			}
+			axpy(mean, 1/float64(s.users*s.items), tm)
+		}
+	}
+	l1, idl1 := 0.0, 0.0
+	for j := range mean {
+		l1 += math.Abs(mean[j] - s.flip[j])
+		idl1 += math.Abs(s.flip[j] - map[bool]float64{true: 1, false: 0}[j%(k+1) == 0])
+	}
+	sum := m.Summary()
+	t.Logf("clean accuracy of f over the last 20k events: %.3f; distilled share %.3f, rho %.2f", float64(correct)/float64(total), sum.DistilledShare, sum.Rho)
+	t.Logf("mean T̂ %v", fmtMatrix(mean, k))
+	t.Logf("L1(mean T̂, T) = %.3f; identity estimator %.3f", l1, idl1)
+	if l1 > idl1/3 {
+		t.Errorf("L1 %.3f, want below a third of the identity's %.3f", l1, idl1)
+	}
+}
+
+func fmtMatrix(v []float64, k int) string {
+	s := ""
+	for j := 0; j < k; j++ {
+		s += fmt.Sprintf("%.3f ", v[j*k:(j+1)*k])
+	}
+	return s
+}
