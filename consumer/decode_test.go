@@ -1,0 +1,216 @@
+package consumer
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+
+	"denoiser/online"
+)
+
+func TestDecode(t *testing.T) {
+	long := strings.Repeat("x", MaxIDBytes+1)
+	max := strings.Repeat("x", MaxIDBytes)
+	tests := []struct {
+		name   string
+		line   string
+		want   Event
+		reason Reason // "" when the line is good
+		field  string
+	}{
+		{name: "full", line: `{"user":"u1","item":"i9","ts":1700000000000,"event":"click","dwell_ms":8300,"rating":4,"truth":"noise"}`,
+			want: Event{User: "u1", Item: "i9", TS: 1700000000000, HasTS: true, Kind: "click", DwellMS: 8300, HasDwell: true, Rating: 4, HasRating: true, Truth: TruthNoise}},
+		{name: "minimal", line: `{"user":"u","item":"i"}`, want: Event{User: "u", Item: "i"}},
+		{name: "numeric ids", line: `{"user":42,"item":-7}`, want: Event{User: "42", Item: "-7"}},
+		{name: "numeric id keeps its literal", line: `{"user":1.50,"item":1e3}`, want: Event{User: "1.50", Item: "1e3"}},
+		{name: "whitespace and CR", line: " \t{ \"user\" : \"u\" , \"item\" : \"i\" }\r", want: Event{User: "u", Item: "i"}},
+		{name: "escapes", line: `{"user":"a\"b\u00e9","item":"\ud83d\ude00"}`, want: Event{User: "a\"bé", Item: "😀"}},
+		{name: "escaped key", line: `{"us\u0065r":"u","item":"i"}`, want: Event{User: "u", Item: "i"}},
+		{name: "unknown fields ignored", line: `{"user":"u","item":"i","extra":{"a":[1,{"b":"}"}]},"n":null}`, want: Event{User: "u", Item: "i"}},
+		{name: "nulls mean absent", line: `{"user":"u","item":"i","ts":null,"event":null,"dwell_ms":null,"rating":null,"truth":null}`, want: Event{User: "u", Item: "i"}},
+		{name: "last duplicate wins", line: `{"user":"a","user":"b","item":"i"}`, want: Event{User: "b", Item: "i"}},
+		{name: "keys are case-sensitive", line: `{"User":"a","user":"b","item":"i"}`, want: Event{User: "b", Item: "i"}},
+		{name: "rfc3339 ts", line: `{"user":"u","item":"i","ts":"2023-11-14T22:13:20Z"}`, want: Event{User: "u", Item: "i", TS: 1700000000000, HasTS: true}},
+		{name: "rfc3339 ts with offset and fraction", line: `{"user":"u","item":"i","ts":"2023-11-15T00:13:20.5+02:00"}`, want: Event{User: "u", Item: "i", TS: 1700000000500, HasTS: true}},
+		{name: "integral float", line: `{"user":"u","item":"i","rating":4.0,"dwell_ms":1e3}`, want: Event{User: "u", Item: "i", Rating: 4, HasRating: true, DwellMS: 1000, HasDwell: true}},
+		{name: "zero values present", line: `{"user":"u","item":"i","ts":0,"dwell_ms":0,"rating":0}`, want: Event{User: "u", Item: "i", HasTS: true, HasDwell: true, HasRating: true}},
+		{name: "limits", line: `{"user":"` + max + `","item":"i","dwell_ms":86400000,"rating":100,"ts":4102444800000,"truth":"genuine"}`,
+			want: Event{User: max, Item: "i", DwellMS: 86400000, HasDwell: true, Rating: 100, HasRating: true, TS: 4102444800000, HasTS: true, Truth: TruthGenuine}},
+
+		{name: "empty object", line: `{}`, reason: ReasonMissingField, field: "user"},
+		{name: "missing item", line: `{"user":"u"}`, reason: ReasonMissingField, field: "item"},
+		{name: "null user", line: `{"user":null,"item":"i"}`, reason: ReasonMissingField, field: "user"},
+		{name: "empty user", line: `{"user":"","item":"i"}`, reason: ReasonMissingField, field: "user"},
+
+		{name: "not json", line: `user=u1 item=i9`, reason: ReasonNotJSON},
+		{name: "truncated", line: `{"user":"u1","item":"i9"`, reason: ReasonNotJSON},
+		{name: "trailing garbage", line: `{"user":"u1","item":"i9"} x`, reason: ReasonNotJSON},
+		{name: "two objects", line: `{"user":"u1","item":"i9"}{}`, reason: ReasonNotJSON},
+		{name: "NaN", line: `{"user":"u1","item":"i9","rating":NaN}`, reason: ReasonNotJSON},
+
+		{name: "array", line: `[1,2]`, reason: ReasonBadType},
+		{name: "string record", line: `"u1"`, reason: ReasonBadType},
+		{name: "null record", line: `null`, reason: ReasonBadType},
+		{name: "bool user", line: `{"user":true,"item":"i"}`, reason: ReasonBadType, field: "user"},
+		{name: "object item", line: `{"user":"u","item":{"id":1}}`, reason: ReasonBadType, field: "item"},
+		{name: "string rating", line: `{"user":"u","item":"i","rating":"4"}`, reason: ReasonBadType, field: "rating"},
+		{name: "string dwell", line: `{"user":"u","item":"i","dwell_ms":"8s"}`, reason: ReasonBadType, field: "dwell_ms"},
+		{name: "bad ts string", line: `{"user":"u","item":"i","ts":"yesterday"}`, reason: ReasonBadType, field: "ts"},
+		{name: "bool ts", line: `{"user":"u","item":"i","ts":true}`, reason: ReasonBadType, field: "ts"},
+		{name: "number event", line: `{"user":"u","item":"i","event":3}`, reason: ReasonBadType, field: "event"},
+		{name: "bool truth", line: `{"user":"u","item":"i","truth":true}`, reason: ReasonBadType, field: "truth"},
+
+		{name: "negative dwell", line: `{"user":"u","item":"i","dwell_ms":-5}`, reason: ReasonOutOfRange, field: "dwell_ms"},
+		{name: "dwell over a day", line: `{"user":"u","item":"i","dwell_ms":86400001}`, reason: ReasonOutOfRange, field: "dwell_ms"},
+		{name: "fractional dwell", line: `{"user":"u","item":"i","dwell_ms":10.5}`, reason: ReasonOutOfRange, field: "dwell_ms"},
+		{name: "rating over 100", line: `{"user":"u","item":"i","rating":101}`, reason: ReasonOutOfRange, field: "rating"},
+		{name: "negative rating", line: `{"user":"u","item":"i","rating":-1}`, reason: ReasonOutOfRange, field: "rating"},
+		{name: "fractional rating", line: `{"user":"u","item":"i","rating":3.5}`, reason: ReasonOutOfRange, field: "rating"},
+		{name: "huge rating", line: `{"user":"u","item":"i","rating":1e400}`, reason: ReasonOutOfRange, field: "rating"},
+		{name: "int64 overflow", line: `{"user":"u","item":"i","ts":99999999999999999999}`, reason: ReasonOutOfRange, field: "ts"},
+		{name: "negative ts", line: `{"user":"u","item":"i","ts":-1}`, reason: ReasonOutOfRange, field: "ts"},
+		{name: "ts after 2100", line: `{"user":"u","item":"i","ts":4102444800001}`, reason: ReasonOutOfRange, field: "ts"},
+		{name: "rfc3339 before 1970", line: `{"user":"u","item":"i","ts":"1969-12-31T23:59:59Z"}`, reason: ReasonOutOfRange, field: "ts"},
+		{name: "unknown truth", line: `{"user":"u","item":"i","truth":"maybe"}`, reason: ReasonOutOfRange, field: "truth"},
+
+		{name: "long user", line: `{"user":"` + long + `","item":"i"}`, reason: ReasonTooLarge, field: "user"},
+		{name: "long numeric item", line: `{"user":"u","item":` + strings.Repeat("9", MaxIDBytes+1) + `}`, reason: ReasonTooLarge, field: "item"},
+		{name: "long event", line: `{"user":"u","item":"i","event":"` + long + `"}`, reason: ReasonTooLarge, field: "event"},
+		{name: "line over 1 MiB", line: `{"user":"u","item":"i","pad":"` + strings.Repeat("p", MaxLineBytes) + `"}`, reason: ReasonTooLarge},
+	}
+	seen := map[Reason]bool{}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var ev Event
+			err := Decode([]byte(tt.line), &ev)
+			if tt.reason == "" {
+				if err != nil {
+					t.Fatalf("Decode: %v", err)
+				}
+				if ev != tt.want {
+					t.Fatalf("Decode = %+v, want %+v", ev, tt.want)
+				}
+				return
+			}
+			var re *RecordError
+			if !errors.As(err, &re) {
+				t.Fatalf("Decode error = %v, want a *RecordError with reason %s", err, tt.reason)
+			}
+			seen[re.Reason] = true
+			if re.Reason != tt.reason || re.Field != tt.field {
+				t.Fatalf("Decode error reason %q field %q (%v), want %q field %q", re.Reason, re.Field, err, tt.reason, tt.field)
+			}
+			if ReasonOf(err) != tt.reason {
+				t.Fatalf("ReasonOf = %q", ReasonOf(err))
+			}
+			if len(err.Error()) > 400 {
+				t.Fatalf("error message too long: %d bytes", len(err.Error()))
+			}
+		})
+	}
+	for _, r := range Reasons() {
+		if r != ReasonModelRejected && !seen[r] {
+			t.Errorf("no test case for reason %s", r)
+		}
+	}
+}
+
+func TestReasonOfModelError(t *testing.T) {
+	err := errors.Join(errors.New("step"), online.ErrInvalidEvent)
+	if got := ReasonOf(err); got != ReasonModelRejected {
+		t.Fatalf("ReasonOf(model error) = %q", got)
+	}
+	if got := ReasonOf(errors.New("disk full")); got != "" {
+		t.Fatalf("ReasonOf(other) = %q", got)
+	}
+}
+
+func TestEventModelHidesEvaluationFields(t *testing.T) {
+	ev := Event{User: "u", Item: "i", TS: 5, HasTS: true, Kind: "click", DwellMS: 10, HasDwell: true, Rating: 3, HasRating: true, Truth: TruthNoise}
+	want := online.Event{User: "u", Item: "i", Rating: 3, DwellMS: 10, HasDwell: true}
+	if got := ev.Model(); got != want {
+		t.Fatalf("Model() = %+v, want %+v", got, want)
+	}
+}
+
+func BenchmarkDecode(b *testing.B) {
+	line := []byte(`{"user":"u1234","item":"i98765","ts":1700000000000,"event":"click","dwell_ms":8300,"rating":4,"truth":"noise"}`)
+	var ev Event
+	b.ReportAllocs()
+	b.SetBytes(int64(len(line)))
+	for b.Loop() {
+		if err := Decode(line, &ev); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// FuzzDecode checks that Decode never panics, that what it accepts is within
+// the format's limits, and that an accepted event re-encoded decodes to the
+// same event.
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{
+		`{"user":"u1","item":"i9","ts":1700000000000,"event":"click","dwell_ms":8300,"rating":4,"truth":"noise"}`,
+		`{"user":42,"item":-7,"ts":"2023-11-14T22:13:20Z"}`,
+		`{"user":"a\"b\u00e9","item":"\ud83d\ude00","x":[{"y":"}"}]}`,
+		`{"user":"u","item":"i","rating":3.5}`,
+		`{"user":"u","item":"i","dwell_ms":-1}`,
+		`{"user":null}`,
+		`[1,2,3]`,
+		`not json`,
+		"{\"user\":\"\xff\",\"item\":\"i\"}",
+		``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		var ev Event
+		err := Decode(line, &ev)
+		if err != nil {
+			var re *RecordError
+			if !errors.As(err, &re) || re.Reason == "" {
+				t.Fatalf("Decode error %v is not a *RecordError with a reason", err)
+			}
+			return
+		}
+		if ev.User == "" || ev.Item == "" || len(ev.User) > MaxIDBytes || len(ev.Item) > MaxIDBytes || len(ev.Kind) > MaxIDBytes {
+			t.Fatalf("accepted bad ids: %+v", ev)
+		}
+		if ev.DwellMS < 0 || ev.DwellMS > MaxDwellMS || ev.Rating < 0 || ev.Rating > MaxRating || ev.TS < MinTS || ev.TS > MaxTS {
+			t.Fatalf("accepted out-of-range values: %+v", ev)
+		}
+		if ev.Truth != "" && ev.Truth != TruthGenuine && ev.Truth != TruthNoise {
+			t.Fatalf("accepted truth %q", ev.Truth)
+		}
+		// Round trip through encoding/json.
+		m := map[string]any{"user": ev.User, "item": ev.Item}
+		if ev.HasTS {
+			m["ts"] = ev.TS
+		}
+		if ev.Kind != "" {
+			m["event"] = ev.Kind
+		}
+		if ev.HasDwell {
+			m["dwell_ms"] = ev.DwellMS
+		}
+		if ev.HasRating {
+			m["rating"] = ev.Rating
+		}
+		if ev.Truth != "" {
+			m["truth"] = ev.Truth
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var again Event
+		if err := Decode(b, &again); err != nil {
+			t.Fatalf("re-encoded event %s rejected: %v", b, err)
+		}
+		if again != ev {
+			t.Fatalf("round trip: %+v != %+v (%s)", again, ev, strconv.Quote(string(b)))
+		}
+	})
+}

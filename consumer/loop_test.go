@@ -1,0 +1,270 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"denoiser/online"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fakeModel scores deterministically from a counter, refuses item "refuse"
+// and fails numerically on item "nan".
+type fakeModel struct {
+	steps int
+	seen  []online.Event
+}
+
+func (m *fakeModel) Step(ev online.Event, sc *online.Score) error {
+	if ev.Item == "refuse" {
+		return fmt.Errorf("step: %w: no rating", online.ErrInvalidEvent)
+	}
+	m.seen = append(m.seen, ev)
+	sc.Version = uint64(m.steps)
+	sc.PClean = float64(m.steps) / 10
+	sc.Reliability = 1
+	sc.Label = 1
+	sc.Distilled = -1
+	sc.Posterior = append(sc.Posterior[:0], 1-sc.PClean, sc.PClean)
+	m.steps++
+	if ev.Item == "nan" {
+		return fmt.Errorf("step: %w", online.ErrNumerical)
+	}
+	return nil
+}
+
+// memSink records what it receives.
+type memSink struct {
+	mu       sync.Mutex
+	scored   []string // pos + user
+	rejected []string // pos + reason
+	flushes  int
+	failAt   int // fail the n-th write (1-based); 0 never
+	writes   int
+}
+
+func (s *memSink) Write(_ context.Context, r *Result) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writes++
+	if s.failAt > 0 && s.writes == s.failAt {
+		return errors.New("disk full")
+	}
+	if !r.Scored() {
+		panic("sink got a rejected record")
+	}
+	s.scored = append(s.scored, fmt.Sprintf("%s %s v%d", r.Pos, r.Event.User, r.Score.Version))
+	return nil
+}
+
+func (s *memSink) Reject(_ context.Context, r *Result) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r.Scored() || r.Err == nil {
+		panic("dead-letter got a scored record")
+	}
+	s.rejected = append(s.rejected, fmt.Sprintf("%s %s", r.Pos, r.Reason))
+	return nil
+}
+
+func (s *memSink) Flush(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flushes++
+	return nil
+}
+
+const mixed = `{"user":"a","item":"i1"}
+not json
+
+{"user":"b"}
+{"user":"c","item":"refuse"}
+{"user":"d","item":"nan"}
+{"user":"e","item":"i2","rating":3.5}
+{"user":"f","item":"i3","dwell_ms":true}
+   
+{"user":"g","item":"i4"}`
+
+func TestRunRoutesBadRecords(t *testing.T) {
+	for _, buf := range []int{1, 2, 256} {
+		t.Run(fmt.Sprint("buffer", buf), func(t *testing.T) {
+			model := &fakeModel{}
+			sink := &memSink{}
+			var after []string
+			st, err := Run(context.Background(), NewFileSource(strings.NewReader(mixed), "in.jsonl"), model, sink, sink, Options{
+				Buffer: buf,
+				After: func(_ context.Context, r *Result, _ Flusher) error {
+					after = append(after, fmt.Sprintf("%d:%s", r.Pos.Line, r.Reason))
+					return nil
+				},
+			})
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			wantScored := []string{"in.jsonl:1 a v0", "in.jsonl:6 d v1", "in.jsonl:10 g v2"}
+			wantRejected := []string{
+				"in.jsonl:2 not_json", "in.jsonl:4 missing_field", "in.jsonl:5 model_rejected",
+				"in.jsonl:7 out_of_range", "in.jsonl:8 bad_type",
+			}
+			if fmt.Sprint(sink.scored) != fmt.Sprint(wantScored) {
+				t.Errorf("scored = %q, want %q", sink.scored, wantScored)
+			}
+			if fmt.Sprint(sink.rejected) != fmt.Sprint(wantRejected) {
+				t.Errorf("rejected = %q, want %q", sink.rejected, wantRejected)
+			}
+			wantAfter := "[1: 2:not_json 4:missing_field 5:model_rejected 6: 7:out_of_range 8:bad_type 10:]"
+			if fmt.Sprint(after) != wantAfter {
+				t.Errorf("After saw %v, want %s", after, wantAfter)
+			}
+			want := Stats{Records: 10, Blank: 2, Scored: 3, Rejected: 5, Numerical: 1, ByReason: map[Reason]uint64{
+				ReasonNotJSON: 1, ReasonMissingField: 1, ReasonModelRejected: 1, ReasonOutOfRange: 1, ReasonBadType: 1,
+			}}
+			if fmt.Sprint(st) != fmt.Sprint(want) {
+				t.Errorf("Stats = %+v, want %+v", st, want)
+			}
+			if sink.flushes != 2 { // sink and dead-letter are the same object here
+				t.Errorf("flushes = %d, want 2", sink.flushes)
+			}
+		})
+	}
+}
+
+func TestRunShadow(t *testing.T) {
+	in := "{\"user\":\"a\",\"item\":\"i\"}\n{\"user\":\"b\",\"item\":\"j\"}\n"
+	model, shadow := &fakeModel{}, &fakeModel{steps: 100}
+	var got []float64
+	_, err := Run(context.Background(), NewFileSource(strings.NewReader(in), "f"), model, &memSink{}, &memSink{}, Options{
+		Shadow: shadow,
+		After: func(_ context.Context, r *Result, _ Flusher) error {
+			if !r.HasShadow {
+				t.Errorf("record %s has no shadow score", r.Pos)
+			}
+			got = append(got, r.Score.PClean, r.Shadow.PClean)
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != "[0 10 0.1 10.1]" {
+		t.Fatalf("scores = %v", got)
+	}
+	if len(shadow.seen) != 2 {
+		t.Fatalf("shadow saw %d events", len(shadow.seen))
+	}
+}
+
+func TestRunAfterFlushAndError(t *testing.T) {
+	var b strings.Builder
+	for i := range 50 {
+		fmt.Fprintf(&b, "{\"user\":\"u%d\",\"item\":\"i\"}\n", i)
+	}
+	sink := &memSink{}
+	stop := errors.New("stop here")
+	st, err := Run(context.Background(), NewFileSource(strings.NewReader(b.String()), "f"), &fakeModel{}, sink, sink, Options{
+		Buffer: 4,
+		After: func(ctx context.Context, r *Result, out Flusher) error {
+			if r.Pos.Line%10 == 0 {
+				if err := out.Flush(ctx); err != nil {
+					return err
+				}
+				sink.mu.Lock()
+				n := len(sink.scored)
+				sink.mu.Unlock()
+				// Everything before this record is written; this one is not yet.
+				if n != int(r.Pos.Line)-1 {
+					t.Errorf("after flush at line %d the sink has %d records", r.Pos.Line, n)
+				}
+			}
+			if r.Pos.Line == 35 {
+				return stop
+			}
+			return nil
+		},
+	})
+	if !errors.Is(err, stop) {
+		t.Fatalf("Run error = %v, want %v", err, stop)
+	}
+	if st.Scored != 35 {
+		t.Fatalf("Scored = %d, want 35", st.Scored)
+	}
+}
+
+func TestRunSinkError(t *testing.T) {
+	var b strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&b, "{\"user\":\"u%d\",\"item\":\"i\"}\n", i)
+	}
+	sink := &memSink{failAt: 3}
+	_, err := Run(context.Background(), NewFileSource(strings.NewReader(b.String()), "f"), &fakeModel{}, sink, &memSink{}, Options{Buffer: 2})
+	if err == nil || !strings.Contains(err.Error(), "disk full") || !strings.Contains(err.Error(), "f:3") {
+		t.Fatalf("Run error = %v, want the sink error at f:3", err)
+	}
+}
+
+// endless yields the same good record forever.
+type endless struct{ n int64 }
+
+func (e *endless) Next(ctx context.Context) (Message, error) {
+	if err := ctx.Err(); err != nil {
+		return Message{}, err
+	}
+	e.n++
+	return Message{Pos: Position{Topic: "t", Partition: 1, Offset: e.n}, Value: []byte(`{"user":"u","item":"i"}`)}, nil
+}
+
+func TestRunCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sink := &memSink{}
+	done := make(chan error)
+	go func() {
+		_, err := Run(ctx, &endless{}, &fakeModel{}, sink, sink, Options{
+			After: func(_ context.Context, r *Result, _ Flusher) error {
+				if r.Pos.Offset == 1000 {
+					cancel()
+				}
+				return nil
+			},
+		})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run error = %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not stop after cancel")
+	}
+}
+
+// failing yields two records, then a read error.
+type failing struct{ n int }
+
+func (f *failing) Next(context.Context) (Message, error) {
+	f.n++
+	if f.n > 2 {
+		return Message{}, io.ErrUnexpectedEOF
+	}
+	return Message{Pos: Position{File: "f", Line: int64(f.n)}, Value: []byte(`{"user":"u","item":"i"}`)}, nil
+}
+
+func TestRunReadErrorKeepsWhatWasRead(t *testing.T) {
+	sink := &memSink{}
+	st, err := Run(context.Background(), &failing{}, &fakeModel{}, sink, sink, Options{})
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("Run error = %v", err)
+	}
+	if st.Scored != 2 || len(sink.scored) != 2 || sink.flushes != 2 {
+		t.Fatalf("Scored = %d, sink has %d, flushes %d; want 2, 2, 2", st.Scored, len(sink.scored), sink.flushes)
+	}
+}
