@@ -1,0 +1,177 @@
+package movielens
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestConvertSample(t *testing.T) {
+	// Out of order, with a timestamp tie broken by user then item, and a
+	// blank line.
+	in := "196\t242\t3\t881250949\n" +
+		"186\t302\t3\t891717742\n" +
+		"\n" +
+		"22\t377\t1\t878887116\n" +
+		"196\t51\t5\t881250949\n" +
+		"12\t9\t4\t881250949\n"
+	want := `{"user":"22","item":"377","ts":878887116000,"event":"rating","rating":1}
+{"user":"12","item":"9","ts":881250949000,"event":"rating","rating":4}
+{"user":"196","item":"51","ts":881250949000,"event":"rating","rating":5}
+{"user":"196","item":"242","ts":881250949000,"event":"rating","rating":3}
+{"user":"186","item":"302","ts":891717742000,"event":"rating","rating":3}
+`
+	var out bytes.Buffer
+	st, err := Convert(context.Background(), strings.NewReader(in), &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); got != want {
+		t.Errorf("output:\n%s\nwant:\n%s", got, want)
+	}
+	if st.Events != 5 || st.Users != 4 || st.Items != 5 {
+		t.Errorf("stats = %+v, want 5 events, 4 users, 5 items", st)
+	}
+	if st.Ratings[3] != 2 || st.Ratings[1] != 1 || st.Ratings[4] != 1 || st.Ratings[5] != 1 || st.Ratings[2] != 0 {
+		t.Errorf("rating counts = %v", st.Ratings)
+	}
+}
+
+func TestConvertRejectsMalformedLines(t *testing.T) {
+	for _, tc := range []struct {
+		name, line string
+	}{
+		{"three fields", "1\t2\t3"},
+		{"five fields", "1\t2\t3\t4\t5"},
+		{"word user", "alice\t2\t3\t881250949"},
+		{"fractional rating", "1\t2\t3.5\t881250949"},
+		{"zero rating", "1\t2\t0\t881250949"},
+		{"negative id", "-1\t2\t3\t881250949"},
+		{"negative time", "1\t2\t3\t-5"},
+		{"huge time", "1\t2\t3\t99999999999999"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := "1\t1\t1\t881250949\n" + tc.line + "\n"
+			_, err := Convert(context.Background(), strings.NewReader(in), &bytes.Buffer{})
+			if !errors.Is(err, ErrFormat) {
+				t.Fatalf("err = %v, want ErrFormat", err)
+			}
+			if !strings.Contains(err.Error(), "line 2") {
+				t.Errorf("err = %v, want it to name line 2", err)
+			}
+		})
+	}
+}
+
+func TestConvertIsDeterministic(t *testing.T) {
+	in := "5\t1\t2\t10\n4\t1\t2\t10\n4\t0\t2\t10\n1\t1\t1\t9\n"
+	var a, b bytes.Buffer
+	if _, err := Convert(context.Background(), strings.NewReader(in), &a); err != nil {
+		t.Fatal(err)
+	}
+	// The same ratings in another input order give the same stream.
+	perm := "4\t0\t2\t10\n1\t1\t1\t9\n5\t1\t2\t10\n4\t1\t2\t10\n"
+	if _, err := Convert(context.Background(), strings.NewReader(perm), &b); err != nil {
+		t.Fatal(err)
+	}
+	if a.String() != b.String() {
+		t.Errorf("input order changed the output:\n%s\nvs\n%s", a.String(), b.String())
+	}
+}
+
+// ml100k is the real MovieLens 100k file, shipped beside the repository;
+// DENOISER_ML100K overrides the path.
+func ml100k() string {
+	if p := os.Getenv("DENOISER_ML100K"); p != "" {
+		return p
+	}
+	return "../../shared/datasets/ml-100k/u.data"
+}
+
+func TestConvertML100k(t *testing.T) {
+	f, err := os.Open(ml100k())
+	if errors.Is(err, os.ErrNotExist) {
+		t.Skipf("%s not present", ml100k())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out bytes.Buffer
+	st, err := Convert(context.Background(), f, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Events != 100_000 || st.Users != 943 || st.Items != 1682 {
+		t.Errorf("stats = %v, want 100000 events, 943 users, 1682 items", st)
+	}
+	want := map[int]int{1: 6110, 2: 11370, 3: 27145, 4: 34174, 5: 21201}
+	for r, n := range want {
+		if st.Ratings[r] != n {
+			t.Errorf("rating %d: %d events, want %d", r, st.Ratings[r], n)
+		}
+	}
+	if len(st.Ratings) != len(want) {
+		t.Errorf("rating values = %v, want exactly 1..5", st.Ratings)
+	}
+
+	// Every line decodes, has no truth, and the stream is chronological.
+	sc := bufio.NewScanner(&out)
+	var (
+		n    int
+		last int64
+	)
+	for sc.Scan() {
+		n++
+		var e map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("line %d: %v", n, err)
+		}
+		if _, ok := e["truth"]; ok {
+			t.Fatalf("line %d has a truth field: %s", n, sc.Bytes())
+		}
+		if e["event"] != "rating" {
+			t.Fatalf("line %d: event %v, want rating", n, e["event"])
+		}
+		ts := int64(e["ts"].(float64))
+		if ts < last || ts%1000 != 0 {
+			t.Fatalf("line %d: ts %d after %d", n, ts, last)
+		}
+		last = ts
+	}
+	if n != 100_000 {
+		t.Errorf("%d lines, want 100000", n)
+	}
+}
+
+// FuzzRead: any input either fails with ErrFormat (or a scanner error) or
+// yields ratings whose events are valid JSON with the parsed values.
+func FuzzRead(f *testing.F) {
+	f.Add("196\t242\t3\t881250949\n")
+	f.Add("1 2 3 4\n\n5 6 7 8")
+	f.Add("x\ty\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		rs, err := Read(context.Background(), strings.NewReader(in))
+		if err != nil {
+			return
+		}
+		for _, r := range rs {
+			var e struct {
+				User, Item string
+				TS         int64
+				Rating     int
+			}
+			if err := json.Unmarshal(r.AppendJSON(nil), &e); err != nil {
+				t.Fatalf("rating %+v encodes to invalid JSON: %v", r, err)
+			}
+			if e.TS != r.Seconds*1000 || e.Rating != r.Rating {
+				t.Fatalf("rating %+v round-trips to %+v", r, e)
+			}
+		}
+	})
+}
