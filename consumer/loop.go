@@ -204,7 +204,9 @@ func (l *loop) read(ctx context.Context, src Source) error {
 		if cap(raw) > MaxRawBytes {
 			raw = nil
 		}
+		post, shadow := r.Score.Posterior[:0], r.Shadow.Posterior[:0] // keep the backing arrays
 		*r = Result{Pos: m.Pos, RawSize: len(m.Value)}
+		r.Score.Posterior, r.Shadow.Posterior = post, shadow
 		r.Raw = append(raw, m.Value[:min(len(m.Value), MaxRawBytes)]...)
 		if len(bytes.TrimSpace(m.Value)) == 0 {
 			r.Reason = reasonBlank

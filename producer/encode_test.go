@@ -1,0 +1,144 @@
+package producer
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"denoiser/consumer"
+	"denoiser/online"
+)
+
+func TestAppendScored(t *testing.T) {
+	tests := []struct {
+		name string
+		r    consumer.Result
+		want string
+	}{
+		{
+			name: "all fields",
+			r: consumer.Result{
+				Pos: consumer.Position{File: "in.jsonl", Line: 42},
+				Event: consumer.Event{User: "u1", Item: "i9", TS: 1700000000000, HasTS: true, Kind: "click",
+					DwellMS: 8300, HasDwell: true, Rating: 4, HasRating: true, Truth: "noise"},
+				Score: online.Score{Reliability: 0.93, PClean: 1.0 / 3, Posterior: []float64{2.0 / 3, 1.0 / 3}, Label: 1, Distilled: -1, Version: 41},
+			},
+			want: `{"user":"u1","item":"i9","ts":1700000000000,"event":"click","dwell_ms":8300,"rating":4,"truth":"noise",` +
+				`"reliability":0.93,"p_clean":0.3333333333333333,"clean_posterior":[0.6666666666666666,0.3333333333333333],` +
+				`"label":1,"distilled":null,"model_version":41,"source":{"file":"in.jsonl","line":42}}`,
+		},
+		{
+			name: "minimal, kafka source, zero values present",
+			r: consumer.Result{
+				Pos:   consumer.Position{Topic: "clicks", Partition: 3, Offset: 1234},
+				Event: consumer.Event{User: "u", Item: "i", HasTS: true, HasDwell: true, HasRating: true},
+				Score: online.Score{Reliability: 1, PClean: 1e-7, Posterior: []float64{0, 1, 0}, Label: 2, Distilled: 0},
+			},
+			want: `{"user":"u","item":"i","ts":0,"dwell_ms":0,"rating":0,"reliability":1,"p_clean":1e-07,"clean_posterior":[0,1,0],` +
+				`"label":2,"distilled":0,"model_version":0,"source":{"topic":"clicks","partition":3,"offset":1234}}`,
+		},
+		{
+			name: "escapes and non-finite",
+			r: consumer.Result{
+				Pos:   consumer.Position{File: "a\"b", Line: 1},
+				Event: consumer.Event{User: "q\"\\\n\t\x01é\u2028", Item: "bad\xffutf8"},
+				Score: online.Score{Reliability: math.NaN(), PClean: math.Inf(1), Distilled: -1},
+			},
+			want: `{"user":"q\"\\\n\t\u0001é\u2028","item":"bad\ufffdutf8","reliability":null,"p_clean":null,"clean_posterior":[],` +
+				`"label":0,"distilled":null,"model_version":0,"source":{"file":"a\"b","line":1}}`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := string(AppendScored(nil, &tt.r))
+			if got != tt.want {
+				t.Fatalf("AppendScored =\n%s\nwant\n%s", got, tt.want)
+			}
+			if !json.Valid([]byte(got)) {
+				t.Fatal("not valid JSON")
+			}
+			if again := string(AppendScored([]byte("prefix"), &tt.r)); again != "prefix"+tt.want {
+				t.Fatal("not deterministic or does not append")
+			}
+		})
+	}
+}
+
+func TestAppendScoredDecodesBack(t *testing.T) {
+	line := `{"user":"u1","item":"i9","ts":1700000000000,"event":"click","dwell_ms":8300,"rating":4,"truth":"noise"}`
+	r := consumer.Result{Pos: consumer.Position{File: "f", Line: 1}, Score: online.Score{Distilled: -1}}
+	if err := consumer.Decode([]byte(line), &r.Event); err != nil {
+		t.Fatal(err)
+	}
+	var back consumer.Event
+	if err := consumer.Decode(AppendScored(nil, &r), &back); err != nil {
+		t.Fatal(err)
+	}
+	if back != r.Event {
+		t.Fatalf("scored record decodes to %+v, want %+v", back, r.Event)
+	}
+}
+
+func TestAppendRejected(t *testing.T) {
+	tests := []struct {
+		name string
+		r    consumer.Result
+		want string
+	}{
+		{
+			name: "text",
+			r: consumer.Result{Pos: consumer.Position{File: "in", Line: 7}, Reason: consumer.ReasonOutOfRange,
+				Err: &consumer.RecordError{Reason: consumer.ReasonOutOfRange, Field: "dwell_ms", Msg: "-5 is outside 0..86400000"},
+				Raw: []byte(`{"user":"u","dwell_ms":-5}`), RawSize: 26},
+			want: `{"reason":"out_of_range","error":"dwell_ms: -5 is outside 0..86400000","source":{"file":"in","line":7},"raw":"{\"user\":\"u\",\"dwell_ms\":-5}"}`,
+		},
+		{
+			name: "binary, truncated, kafka",
+			r: consumer.Result{Pos: consumer.Position{Topic: "t", Offset: 5}, Reason: consumer.ReasonModelRejected,
+				Err: errors.New("invalid event: no rating"), Raw: []byte{0xff, 0xfe, 'a'}, RawSize: 1 << 21},
+			want: `{"reason":"model_rejected","error":"invalid event: no rating","source":{"topic":"t","partition":0,"offset":5},"raw_base64":"//5h","raw_truncated":true,"raw_bytes":2097152}`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := string(AppendRejected(nil, &tt.r))
+			if got != tt.want {
+				t.Fatalf("AppendRejected =\n%s\nwant\n%s", got, tt.want)
+			}
+			if !json.Valid([]byte(got)) {
+				t.Fatal("not valid JSON")
+			}
+		})
+	}
+}
+
+func TestAppendStringMatchesEncodingJSON(t *testing.T) {
+	for _, s := range []string{"", "plain", "\"\\/", "\x00\x1f\x7f", "é😀", "\u2028\u2029", "a\xffb\xc3", strings.Repeat("ab\n", 100)} {
+		got := appendString(nil, s)
+		var back string
+		if err := json.Unmarshal(got, &back); err != nil {
+			t.Fatalf("%q -> %s: %v", s, got, err)
+		}
+		want, _ := json.Marshal(s) // encoding/json also replaces invalid UTF-8
+		var wantBack string
+		_ = json.Unmarshal(want, &wantBack)
+		if back != wantBack {
+			t.Fatalf("%q -> %s decodes to %q, want %q", s, got, back, wantBack)
+		}
+	}
+}
+
+func BenchmarkAppendScored(b *testing.B) {
+	r := consumer.Result{
+		Pos:   consumer.Position{File: "in.jsonl", Line: 42},
+		Event: consumer.Event{User: "u1234", Item: "i98765", TS: 1700000000000, HasTS: true, Kind: "click", DwellMS: 8300, HasDwell: true, Truth: "noise"},
+		Score: online.Score{Reliability: 0.9312, PClean: 0.81234, Posterior: []float64{0.18766, 0.81234}, Label: 1, Distilled: 1, Version: 41},
+	}
+	buf := make([]byte, 0, 1024)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = AppendScored(buf[:0], &r)
+	}
+}
