@@ -1,0 +1,179 @@
+package report
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
+
+func TestMetricsHandComputed(t *testing.T) {
+	tests := []struct {
+		name    string
+		scores  []float64
+		pos     []bool
+		auc, ap float64
+	}{
+		// scikit-learn's documented example: roc_auc_score 0.75, average_precision_score 0.8333.
+		{"sklearn example", []float64{0.1, 0.4, 0.35, 0.8}, []bool{false, false, true, true}, 0.75, 5.0 / 6},
+		{"perfect", []float64{3, 2, 1, 0}, []bool{true, true, false, false}, 1, 1},
+		{"reversed", []float64{3, 2, 1, 0}, []bool{false, false, true, true}, 0, (1.0/3 + 2.0/4) / 2},
+		// All tied: every pair counts one half; one threshold with precision 1/2.
+		{"all tied", []float64{0.5, 0.5, 0.5, 0.5}, []bool{true, false, true, false}, 0.5, 0.5},
+		// Positives {1, 0}, negative {1}: pairs (1,1) tie = 1/2, (0,1) lose = 0 -> 1/4.
+		// Thresholds: >=1 recall 1/2 precision 1/2; >=0 recall 1 precision 2/3.
+		{"partial tie", []float64{1, 1, 0}, []bool{true, false, true}, 0.25, 0.5*0.5 + 0.5*2.0/3},
+		// Ranks (ascending) 1..5 for 0.1,0.2,0.2,0.3,0.4; midranks of the tie 2.5.
+		// Positives 0.2 (2.5) and 0.4 (5): (7.5 - 3) / (2*3) = 0.75.
+		{"midranks", []float64{0.2, 0.1, 0.4, 0.2, 0.3}, []bool{true, false, true, false, false}, 0.75, 0.5*1 + 0.5*(2.0/4)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			auc, err := ROCAUC(tt.scores, tt.pos)
+			if err != nil || !near(auc, tt.auc) {
+				t.Errorf("ROCAUC = %v, %v; want %v", auc, err, tt.auc)
+			}
+			ap, err := AveragePrecision(tt.scores, tt.pos)
+			if err != nil || !near(ap, tt.ap) {
+				t.Errorf("AveragePrecision = %v, %v; want %v", ap, err, tt.ap)
+			}
+		})
+	}
+}
+
+// TestMetricsKnownAnswer: scores 1..2m, positive when even. A positive 2k
+// beats the k odd scores below it, so AUC = Σk / m² = (m+1)/(2m); ranked
+// from the top the labels alternate pos, neg, ..., so the j-th positive
+// comes at rank 2j−1 and AP = (1/m) Σ j/(2j−1).
+func TestMetricsKnownAnswer(t *testing.T) {
+	const m = 1000
+	scores := make([]float64, 2*m)
+	pos := make([]bool, 2*m)
+	for i := range scores {
+		scores[i] = float64(i + 1)
+		pos[i] = (i+1)%2 == 0
+	}
+	// Shuffle: the answer must not depend on input order.
+	rnd := rand.New(rand.NewPCG(1, 2))
+	rnd.Shuffle(len(scores), func(i, j int) {
+		scores[i], scores[j] = scores[j], scores[i]
+		pos[i], pos[j] = pos[j], pos[i]
+	})
+	wantAP := 0.0
+	for j := 1; j <= m; j++ {
+		wantAP += float64(j) / float64(2*j-1)
+	}
+	wantAP /= m
+	auc, err := ROCAUC(scores, pos)
+	if err != nil || !near(auc, float64(m+1)/(2*m)) {
+		t.Errorf("ROCAUC = %v, %v; want %v", auc, err, float64(m+1)/(2*m))
+	}
+	ap, err := AveragePrecision(scores, pos)
+	if err != nil || !near(ap, wantAP) {
+		t.Errorf("AveragePrecision = %v, %v; want %v", ap, err, wantAP)
+	}
+}
+
+// TestMetricsBruteForce compares against the definitions computed the slow
+// way, on data with many ties.
+func TestMetricsBruteForce(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(5, 6))
+	for trial := range 50 {
+		n := 2 + rnd.IntN(60)
+		scores := make([]float64, n)
+		pos := make([]bool, n)
+		for i := range n {
+			scores[i] = float64(rnd.IntN(8)) / 4
+			pos[i] = rnd.IntN(3) == 0
+		}
+		pos[0], pos[1] = true, false
+		var wins, p, q float64
+		for i := range n {
+			if !pos[i] {
+				q++
+				continue
+			}
+			p++
+			for j := range n {
+				if pos[j] {
+					continue
+				}
+				switch {
+				case scores[i] > scores[j]:
+					wins++
+				case scores[i] == scores[j]:
+					wins += 0.5
+				}
+			}
+		}
+		// AP: for each distinct threshold, precision × recall gain.
+		seen := map[float64]bool{}
+		var ap float64
+		for _, th := range scores {
+			if seen[th] {
+				continue
+			}
+			seen[th] = true
+			var tp, fp, gain float64
+			for i := range n {
+				if scores[i] >= th {
+					if pos[i] {
+						tp++
+					} else {
+						fp++
+					}
+				}
+				if scores[i] == th && pos[i] {
+					gain++
+				}
+			}
+			if gain > 0 {
+				ap += gain / p * tp / (tp + fp)
+			}
+		}
+		auc, err1 := ROCAUC(scores, pos)
+		gotAP, err2 := AveragePrecision(scores, pos)
+		if err := errors.Join(err1, err2); err != nil {
+			t.Fatal(err)
+		}
+		if !near(auc, wins/(p*q)) || !near(gotAP, ap) {
+			t.Fatalf("trial %d: ROCAUC %v want %v, AP %v want %v", trial, auc, wins/(p*q), gotAP, ap)
+		}
+	}
+}
+
+func TestMetricsErrors(t *testing.T) {
+	if _, err := ROCAUC([]float64{1, 2}, []bool{true, true}); !errors.Is(err, ErrOneClass) {
+		t.Errorf("one class: %v", err)
+	}
+	if _, err := AveragePrecision(nil, nil); !errors.Is(err, ErrOneClass) {
+		t.Errorf("empty: %v", err)
+	}
+	if _, err := ROCAUC([]float64{1, math.NaN()}, []bool{true, false}); !errors.Is(err, ErrNaN) {
+		t.Errorf("NaN: %v", err)
+	}
+	if _, err := ROCAUC([]float64{1}, []bool{true, false}); err == nil {
+		t.Error("length mismatch accepted")
+	}
+	// Infinities are ordinary extreme scores.
+	if auc, err := ROCAUC([]float64{math.Inf(1), math.Inf(-1)}, []bool{true, false}); err != nil || auc != 1 {
+		t.Errorf("infinities: %v, %v", auc, err)
+	}
+}
+
+func BenchmarkROCAUC(b *testing.B) {
+	rnd := rand.New(rand.NewPCG(1, 1))
+	s := make([]float64, 200000)
+	p := make([]bool, len(s))
+	for i := range s {
+		s[i], p[i] = rnd.Float64(), rnd.IntN(5) > 0
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ROCAUC(s, p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,71 @@
+package report
+
+import (
+	"context"
+	"sync/atomic"
+
+	"denoiser/consumer"
+)
+
+var _ consumer.Sink = (*Collector)(nil)
+
+// Collector is a consumer.Sink that records, for every scored event, its
+// ground truth under a Truth mode and its scores, then passes the record on
+// to the next sink. Its fields are owned by the goroutine that calls Write
+// (the loop's writer); read them after the loop has returned.
+type Collector struct {
+	truth Truth
+	next  consumer.Sink
+
+	scored atomic.Uint64 // read by progress displays while running
+
+	distilled    uint64
+	withoutTruth uint64
+	noShadow     uint64 // events with truth but no baseline score
+	genuine      []bool
+	pClean       []float64
+	reliability  []float64
+	negLoss      []float64 // −(baseline loss); valid where hasShadow
+	hasShadow    []bool
+}
+
+// NewCollector returns a Collector that passes records on to next (nil: to
+// nothing).
+func NewCollector(truth Truth, next consumer.Sink) *Collector {
+	return &Collector{truth: truth, next: next}
+}
+
+// Write records r and passes it on.
+func (c *Collector) Write(ctx context.Context, r *consumer.Result) error {
+	c.scored.Add(1)
+	if r.Score.Distilled >= 0 {
+		c.distilled++
+	}
+	if g, ok := c.truth.Genuine(&r.Event); ok {
+		c.genuine = append(c.genuine, g)
+		c.pClean = append(c.pClean, r.Score.PClean)
+		c.reliability = append(c.reliability, r.Score.Reliability)
+		c.negLoss = append(c.negLoss, -r.Shadow.Loss)
+		c.hasShadow = append(c.hasShadow, r.HasShadow)
+		if !r.HasShadow {
+			c.noShadow++
+		}
+	} else {
+		c.withoutTruth++
+	}
+	if c.next == nil {
+		return nil
+	}
+	return c.next.Write(ctx, r)
+}
+
+// Flush flushes the next sink.
+func (c *Collector) Flush(ctx context.Context) error {
+	if c.next == nil {
+		return nil
+	}
+	return c.next.Flush(ctx)
+}
+
+// Scored is the number of records written so far; safe from any goroutine.
+func (c *Collector) Scored() uint64 { return c.scored.Load() }

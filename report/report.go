@@ -1,0 +1,239 @@
+package report
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"denoiser/consumer"
+	"denoiser/online"
+)
+
+// Metrics holds one ranking metric for each score. A nil value means the
+// metric is undefined (one class only, or no baseline).
+type Metrics struct {
+	PClean       *float64 `json:"p_clean"`
+	Reliability  *float64 `json:"reliability"`
+	LossBaseline *float64 `json:"loss_baseline"`
+}
+
+// Report is the result of a replay.
+type Report struct {
+	Input string `json:"input,omitempty"`
+	Truth string `json:"truth"`
+
+	Records         uint64            `json:"records"` // lines read, blank ones included
+	Events          uint64            `json:"events"`  // events scored
+	Invalid         uint64            `json:"invalid"` // records dead-lettered
+	InvalidByReason map[string]uint64 `json:"invalid_by_reason"`
+	Blank           uint64            `json:"blank"`
+	NumericalErrors uint64            `json:"numerical_errors"`
+	Seconds         float64           `json:"seconds"`
+	EventsPerSec    float64           `json:"events_per_sec"`
+	// DistilledShare is the share of scored events whose output carries a
+	// distilled label.
+	DistilledShare float64 `json:"distilled_share"`
+
+	WithTruth    uint64 `json:"with_truth"`    // events in the metrics
+	WithoutTruth uint64 `json:"without_truth"` // events left out: no answer under the truth mode
+	Genuine      uint64 `json:"genuine"`
+	Noise        uint64 `json:"noise"`
+
+	AUC   Metrics `json:"auc"`    // ROC-AUC, genuine = positive
+	PRAUC Metrics `json:"pr_auc"` // average precision, genuine = positive
+
+	GMM            online.GMMSummary `json:"gmm"`
+	MeanTransition [][]float64       `json:"mean_transition"`
+	Model          online.Summary    `json:"model"`
+	Baseline       *online.Summary   `json:"baseline,omitempty"`
+}
+
+// Inputs gathers what Build needs.
+type Inputs struct {
+	Input     string          // the input's name, for the record
+	Collector *Collector      // what the sink saw; required
+	Stats     consumer.Stats  // what the loop counted
+	Model     online.Summary  // the model at the end
+	Baseline  *online.Summary // the plain baseline at the end, if one ran
+	Elapsed   time.Duration   // wall time of the loop
+}
+
+// Build computes the report.
+func Build(in Inputs) Report {
+	c := in.Collector
+	r := Report{
+		Input:           in.Input,
+		Truth:           c.truth.String(),
+		Records:         in.Stats.Records,
+		Events:          in.Stats.Scored,
+		Invalid:         in.Stats.Rejected,
+		InvalidByReason: map[string]uint64{},
+		Blank:           in.Stats.Blank,
+		NumericalErrors: in.Stats.Numerical,
+		Seconds:         in.Elapsed.Seconds(),
+		WithTruth:       uint64(len(c.genuine)),
+		WithoutTruth:    c.withoutTruth,
+		GMM:             in.Model.GMM,
+		MeanTransition:  in.Model.MeanTransition,
+		Model:           in.Model,
+		Baseline:        in.Baseline,
+	}
+	for reason, n := range in.Stats.ByReason {
+		r.InvalidByReason[string(reason)] = n
+	}
+	if r.Seconds > 0 {
+		r.EventsPerSec = float64(r.Events) / r.Seconds
+	}
+	if n := c.Scored(); n > 0 {
+		r.DistilledShare = float64(c.distilled) / float64(n)
+	}
+	for _, g := range c.genuine {
+		if g {
+			r.Genuine++
+		} else {
+			r.Noise++
+		}
+	}
+	r.AUC.PClean, r.PRAUC.PClean = metrics(c.pClean, c.genuine)
+	r.AUC.Reliability, r.PRAUC.Reliability = metrics(c.reliability, c.genuine)
+	if in.Baseline != nil {
+		var s []float64
+		var g []bool
+		for i, ok := range c.hasShadow {
+			if ok {
+				s = append(s, c.negLoss[i])
+				g = append(g, c.genuine[i])
+			}
+		}
+		r.AUC.LossBaseline, r.PRAUC.LossBaseline = metrics(s, g)
+	}
+	return r
+}
+
+func metrics(s []float64, g []bool) (auc, ap *float64) {
+	if v, err := ROCAUC(s, g); err == nil {
+		auc = &v
+	}
+	if v, err := AveragePrecision(s, g); err == nil {
+		ap = &v
+	}
+	return auc, ap
+}
+
+// WriteJSON writes r as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode report: %w", err)
+	}
+	if _, err := w.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
+
+// WriteFile writes r as JSON to path atomically (temporary file, fsync,
+// rename).
+func (r *Report) WriteFile(path string) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, tmp.Close(), os.Remove(tmp.Name()))
+		}
+	}()
+	if err := r.WriteJSON(tmp); err != nil {
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return errors.Join(fmt.Errorf("write report: %w", err), os.Remove(tmp.Name()))
+	}
+	return nil
+}
+
+// Print writes a human summary of r.
+func (r *Report) Print(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "replay: %d events scored, %d invalid", r.Events, r.Invalid)
+	if r.Invalid > 0 {
+		reasons := make([]string, 0, len(r.InvalidByReason))
+		for k := range r.InvalidByReason {
+			reasons = append(reasons, k)
+		}
+		slices.Sort(reasons)
+		for i, k := range reasons {
+			sep := ", "
+			if i == 0 {
+				sep = " ("
+			}
+			fmt.Fprintf(&b, "%s%s %d", sep, k, r.InvalidByReason[k])
+		}
+		b.WriteString(")")
+	}
+	if r.Blank > 0 {
+		fmt.Fprintf(&b, ", %d blank", r.Blank)
+	}
+	fmt.Fprintf(&b, "; %.1f s, %.0f events/s\n", r.Seconds, r.EventsPerSec)
+	if r.NumericalErrors > 0 {
+		fmt.Fprintf(&b, "numerical errors: %d updates discarded\n", r.NumericalErrors)
+	}
+	fmt.Fprintf(&b, "distilled: %.1f%% of events; rho %.3g; %d GMM refits\n", 100*r.DistilledShare, r.Model.Rho, r.Model.Refits)
+	fmt.Fprintf(&b, "truth %s: %d events (%d genuine, %d noise), %d without truth\n", r.Truth, r.WithTruth, r.Genuine, r.Noise, r.WithoutTruth)
+	fmt.Fprintf(&b, "  %-14s %8s %8s\n", "score", "ROC-AUC", "PR-AUC")
+	row := func(name string, auc, ap *float64) {
+		fmt.Fprintf(&b, "  %-14s %8s %8s\n", name, num(auc), num(ap))
+	}
+	row("p_clean", r.AUC.PClean, r.PRAUC.PClean)
+	row("reliability", r.AUC.Reliability, r.PRAUC.Reliability)
+	row("loss_baseline", r.AUC.LossBaseline, r.PRAUC.LossBaseline)
+	if g := r.GMM; g.Fitted {
+		for i, c := range g.Components {
+			tag := ""
+			if i == g.Reliable {
+				tag = " (reliable)"
+			}
+			fmt.Fprintf(&b, "GMM component %d%s: weight %.3f, mean (%.3g, %.3g)\n", i, tag, c.Weight, c.Mean[0], c.Mean[1])
+		}
+	} else {
+		b.WriteString("GMM: not fitted\n")
+	}
+	if len(r.MeanTransition) > 0 {
+		b.WriteString("mean T̂ (rows: clean class, columns: observed class):\n")
+		for _, row := range r.MeanTransition {
+			b.WriteString("  ")
+			for j, v := range row {
+				if j > 0 {
+					b.WriteByte(' ')
+				}
+				fmt.Fprintf(&b, "%.3f", v)
+			}
+			b.WriteByte('\n')
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func num(v *float64) string {
+	if v == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.4f", *v)
+}

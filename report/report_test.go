@@ -1,0 +1,222 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"denoiser/consumer"
+	"denoiser/online"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestParseTruth(t *testing.T) {
+	good := map[string]Truth{
+		"":            {Mode: TruthField},
+		"field":       {Mode: TruthField},
+		"dwell:10000": {Mode: TruthDwell, Threshold: 10000},
+		"rating:2":    {Mode: TruthRating, Threshold: 2},
+	}
+	for s, want := range good {
+		got, err := ParseTruth(s)
+		if err != nil || got != want {
+			t.Errorf("ParseTruth(%q) = %+v, %v", s, got, err)
+		}
+		if s != "" && got.String() != s {
+			t.Errorf("String() = %q, want %q", got.String(), s)
+		}
+	}
+	for _, s := range []string{"dwell", "dwell:", "dwell:x", "rating:-1", "field:1", "label", "Rating:2"} {
+		if _, err := ParseTruth(s); !errors.Is(err, ErrTruthMode) {
+			t.Errorf("ParseTruth(%q) = %v, want ErrTruthMode", s, err)
+		}
+	}
+}
+
+func TestTruthGenuine(t *testing.T) {
+	dwell := Truth{Mode: TruthDwell, Threshold: 10000}
+	rating := Truth{Mode: TruthRating, Threshold: 2}
+	field := Truth{Mode: TruthField}
+	tests := []struct {
+		truth   Truth
+		ev      consumer.Event
+		genuine bool
+		ok      bool
+	}{
+		{dwell, consumer.Event{DwellMS: 9999, HasDwell: true}, false, true},
+		{dwell, consumer.Event{DwellMS: 10000, HasDwell: true}, true, true},
+		{dwell, consumer.Event{Truth: "genuine"}, false, false},
+		{rating, consumer.Event{Rating: 2, HasRating: true}, false, true},
+		{rating, consumer.Event{Rating: 3, HasRating: true}, true, true},
+		{rating, consumer.Event{}, false, false},
+		{field, consumer.Event{Truth: "genuine"}, true, true},
+		{field, consumer.Event{Truth: "noise", DwellMS: 50000, HasDwell: true}, false, true},
+		{field, consumer.Event{}, false, false},
+	}
+	for _, tt := range tests {
+		g, ok := tt.truth.Genuine(&tt.ev)
+		if g != tt.genuine || ok != tt.ok {
+			t.Errorf("%v.Genuine(%+v) = %v, %v; want %v, %v", tt.truth, tt.ev, g, ok, tt.genuine, tt.ok)
+		}
+	}
+}
+
+type countSink struct{ writes, flushes int }
+
+func (s *countSink) Write(context.Context, *consumer.Result) error { s.writes++; return nil }
+func (s *countSink) Flush(context.Context) error                   { s.flushes++; return nil }
+
+func TestCollectorAndBuild(t *testing.T) {
+	next := &countSink{}
+	c := NewCollector(Truth{Mode: TruthField}, next)
+	// Four events with truth, one without. p_clean ranks perfectly,
+	// reliability is tied, the baseline loss ranks perfectly once negated.
+	evs := []struct {
+		truth    string
+		pClean   float64
+		loss     float64
+		distill  int
+		noShadow bool
+	}{
+		{"genuine", 0.9, 0.1, 1, false},
+		{"noise", 0.2, 2.0, -1, false},
+		{"genuine", 0.8, 0.3, -1, false},
+		{"", 0.5, 1.0, 0, false},
+		{"noise", 0.1, 3.0, -1, true},
+	}
+	for _, e := range evs {
+		r := &consumer.Result{
+			Event:     consumer.Event{User: "u", Item: "i", Truth: e.truth},
+			Score:     online.Score{PClean: e.pClean, Reliability: 1, Distilled: e.distill},
+			Shadow:    online.Score{Loss: e.loss},
+			HasShadow: !e.noShadow,
+		}
+		if err := c.Write(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if next.writes != 5 || next.flushes != 1 || c.Scored() != 5 {
+		t.Fatalf("next sink saw %d writes, %d flushes; Scored %d", next.writes, next.flushes, c.Scored())
+	}
+	sum := online.Summary{Events: 5, GMM: online.GMMSummary{Fitted: true, Reliable: 1}, MeanTransition: [][]float64{{0.9, 0.1}, {0.2, 0.8}}}
+	r := Build(Inputs{
+		Input: "in.jsonl", Collector: c, Model: sum, Baseline: &online.Summary{},
+		Stats:   consumer.Stats{Records: 7, Blank: 1, Scored: 5, Rejected: 1, ByReason: map[consumer.Reason]uint64{consumer.ReasonNotJSON: 1}},
+		Elapsed: 2 * time.Second,
+	})
+	if r.Events != 5 || r.Invalid != 1 || r.InvalidByReason["not_json"] != 1 || r.EventsPerSec != 2.5 || r.Seconds != 2 {
+		t.Errorf("counts: %+v", r)
+	}
+	if r.WithTruth != 4 || r.WithoutTruth != 1 || r.Genuine != 2 || r.Noise != 2 || r.DistilledShare != 0.4 {
+		t.Errorf("truth counts: %+v", r)
+	}
+	if *r.AUC.PClean != 1 || *r.PRAUC.PClean != 1 || *r.AUC.Reliability != 0.5 || *r.PRAUC.Reliability != 0.5 {
+		t.Errorf("metrics: auc %v %v, pr %v %v", *r.AUC.PClean, *r.AUC.Reliability, *r.PRAUC.PClean, *r.PRAUC.Reliability)
+	}
+	// The baseline covers the three events with a shadow score: perfect.
+	if r.AUC.LossBaseline == nil || *r.AUC.LossBaseline != 1 {
+		t.Errorf("loss_baseline AUC %v", r.AUC.LossBaseline)
+	}
+
+	var js bytes.Buffer
+	if err := r.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(js.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"events", "invalid", "seconds", "events_per_sec", "distilled_share", "auc", "pr_auc", "gmm", "mean_transition"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("report JSON lacks %q", k)
+		}
+	}
+	for _, k := range []string{"auc", "pr_auc"} {
+		obj := m[k].(map[string]any)
+		for _, s := range []string{"p_clean", "reliability", "loss_baseline"} {
+			if _, ok := obj[s]; !ok {
+				t.Errorf("%s lacks %q", k, s)
+			}
+		}
+	}
+
+	path := filepath.Join(t.TempDir(), "report.json")
+	if err := r.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(path); err != nil || !bytes.Equal(b, js.Bytes()) {
+		t.Fatalf("WriteFile wrote %q, %v", b, err)
+	}
+
+	var human bytes.Buffer
+	if err := r.Print(&human); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"5 events scored, 1 invalid (not_json 1)", "p_clean          1.0000   1.0000", "(reliable)", "0.900 0.100"} {
+		if !strings.Contains(human.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, human.String())
+		}
+	}
+}
+
+func TestBuildUndefinedMetrics(t *testing.T) {
+	c := NewCollector(Truth{Mode: TruthDwell, Threshold: 10}, nil)
+	_ = c.Write(context.Background(), &consumer.Result{Event: consumer.Event{DwellMS: 50, HasDwell: true}, Score: online.Score{Distilled: -1}})
+	r := Build(Inputs{Collector: c})
+	if r.AUC.PClean != nil || r.AUC.LossBaseline != nil || r.PRAUC.Reliability != nil {
+		t.Fatalf("metrics defined on one class: %+v", r.AUC)
+	}
+	var js, human bytes.Buffer
+	if err := errors.Join(r.WriteJSON(&js), r.Print(&human)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(js.String(), `"p_clean": null`) || !strings.Contains(human.String(), "n/a") {
+		t.Fatalf("undefined metrics not shown as null / n/a:\n%s\n%s", js.String(), human.String())
+	}
+}
+
+func TestProgress(t *testing.T) {
+	var buf syncBuffer
+	var read atomic.Int64
+	p := StartProgress(&buf, time.Millisecond, 100, read.Load, func() uint64 { return uint64(read.Load()) })
+	read.Store(50)
+	time.Sleep(20 * time.Millisecond)
+	read.Store(100)
+	p.Stop()
+	p.Stop()
+	out := buf.String()
+	if !strings.Contains(out, "100.0%") || !strings.HasSuffix(out, "\n") || !strings.Contains(out, "\r[") {
+		t.Fatalf("progress output %q", out)
+	}
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
