@@ -1,0 +1,438 @@
+package state
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// MaxModelSize is the largest model Save accepts: one transaction is written
+// to one value-log file, whose offsets are 32-bit (see doc.go).
+const MaxModelSize = 2 << 30
+
+// maxTopicLen bounds topic names (Kafka allows 249 bytes; file sources may
+// use longer names, Badger keys may not exceed 65000 bytes).
+const maxTopicLen = 4096
+
+// chunkSize is the size of the model's value-log entries. It is above
+// Badger's ValueThreshold (1 MiB) so that only the last, shorter chunk can be
+// stored inline in the LSM tree and count fully against the transaction
+// limit.
+const chunkSize = 4 << 20
+
+// Checkpoint is the unit of durable state: the model and, for every input
+// partition the model has consumed, the next offset to read.
+type Checkpoint struct {
+	// Model is the serialised model, opaque to this package.
+	Model []byte
+	// Positions holds the next input offset of each partition. Save
+	// rejects duplicates; Load returns them sorted by topic, then partition.
+	Positions []Position
+	// Version is the model version (for example the number of events
+	// learned), stored as given.
+	Version uint64
+
+	// Generation numbers committed checkpoints 1, 2, 3, ... Set by Load;
+	// ignored by Save, which assigns the next one.
+	Generation uint64
+	// SavedAt is the wall-clock time of the Save. Set by Load; ignored by Save.
+	SavedAt time.Time
+}
+
+// Position is the next offset to consume from one partition.
+type Position struct {
+	Topic     string
+	Partition int
+	Next      int64
+}
+
+const (
+	recordKey    = "meta/checkpoint"
+	recordMagic  = "DNCP"
+	recordLayout = 1
+	recordLen    = 4 + 1 + 8 + 8 + 8 + 8 + 4 + 4 + 4
+	modelPrefix  = "model/"
+	posPrefix    = "pos/"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// record is the commit record of a checkpoint (see doc.go for its format).
+type record struct {
+	generation uint64
+	version    uint64
+	savedAt    int64
+	modelLen   uint64
+	chunks     uint32
+	crc        uint32
+	positions  uint32
+}
+
+func (r record) encode() []byte {
+	b := make([]byte, 0, recordLen)
+	b = append(b, recordMagic...)
+	b = append(b, recordLayout)
+	b = binary.BigEndian.AppendUint64(b, r.generation)
+	b = binary.BigEndian.AppendUint64(b, r.version)
+	b = binary.BigEndian.AppendUint64(b, uint64(r.savedAt))
+	b = binary.BigEndian.AppendUint64(b, r.modelLen)
+	b = binary.BigEndian.AppendUint32(b, r.chunks)
+	b = binary.BigEndian.AppendUint32(b, r.crc)
+	b = binary.BigEndian.AppendUint32(b, r.positions)
+	return b
+}
+
+func decodeRecord(b []byte) (record, error) {
+	if len(b) != recordLen || string(b[:4]) != recordMagic {
+		return record{}, fmt.Errorf("%w: commit record of %d bytes is malformed", ErrCorrupt, len(b))
+	}
+	if b[4] != recordLayout {
+		return record{}, fmt.Errorf("%w: layout version %d, this build reads %d", ErrCorrupt, b[4], recordLayout)
+	}
+	b = b[5:]
+	var r record
+	r.generation = binary.BigEndian.Uint64(b[0:])
+	r.version = binary.BigEndian.Uint64(b[8:])
+	r.savedAt = int64(binary.BigEndian.Uint64(b[16:]))
+	r.modelLen = binary.BigEndian.Uint64(b[24:])
+	r.chunks = binary.BigEndian.Uint32(b[32:])
+	r.crc = binary.BigEndian.Uint32(b[36:])
+	r.positions = binary.BigEndian.Uint32(b[40:])
+	if r.modelLen > MaxModelSize || uint64(r.chunks) != chunksFor(r.modelLen) {
+		return record{}, fmt.Errorf("%w: commit record says %d model bytes in %d chunks", ErrCorrupt, r.modelLen, r.chunks)
+	}
+	return r, nil
+}
+
+func chunksFor(n uint64) uint64 { return (n + chunkSize - 1) / chunkSize }
+
+// readRecord reads the commit record; ok is false when there is none.
+func readRecord(txn *badger.Txn) (record, bool, error) {
+	item, err := txn.Get([]byte(recordKey))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return record{}, false, nil
+	}
+	if err != nil {
+		return record{}, false, fmt.Errorf("state: read commit record: %w", err)
+	}
+	var r record
+	err = item.Value(func(v []byte) error {
+		r, err = decodeRecord(v)
+		return err
+	})
+	if err != nil {
+		return record{}, false, err
+	}
+	return r, true, nil
+}
+
+func modelGenPrefix(gen uint64) []byte {
+	return fmt.Appendf(nil, "%s%020d/", modelPrefix, gen)
+}
+
+func modelKey(gen uint64, chunk int) []byte {
+	return fmt.Appendf(nil, "%s%020d/%08d", modelPrefix, gen, chunk)
+}
+
+func parseModelKey(k []byte) (gen uint64, chunk int, err error) {
+	rest, ok := bytes.CutPrefix(k, []byte(modelPrefix))
+	g, c, ok2 := bytes.Cut(rest, []byte("/"))
+	if ok && ok2 {
+		gen, err = strconv.ParseUint(string(g), 10, 64)
+		if err == nil {
+			var c64 uint64
+			c64, err = strconv.ParseUint(string(c), 10, 31)
+			chunk = int(c64)
+		}
+		if err == nil {
+			return gen, chunk, nil
+		}
+	}
+	return 0, 0, fmt.Errorf("%w: model key %q", ErrCorrupt, k)
+}
+
+var topicEscaper = strings.NewReplacer("%", "%25", "/", "%2F")
+var topicUnescaper = strings.NewReplacer("%25", "%", "%2F", "/")
+
+func posTopicPrefix(topic string) []byte {
+	return []byte(posPrefix + topicEscaper.Replace(topic) + "/")
+}
+
+func posKey(topic string, partition int) []byte {
+	return fmt.Appendf(posTopicPrefix(topic), "%010d", partition)
+}
+
+func parsePosKey(k []byte) (topic string, partition int, err error) {
+	rest, ok := bytes.CutPrefix(k, []byte(posPrefix))
+	i := bytes.LastIndexByte(rest, '/')
+	if ok && i > 0 {
+		var p uint64
+		p, err = strconv.ParseUint(string(rest[i+1:]), 10, 31)
+		if err == nil {
+			return topicUnescaper.Replace(string(rest[:i])), int(p), nil
+		}
+	}
+	return "", 0, fmt.Errorf("%w: position key %q", ErrCorrupt, k)
+}
+
+func decodeNext(k, v []byte) (int64, error) {
+	if len(v) != 8 {
+		return 0, fmt.Errorf("%w: position %q has %d bytes", ErrCorrupt, k, len(v))
+	}
+	n := int64(binary.BigEndian.Uint64(v))
+	if n < 0 {
+		return 0, fmt.Errorf("%w: position %q is negative", ErrCorrupt, k)
+	}
+	return n, nil
+}
+
+func validate(cp *Checkpoint) error {
+	if len(cp.Model) > MaxModelSize {
+		return fmt.Errorf("%w: model of %d bytes exceeds %d", ErrInvalidCheckpoint, len(cp.Model), MaxModelSize)
+	}
+	seen := make(map[Position]struct{}, len(cp.Positions))
+	for _, p := range cp.Positions {
+		switch {
+		case p.Topic == "":
+			return fmt.Errorf("%w: empty topic", ErrInvalidCheckpoint)
+		case len(p.Topic) > maxTopicLen:
+			return fmt.Errorf("%w: topic of %d bytes exceeds %d", ErrInvalidCheckpoint, len(p.Topic), maxTopicLen)
+		case p.Partition < 0 || p.Partition > math.MaxInt32:
+			return fmt.Errorf("%w: %s partition %d out of range", ErrInvalidCheckpoint, p.Topic, p.Partition)
+		case p.Next < 0:
+			return fmt.Errorf("%w: %s/%d next offset %d is negative", ErrInvalidCheckpoint, p.Topic, p.Partition, p.Next)
+		}
+		tp := Position{Topic: p.Topic, Partition: p.Partition}
+		if _, dup := seen[tp]; dup {
+			return fmt.Errorf("%w: %s/%d appears twice", ErrInvalidCheckpoint, p.Topic, p.Partition)
+		}
+		seen[tp] = struct{}{}
+	}
+	return nil
+}
+
+// Save commits cp as the new checkpoint, replacing the previous one, in one
+// Badger transaction (see doc.go). It returns once the transaction is
+// committed and, unless Options.NoSync, fsynced. ctx is checked before the
+// commit; the commit itself is not interrupted. cp.Generation and
+// cp.SavedAt are ignored. Saves are serialised.
+func (s *Store) Save(ctx context.Context, cp Checkpoint) error {
+	if err := validate(&cp); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("state: save: %w", err)
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+
+	txn := s.db.NewTransaction(true)
+	defer txn.Discard()
+
+	prev, _, err := readRecord(txn)
+	if err != nil {
+		return fmt.Errorf("state: save: %w", err)
+	}
+	rec := record{
+		generation: prev.generation + 1,
+		version:    cp.Version,
+		savedAt:    time.Now().UnixNano(),
+		modelLen:   uint64(len(cp.Model)),
+		chunks:     uint32(chunksFor(uint64(len(cp.Model)))),
+		crc:        crc32.Checksum(cp.Model, castagnoli),
+		positions:  uint32(len(cp.Positions)),
+	}
+
+	// Positions absent from cp are deleted (invariant 3). Collect first:
+	// a read-write transaction allows one iterator and no writes under it.
+	keep := make(map[string]struct{}, len(cp.Positions))
+	for _, p := range cp.Positions {
+		keep[string(posKey(p.Topic, p.Partition))] = struct{}{}
+	}
+	var stale [][]byte
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(posPrefix)})
+	for it.Rewind(); it.Valid(); it.Next() {
+		if _, ok := keep[string(it.Item().Key())]; !ok {
+			stale = append(stale, it.Item().KeyCopy(nil))
+		}
+	}
+	it.Close()
+
+	set := func(k, v []byte) error {
+		err := txn.Set(k, v)
+		if errors.Is(err, badger.ErrTxnTooBig) {
+			return fmt.Errorf("state: save generation %d: %w (%d positions): %w",
+				rec.generation, ErrTooLarge, len(cp.Positions), err)
+		}
+		if err != nil {
+			return fmt.Errorf("state: save generation %d: %w", rec.generation, err)
+		}
+		return nil
+	}
+	for _, k := range stale {
+		if err := txn.Delete(k); err != nil {
+			return fmt.Errorf("state: save: delete %q: %w", k, err)
+		}
+	}
+	for i := 0; i < int(rec.chunks); i++ {
+		end := min((i+1)*chunkSize, len(cp.Model))
+		if err := set(modelKey(rec.generation, i), cp.Model[i*chunkSize:end]); err != nil {
+			return err
+		}
+	}
+	for _, p := range cp.Positions {
+		if err := set(posKey(p.Topic, p.Partition), binary.BigEndian.AppendUint64(nil, uint64(p.Next))); err != nil {
+			return err
+		}
+	}
+	if err := set([]byte(recordKey), rec.encode()); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("state: save: %w", err)
+	}
+	if err := txn.Commit(); err != nil {
+		return fmt.Errorf("state: save: commit generation %d: %w", rec.generation, err)
+	}
+	return nil
+}
+
+// Load returns the last committed checkpoint, read from one consistent
+// snapshot. ok is false, with a nil error, when no checkpoint was ever
+// saved. A mismatch between the data and its commit record is ErrCorrupt.
+func (s *Store) Load(ctx context.Context) (cp Checkpoint, ok bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return Checkpoint{}, false, fmt.Errorf("state: load: %w", err)
+	}
+	s.readMu.RLock()
+	defer s.readMu.RUnlock()
+	if s.closed {
+		return Checkpoint{}, false, ErrClosed
+	}
+	err = s.db.View(func(txn *badger.Txn) error {
+		rec, found, err := readRecord(txn)
+		if err != nil || !found {
+			return err
+		}
+		cp, err = loadIn(ctx, txn, rec)
+		ok = err == nil
+		return err
+	})
+	if err != nil {
+		return Checkpoint{}, false, fmt.Errorf("state: load: %w", err)
+	}
+	return cp, ok, nil
+}
+
+func loadIn(ctx context.Context, txn *badger.Txn, rec record) (Checkpoint, error) {
+	cp := Checkpoint{
+		Model:      make([]byte, rec.modelLen),
+		Version:    rec.version,
+		Generation: rec.generation,
+		SavedAt:    time.Unix(0, rec.savedAt),
+	}
+	off := 0
+	for i := 0; i < int(rec.chunks); i++ {
+		if err := ctx.Err(); err != nil {
+			return Checkpoint{}, err
+		}
+		k := modelKey(rec.generation, i)
+		item, err := txn.Get(k)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return Checkpoint{}, fmt.Errorf("%w: generation %d lacks model chunk %d of %d", ErrCorrupt, rec.generation, i, rec.chunks)
+		}
+		if err != nil {
+			return Checkpoint{}, fmt.Errorf("read %q: %w", k, err)
+		}
+		// item.ValueSize is only an estimate for value-log entries: check
+		// the length of the value itself.
+		want := min(chunkSize, len(cp.Model)-off)
+		if err := item.Value(func(v []byte) error {
+			if len(v) != want {
+				return fmt.Errorf("%w: model chunk %q has %d bytes, want %d", ErrCorrupt, k, len(v), want)
+			}
+			copy(cp.Model[off:], v)
+			return nil
+		}); err != nil {
+			return Checkpoint{}, fmt.Errorf("read %q: %w", k, err)
+		}
+		off += want
+	}
+	if got := crc32.Checksum(cp.Model, castagnoli); got != rec.crc {
+		return Checkpoint{}, fmt.Errorf("%w: model CRC-32C %08x, commit record says %08x", ErrCorrupt, got, rec.crc)
+	}
+
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(posPrefix), PrefetchValues: true, PrefetchSize: 100})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		item := it.Item()
+		topic, partition, err := parsePosKey(item.Key())
+		if err != nil {
+			return Checkpoint{}, err
+		}
+		var next int64
+		if err := item.Value(func(v []byte) error {
+			next, err = decodeNext(item.Key(), v)
+			return err
+		}); err != nil {
+			return Checkpoint{}, err
+		}
+		cp.Positions = append(cp.Positions, Position{Topic: topic, Partition: partition, Next: next})
+	}
+	if len(cp.Positions) != int(rec.positions) {
+		return Checkpoint{}, fmt.Errorf("%w: %d positions, commit record says %d", ErrCorrupt, len(cp.Positions), rec.positions)
+	}
+	// Keys sort by escaped topic, then zero-padded partition; escaping can
+	// reorder topics containing '%' or '/', so sort explicitly.
+	slices.SortFunc(cp.Positions, func(a, b Position) int {
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	return cp, nil
+}
+
+// Position returns the next offset stored for one partition in the last
+// committed checkpoint; ok is false if it has none. It reads only that
+// partition's key.
+func (s *Store) Position(ctx context.Context, topic string, partition int) (next int64, ok bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return 0, false, fmt.Errorf("state: position: %w", err)
+	}
+	s.readMu.RLock()
+	defer s.readMu.RUnlock()
+	if s.closed {
+		return 0, false, ErrClosed
+	}
+	k := posKey(topic, partition)
+	err = s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(k)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return item.Value(func(v []byte) error {
+			next, err = decodeNext(k, v)
+			ok = err == nil
+			return err
+		})
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("state: position %s/%d: %w", topic, partition, err)
+	}
+	return next, ok, nil
+}

@@ -1,0 +1,298 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Errors returned by the package. Wrapped errors name the operation; test
+// with errors.Is.
+var (
+	// ErrClosed is returned by calls on a Store after Close.
+	ErrClosed = errors.New("state: store closed")
+	// ErrInvalidCheckpoint is returned by Save for a checkpoint that cannot
+	// be stored (bad topic, negative partition or offset, duplicate
+	// partition, model over MaxModelSize).
+	ErrInvalidCheckpoint = errors.New("state: invalid checkpoint")
+	// ErrTooLarge is returned by Save when the checkpoint does not fit into
+	// one Badger transaction (in practice: tens of thousands of positions).
+	ErrTooLarge = errors.New("state: checkpoint too large for one transaction")
+	// ErrCorrupt is returned by Load when what is on disk does not match its
+	// commit record, or was written by an unknown layout version.
+	ErrCorrupt = errors.New("state: corrupt checkpoint")
+)
+
+// Options configures a Store. The zero value is valid.
+type Options struct {
+	// Logger receives the store's and Badger's log lines (Badger's Info
+	// lines at Debug level). Default nil: discard.
+	Logger *slog.Logger
+	// GCInterval is the period of the background garbage collection of
+	// superseded model generations and of the value log. Default 0: one
+	// minute. Negative: no background collection.
+	GCInterval time.Duration
+	// GCDiscardRatio is passed to Badger's RunValueLogGC: a value-log file is
+	// rewritten when at least this share of it is garbage. Default 0: 0.5.
+	// Must be in (0, 1).
+	GCDiscardRatio float64
+	// NoSync skips the fsync at the end of each Save. Default false: a Save
+	// that returned nil survives a machine crash.
+	NoSync bool
+
+	// valueLogFileSize overrides the value-log file size (tests).
+	// Default 0: defaultValueLogFileSize.
+	valueLogFileSize int64
+	// onGC, if set, is called after each background collection (tests).
+	onGC func(gcResult)
+}
+
+const (
+	defaultGCInterval       = time.Minute
+	defaultGCDiscardRatio   = 0.5
+	defaultValueLogFileSize = 256 << 20
+	// maxRewritesPerGC bounds the value-log rewrites of one collection, so
+	// that Close never waits for more than that.
+	maxRewritesPerGC = 8
+)
+
+// Validate reports whether the options are usable.
+func (o Options) Validate() error {
+	if o.GCDiscardRatio != 0 && (o.GCDiscardRatio <= 0 || o.GCDiscardRatio >= 1) {
+		return fmt.Errorf("state: Options.GCDiscardRatio = %v: must be in (0, 1); 0 means %v",
+			o.GCDiscardRatio, defaultGCDiscardRatio)
+	}
+	if o.valueLogFileSize != 0 && (o.valueLogFileSize < 1<<20 || o.valueLogFileSize >= 2<<30) {
+		return fmt.Errorf("state: value log file size %d: must be in [1 MiB, 2 GiB)", o.valueLogFileSize)
+	}
+	return nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.GCInterval == 0 {
+		o.GCInterval = defaultGCInterval
+	}
+	if o.GCDiscardRatio == 0 {
+		o.GCDiscardRatio = defaultGCDiscardRatio
+	}
+	if o.valueLogFileSize == 0 {
+		o.valueLogFileSize = defaultValueLogFileSize
+	}
+	return o
+}
+
+// Store is a checkpoint store backed by one Badger database. Its methods are
+// safe for concurrent use: Saves are serialised, Loads run beside them.
+type Store struct {
+	db   *badger.DB
+	opts Options
+	log  *slog.Logger
+
+	stop      chan struct{} // closed by Close: stops the GC goroutine
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+
+	// writeMu serialises Save, the collector's DropPrefix and Close.
+	// readMu is held shared by Load and Position, exclusively by DropPrefix
+	// (it ignores MVCC snapshots) and Close.
+	// closed is written holding both, so reading it under either is safe.
+	writeMu sync.Mutex
+	readMu  sync.RWMutex
+	closed  bool
+}
+
+// Open opens (creating if needed) the checkpoint store in dir and starts its
+// background garbage collection. Only one Store, in one process, may have a
+// directory open at a time (Badger holds a directory lock).
+func Open(dir string, opts Options) (*Store, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if dir == "" {
+		return nil, errors.New("state: open: empty directory")
+	}
+	opts = opts.withDefaults()
+
+	bopts := badger.DefaultOptions(dir).
+		WithLogger(badgerLogger{opts.Logger}).
+		WithSyncWrites(!opts.NoSync).
+		WithValueLogFileSize(opts.valueLogFileSize).
+		// Saves are serialised by the Store: no conflict tracking needed.
+		WithDetectConflicts(false).
+		// No global expvar metrics: several stores may share a process.
+		WithMetricsEnabled(false).
+		// A checkpoint store holds few keys; Badger's defaults (64 MiB
+		// memtables x5, 256 MiB block cache, 4 compactors) are sized for a
+		// database. 16 MiB memtables still allow a 2.4 MiB transaction
+		// (inline values and keys), far more than a checkpoint needs.
+		WithMemTableSize(16 << 20).
+		WithNumMemtables(2).
+		WithBlockCacheSize(8 << 20).
+		WithNumCompactors(2)
+
+	db, err := badger.Open(bopts)
+	if err != nil {
+		return nil, fmt.Errorf("state: open %s: %w", dir, err)
+	}
+	s := &Store{db: db, opts: opts, log: opts.Logger, stop: make(chan struct{})}
+	if opts.GCInterval > 0 {
+		s.wg.Add(1)
+		go s.gcLoop()
+	}
+	return s, nil
+}
+
+// Close stops the garbage collector, waits for it and for running Saves and
+// Loads, and closes the database. It is idempotent: later calls return the
+// first call's result.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		s.wg.Wait()
+
+		s.writeMu.Lock()
+		s.readMu.Lock()
+		s.closed = true
+		s.readMu.Unlock()
+		s.writeMu.Unlock()
+
+		if err := s.db.Close(); err != nil {
+			s.closeErr = fmt.Errorf("state: close: %w", err)
+		}
+	})
+	return s.closeErr
+}
+
+// gcResult describes one background collection.
+type gcResult struct {
+	dropped  int // superseded model generations dropped
+	rewrites int // value-log files rewritten
+	err      error
+}
+
+func (s *Store) gcLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.opts.GCInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		r := s.collect()
+		if r.err != nil {
+			s.log.Warn("state: garbage collection failed", "err", r.err)
+		} else if r.dropped > 0 || r.rewrites > 0 {
+			s.log.Debug("state: garbage collected",
+				"generations_dropped", r.dropped, "vlog_rewrites", r.rewrites)
+		}
+		if s.opts.onGC != nil {
+			s.opts.onGC(r)
+		}
+	}
+}
+
+// collect drops superseded model generations, then rewrites value-log files
+// that are mostly garbage (at most maxRewritesPerGC per call).
+func (s *Store) collect() gcResult {
+	var r gcResult
+	r.dropped, r.err = s.dropSuperseded()
+	if r.err != nil {
+		return r
+	}
+	for r.rewrites < maxRewritesPerGC {
+		select {
+		case <-s.stop:
+			return r
+		default:
+		}
+		err := s.db.RunValueLogGC(s.opts.GCDiscardRatio)
+		switch {
+		case err == nil:
+			r.rewrites++
+		case errors.Is(err, badger.ErrNoRewrite), errors.Is(err, badger.ErrRejected):
+			return r
+		default:
+			r.err = fmt.Errorf("state: value log gc: %w", err)
+			return r
+		}
+	}
+	return r
+}
+
+// dropSuperseded removes every model generation other than the committed
+// one with DropPrefix. See doc.go for why this, and not a Delete in Save.
+func (s *Store) dropSuperseded() (int, error) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if s.closed {
+		return 0, ErrClosed
+	}
+	var stale [][]byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		var current uint64
+		rec, ok, err := readRecord(txn)
+		if err != nil {
+			return err
+		}
+		if ok {
+			current = rec.generation
+		}
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(modelPrefix)})
+		defer it.Close()
+		var last uint64
+		for it.Rewind(); it.Valid(); it.Next() {
+			gen, _, err := parseModelKey(it.Item().Key())
+			if err != nil {
+				return err
+			}
+			if gen != current && gen != last {
+				stale = append(stale, modelGenPrefix(gen))
+				last = gen
+			}
+		}
+		return nil
+	})
+	if err != nil || len(stale) == 0 {
+		return 0, err
+	}
+	s.readMu.Lock()
+	defer s.readMu.Unlock()
+	if err := s.db.DropPrefix(stale...); err != nil {
+		return 0, fmt.Errorf("state: drop superseded generations: %w", err)
+	}
+	return len(stale), nil
+}
+
+// badgerLogger routes Badger's logger to slog. Badger's Info lines (table
+// and compaction chatter) go to Debug.
+type badgerLogger struct{ l *slog.Logger }
+
+func (b badgerLogger) emit(level slog.Level, format string, args ...any) {
+	if !b.l.Enabled(context.Background(), level) {
+		return
+	}
+	msg := strings.TrimSpace(fmt.Sprintf(format, args...))
+	if msg == "" {
+		return
+	}
+	b.l.Log(context.Background(), level, msg, "component", "badger")
+}
+
+func (b badgerLogger) Errorf(f string, a ...any)   { b.emit(slog.LevelError, f, a...) }
+func (b badgerLogger) Warningf(f string, a ...any) { b.emit(slog.LevelWarn, f, a...) }
+func (b badgerLogger) Infof(f string, a ...any)    { b.emit(slog.LevelDebug, f, a...) }
+func (b badgerLogger) Debugf(f string, a ...any)   { b.emit(slog.LevelDebug-4, f, a...) }
+
+var _ badger.Logger = badgerLogger{}

@@ -1,0 +1,293 @@
+package state
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(saverEnv) != "" {
+		os.Exit(runSaver(os.Getenv(saverEnv)))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// openT opens a store in dir and closes it at the end of the test.
+func openT(t testing.TB, dir string, opts Options) *Store {
+	t.Helper()
+	s, err := Open(dir, opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+// noGC disables the background collector, so tests control it.
+var noGC = Options{GCInterval: -1}
+
+func TestOptionsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts Options
+		ok   bool
+	}{
+		{"zero", Options{}, true},
+		{"ratio", Options{GCDiscardRatio: 0.7}, true},
+		{"ratio one", Options{GCDiscardRatio: 1}, false},
+		{"ratio negative", Options{GCDiscardRatio: -0.1}, false},
+		{"vlog too small", Options{valueLogFileSize: 1 << 10}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.opts.Validate()
+			if (err == nil) != tc.ok {
+				t.Fatalf("Validate() = %v, want ok=%v", err, tc.ok)
+			}
+			if err != nil {
+				if _, oerr := Open(t.TempDir(), tc.opts); oerr == nil {
+					t.Fatal("Open accepted invalid options")
+				}
+			}
+		})
+	}
+}
+
+func TestCloseIdempotent(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{GCInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.Save(ctx, Checkpoint{Model: []byte("m")}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := s.Close(); err != nil {
+			t.Fatalf("Close #%d: %v", i+1, err)
+		}
+	}
+	if err := s.Save(ctx, Checkpoint{}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Save after Close = %v, want ErrClosed", err)
+	}
+	if _, _, err := s.Load(ctx); !errors.Is(err, ErrClosed) {
+		t.Errorf("Load after Close = %v, want ErrClosed", err)
+	}
+	if _, _, err := s.Position(ctx, "t", 0); !errors.Is(err, ErrClosed) {
+		t.Errorf("Position after Close = %v, want ErrClosed", err)
+	}
+}
+
+func TestCloseConcurrent(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{GCInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Go(func() { errs <- s.Close() })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}
+}
+
+func TestOpenLocked(t *testing.T) {
+	dir := t.TempDir()
+	openT(t, dir, noGC)
+	if s, err := Open(dir, noGC); err == nil {
+		s.Close()
+		t.Fatal("second Open of the same directory succeeded")
+	}
+}
+
+// TestBadgerLogsRouted checks that Badger's own logger goes to the injected
+// slog.Logger, tagged as such.
+func TestBadgerLogsRouted(t *testing.T) {
+	var buf syncBuffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	s, err := Open(t.TempDir(), Options{Logger: log, GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if out := buf.String(); !strings.Contains(out, "component=badger") {
+		t.Fatalf("no Badger log line reached the logger; got:\n%s", out)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// vlogBytes is the total size of the value-log files in dir. Badger
+// preallocates the active file to twice ValueLogFileSize (sparse); finished
+// files are truncated to their content.
+func vlogBytes(t testing.TB, dir string) (files int, size int64) {
+	t.Helper()
+	ms, err := filepath.Glob(filepath.Join(dir, "*.vlog"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		fi, err := os.Stat(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		size += fi.Size()
+	}
+	return len(ms), size
+}
+
+// TestGCReclaimsSupersededModels: without collection, every Save leaves its
+// model in the value log; one collection drops the superseded generations
+// and rewrites the value-log files they filled.
+func TestGCReclaimsSupersededModels(t *testing.T) {
+	const (
+		vlogSize = 4 << 20
+		model    = 3 << 20
+		saves    = 12
+	)
+	dir := t.TempDir()
+	s := openT(t, dir, Options{GCInterval: -1, NoSync: true, valueLogFileSize: vlogSize})
+	ctx := context.Background()
+	for i := 1; i <= saves; i++ {
+		if err := s.Save(ctx, genCheckpoint(uint64(i), model)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	filesBefore, _ := vlogBytes(t, dir)
+	r := s.collect()
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	// More rewrites may be needed than one call allows; keep going.
+	for range 10 {
+		if next := s.collect(); next.err != nil || next.rewrites == 0 {
+			break
+		} else {
+			r.rewrites += next.rewrites
+		}
+	}
+	filesAfter, _ := vlogBytes(t, dir)
+	t.Logf("%d saves of %d MiB: %d vlog files before GC, %d after (generations dropped %d, files rewritten %d)",
+		saves, model>>20, filesBefore, filesAfter, r.dropped, r.rewrites)
+	if r.dropped != saves-1 {
+		t.Errorf("dropped %d generations, want %d", r.dropped, saves-1)
+	}
+	if filesAfter >= filesBefore || filesAfter > 3 {
+		t.Errorf("value log not reclaimed: %d files before, %d after", filesBefore, filesAfter)
+	}
+	cp, ok, err := s.Load(ctx)
+	if err != nil || !ok {
+		t.Fatalf("Load after GC: ok=%v err=%v", ok, err)
+	}
+	if err := checkGenCheckpoint(cp); err != nil || cp.Version != saves {
+		t.Fatalf("Load after GC: version %d, %v", cp.Version, err)
+	}
+	// Nothing left to drop.
+	if r := s.collect(); r.err != nil || r.dropped != 0 {
+		t.Fatalf("second collect: %+v", r)
+	}
+}
+
+// TestGCBackground: the background loop runs and drops superseded
+// generations by itself.
+func TestGCBackground(t *testing.T) {
+	dropped := make(chan int, 100)
+	s := openT(t, t.TempDir(), Options{
+		GCInterval: 5 * time.Millisecond,
+		NoSync:     true,
+		onGC: func(r gcResult) {
+			if r.err != nil {
+				t.Errorf("background gc: %v", r.err)
+			}
+			select {
+			case dropped <- r.dropped:
+			default:
+			}
+		},
+	})
+	ctx := context.Background()
+	for i := 1; i <= 3; i++ {
+		if err := s.Save(ctx, genCheckpoint(uint64(i), 1<<20)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.After(10 * time.Second)
+	for total := 0; total < 2; {
+		select {
+		case n := <-dropped:
+			total += n
+		case <-deadline:
+			t.Fatalf("background GC dropped %d generations in 10s, want 2", total)
+		}
+	}
+	if cp, ok, err := s.Load(ctx); err != nil || !ok || cp.Version != 3 {
+		t.Fatalf("Load: version %d ok=%v err=%v", cp.Version, ok, err)
+	}
+}
+
+// genCheckpoint builds checkpoint number v whose every part is derived from
+// v, so that a reader can tell a consistent checkpoint from a mix of two.
+func genCheckpoint(v uint64, modelSize int) Checkpoint {
+	m := make([]byte, modelSize+int(v%7)) // size varies with v too
+	for i := range m {
+		m[i] = byte(v) ^ byte(i>>12)
+	}
+	cp := Checkpoint{Model: m, Version: v}
+	for p := range 1 + int(v%3) { // the set of partitions varies too
+		cp.Positions = append(cp.Positions, Position{Topic: "clicks", Partition: p, Next: int64(v)*1000 + int64(p)})
+	}
+	return cp
+}
+
+// checkGenCheckpoint reports whether cp is exactly genCheckpoint(cp.Version).
+func checkGenCheckpoint(cp Checkpoint) error {
+	v := cp.Version
+	if len(cp.Model) < int(v%7) {
+		return fmt.Errorf("version %d: model of %d bytes is too short", v, len(cp.Model))
+	}
+	want := genCheckpoint(v, len(cp.Model)-int(v%7))
+	if !bytes.Equal(cp.Model, want.Model) {
+		return fmt.Errorf("version %d: model of %d bytes does not belong to it", v, len(cp.Model))
+	}
+	if fmt.Sprint(cp.Positions) != fmt.Sprint(want.Positions) {
+		return fmt.Errorf("version %d: positions %v, want %v", v, cp.Positions, want.Positions)
+	}
+	return nil
+}
