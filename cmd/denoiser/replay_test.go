@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// smallConfig keeps the replay tests fast.
+const smallConfig = `seed: 3
+model:
+  dim: 8
+  warm_up: 200
+  refit_every: 200
+  gmm_min_samples: 64
+  gmm_window: 512
+`
+
+// replayInput is the first 3000 lines of the shipped log plus bad lines.
+func replayInput(t *testing.T, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile("../../testdata/synthetic-20k.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(b, []byte("\n"))[:3000]
+	lines = append(lines, []byte("not json\n"), []byte(`{"user":"u1","item":"i1","dwell_ms":-4}`+"\n"), []byte("\n"))
+	path := filepath.Join(dir, "in.jsonl")
+	if err := os.WriteFile(path, bytes.Join(lines, nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func writeFile(t *testing.T, path, content string) string {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestReplay(t *testing.T) {
+	dir := t.TempDir()
+	in := replayInput(t, dir)
+	cfg := writeFile(t, filepath.Join(dir, "replay.yaml"), smallConfig)
+
+	replay := func(name string) (out, dead, rep []byte, stderr string) {
+		t.Helper()
+		var errBuf bytes.Buffer
+		args := []string{"replay", "--in", in, "--out", filepath.Join(dir, name+".jsonl"),
+			"--report", filepath.Join(dir, name+".report.json"), "--config", cfg, "--truth", "dwell:10000"}
+		if code := run(context.Background(), args, &bytes.Buffer{}, &errBuf); code != 0 {
+			t.Fatalf("replay exit %d:\n%s", code, errBuf.String())
+		}
+		read := func(p string) []byte {
+			b, err := os.ReadFile(filepath.Join(dir, p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}
+		return read(name + ".jsonl"), read(name + ".dead-letter.jsonl"), read(name + ".report.json"), errBuf.String()
+	}
+	out1, dead1, rep1, stderr := replay("a")
+	out2, dead2, _, _ := replay("b")
+	if !bytes.Equal(out1, out2) || !bytes.Equal(dead1, dead2) {
+		t.Fatal("two replays of the same input differ")
+	}
+	if n := bytes.Count(out1, []byte("\n")); n != 3000 {
+		t.Fatalf("%d scored lines, want 3000", n)
+	}
+	if n := bytes.Count(dead1, []byte("\n")); n != 2 {
+		t.Fatalf("%d dead-letter lines, want 2", n)
+	}
+	if !strings.Contains(string(dead1), `"reason":"not_json"`) || !strings.Contains(string(dead1), `"line":3002`) {
+		t.Fatalf("dead letters:\n%s", dead1)
+	}
+	var rep struct {
+		Events, Invalid, Blank uint64
+		Truth                  string
+		AUC                    map[string]*float64 `json:"auc"`
+		PRAUC                  map[string]*float64 `json:"pr_auc"`
+		MeanTransition         [][]float64         `json:"mean_transition"`
+		GMM                    struct{ Fitted bool }
+	}
+	if err := json.Unmarshal(rep1, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Events != 3000 || rep.Invalid != 2 || rep.Blank != 1 || rep.Truth != "dwell:10000" || !rep.GMM.Fitted || len(rep.MeanTransition) != 2 {
+		t.Fatalf("report: %s", rep1)
+	}
+	for _, k := range []string{"p_clean", "reliability", "loss_baseline"} {
+		for _, m := range []map[string]*float64{rep.AUC, rep.PRAUC} {
+			if v := m[k]; v == nil || *v <= 0 || *v >= 1 {
+				t.Fatalf("metric %s = %v in %s", k, v, rep1)
+			}
+		}
+	}
+	for _, want := range []string{"3000 events scored, 2 invalid", "loss_baseline", "ROC-AUC"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if strings.Contains(stderr, "\r") {
+		t.Error("progress bar drawn on a non-terminal")
+	}
+}
+
+func TestReplayErrors(t *testing.T) {
+	dir := t.TempDir()
+	in := writeFile(t, filepath.Join(dir, "in.jsonl"), `{"user":"u","item":"i"}`+"\n")
+	out := filepath.Join(dir, "out.jsonl")
+	tests := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"no args", []string{"replay"}, 2, "--in and --out are required"},
+		{"extra args", []string{"replay", "--in", in, "--out", out, "x"}, 2, "unexpected arguments"},
+		{"bad truth", []string{"replay", "--in", in, "--out", out, "--truth", "dwell"}, 1, "unknown truth mode"},
+		{"missing input", []string{"replay", "--in", filepath.Join(dir, "nope"), "--out", out}, 1, "no such file"},
+		{"unknown config key", []string{"replay", "--in", in, "--out", out, "--config",
+			writeFile(t, filepath.Join(dir, "typo.yaml"), "model:\n  dimm: 8\n")}, 1, "dimm"},
+		{"invalid model config", []string{"replay", "--in", in, "--out", out, "--config",
+			writeFile(t, filepath.Join(dir, "bad.yaml"), "model:\n  mode: ternary\n")}, 1, "ternary"},
+		{"help", []string{"replay", "-h"}, 0, "usage: denoiser replay"},
+		{"unknown command", []string{"frobnicate"}, 2, "unknown command"},
+		{"no command", nil, 2, "usage: denoiser <command>"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			code := run(context.Background(), tt.args, &bytes.Buffer{}, &stderr)
+			if code != tt.code || !strings.Contains(stderr.String(), tt.msg) {
+				t.Fatalf("exit %d, stderr:\n%s\nwant exit %d and %q", code, stderr.String(), tt.code, tt.msg)
+			}
+		})
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a failed replay left %s: %v", out, err)
+	}
+}
+
+func TestReplayCancelledLeavesNoOutput(t *testing.T) {
+	dir := t.TempDir()
+	in := replayInput(t, dir)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stderr bytes.Buffer
+	out := filepath.Join(dir, "out.jsonl")
+	if code := run(ctx, []string{"replay", "--in", in, "--out", out}, &bytes.Buffer{}, &stderr); code != 1 || !strings.Contains(stderr.String(), "canceled") {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Fatalf("cancelled replay left %d files", len(entries))
+	}
+}
+
+func TestHelp(t *testing.T) {
+	var stdout bytes.Buffer
+	if code := run(context.Background(), []string{"help"}, &stdout, &bytes.Buffer{}); code != 0 || !strings.Contains(stdout.String(), "replay") {
+		t.Fatalf("help: exit %d, %q", code, stdout.String())
+	}
+}
