@@ -83,12 +83,14 @@ type Options struct {
 	// Shadow, if set, is a second model stepped on every event the main
 	// model accepted, on the same goroutine (the replay's plain baseline).
 	Shadow Model
-	// After, if set, is called on the model goroutine after each record has
-	// been handed on towards its sink, in input order (blank records
-	// excluded). out.Flush waits until the sinks have written and flushed
-	// everything so far: a checkpointer calls it before committing the model
-	// and r.Pos. An error from After stops the loop. r is valid only during
-	// the call.
+	// After, if set, is called on the model goroutine after each record
+	// (blank records excluded), in input order, once the model has stepped
+	// on it and before it is handed to its sink. out.Flush hands r to its
+	// sink, then waits until the sinks have written and flushed everything
+	// up to and including r: a checkpointer reads r.Pos, calls out.Flush,
+	// then commits the model and the position after r. r must not be used
+	// after out.Flush, nor after After returns. An error from After stops
+	// the loop.
 	After func(ctx context.Context, r *Result, out Flusher) error
 }
 
@@ -177,6 +179,7 @@ type loop struct {
 	decoded chan *Result // reader -> model
 	out     chan *Result // model -> writer
 	marker  *Result      // flush request
+	pending *Result      // the record being processed, until handed on; model goroutine only
 	sink    Sink
 	dlq     DeadLetter
 }
@@ -250,17 +253,37 @@ func (l *loop) step(ctx context.Context, model Model, opts Options, st *Stats) e
 			st.Rejected++
 			st.ByReason[r.Reason]++
 		}
+		pos := r.Pos
+		l.pending = r
 		if opts.After != nil {
 			if err := opts.After(ctx, r, (*flusher)(l)); err != nil {
-				l.free <- r
-				return fmt.Errorf("after record %s: %w", r.Pos, err)
+				if l.pending != nil {
+					l.free <- l.pending
+					l.pending = nil
+				}
+				return fmt.Errorf("after record %s: %w", pos, err)
 			}
 		}
-		select {
-		case l.out <- r:
-		case <-ctx.Done():
+		if !l.handOn(ctx) {
 			return nil
 		}
+	}
+}
+
+// handOn sends the pending record, if any, to the writer. It reports false
+// when ctx was cancelled first.
+func (l *loop) handOn(ctx context.Context) bool {
+	r := l.pending
+	if r == nil {
+		return true
+	}
+	l.pending = nil
+	select {
+	case l.out <- r:
+		return true
+	case <-ctx.Done():
+		l.free <- r
+		return false
 	}
 }
 
@@ -339,6 +362,13 @@ type flusher loop
 
 func (f *flusher) Flush(ctx context.Context) error {
 	l := (*loop)(f)
+	select {
+	case <-l.marker.flush: // a stale answer to a Flush abandoned on cancellation
+	default:
+	}
+	if !l.handOn(ctx) {
+		return ctx.Err()
+	}
 	select {
 	case l.out <- l.marker:
 	case <-ctx.Done():

@@ -168,34 +168,38 @@ func TestRunAfterFlushAndError(t *testing.T) {
 	for i := range 50 {
 		fmt.Fprintf(&b, "{\"user\":\"u%d\",\"item\":\"i\"}\n", i)
 	}
-	sink := &memSink{}
-	stop := errors.New("stop here")
-	st, err := Run(context.Background(), NewFileSource(strings.NewReader(b.String()), "f"), &fakeModel{}, sink, sink, Options{
-		Buffer: 4,
-		After: func(ctx context.Context, r *Result, out Flusher) error {
-			if r.Pos.Line%10 == 0 {
-				if err := out.Flush(ctx); err != nil {
-					return err
+	// Stop at 35 (record not handed on yet) and at 40 (handed on by Flush).
+	for _, stopAt := range []int64{35, 40} {
+		sink := &memSink{}
+		stop := errors.New("stop here")
+		st, err := Run(context.Background(), NewFileSource(strings.NewReader(b.String()), "f"), &fakeModel{}, sink, sink, Options{
+			Buffer: 4,
+			After: func(ctx context.Context, r *Result, out Flusher) error {
+				line := r.Pos.Line
+				if line%10 == 0 {
+					if err := out.Flush(ctx); err != nil {
+						return err
+					}
+					sink.mu.Lock()
+					n := len(sink.scored)
+					sink.mu.Unlock()
+					// Everything up to and including this record is written.
+					if n != int(line) {
+						t.Errorf("after flush at line %d the sink has %d records", line, n)
+					}
 				}
-				sink.mu.Lock()
-				n := len(sink.scored)
-				sink.mu.Unlock()
-				// Everything before this record is written; this one is not yet.
-				if n != int(r.Pos.Line)-1 {
-					t.Errorf("after flush at line %d the sink has %d records", r.Pos.Line, n)
+				if line == stopAt {
+					return stop
 				}
-			}
-			if r.Pos.Line == 35 {
-				return stop
-			}
-			return nil
-		},
-	})
-	if !errors.Is(err, stop) {
-		t.Fatalf("Run error = %v, want %v", err, stop)
-	}
-	if st.Scored != 35 {
-		t.Fatalf("Scored = %d, want 35", st.Scored)
+				return nil
+			},
+		})
+		if !errors.Is(err, stop) || !strings.Contains(err.Error(), fmt.Sprintf("f:%d", stopAt)) {
+			t.Fatalf("Run error = %v, want %v at f:%d", err, stop, stopAt)
+		}
+		if st.Scored != uint64(stopAt) {
+			t.Fatalf("Scored = %d, want %d", st.Scored, stopAt)
+		}
 	}
 }
 
