@@ -446,9 +446,11 @@ func TestCrashNeverTearsACheckpoint(t *testing.T) {
 				}
 			}
 		}()
-		// Let it commit a few checkpoints, then kill it at a random moment.
-		wait := time.After(time.Duration(100+r.IntN(400)) * time.Millisecond)
+		// Wait for the child's first commit (the child may be slow, under
+		// -race), then kill it at a random moment.
 		before := committed
+		var wait <-chan time.Time
+		timeout := time.After(60 * time.Second)
 	collect:
 		for {
 			select {
@@ -457,7 +459,12 @@ func TestCrashNeverTearsACheckpoint(t *testing.T) {
 					break collect
 				}
 				committed = v
+				if wait == nil {
+					wait = time.After(time.Duration(r.IntN(300)) * time.Millisecond)
+				}
 			case <-wait:
+				break collect
+			case <-timeout:
 				break collect
 			}
 		}
