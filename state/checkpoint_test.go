@@ -552,3 +552,26 @@ func BenchmarkLoad(b *testing.B) {
 		}
 	}
 }
+
+// TestSaveTooLarge: a checkpoint beyond one transaction's limit is refused
+// as a whole, and the previous checkpoint stays.
+func TestSaveTooLarge(t *testing.T) {
+	s := openT(t, t.TempDir(), noGC)
+	ctx := context.Background()
+	if err := s.Save(ctx, Checkpoint{Version: 1}); err != nil {
+		t.Fatal(err)
+	}
+	n := int(s.db.MaxBatchCount()) + 1
+	cp := Checkpoint{Version: 2, Positions: make([]Position, n)}
+	for i := range cp.Positions {
+		cp.Positions[i] = Position{Topic: "clicks", Partition: i, Next: 1}
+	}
+	if err := s.Save(ctx, cp); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("Save of %d positions = %v, want ErrTooLarge", n, err)
+	}
+	got, ok, err := s.Load(ctx)
+	if err != nil || !ok || got.Version != 1 {
+		t.Fatalf("after a refused Save: version %d ok=%v err=%v; want version 1", got.Version, ok, err)
+	}
+	t.Logf("one checkpoint holds fewer than %d positions", n)
+}
