@@ -51,6 +51,19 @@ type Config struct {
 	NegativeSampling string `json:"negative_sampling" yaml:"negative_sampling"`
 	// LearningRate is the SGD step (default 0.05).
 	LearningRate float64 `json:"learning_rate" yaml:"learning_rate"`
+	// EmbeddingRate is the base step of the per-row adaptive embedding
+	// updates (default 0.3 in binary mode, 0.05 otherwise); a row's step is
+	// EmbeddingRate/sqrt(1+G), G its accumulated mean squared gradient.
+	// Binary mode learns each user from one positive and m negatives
+	// weighted 1/m per event and needs the larger step to learn tastes in
+	// one pass; rating mode sees every row once per event, and larger
+	// steps there make the transition estimate chase the embeddings.
+	EmbeddingRate float64 `json:"embedding_rate" yaml:"embedding_rate"`
+	// TransitionRate scales the learning rate of the transition network
+	// (default 0.1): T̂ moves slower than f, so that one bad stretch of
+	// distilled labels cannot tip the pair into explaining every event as
+	// noise.
+	TransitionRate float64 `json:"transition_rate" yaml:"transition_rate"`
 	// Lambda weighs L_cal against L_class (default 1).
 	Lambda float64 `json:"lambda" yaml:"lambda"`
 	// WarmUp is the number of events f is trained on the noisy labels with
@@ -96,6 +109,9 @@ type Config struct {
 	// Plain trains f on the noisy labels only: T̂ = I, no distillation, no
 	// GMM. It is the baseline that loss-based denoisers (T-CE) use.
 	Plain bool `json:"plain" yaml:"plain"`
+	// NoisyHeadTrainsEmbeddings lets the noisy head's gradient reach the
+	// embeddings (default false: the head reads z but does not shape it).
+	NoisyHeadTrainsEmbeddings bool `json:"noisy_head_trains_embeddings" yaml:"noisy_head_trains_embeddings"`
 	// NoGMM fixes the weight w to 1 (ablation).
 	NoGMM bool `json:"no_gmm" yaml:"no_gmm"`
 	// NoTransition fixes T̂ to the identity (ablation).
@@ -134,6 +150,12 @@ func (c Config) WithDefaults() Config {
 	}
 	def(&c.LearningRate, 0.05)
 	def(&c.Lambda, 1)
+	if c.Mode == ModeBinary {
+		def(&c.EmbeddingRate, 0.3)
+	} else {
+		def(&c.EmbeddingRate, 0.05)
+	}
+	def(&c.TransitionRate, 0.1)
 	defInt(&c.WarmUp, 5000)
 	if c.RhoSchedule == "" {
 		c.RhoSchedule = RhoProgressive
@@ -207,6 +229,8 @@ func (c Config) Validate() error {
 	}
 	pos("learning_rate", c.LearningRate)
 	pos("lambda", c.Lambda)
+	pos("embedding_rate", c.EmbeddingRate)
+	pos("transition_rate", c.TransitionRate)
 	pos("rho_step", c.RhoStep)
 	pos("rho_tolerance", c.RhoTolerance)
 	pos("clip", c.Clip)

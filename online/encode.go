@@ -22,8 +22,9 @@ import (
 //	        rho (float64), hasMeanT (uint8), winN, winPos (uint32)
 //	  USER  n uint32; n ids (uint32 length + bytes); p (n·d float64);
 //	        accP (n float64); recentN (n uint32); recent (n·32 int32)
-//	  ITEM  n uint32; n ids; q (n·d float64); accQ (n float64)
-//	  CLSF  W (K·d), b (K) float64
+//	  ITEM  n uint32; n ids; q (n·d float64); accQ (n float64);
+//	        per-item transition logit offsets (n·K·K float64)
+//	  CLSF  W (K·d), b (K), then the noisy head's Wn (K·d), bn (K) float64
 //	  TRAN  A (K·K·d), C (K·K), sumT (K·K), meanT (K·K) float64
 //	  GMMX  fitted, reliable (uint8); weight (2), mean (2·2), cov (2·2·2) float64
 //	  WIND  the distilled-sample window, 2·GMMWindow float64
@@ -144,14 +145,17 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 	e.uint32s(m.recentN)
 	e.int32s(m.recent)
 
-	e.section("ITEM", idsLen(m.items)+8*len(m.q)+8*ni)
+	e.section("ITEM", idsLen(m.items)+8*(len(m.q)+ni+len(m.ti)))
 	e.ids(m.items)
 	e.floats(m.q)
 	e.floats(m.accQ)
+	e.floats(m.ti)
 
-	e.section("CLSF", 8*(len(m.w)+len(m.b)))
+	e.section("CLSF", 8*(len(m.w)+len(m.b)+len(m.wn)+len(m.bn)))
 	e.floats(m.w)
 	e.floats(m.b)
+	e.floats(m.wn)
+	e.floats(m.bn)
 
 	e.section("TRAN", 8*(len(m.a)+len(m.c)+len(m.sumT)+len(m.meanT)))
 	e.floats(m.a)
@@ -432,9 +436,11 @@ func ReadModel(r io.Reader) (*Model, error) {
 	ni := len(m.items)
 	m.q = d.floats(ni * dim)
 	m.accQ = d.floats(ni)
+	m.ti = d.floats(ni * k * k)
 
 	d.section("CLSF")
 	m.w, m.b = d.floats(k*dim), d.floats(k)
+	m.wn, m.bn = d.floats(k*dim), d.floats(k)
 	d.section("TRAN")
 	m.a, m.c = d.floats(k*k*dim), d.floats(k*k)
 	m.sumT, m.meanT = d.floats(k*k), d.floats(k*k)

@@ -1,6 +1,7 @@
 package online
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -105,9 +106,14 @@ func TestTransGradFiniteDifference(t *testing.T) {
 // (classifier weights, bias, both embedding rows, weight decay) against
 // finite differences of the loss, with T̂ held constant as Step holds it.
 func TestPairGradFiniteDifference(t *testing.T) {
-	for _, mode := range []string{ModeBinary, ModeRating} {
-		t.Run(mode, func(t *testing.T) {
-			m, err := New(Config{Mode: mode, Dim: 6, Clip: 1e9, L2: 0.01, WarmUp: 1}, rand.NewPCG(5, 6))
+	for _, tc := range []struct {
+		mode       string
+		noisyEmbed bool
+		weight     float64
+	}{{ModeBinary, false, 1}, {ModeBinary, true, 0.25}, {ModeRating, false, 1}, {ModeRating, true, 1}} {
+		mode := tc.mode
+		t.Run(fmt.Sprintf("%s/noisy-head-embeddings=%v", mode, tc.noisyEmbed), func(t *testing.T) {
+			m, err := New(Config{Mode: mode, Dim: 6, Clip: 1e9, L2: 0.01, WarmUp: 1, NoisyHeadTrainsEmbeddings: tc.noisyEmbed}, rand.NewPCG(5, 6))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -118,27 +124,51 @@ func TestPairGradFiniteDifference(t *testing.T) {
 			r := rand.New(rand.NewPCG(7, 8))
 			for j := range m.w {
 				m.w[j] = r.NormFloat64()
+				m.wn[j] = r.NormFloat64()
 			}
 			u, i := m.userIdx["u"], m.itemIdx["i"]
 			y, ystar, w := 1, 0, 0.6
 			m.forward(u, i)
 			tFixed := append([]float64(nil), m.t...)
 			p, q := m.row(m.p, u), m.row(m.q, i)
+			fn := make([]float64, m.k)
+			// noisyLoss is the noisy head's cross-entropy; it reaches p and
+			// q only when the head trains the embeddings.
+			noisyLoss := func() float64 {
+				classForward(fn, m.wn, m.bn, m.z)
+				return -math.Log(fn[y])
+			}
 			loss := func() float64 {
 				hadamard(m.z, p, q)
 				classForward(m.f, m.w, m.b, m.z)
-				l := classGrad(make([]float64, m.k), m.f, tFixed, m.k, y, ystar, m.cfg.Lambda*w)
+				l := tc.weight * classGrad(make([]float64, m.k), m.f, tFixed, m.k, y, ystar, m.cfg.Lambda*w)
+				if tc.noisyEmbed {
+					l += tc.weight * noisyLoss()
+				}
 				return l + m.cfg.L2/2*(dot(p, p)+dot(q, q))
 			}
 			loss()
+			classForward(m.fn, m.wn, m.bn, m.z)
 			copy(m.t, tFixed)
-			if _, ok := m.grads(u, i, y, ystar, w); !ok {
+			if _, ok := m.grads(u, i, y, ystar, w, tc.weight); !ok {
 				t.Fatal("gradients not finite")
 			}
 			g, z := append([]float64(nil), m.g...), append([]float64(nil), m.z...)
+			gn := append([]float64(nil), m.gn...)
+			headLoss := func() float64 { hadamard(m.z, p, q); return tc.weight * noisyLoss() }
+			for k := 0; k < m.k; k++ {
+				closeTo(t, "dL/dbn", gn[k], numGrad(m.bn, k, headLoss))
+				for j := 0; j < m.d; j++ {
+					closeTo(t, "dL/dWn", gn[k]*z[j], numGrad(m.wn, k*m.d+j, headLoss))
+				}
+			}
 			dp, dq := append([]float64(nil), m.dp...), append([]float64(nil), m.dq...)
+			// The weight decay is not scaled by the pair's weight.
+			reg := func() float64 { return m.cfg.L2 / 2 * (dot(p, p) + dot(q, q)) }
+			full := func() float64 { return loss() }
+			_ = reg
 			for j := range p {
-				closeTo(t, "dL/dp", dp[j], numGrad(p, j, loss))
+				closeTo(t, "dL/dp", dp[j], numGrad(p, j, full))
 				closeTo(t, "dL/dq", dq[j], numGrad(q, j, loss))
 			}
 			for k := 0; k < m.k; k++ {
@@ -167,20 +197,23 @@ func TestTransitionChainFiniteDifference(t *testing.T) {
 	u, i := m.userIdx["u"], m.itemIdx["i"]
 	y, ystar := 2, 0
 	m.forward(u, i)
-	trans, ok := m.grads(u, i, y, ystar, 1)
+	trans, ok := m.grads(u, i, y, ystar, 1, 1)
 	if !trans || !ok {
 		t.Fatalf("transition not active (%v) or gradient not finite (%v)", trans, ok)
 	}
 	gt, z := append([]float64(nil), m.gt...), append([]float64(nil), m.z...)
 	tm := make([]float64, m.k*m.k)
 	loss := func() float64 {
-		transitionForward(tm, m.a, m.c, z, m.k)
+		copy(m.z, z)
+		m.transition(tm)
 		return -math.Log(tm[ystar*m.k+y])
 	}
 	k, d := m.k, m.d
+	ti := m.ti[int(i)*k*k : int(i+1)*k*k]
 	for c := 0; c < k; c++ {
 		r := ystar*k + c
 		closeTo(t, "dL/dC", gt[c], numGrad(m.c, r, loss))
+		closeTo(t, "dL/d(item offset)", gt[c], numGrad(ti, r, loss))
 		for j := 0; j < d; j++ {
 			closeTo(t, "dL/dA", gt[c]*z[j], numGrad(m.a, r*d+j, loss))
 		}

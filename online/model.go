@@ -40,8 +40,11 @@ type Model struct {
 	pop        []int32   // ring of recent items, for popularity sampling
 	popN       uint64
 
-	w, b []float64 // classifier: K×d, K
-	a, c []float64 // transition: K·K×d, K·K
+	w, b   []float64 // classifier f: K×d, K
+	wn, bn []float64 // noisy-posterior head η̃: K×d, K (the distiller)
+	a, c   []float64 // transition: K·K×d, K·K
+	ti     []float64 // per-item transition logit offsets: K·K per item
+	tcur   int32     // item whose offsets the scratch pass uses
 
 	cooc   cooccurrence
 	mix    gmm
@@ -61,7 +64,7 @@ type Model struct {
 	numErrors uint64
 
 	// scratch, reused by every Step
-	z, f, t, g, gt, dz, dp, dq, eye []float64
+	z, f, fn, t, g, gn, gt, dz, dp, dq, eye []float64
 }
 
 // New returns an empty model. src is its only source of randomness: the
@@ -89,10 +92,18 @@ func New(cfg Config, src *rand.PCG) (*Model, error) {
 	k, d := m.k, m.d
 	m.w = make([]float64, k*d)
 	m.b = make([]float64, k)
+	m.wn = make([]float64, k*d)
+	m.bn = make([]float64, k)
 	m.a = make([]float64, k*k*d)
 	m.c = make([]float64, k*k)
+	// The classifier head starts at unit scale: with both the head and the
+	// embeddings near zero, the gradient reaching the embeddings is the
+	// product of two small numbers and learning stalls at the bias.
 	for i := range m.w {
-		m.w[i] = m.rnd.NormFloat64() * cfg.InitScale
+		m.w[i] = m.rnd.NormFloat64()
+	}
+	for i := range m.wn {
+		m.wn[i] = m.rnd.NormFloat64()
 	}
 	// Off-diagonal logit 0, diagonal logit chosen so that each row puts
 	// transitionInitDiag on the diagonal.
@@ -122,7 +133,9 @@ func (m *Model) alloc() {
 	m.dp = make([]float64, d)
 	m.dq = make([]float64, d)
 	m.f = make([]float64, k)
+	m.fn = make([]float64, k)
 	m.g = make([]float64, k)
+	m.gn = make([]float64, k)
 	m.gt = make([]float64, k)
 	m.t = make([]float64, k*k)
 	m.eye = make([]float64, k*k)
@@ -197,6 +210,9 @@ func (m *Model) itemID(id string) int32 {
 		m.q = append(m.q, m.rnd.NormFloat64()*m.cfg.InitScale)
 	}
 	m.accQ = append(m.accQ, 0)
+	for j := 0; j < m.k*m.k; j++ {
+		m.ti = append(m.ti, 0)
+	}
 	m.cooc.grow(len(m.users), len(m.items))
 	return i
 }
@@ -215,30 +231,60 @@ func (m *Model) distilling() bool {
 }
 
 // forward computes z, f and T̂ for the pair (u,i) into the scratch buffers
-// and returns p·q. T̂ is the identity while it is not active.
+// and returns p·q. During warm-up T̂ is the untrained network, near the
+// identity, so that warm-up scores are not all tied at p_clean = 1; learning
+// then holds it at the identity (see grads).
 func (m *Model) forward(u, i int32) float64 {
 	s := hadamard(m.z, m.row(m.p, u), m.row(m.q, i))
+	m.tcur = i
 	classForward(m.f, m.w, m.b, m.z)
-	if m.transitionActive() {
-		transitionForward(m.t, m.a, m.c, m.z, m.k)
-	} else {
+	if !m.cfg.Plain {
+		classForward(m.fn, m.wn, m.bn, m.z)
+	}
+	if m.cfg.Plain || m.cfg.NoTransition {
 		copy(m.t, m.eye)
+	} else {
+		m.transition(m.t)
 	}
 	return s
 }
 
-// distill returns argmax f if max f > (1+ρ)/2, else -1.
+// transition writes T̂(x) for the z in the scratch buffer into t. In binary
+// mode T̂ is one-sided: a clean positive is always observed as a positive
+// (row 1 is (0, 1)), and the network learns only the instance's
+// false-positive rate ε(x) = T̂_01(x). Learning row 1 as well lets the pair
+// (f, T̂) explain every sampled negative as a flipped positive, and the
+// classifier collapses to f ≡ 1; noisy implicit feedback (misclicks,
+// clickbait, bounces) is false positives, which row 0 covers.
+func (m *Model) transition(t []float64) {
+	kk := m.k * m.k
+	linear(t, m.a, m.c, m.z)
+	axpy(t, 1, m.ti[int(m.tcur)*kk:int(m.tcur+1)*kk])
+	for j := 0; j < m.k; j++ {
+		softmax(t[j*m.k:(j+1)*m.k], t[j*m.k:(j+1)*m.k])
+	}
+	if m.cfg.Mode == ModeBinary {
+		t[2], t[3] = 0, 1
+	}
+}
+
+// distill returns the distilled label y* = argmax η̃(x) if
+// max η̃(x) > (1+ρ)/2, else -1. η̃ is the noisy-posterior head, trained with
+// plain cross-entropy on the observed labels: BLTM's rule reads the noisy
+// posterior (if η̃_y(x) > (1+ρ)/2 then y is the Bayes label of x when the
+// noise rate is below ρ). Distilling from f instead closes a loop (f
+// trains T̂ trains f) whose fixed point explains every event as noise.
 func (m *Model) distill() int {
 	if !m.distilling() {
 		return -1
 	}
 	best := 0
-	for j, v := range m.f {
-		if v > m.f[best] {
+	for j, v := range m.fn {
+		if v > m.fn[best] {
 			best = j
 		}
 	}
-	if m.f[best] > (1+m.rho)/2 {
+	if m.fn[best] > (1+m.rho)/2 {
 		return best
 	}
 	return -1
@@ -265,6 +311,9 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	sc.Label = y
 	sc.PClean = pClean(m.f, m.t, m.k, y)
 	sc.Loss = -math.Log(math.Max(m.f[y], probFloor))
+	if !m.cfg.Plain {
+		sc.Loss = -math.Log(math.Max(m.fn[y], probFloor))
+	}
 	sc.Version = m.events
 	x0, x1 := m.f[y], math.Log1p(m.cooc.count(u, i))
 	sc.Reliability = 1
@@ -288,19 +337,24 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	// 2. Learn.
 	ok := true
 	w := sc.Reliability
-	ok = m.learnPair(u, i, y, sc.Distilled, w) && ok
+	ok = m.learnPair(u, i, y, sc.Distilled, w, 1) && ok
 	if sc.Distilled >= 0 {
 		m.distilled++
 		m.pushWindow(x0, x1)
 	}
 	if m.cfg.Mode == ModeBinary && len(m.items) > 1 {
+		// Each of the m negatives weighs 1/m, so that the classifier sees
+		// the two classes in balance: otherwise f's prior is 1/(1+m) for
+		// the positive class, the distillation threshold is easy to pass
+		// for class 0 only, and T̂ learns the sampling ratio as noise.
+		negWeight := 1 / float64(m.cfg.Negatives)
 		for n := 0; n < m.cfg.Negatives; n++ {
 			j := m.sampleNegative(u, i)
 			if j < 0 {
 				continue
 			}
 			m.forward(u, j)
-			ok = m.learnPair(u, j, 0, m.distill(), 1) && ok
+			ok = m.learnPair(u, j, 0, m.distill(), 0, negWeight) && ok
 		}
 	}
 	m.remember(u, i)
@@ -318,8 +372,8 @@ func (m *Model) Step(ev Event, sc *Score) error {
 // learnPair applies one SGD step for the pair whose forward pass is in the
 // scratch buffers. It reports false, and changes nothing, if a gradient is
 // not finite.
-func (m *Model) learnPair(u, i int32, y, ystar int, w float64) bool {
-	trans, ok := m.grads(u, i, y, ystar, w)
+func (m *Model) learnPair(u, i int32, y, ystar int, w, weight float64) bool {
+	trans, ok := m.grads(u, i, y, ystar, w, weight)
 	if !ok {
 		return false
 	}
@@ -328,17 +382,25 @@ func (m *Model) learnPair(u, i int32, y, ystar int, w float64) bool {
 }
 
 // grads fills the scratch gradients for the pair in the forward buffers:
-// m.g (classifier logits; dW_k = g_k z, db = g), m.dp and m.dq (embedding
-// rows, with weight decay), and, when trans is true, m.gt (row ystar of
+// m.g (classifier logits; dW_k = g_k z, db = g), m.gn (the noisy head's
+// logits, plain cross-entropy on the observed label), m.dp and m.dq (embedding
+// rows, with weight decay), all scaled by weight, and, when trans is true, m.gt (row ystar of
 // the transition logits). Each is clipped to Config.Clip. ok is false if
 // any is not finite.
-func (m *Model) grads(u, i int32, y, ystar int, w float64) (trans, ok bool) {
+func (m *Model) grads(u, i int32, y, ystar int, w, weight float64) (trans, ok bool) {
 	cfg := &m.cfg
 	lw := 0.0
 	if ystar >= 0 {
-		lw = cfg.Lambda * w
+		lw = cfg.Lambda * w // w = 0 for sampled negatives: no L_cal
 	}
-	classGrad(m.g, m.f, m.t, m.k, y, ystar, lw)
+	t := m.t
+	if !m.transitionActive() {
+		t = m.eye // warm-up: f learns the noisy labels with T̂ = I
+	}
+	classGrad(m.g, m.f, t, m.k, y, ystar, lw)
+	for j := range m.g {
+		m.g[j] *= weight
+	}
 	clipNorm(m.g, cfg.Clip)
 	p, q := m.row(m.p, u), m.row(m.q, i)
 	d := m.d
@@ -348,18 +410,33 @@ func (m *Model) grads(u, i int32, y, ystar int, w float64) (trans, ok bool) {
 	for k, gk := range m.g {
 		axpy(m.dz, gk, m.w[k*d:(k+1)*d])
 	}
+	if !cfg.Plain {
+		for j := range m.gn {
+			m.gn[j] = weight * m.fn[j]
+		}
+		m.gn[y] -= weight
+		clipNorm(m.gn, cfg.Clip)
+		if cfg.NoisyHeadTrainsEmbeddings {
+			for k, gk := range m.gn {
+				axpy(m.dz, gk, m.wn[k*d:(k+1)*d])
+			}
+		}
+	}
 	for j := range m.dz {
 		m.dp[j] = m.dz[j]*q[j] + cfg.L2*p[j]
 		m.dq[j] = m.dz[j]*p[j] + cfg.L2*q[j]
 	}
 	clipNorm(m.dp, cfg.Clip)
 	clipNorm(m.dq, cfg.Clip)
-	trans = ystar >= 0 && m.transitionActive()
+	trans = ystar >= 0 && m.transitionActive() && !(m.cfg.Mode == ModeBinary && ystar == 1)
 	if trans {
 		transGrad(m.gt, m.t, m.k, ystar, y)
+		for j := range m.gt {
+			m.gt[j] *= weight
+		}
 		clipNorm(m.gt, cfg.Clip)
 	}
-	ok = finite(m.g) && finite(m.dp) && finite(m.dq) && (!trans || finite(m.gt))
+	ok = finite(m.g) && finite(m.gn) && finite(m.dp) && finite(m.dq) && (!trans || finite(m.gt))
 	return trans, ok
 }
 
@@ -373,16 +450,25 @@ func (m *Model) apply(u, i int32, y, ystar int, trans bool) {
 		axpy(m.w[k*d:(k+1)*d], -lr*gk, m.z)
 		m.b[k] -= lr * gk
 	}
+	if !m.cfg.Plain {
+		for k, gk := range m.gn {
+			axpy(m.wn[k*d:(k+1)*d], -lr*gk, m.z)
+			m.bn[k] -= lr * gk
+		}
+	}
 	m.accP[u] += dot(m.dp, m.dp) / float64(d)
 	m.accQ[i] += dot(m.dq, m.dq) / float64(d)
-	axpy(m.row(m.p, u), -lr/math.Sqrt(1+m.accP[u]), m.dp)
-	axpy(m.row(m.q, i), -lr/math.Sqrt(1+m.accQ[i]), m.dq)
+	le := m.cfg.EmbeddingRate
+	axpy(m.row(m.p, u), -le/math.Sqrt(1+m.accP[u]), m.dp)
+	axpy(m.row(m.q, i), -le/math.Sqrt(1+m.accQ[i]), m.dq)
 	if trans {
-		k := m.k
+		k, lrT := m.k, lr*m.cfg.TransitionRate
+		ti := m.ti[int(i)*k*k : int(i+1)*k*k]
 		for c, gc := range m.gt {
 			r := ystar*k + c
-			axpy(m.a[r*d:(r+1)*d], -lr*gc, m.z)
-			m.c[r] -= lr * gc
+			axpy(m.a[r*d:(r+1)*d], -lrT*gc, m.z)
+			m.c[r] -= lrT * gc
+			ti[r] -= lr * gc
 		}
 	}
 }
@@ -525,6 +611,7 @@ func (m *Model) Transition(user, item string, dst []float64) bool {
 		return false
 	}
 	hadamard(m.z, m.row(m.p, u), m.row(m.q, i))
-	transitionForward(dst[:m.k*m.k], m.a, m.c, m.z, m.k)
+	m.tcur = i
+	m.transition(dst[:m.k*m.k])
 	return true
 }

@@ -15,7 +15,7 @@ import "math"
 // the identity.
 
 // transitionInitDiag is the initial diagonal of T̂.
-const transitionInitDiag = 0.95
+const transitionInitDiag = 0.9
 
 // probFloor keeps probabilities away from 0 inside logarithms.
 const probFloor = 1e-12

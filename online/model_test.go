@@ -1,0 +1,296 @@
+package online
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// testStream is a small deterministic binary stream with some structure.
+func testStream(n int, seed uint64) []Event {
+	r := rand.New(rand.NewPCG(seed, seed+1))
+	evs := make([]Event, n)
+	for j := range evs {
+		u := r.IntN(60)
+		i := (u%4)*10 + r.IntN(10)
+		if r.Float64() < 0.2 {
+			i = r.IntN(40)
+		}
+		evs[j] = Event{User: fmt.Sprint("u", u), Item: fmt.Sprint("i", i), Rating: 1 + r.IntN(5), DwellMS: int64(r.IntN(60000)), HasDwell: true}
+	}
+	return evs
+}
+
+// smallConfig makes every phase (warm-up, distillation, refits, ρ
+// relaxation) happen within a few thousand events.
+func smallConfig(mode string) Config {
+	return Config{Mode: mode, Dim: 8, WarmUp: 300, RefitEvery: 100, GMMMinSamples: 32, GMMWindow: 256}
+}
+
+func runScores(t *testing.T, m *Model, evs []Event) []Score {
+	t.Helper()
+	out := make([]Score, len(evs))
+	for j, ev := range evs {
+		if err := m.Step(ev, &out[j]); err != nil {
+			t.Fatalf("event %d: %v", j, err)
+		}
+	}
+	return out
+}
+
+func encode(t *testing.T, m *Model) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	n, err := m.WriteTo(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != int64(buf.Len()) {
+		t.Fatalf("WriteTo reported %d bytes, wrote %d", n, buf.Len())
+	}
+	return buf.Bytes()
+}
+
+var allModes = []Config{
+	smallConfig(ModeBinary),
+	smallConfig(ModeRating),
+	smallConfig(ModeDwell),
+	func() Config { c := smallConfig(ModeBinary); c.Cooccurrence = CoocExact; c.NegativeSampling = NegPopularity; return c }(),
+	func() Config { c := smallConfig(ModeBinary); c.RhoSchedule = RhoFixed; c.RhoStart = 0.4; return c }(),
+	func() Config { c := smallConfig(ModeBinary); c.Plain = true; return c }(),
+	func() Config { c := smallConfig(ModeRating); c.NoGMM = true; c.NoTransition = true; return c }(),
+}
+
+func configName(c Config) string {
+	return fmt.Sprintf("%s/%s/%s/plain=%v", c.Mode, c.Cooccurrence, c.RhoSchedule, c.Plain)
+}
+
+// TestDeterminism: same config, same source state, same events give the
+// same scores and the same encoded model, bit for bit.
+func TestDeterminism(t *testing.T) {
+	evs := testStream(3000, 1)
+	for _, cfg := range allModes {
+		t.Run(configName(cfg), func(t *testing.T) {
+			a, _ := New(cfg, rand.NewPCG(7, 8))
+			b, _ := New(cfg, rand.NewPCG(7, 8))
+			sa, sb := runScores(t, a, evs), runScores(t, b, evs)
+			for j := range sa {
+				if fmt.Sprint(sa[j]) != fmt.Sprint(sb[j]) {
+					t.Fatalf("event %d: %v vs %v", j, sa[j], sb[j])
+				}
+			}
+			if !bytes.Equal(encode(t, a), encode(t, b)) {
+				t.Fatal("encodings differ")
+			}
+			c, _ := New(cfg, rand.NewPCG(9, 9))
+			runScores(t, c, evs)
+			if bytes.Equal(encode(t, a), encode(t, c)) {
+				t.Fatal("a different random source gave the same model")
+			}
+		})
+	}
+}
+
+// TestRoundTripContinues: a model written and read back mid-stream
+// continues exactly as the one that never stopped.
+func TestRoundTripContinues(t *testing.T) {
+	evs := testStream(3000, 2)
+	for _, cfg := range allModes {
+		t.Run(configName(cfg), func(t *testing.T) {
+			whole, _ := New(cfg, rand.NewPCG(1, 1))
+			want := runScores(t, whole, evs)
+
+			first, _ := New(cfg, rand.NewPCG(1, 1))
+			runScores(t, first, evs[:1700])
+			blob := encode(t, first)
+			second, err := ReadModel(bytes.NewReader(blob))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(encode(t, second), blob) {
+				t.Fatal("re-encoding a read model changed its bytes")
+			}
+			got := runScores(t, second, evs[1700:])
+			for j := range got {
+				if fmt.Sprint(got[j]) != fmt.Sprint(want[1700+j]) {
+					t.Fatalf("event %d after restore: %v, want %v", 1700+j, got[j], want[1700+j])
+				}
+			}
+			if !bytes.Equal(encode(t, second), encode(t, whole)) {
+				t.Fatal("final models differ")
+			}
+		})
+	}
+}
+
+// TestReadModelRejectsDamage: every truncation and a spread of bit flips
+// are refused with an error, never a panic.
+func TestReadModelRejectsDamage(t *testing.T) {
+	m, _ := New(smallConfig(ModeBinary), rand.NewPCG(1, 2))
+	runScores(t, m, testStream(500, 3))
+	blob := encode(t, m)
+	for n := 0; n < len(blob); n += 1 + n/50 {
+		if _, err := ReadModel(bytes.NewReader(blob[:n])); err == nil {
+			t.Fatalf("truncation to %d of %d bytes accepted", n, len(blob))
+		}
+	}
+	r := rand.New(rand.NewPCG(5, 5))
+	for k := 0; k < 300; k++ {
+		bad := bytes.Clone(blob)
+		bad[r.IntN(len(bad))] ^= byte(1 << r.IntN(8))
+		m2, err := ReadModel(bytes.NewReader(bad))
+		if err == nil {
+			// A flip inside a float or a counter can decode; it must still
+			// give a usable model. The snapshot checksum catches the rest.
+			var sc Score
+			if err := m2.Step(Event{User: "u1", Item: "i1"}, &sc); err != nil && !errors.Is(err, ErrNumerical) {
+				t.Fatalf("flip %d: decoded model fails: %v", k, err)
+			}
+		}
+	}
+	huge := bytes.Clone(blob)
+	copy(huge[12+4:], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f}) // CONF length
+	if _, err := ReadModel(bytes.NewReader(huge)); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("huge section length: %v", err)
+	}
+	if _, err := ReadModel(bytes.NewReader([]byte("not a model at all"))); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("bad magic: %v", err)
+	}
+}
+
+func TestInvalidEventsChangeNothing(t *testing.T) {
+	tests := []struct {
+		name string
+		mode string
+		ev   Event
+	}{
+		{"empty user", ModeBinary, Event{Item: "i"}},
+		{"empty item", ModeBinary, Event{User: "u"}},
+		{"rating missing", ModeRating, Event{User: "u", Item: "i"}},
+		{"rating too high", ModeRating, Event{User: "u", Item: "i", Rating: 6}},
+		{"dwell missing", ModeDwell, Event{User: "u", Item: "i"}},
+		{"dwell negative", ModeDwell, Event{User: "u", Item: "i", DwellMS: -1, HasDwell: true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, _ := New(smallConfig(tc.mode), rand.NewPCG(1, 1))
+			before := encode(t, m)
+			var sc Score
+			if err := m.Step(tc.ev, &sc); !errors.Is(err, ErrInvalidEvent) {
+				t.Fatalf("got %v, want ErrInvalidEvent", err)
+			}
+			if !bytes.Equal(before, encode(t, m)) {
+				t.Fatal("a rejected event changed the model")
+			}
+		})
+	}
+}
+
+// TestNoNonFiniteOutput drives the model with absurd step sizes; whatever
+// happens inside, every score it reports is finite and in range.
+func TestNoNonFiniteOutput(t *testing.T) {
+	for _, lr := range []float64{1e3, 1e8, 1e300} {
+		cfg := smallConfig(ModeBinary)
+		cfg.LearningRate, cfg.EmbeddingRate, cfg.Clip = lr, lr, 1e300
+		m, err := New(cfg, rand.NewPCG(1, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sc Score
+		for j, ev := range testStream(1500, 4) {
+			err := m.Step(ev, &sc)
+			if err != nil && !errors.Is(err, ErrNumerical) {
+				t.Fatal(err)
+			}
+			vals := append([]float64{sc.PClean, sc.Reliability, sc.Loss}, sc.Posterior...)
+			if !finite(vals) || sc.PClean < 0 || sc.PClean > 1 || sc.Reliability < 0 || sc.Reliability > 1 {
+				t.Fatalf("lr %g event %d: score %+v", lr, j, sc)
+			}
+		}
+		var buf bytes.Buffer
+		if _, err := m.WriteTo(&buf); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadModel(&buf); err != nil {
+			t.Fatalf("lr %g: model does not read back (non-finite parameter?): %v", lr, err)
+		}
+	}
+}
+
+func TestPhases(t *testing.T) {
+	m, _ := New(smallConfig(ModeBinary), rand.NewPCG(3, 3))
+	scores := runScores(t, m, testStream(4000, 5))
+	for j, sc := range scores[:300] {
+		if sc.Distilled != -1 {
+			t.Fatalf("event %d distilled during warm-up", j)
+		}
+	}
+	s := m.Summary()
+	if s.Events != 4000 || s.Refits != 40 || !s.GMM.Fitted || s.Distilled == 0 {
+		t.Fatalf("summary %+v", s)
+	}
+	if s.Rho >= smallConfig(ModeBinary).WithDefaults().RhoStart {
+		t.Errorf("progressive ρ did not relax: %v", s.Rho)
+	}
+	for j, row := range s.MeanTransition {
+		if sum := row[0] + row[1]; math.Abs(sum-1) > 1e-9 {
+			t.Errorf("mean T̂ row %d sums to %v", j, sum)
+		}
+	}
+	if s.MeanTransition[1][1] != 1 {
+		t.Errorf("binary T̂ row 1 = %v, want one-sided (0, 1)", s.MeanTransition[1])
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := (Config{}).Validate(); err != nil {
+		t.Fatalf("defaults invalid: %v", err)
+	}
+	bad := []Config{{Mode: "x"}, {Dim: -1}, {LearningRate: math.NaN()}, {RhoStart: 1.5}, {GMMWindow: 4}, {Cooccurrence: "y"}, {Mode: ModeRating, Classes: 1}}
+	for _, c := range bad {
+		if err := c.Validate(); err == nil {
+			t.Errorf("%+v accepted", c)
+		}
+		if _, err := New(c, rand.NewPCG(1, 1)); err == nil {
+			t.Errorf("New accepted %+v", c)
+		}
+	}
+}
+
+// BenchmarkStep measures one event (score, then learn) in binary mode,
+// d=32, 4 negatives, on a warm model, without I/O.
+func BenchmarkStep(b *testing.B) {
+	for _, cfg := range []struct {
+		name string
+		c    Config
+	}{
+		{"rgbt", Config{}},
+		{"plain", Config{Plain: true}},
+	} {
+		b.Run(cfg.name, func(b *testing.B) {
+			m, err := New(cfg.c, rand.NewPCG(1, 2))
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := rand.New(rand.NewPCG(3, 4))
+			evs := make([]Event, 1<<16)
+			for j := range evs {
+				u := r.IntN(2000)
+				evs[j] = Event{User: fmt.Sprint("u", u), Item: fmt.Sprint("i", (u%10)*100+r.IntN(100))}
+			}
+			var sc Score
+			for j := 0; j < 3*len(evs); j++ { // warm: past warm-up, GMM fitted
+				m.Step(evs[j%len(evs)], &sc)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for j := 0; j < b.N; j++ {
+				m.Step(evs[j%len(evs)], &sc)
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}
