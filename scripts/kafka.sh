@@ -136,11 +136,13 @@ cmd_install() {
 </project>
 EOF
 	log "installing Kafka $KAFKA_VERSION from Maven Central into $KAFKA_HOME_DIR"
-	(cd "$work" && "$MVN" -q -B -ntp -Dstyle.color=never -f pom.xml \
+	if ! (cd "$work" && "$MVN" -q -B -ntp -Dstyle.color=never -f pom.xml \
 		dependency:copy-dependencies \
 		-DincludeScope=runtime \
-		-DoutputDirectory="$work/libs") ||
+		-DoutputDirectory="$work/libs") >"$work/mvn.log" 2>&1; then
+		tail -n 40 "$work/mvn.log" >&2
 		die "mvn dependency:copy-dependencies failed"
+	fi
 
 	local class jar found
 	for class in "${REQUIRED_CLASSES[@]}"; do
@@ -248,8 +250,7 @@ format_storage() {
 		printf '%s\n' "$id" >"$CLUSTER_ID_FILE"
 	fi
 	log "formatting KRaft storage in $DATA_DIR (cluster id $id)"
-	java_opts
-	"$JAVA" "${JAVA_OPTS[@]}" -cp "$LIB/*" kafka.tools.StorageTool \
+	"$JAVA" "-Dlog4j.configuration=file:$LOG4J" -cp "$LIB/*" kafka.tools.StorageTool \
 		format -t "$id" -c "$PROPS" >"$KAFKA_RUN_DIR/logs/format.log" 2>&1 || {
 		tail -n 30 "$KAFKA_RUN_DIR/logs/format.log" >&2
 		die "storage format failed"
