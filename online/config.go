@@ -97,7 +97,8 @@ type Config struct {
 	Cooccurrence string `json:"cooccurrence" yaml:"cooccurrence"`
 	// SketchUsers is the per-item reservoir of users (default 32).
 	SketchUsers int `json:"sketch_users" yaml:"sketch_users"`
-	// SketchHashes is the per-user MinHash length (default 32).
+	// SketchHashes is the per-user MinHash length, a multiple of 4
+	// (default 32).
 	SketchHashes int `json:"sketch_hashes" yaml:"sketch_hashes"`
 	// L2 is the weight decay on the embedding rows an event touches
 	// (default 1e-4).
@@ -235,6 +236,20 @@ func (c Config) Validate() error {
 	pos("rho_tolerance", c.RhoTolerance)
 	pos("clip", c.Clip)
 	pos("l2", c.L2)
+	// Bounded steps keep every update finite: a gradient is at most Clip
+	// long, so no single step moves a parameter by more than 10·1e6.
+	upTo := func(field string, v, hi float64) {
+		if v > hi {
+			bad(field, "%v; use at most %v", v, hi)
+		}
+	}
+	upTo("learning_rate", c.LearningRate, 10)
+	upTo("embedding_rate", c.EmbeddingRate, 10)
+	upTo("transition_rate", c.TransitionRate, 10)
+	upTo("lambda", c.Lambda, 100)
+	upTo("clip", c.Clip, 1e6)
+	upTo("l2", c.L2, 1)
+	upTo("init_scale", c.InitScale, 10)
 	pos("init_scale", c.InitScale)
 	if c.WarmUp < 0 {
 		bad("warm_up", "%d; must be >= 0", c.WarmUp)
@@ -266,8 +281,8 @@ func (c Config) Validate() error {
 	if c.SketchUsers < 1 || c.SketchUsers > 4096 {
 		bad("sketch_users", "%d; use 1..4096", c.SketchUsers)
 	}
-	if c.SketchHashes < 1 || c.SketchHashes > 1024 {
-		bad("sketch_hashes", "%d; use 1..1024", c.SketchHashes)
+	if c.SketchHashes < 4 || c.SketchHashes > 1024 || c.SketchHashes%4 != 0 {
+		bad("sketch_hashes", "%d; use a multiple of 4 in 4..1024", c.SketchHashes)
 	}
 	return errors.Join(errs...)
 }

@@ -1,6 +1,7 @@
 package online
 
 import (
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 )
@@ -17,6 +18,11 @@ import (
 // the intersection as J/(1+J)·(n_u + n_u'); c_ui is the count of sampled
 // users whose estimated intersection exceeds 1, scaled by n_i/|sample|.
 // Memory is O(S) per item and O(H) per user, whatever the stream length.
+//
+// MinHash values are kept to 16 bits (b-bit MinHash, Li & König 2010), four
+// to a uint64, so that one XOR and a popcount compare four of them; two
+// different minima collide in 16 bits with probability 2^-16, a bias far
+// below the sketch's sampling error.
 type cooccurrence interface {
 	// count estimates c_ui before (u,i) is added.
 	count(u, i int32) float64
@@ -39,8 +45,20 @@ type sketchCooc struct {
 	itemN     []uint32 // interactions per item
 	itemRes   []int32  // S slots per item, -1 empty
 	userN     []uint32 // interactions per user
-	userSig   []uint32 // H MinHash values per user
+	userSig   []uint64 // H/4 words per user, four 16-bit MinHash values each
 	hashSeeds []uint64
+}
+
+const (
+	laneLow  = 0x7fff7fff7fff7fff
+	laneHigh = 0x8000800080008000
+)
+
+// equalLanes counts the 16-bit lanes in which a and b agree.
+func equalLanes(a, b uint64) int {
+	x := a ^ b
+	nonzero := ((x & laneLow) + laneLow) | x
+	return 4 - bits.OnesCount64(nonzero&laneHigh)
 }
 
 func newSketchCooc(s, h int) *sketchCooc {
@@ -54,8 +72,8 @@ func newSketchCooc(s, h int) *sketchCooc {
 func (c *sketchCooc) grow(nu, ni int) {
 	for len(c.userN) < nu {
 		c.userN = append(c.userN, 0)
-		for k := 0; k < c.h; k++ {
-			c.userSig = append(c.userSig, ^uint32(0))
+		for k := 0; k < c.h/4; k++ {
+			c.userSig = append(c.userSig, ^uint64(0))
 		}
 	}
 	for len(c.itemN) < ni {
@@ -68,11 +86,12 @@ func (c *sketchCooc) grow(nu, ni int) {
 
 func (c *sketchCooc) count(u, i int32) float64 {
 	n := c.itemN[i]
-	if n == 0 {
+	if n == 0 || c.userN[u] == 0 {
 		return 0
 	}
+	w := c.h / 4
 	res := c.itemRes[int(i)*c.s : int(i+1)*c.s]
-	su := c.userSig[int(u)*c.h : int(u+1)*c.h]
+	su := c.userSig[int(u)*w : int(u+1)*w]
 	nu := float64(c.userN[u])
 	sampled, hits := 0, 0
 	for _, v := range res {
@@ -83,13 +102,11 @@ func (c *sketchCooc) count(u, i int32) float64 {
 		if v == u {
 			continue
 		}
-		sv := c.userSig[int(v)*c.h : int(v+1)*c.h]
+		sv := c.userSig[int(v)*w : int(v+1)*w]
 		sv = sv[:len(su)]
 		eq := 0
 		for k, x := range su {
-			if x == sv[k] {
-				eq++
-			}
+			eq += equalLanes(x, sv[k])
 		}
 		j := float64(eq) / float64(c.h)
 		if j/(1+j)*(nu+float64(c.userN[v])) > 1.5 {
@@ -112,11 +129,14 @@ func (c *sketchCooc) add(u, i int32, r *rand.Rand) {
 	}
 	c.itemN[i] = n + 1
 	c.userN[u]++
-	sig := c.userSig[int(u)*c.h : int(u+1)*c.h]
+	w := c.h / 4
+	sig := c.userSig[int(u)*w : int(u+1)*w]
 	base := uint64(i)
-	for k, seed := range c.hashSeeds[:len(sig)] {
-		if h := uint32(mix64(base ^ seed)); h < sig[k] {
-			sig[k] = h
+	for k, seed := range c.hashSeeds {
+		h := mix64(base^seed) >> 48
+		word, shift := k/4, uint(k%4)*16
+		if cur := sig[word] >> shift & 0xffff; h < cur {
+			sig[word] = sig[word]&^(0xffff<<shift) | h<<shift
 		}
 	}
 }

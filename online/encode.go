@@ -29,8 +29,8 @@ import (
 //	  GMMX  fitted, reliable (uint8); weight (2), mean (2·2), cov (2·2·2) float64
 //	  WIND  the distilled-sample window, 2·GMMWindow float64
 //	  COOC  kind uint8 (0 sketch, 1 exact); sketch: itemN (items uint32),
-//	        itemRes (items·S int32), userN (users uint32), userSig (users·H
-//	        uint32); exact: per user a count uint32 and sorted item indices,
+//	        itemRes (items·S int32), userN (users uint32), userSig (users·H/4
+//	        uint64, four 16-bit MinHash values each); exact: per user a count uint32 and sorted item indices,
 //	        then per item a count and sorted user indices (int32)
 //	  POPR  popularity ring (popRingSize int32), present only with
 //	        popularity sampling
@@ -181,12 +181,14 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 
 	switch c := m.cooc.(type) {
 	case *sketchCooc:
-		e.section("COOC", 1+4*(len(c.itemN)+len(c.itemRes)+len(c.userN)+len(c.userSig)))
+		e.section("COOC", 1+4*(len(c.itemN)+len(c.itemRes)+len(c.userN))+8*len(c.userSig))
 		e.u8(0)
 		e.uint32s(c.itemN)
 		e.int32s(c.itemRes)
 		e.uint32s(c.userN)
-		e.uint32s(c.userSig)
+		for _, x := range c.userSig {
+			e.u64(x)
+		}
 	case *exactCooc:
 		n := 1
 		for _, s := range c.userItems {
@@ -322,6 +324,17 @@ func (d *decoder) uint32s(n int) []uint32 {
 	v := make([]uint32, 0, min(n, chunk))
 	for len(v) < n && d.err == nil {
 		v = append(v, d.u32())
+	}
+	return v
+}
+
+func (d *decoder) uint64s(n int) []uint64 {
+	if !d.fits(n, 8) {
+		return nil
+	}
+	v := make([]uint64, 0, min(n, chunk))
+	for len(v) < n && d.err == nil {
+		v = append(v, d.u64())
 	}
 	return v
 }
@@ -475,7 +488,7 @@ func ReadModel(r io.Reader) (*Model, error) {
 		c.itemN = d.uint32s(ni)
 		c.itemRes = d.int32s(ni * c.s)
 		c.userN = d.uint32s(nu)
-		c.userSig = d.uint32s(nu * c.h)
+		c.userSig = d.uint64s(nu * c.h / 4)
 		for _, v := range c.itemRes {
 			if v < -1 || int(v) >= nu {
 				d.fail("user index %d in sketch", v)

@@ -195,3 +195,22 @@ func TestExactCooccurrenceByHand(t *testing.T) {
 		t.Errorf("c(3,1) = %v, want 0", got)
 	}
 }
+
+func TestEqualLanes(t *testing.T) {
+	tests := []struct {
+		a, b uint64
+		want int
+	}{
+		{0, 0, 4},
+		{0x0001000200030004, 0x0001000200030004, 4},
+		{0x0001000200030004, 0x0001000200030005, 3},
+		{0xffff000000000000, 0x7fff000000000000, 3},
+		{0x8000800080008000, 0x0000000000000000, 0},
+		{0x1234ffff00000001, 0x1234ffff00010001, 3},
+	}
+	for _, tc := range tests {
+		if got := equalLanes(tc.a, tc.b); got != tc.want {
+			t.Errorf("equalLanes(%#x, %#x) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+	}
+}

@@ -159,7 +159,7 @@ func (g *gmm) estep(x *mat.Dense, f *gmmFitter) float64 {
 // fit runs at most iters EM iterations on the rows of x (n×2), starting
 // from the current parameters if the mixture is fitted, else from a split
 // at the median of the first feature. It stops early when the mean
-// log-likelihood improves by less than 1e-6. It reports false, leaving the
+// log-likelihood improves by less than 1e-5 of its magnitude. It reports false, leaving the
 // previous parameters in place, if the data cannot support two components.
 func (g *gmm) fit(x *mat.Dense, f *gmmFitter, iters int) bool {
 	n, _ := x.Dims()
@@ -187,7 +187,7 @@ func (g *gmm) fit(x *mat.Dense, f *gmmFitter, iters int) bool {
 			*g = prev
 			return false
 		}
-		if ll-last < 1e-6 {
+		if ll-last < 1e-5*math.Abs(ll) {
 			break
 		}
 		last = ll

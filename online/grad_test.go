@@ -113,7 +113,7 @@ func TestPairGradFiniteDifference(t *testing.T) {
 	}{{ModeBinary, false, 1}, {ModeBinary, true, 0.25}, {ModeRating, false, 1}, {ModeRating, true, 1}} {
 		mode := tc.mode
 		t.Run(fmt.Sprintf("%s/noisy-head-embeddings=%v", mode, tc.noisyEmbed), func(t *testing.T) {
-			m, err := New(Config{Mode: mode, Dim: 6, Clip: 1e9, L2: 0.01, WarmUp: 1, NoisyHeadTrainsEmbeddings: tc.noisyEmbed}, rand.NewPCG(5, 6))
+			m, err := New(Config{Mode: mode, Dim: 6, Clip: 1e6, L2: 0.01, WarmUp: 1, NoisyHeadTrainsEmbeddings: tc.noisyEmbed}, rand.NewPCG(5, 6))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -184,7 +184,7 @@ func TestPairGradFiniteDifference(t *testing.T) {
 // TestTransitionChainFiniteDifference checks the transition update's
 // gradient with respect to the head's weights A and biases C.
 func TestTransitionChainFiniteDifference(t *testing.T) {
-	m, err := New(Config{Mode: ModeRating, Classes: 3, Dim: 4, Clip: 1e9, WarmUp: 1}, rand.NewPCG(9, 10))
+	m, err := New(Config{Mode: ModeRating, Classes: 3, Dim: 4, Clip: 1e6, WarmUp: 1}, rand.NewPCG(9, 10))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,6 +65,7 @@ type Model struct {
 
 	// scratch, reused by every Step
 	z, f, fn, t, g, gn, gt, dz, dp, dq, eye []float64
+	dp2, dq2                                float64 // squared norms of dp, dq
 }
 
 // New returns an empty model. src is its only source of randomness: the
@@ -230,6 +231,26 @@ func (m *Model) distilling() bool {
 	return !m.cfg.Plain && m.events >= uint64(m.cfg.WarmUp)
 }
 
+// forwardNegative is forward for a sampled negative in binary mode. With
+// T̂ one-sided, an observed 0 means a clean 0, so the corrected loss of a
+// negative is the plain cross-entropy whatever T̂ is, and T̂ is computed only
+// when the negative is distilled and so trains T̂. It returns y*.
+func (m *Model) forwardNegative(u, j int32) int {
+	hadamard(m.z, m.row(m.p, u), m.row(m.q, j))
+	m.tcur = j
+	classForward(m.f, m.w, m.b, m.z)
+	copy(m.t, m.eye)
+	if m.cfg.Plain {
+		return -1
+	}
+	classForward(m.fn, m.wn, m.bn, m.z)
+	ystar := m.distill()
+	if ystar == 0 && m.transitionActive() && !m.cfg.NoTransition {
+		m.transition(m.t)
+	}
+	return ystar
+}
+
 // forward computes z, f and T̂ for the pair (u,i) into the scratch buffers
 // and returns p·q. During warm-up T̂ is the untrained network, near the
 // identity, so that warm-up scores are not all tied at p_clean = 1; learning
@@ -257,14 +278,17 @@ func (m *Model) forward(u, i int32) float64 {
 // classifier collapses to f ≡ 1; noisy implicit feedback (misclicks,
 // clickbait, bounces) is false positives, which row 0 covers.
 func (m *Model) transition(t []float64) {
-	kk := m.k * m.k
-	linear(t, m.a, m.c, m.z)
-	axpy(t, 1, m.ti[int(m.tcur)*kk:int(m.tcur+1)*kk])
-	for j := 0; j < m.k; j++ {
-		softmax(t[j*m.k:(j+1)*m.k], t[j*m.k:(j+1)*m.k])
-	}
+	k := m.k
+	rows := k
 	if m.cfg.Mode == ModeBinary {
+		rows = 1
 		t[2], t[3] = 0, 1
+	}
+	n := rows * k
+	linear(t[:n], m.a[:n*m.d], m.c[:n], m.z)
+	axpy(t[:n], 1, m.ti[int(m.tcur)*k*k:int(m.tcur)*k*k+n])
+	for j := 0; j < rows; j++ {
+		softmax(t[j*k:(j+1)*k], t[j*k:(j+1)*k])
 	}
 }
 
@@ -321,7 +345,7 @@ func (m *Model) Step(ev Event, sc *Score) error {
 		sc.Reliability = m.mix.posterior(m.mix.reliable, x0, x1)
 	}
 	sc.Distilled = m.distill()
-	if !finite(sc.Posterior) || !finite([]float64{sc.PClean, sc.Reliability, sc.Loss}) {
+	if !finite(sc.Posterior) || math.IsNaN(sc.PClean+sc.Reliability+sc.Loss) || math.IsInf(sc.Loss, 0) {
 		// Unreachable while parameters stay finite; kept as the last guard
 		// so that no NaN or Inf leaves the model.
 		m.numErrors++
@@ -353,8 +377,8 @@ func (m *Model) Step(ev Event, sc *Score) error {
 			if j < 0 {
 				continue
 			}
-			m.forward(u, j)
-			ok = m.learnPair(u, j, 0, m.distill(), 0, negWeight) && ok
+			ystar := m.forwardNegative(u, j)
+			ok = m.learnPair(u, j, 0, ystar, 0, negWeight) && ok
 		}
 	}
 	m.remember(u, i)
@@ -426,8 +450,8 @@ func (m *Model) grads(u, i int32, y, ystar int, w, weight float64) (trans, ok bo
 		m.dp[j] = m.dz[j]*q[j] + cfg.L2*p[j]
 		m.dq[j] = m.dz[j]*p[j] + cfg.L2*q[j]
 	}
-	clipNorm(m.dp, cfg.Clip)
-	clipNorm(m.dq, cfg.Clip)
+	m.dp2 = clipNorm(m.dp, cfg.Clip)
+	m.dq2 = clipNorm(m.dq, cfg.Clip)
 	trans = ystar >= 0 && m.transitionActive() && !(m.cfg.Mode == ModeBinary && ystar == 1)
 	if trans {
 		transGrad(m.gt, m.t, m.k, ystar, y)
@@ -436,7 +460,7 @@ func (m *Model) grads(u, i int32, y, ystar int, w, weight float64) (trans, ok bo
 		}
 		clipNorm(m.gt, cfg.Clip)
 	}
-	ok = finite(m.g) && finite(m.gn) && finite(m.dp) && finite(m.dq) && (!trans || finite(m.gt))
+	ok = finite(m.g, m.gn, m.dp, m.dq) && (!trans || finite(m.gt))
 	return trans, ok
 }
 
@@ -456,8 +480,8 @@ func (m *Model) apply(u, i int32, y, ystar int, trans bool) {
 			m.bn[k] -= lr * gk
 		}
 	}
-	m.accP[u] += dot(m.dp, m.dp) / float64(d)
-	m.accQ[i] += dot(m.dq, m.dq) / float64(d)
+	m.accP[u] += m.dp2 / float64(d)
+	m.accQ[i] += m.dq2 / float64(d)
 	le := m.cfg.EmbeddingRate
 	axpy(m.row(m.p, u), -le/math.Sqrt(1+m.accP[u]), m.dp)
 	axpy(m.row(m.q, i), -le/math.Sqrt(1+m.accQ[i]), m.dq)

@@ -32,17 +32,35 @@ func hadamard(z, p, q []float64) float64 {
 	return s
 }
 
+// dot is a·b, unrolled four ways with independent accumulators.
 func dot(a, b []float64) float64 {
 	b = b[:len(a)]
-	s := 0.0
-	for i, v := range a {
-		s += v * b[i]
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
 	}
-	return s
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
 }
 
 // softmax writes softmax(x) into dst (which may alias x).
 func softmax(dst, x []float64) {
+	if len(x) == 2 { // the logistic function: one exponential
+		e := math.Exp(-math.Abs(x[1] - x[0]))
+		hi, lo := 1/(1+e), e/(1+e)
+		if x[1] >= x[0] {
+			dst[0], dst[1] = lo, hi
+		} else {
+			dst[0], dst[1] = hi, lo
+		}
+		return
+	}
 	m := x[0]
 	for _, v := range x[1:] {
 		if v > m {
@@ -141,30 +159,44 @@ func transGrad(g, t []float64, k, ystar, y int) float64 {
 	return -math.Log(math.Max(row[y], probFloor))
 }
 
-// clipNorm scales v so that its L2 norm is at most c.
-func clipNorm(v []float64, c float64) {
-	n := math.Sqrt(dot(v, v))
-	if n > c {
-		s := c / n
+// clipNorm scales v so that its L2 norm is at most c, and returns the
+// squared norm after clipping.
+func clipNorm(v []float64, c float64) float64 {
+	n2 := dot(v, v)
+	if n2 > c*c {
+		s := c / math.Sqrt(n2)
 		for i := range v {
 			v[i] *= s
 		}
+		return c * c
 	}
+	return n2
 }
 
 // axpy does y += a·x.
 func axpy(y []float64, a float64, x []float64) {
 	x = x[:len(y)]
-	for i := range y {
+	i := 0
+	for ; i+4 <= len(y); i += 4 {
+		y[i] += a * x[i]
+		y[i+1] += a * x[i+1]
+		y[i+2] += a * x[i+2]
+		y[i+3] += a * x[i+3]
+	}
+	for ; i < len(y); i++ {
 		y[i] += a * x[i]
 	}
 }
 
-func finite(v []float64) bool {
+// finite reports whether every element of every v is finite. A NaN or an
+// Inf anywhere makes the sum NaN or Inf; a sum that overflows although
+// every element is finite is reported too, which is as much a failure.
+func finite(v ...[]float64) bool {
+	s := 0.0
 	for _, x := range v {
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return false
+		for _, e := range x {
+			s += e
 		}
 	}
-	return true
+	return !math.IsNaN(s) && !math.IsInf(s, 0)
 }
