@@ -18,6 +18,11 @@ type Event struct {
 	// set, and only in dwell mode.
 	DwellMS  int64
 	HasDwell bool
+	// Weight scales what the model learns from the observed interaction
+	// (not from its sampled negatives); 0 means 1. A downstream trainer
+	// uses it to weight events by a reliability score. Negative or
+	// non-finite weights are invalid.
+	Weight float64
 }
 
 // Score is what Step reports for one event. It is computed with the model as

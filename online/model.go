@@ -159,6 +159,9 @@ func (m *Model) label(ev *Event) (int, error) {
 	if ev.User == "" || ev.Item == "" {
 		return 0, invalid("empty user or item id")
 	}
+	if ev.Weight < 0 || math.IsNaN(ev.Weight) || math.IsInf(ev.Weight, 0) {
+		return 0, invalid("weight %v", ev.Weight)
+	}
 	switch m.cfg.Mode {
 	case ModeRating:
 		if ev.Rating < 1 || ev.Rating > m.k {
@@ -361,7 +364,11 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	// 2. Learn.
 	ok := true
 	w := sc.Reliability
-	ok = m.learnPair(u, i, y, sc.Distilled, w, 1) && ok
+	weight := ev.Weight
+	if weight == 0 {
+		weight = 1
+	}
+	ok = m.learnPair(u, i, y, sc.Distilled, w, weight) && ok
 	if sc.Distilled >= 0 {
 		m.distilled++
 		m.pushWindow(x0, x1)

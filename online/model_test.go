@@ -178,6 +178,8 @@ func TestInvalidEventsChangeNothing(t *testing.T) {
 		{"rating too high", ModeRating, Event{User: "u", Item: "i", Rating: 6}},
 		{"dwell missing", ModeDwell, Event{User: "u", Item: "i"}},
 		{"dwell negative", ModeDwell, Event{User: "u", Item: "i", DwellMS: -1, HasDwell: true}},
+		{"weight negative", ModeBinary, Event{User: "u", Item: "i", Weight: -1}},
+		{"weight NaN", ModeBinary, Event{User: "u", Item: "i", Weight: math.NaN()}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -298,5 +300,26 @@ func BenchmarkStep(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 		})
+	}
+}
+
+// TestWeightScalesLearning: an event weighted 2 moves the model as two
+// events' worth of gradient would, on the positive; weight 0 is weight 1.
+func TestWeightScalesLearning(t *testing.T) {
+	cfg := smallConfig(ModeRating)
+	var sc Score
+	prob := func(w float64) float64 {
+		m, _ := New(cfg, rand.NewPCG(1, 1))
+		m.Step(Event{User: "u", Item: "i", Rating: 4, Weight: w}, &sc)
+		dst := make([]float64, m.K())
+		m.Predict("u", "i", dst)
+		return dst[3]
+	}
+	p0, p1, p2 := prob(0), prob(1), prob(2)
+	if p0 != p1 {
+		t.Errorf("weight 0 gave %v, weight 1 gave %v", p0, p1)
+	}
+	if !(p2 > p1) {
+		t.Errorf("weight 2 gave f_y %v, not above weight 1's %v", p2, p1)
 	}
 }
