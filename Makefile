@@ -1,0 +1,47 @@
+# denoiser — build, demo, tests, benchmarks.
+# Everything here needs only Go; the Kafka integration tests use a real
+# Apache Kafka when KAFKA_BROKERS is set (.ci/run installs and starts one
+# with scripts/kafka.sh) and an embedded broker otherwise.
+
+GO      ?= go
+BIN     := bin/denoiser
+OUT     ?= out
+
+.PHONY: build demo test test-short bench fuzz kafka-start kafka-stop clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/denoiser
+
+# The main job on the embedded default: replay the shipped synthetic log
+# through the model and print the report.
+demo: build
+	@mkdir -p $(OUT)
+	$(BIN) replay --in testdata/synthetic-20k.jsonl --out $(OUT)/scored.jsonl \
+		--dead-letter $(OUT)/dead-letter.jsonl --report $(OUT)/report.json
+	@echo "scored events: $(OUT)/scored.jsonl   report: $(OUT)/report.json"
+
+# The whole suite, bounded fuzzing included.
+test:
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 30m ./...
+
+test-short:
+	$(GO) test -short -count=1 ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./...
+
+# Longer local fuzzing: make fuzz FUZZTIME=10m
+FUZZTIME ?= 1m
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./consumer
+
+kafka-start:
+	scripts/kafka.sh install
+	scripts/kafka.sh start
+
+kafka-stop:
+	scripts/kafka.sh stop
+
+clean:
+	rm -rf bin $(OUT)
