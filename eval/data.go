@@ -1,0 +1,147 @@
+package eval
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+
+	"denoiser/movielens"
+)
+
+// seedStream is xored into a seed to form the second PCG word.
+const seedStream = 0x9e3779b97f4a7c15
+
+// newRand returns the generator for seed and a purpose tag, so that the
+// split, the noise and every model draw from independent streams.
+func newRand(seed, tag uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(seed^tag*0x2545f4914f6cdd1d, seed^seedStream^tag))
+}
+
+// Interaction is one rating with dense user and item indices.
+type Interaction struct {
+	User, Item int32
+	// Rating is 1..5 (the observed, possibly noise-injected, rating).
+	Rating int
+	// Clean is the rating before noise injection (equal to Rating when
+	// none was injected).
+	Clean   int
+	Seconds int64
+}
+
+// Dataset is a set of interactions over Users × Items.
+type Dataset struct {
+	Users, Items int
+	Rows         []Interaction
+}
+
+// UserID and ItemID are the string ids given to the online model.
+func UserID(u int32) string { return "u" + strconv.Itoa(int(u)) }
+func ItemID(i int32) string { return "i" + strconv.Itoa(int(i)) }
+
+// LoadMovieLens reads a u.data file and maps its ids to dense indices in
+// ascending id order.
+func LoadMovieLens(ctx context.Context, path string) (*Dataset, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load ratings: %w", err)
+	}
+	defer f.Close()
+	rs, err := movielens.Read(ctx, f)
+	if err != nil {
+		return nil, fmt.Errorf("load ratings %s: %w", path, err)
+	}
+	if len(rs) == 0 {
+		return nil, fmt.Errorf("load ratings %s: no ratings", path)
+	}
+	return FromRatings(rs), nil
+}
+
+// FromRatings builds a Dataset from parsed ratings, ids mapped densely in
+// ascending order.
+func FromRatings(rs []movielens.Rating) *Dataset {
+	dense := func(get func(movielens.Rating) int64) map[int64]int32 {
+		var ids []int64
+		seen := map[int64]bool{}
+		for _, r := range rs {
+			if id := get(r); !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+		slices.Sort(ids)
+		m := make(map[int64]int32, len(ids))
+		for i, id := range ids {
+			m[id] = int32(i)
+		}
+		return m
+	}
+	us := dense(func(r movielens.Rating) int64 { return r.User })
+	is := dense(func(r movielens.Rating) int64 { return r.Item })
+	d := &Dataset{Users: len(us), Items: len(is), Rows: make([]Interaction, len(rs))}
+	for k, r := range rs {
+		d.Rows[k] = Interaction{User: us[r.User], Item: is[r.Item], Rating: r.Rating, Clean: r.Rating, Seconds: r.Seconds}
+	}
+	return d
+}
+
+// Split modes.
+const (
+	SplitRandom = "random" // a seeded shuffle of interactions
+	SplitChrono = "chrono" // by time: the oldest 80% train, then 10% / 10%
+)
+
+// Split is the 8:1:1 division of a dataset.
+type Split struct {
+	Train, Valid, Test []Interaction
+}
+
+// SplitSizes returns the sizes of the 8:1:1 split of n interactions:
+// train = floor(0.8 n), valid = floor(0.1 n), test the rest.
+func SplitSizes(n int) (train, valid, test int) {
+	train = n * 8 / 10
+	valid = n / 10
+	return train, valid, n - train - valid
+}
+
+// SplitData divides d.Rows 8:1:1, by a seeded shuffle (SplitRandom) or by
+// time (SplitChrono, ties broken by user then item). Train is returned in
+// time order in both modes, as a stream would deliver it.
+func SplitData(d *Dataset, mode string, seed uint64) (Split, error) {
+	rows := slices.Clone(d.Rows)
+	switch mode {
+	case SplitRandom:
+		r := newRand(seed, 1)
+		r.Shuffle(len(rows), func(a, b int) { rows[a], rows[b] = rows[b], rows[a] })
+	case SplitChrono:
+		SortByTime(rows)
+	default:
+		return Split{}, fmt.Errorf("split: unknown mode %q (use random or chrono)", mode)
+	}
+	nt, nv, _ := SplitSizes(len(rows))
+	s := Split{Train: rows[:nt], Valid: rows[nt : nt+nv], Test: rows[nt+nv:]}
+	SortByTime(s.Train)
+	return s, nil
+}
+
+// SortByTime orders interactions by (seconds, user, item).
+func SortByTime(rows []Interaction) {
+	slices.SortStableFunc(rows, func(a, b Interaction) int {
+		return cmp.Or(cmp.Compare(a.Seconds, b.Seconds), cmp.Compare(a.User, b.User), cmp.Compare(a.Item, b.Item))
+	})
+}
+
+// CleanTest keeps the interactions rated at least minRating (the paper's
+// clean test: rating 5 only).
+func CleanTest(rows []Interaction, minRating int) []Interaction {
+	var out []Interaction
+	for _, r := range rows {
+		if r.Rating >= minRating {
+			out = append(out, r)
+		}
+	}
+	return out
+}
