@@ -92,6 +92,12 @@ type Options struct {
 	// after out.Flush, nor after After returns. An error from After stops
 	// the loop.
 	After func(ctx context.Context, r *Result, out Flusher) error
+	// Tasks, if set, delivers functions to run on the model goroutine
+	// between two records, also while no input arrives: a task may read or
+	// copy the model (a consistent snapshot, an idle checkpoint). out.Flush
+	// waits until the sinks have written and flushed every record processed
+	// so far. An error from a task stops the loop.
+	Tasks <-chan func(ctx context.Context, out Flusher) error
 }
 
 // Stats counts what Run did.
@@ -233,6 +239,11 @@ func (l *loop) step(ctx context.Context, model Model, opts Options, st *Stats) e
 		var r *Result
 		select {
 		case r = <-l.decoded:
+		case task := <-opts.Tasks: // a nil channel never delivers
+			if err := task(ctx, (*flusher)(l)); err != nil {
+				return fmt.Errorf("task: %w", err)
+			}
+			continue
 		case <-ctx.Done():
 			return nil
 		}

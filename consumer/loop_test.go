@@ -303,3 +303,55 @@ func BenchmarkRun(b *testing.B) {
 		}
 	}
 }
+
+func TestRunTasksRunBetweenRecordsWhileIdle(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	model := &fakeModel{}
+	sink := &memSink{}
+	tasks := make(chan func(context.Context, Flusher) error)
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(context.Background(), NewFileSource(pr, "in"), model, sink, sink, Options{Tasks: tasks})
+		done <- err
+	}()
+	if _, err := io.WriteString(pw, "{\"user\":\"a\",\"item\":\"i1\"}\n{\"user\":\"b\",\"item\":\"i2\"}\n"); err != nil {
+		t.Fatal(err)
+	}
+	// The input is now idle (the pipe stays open): a task must still run,
+	// on the model goroutine, and its Flush must cover both records.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		seen := make(chan int, 1)
+		tasks <- func(ctx context.Context, out Flusher) error {
+			if err := out.Flush(ctx); err != nil {
+				return err
+			}
+			sink.mu.Lock()
+			defer sink.mu.Unlock()
+			seen <- len(sink.scored)
+			return nil
+		}
+		if n := <-seen; n == 2 {
+			if model.steps != 2 {
+				t.Fatalf("model stepped %d times when the task ran, want 2", model.steps)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the records never reached the model")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop := errors.New("stop")
+	tasks <- func(context.Context, Flusher) error { return stop }
+	pw.Close() // a FileSource blocked in a read ignores cancellation
+	select {
+	case err := <-done:
+		if !errors.Is(err, stop) {
+			t.Fatalf("Run = %v, want the task's error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not stop after a task failed")
+	}
+}
