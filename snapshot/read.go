@@ -1,0 +1,290 @@
+package snapshot
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"os"
+	"slices"
+
+	"denoiser/online"
+)
+
+// Snapshot is a snapshot as read: the model ready to go on learning, the
+// positions it has consumed up to, and where it came from.
+type Snapshot struct {
+	Info
+	// ModelEncoding is the version of the model encoding inside
+	// (online.EncodingVersion when it was written).
+	ModelEncoding uint32 `json:"model_encoding"`
+	Meta          Meta   `json:"meta"`
+	// Positions are sorted by topic, then partition.
+	Positions []Position `json:"positions"`
+	// Model continues exactly where the exported model stopped, random
+	// source included.
+	Model *online.Model `json:"-"`
+}
+
+// readers holds one reader per format version this build reads. A new
+// version adds an entry and keeps the old ones (see FORMAT.md).
+var readers = map[uint32]func(*reader, *Snapshot) error{
+	1: readV1,
+}
+
+// Read reads a snapshot of any supported format version from r, verifying
+// every checksum. It reads r to its end and refuses trailing data. Errors
+// wrap one of ErrBadMagic, ErrUnsupportedVersion, ErrTruncated, ErrChecksum
+// or ErrCorrupt (see FORMAT.md), or are I/O errors of r. Memory grows only
+// with the bytes actually read, whatever lengths the file declares.
+func Read(r io.Reader) (*Snapshot, error) {
+	s, err := read(r)
+	if err != nil {
+		return nil, fmt.Errorf("read snapshot: %w", err)
+	}
+	return s, nil
+}
+
+// ReadFile reads the snapshot file at path (see Read).
+func ReadFile(path string) (*Snapshot, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read snapshot: %w", err)
+	}
+	defer f.Close()
+	s, err := read(f)
+	if err != nil {
+		return nil, fmt.Errorf("read snapshot %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func read(r io.Reader) (*Snapshot, error) {
+	rd := &reader{r: bufio.NewReaderSize(r, 1<<16), sum: sha256.New()}
+	var h [headerLen]byte
+	if err := rd.readFull(h[:]); err != nil {
+		if n := min(int(rd.n), len(magic)); !bytes.Equal(h[:n], magic[:n]) {
+			return nil, ErrBadMagic
+		}
+		if rd.n == 0 {
+			return nil, fmt.Errorf("%w: empty input", ErrTruncated)
+		}
+		return nil, err
+	}
+	if !bytes.Equal(h[:12], magic[:]) {
+		return nil, ErrBadMagic
+	}
+	version := binary.LittleEndian.Uint32(h[12:])
+	if got, want := crc32.Checksum(h[:16], castagnoli), binary.LittleEndian.Uint32(h[16:]); got != want {
+		return nil, fmt.Errorf("%w: header CRC-32C %08x, stored %08x", ErrChecksum, got, want)
+	}
+	readV, ok := readers[version]
+	if !ok {
+		return nil, fmt.Errorf("%w: format version %d; this build reads versions 1 to %d (a newer denoiser wrote it?)",
+			ErrUnsupportedVersion, version, FormatVersion)
+	}
+	s := &Snapshot{Info: Info{FormatVersion: version}}
+	if err := readV(rd, s); err != nil {
+		return nil, err
+	}
+	// Nothing may follow the snapshot.
+	var b [1]byte
+	if n, err := rd.r.Read(b[:]); n > 0 {
+		return nil, fmt.Errorf("%w: data after the end of the snapshot at offset %d", ErrCorrupt, rd.n)
+	} else if err != nil && err != io.EOF {
+		return nil, err
+	}
+	s.Bytes = rd.n
+	return s, nil
+}
+
+// reader reads frames, hashing every byte it consumes.
+type reader struct {
+	r   *bufio.Reader
+	sum hash.Hash
+	n   int64 // bytes consumed
+	buf []byte
+	// before is the SHA-256 of the bytes before the last frame read.
+	before [32]byte
+}
+
+// readFull reads len(b) bytes; running out of input is ErrTruncated.
+func (r *reader) readFull(b []byte) error {
+	n, err := io.ReadFull(r.r, b)
+	r.sum.Write(b[:n])
+	r.n += int64(n)
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%w: input ends at offset %d", ErrTruncated, r.n)
+	}
+	return err
+}
+
+// payload reads n bytes into the reused buffer, growing it only as bytes
+// arrive, so that a declared length costs nothing until it is backed by
+// data.
+func (r *reader) payload(n int) ([]byte, error) {
+	b := r.buf[:0]
+	for len(b) < n {
+		k := min(n-len(b), 64<<10)
+		b = slices.Grow(b, k)[:len(b)+k]
+		if err := r.readFull(b[len(b)-k:]); err != nil {
+			return nil, err
+		}
+	}
+	r.buf = b
+	return b, nil
+}
+
+// limitV1 is the largest payload of a version-1 frame with this tag.
+func limitV1(tag string) int {
+	switch tag {
+	case tagMeta:
+		return maxMetaLen
+	case tagPosn:
+		return maxPosnLen
+	case tagEnd:
+		return endLen
+	default:
+		return maxModlLen
+	}
+}
+
+// frame reads the next frame and checks its CRC, then that its tag is one
+// of want. The payload is valid until the next call.
+func (r *reader) frame(want ...string) (string, []byte, error) {
+	copy(r.before[:], r.sum.Sum(r.before[:0]))
+	at := r.n
+	var h [frameHeaderLen]byte
+	if err := r.readFull(h[:]); err != nil {
+		return "", nil, err
+	}
+	tag := string(h[:4])
+	n := binary.LittleEndian.Uint32(h[4:])
+	if limit := limitV1(tag); uint64(n) > uint64(limit) {
+		return "", nil, fmt.Errorf("%w: frame %q at offset %d declares %d bytes, more than its limit %d",
+			ErrCorrupt, tag, at, n, limit)
+	}
+	p, err := r.payload(int(n))
+	if err != nil {
+		return "", nil, err
+	}
+	var c [4]byte
+	if err := r.readFull(c[:]); err != nil {
+		return "", nil, err
+	}
+	crc := crc32.Update(crc32.Update(0, castagnoli, h[:]), castagnoli, p)
+	if stored := binary.LittleEndian.Uint32(c[:]); crc != stored {
+		return "", nil, fmt.Errorf("%w: frame %q at offset %d: CRC-32C %08x, stored %08x", ErrChecksum, tag, at, crc, stored)
+	}
+	if !slices.Contains(want, tag) {
+		return "", nil, fmt.Errorf("%w: frame %q at offset %d where %q belongs", ErrCorrupt, tag, at, want)
+	}
+	return tag, p, nil
+}
+
+// readV1 reads the frames of format version 1 after the header.
+func readV1(r *reader, s *Snapshot) error {
+	_, p, err := r.frame(tagMeta)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(p, &s.Meta); err != nil {
+		return fmt.Errorf("%w: meta: %v", ErrCorrupt, err)
+	}
+	_, p, err = r.frame(tagPosn)
+	if err != nil {
+		return err
+	}
+	if s.Positions, err = parsePositions(p); err != nil {
+		return fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+
+	mr := &modelReader{r: r}
+	m, err := online.ReadModel(mr)
+	if mr.err != nil {
+		return mr.err // the framing failed first; the decoder saw its error
+	}
+	if err != nil {
+		return fmt.Errorf("%w: model: %w", ErrCorrupt, err)
+	}
+	// The decoder stops at its END. section; the frames must stop there too.
+	extra, err := io.Copy(io.Discard, mr)
+	if err != nil {
+		return err
+	}
+	if extra > 0 {
+		return fmt.Errorf("%w: %d bytes after the model encoding", ErrCorrupt, extra)
+	}
+	if mr.headN == len(mr.head) {
+		s.ModelEncoding = binary.LittleEndian.Uint32(mr.head[8:])
+	}
+	modelLen := binary.LittleEndian.Uint64(mr.end[:8])
+	if modelLen != uint64(mr.n) {
+		return fmt.Errorf("%w: END. says %d model bytes, the frames hold %d", ErrCorrupt, modelLen, mr.n)
+	}
+	copy(s.SHA256[:], mr.end[8:])
+	if s.SHA256 != mr.before {
+		return fmt.Errorf("%w: file SHA-256 %x, END. says %x", ErrChecksum, mr.before, s.SHA256)
+	}
+	s.ModelBytes = mr.n
+	s.Model = m
+	return nil
+}
+
+// modelReader presents the payloads of consecutive MODL frames as one
+// stream, ending at the END. frame.
+type modelReader struct {
+	r      *reader
+	cur    []byte // unread part of the current frame
+	n      int64  // model bytes delivered
+	done   bool
+	end    [endLen]byte
+	before [32]byte // SHA-256 of the file before END.
+	err    error
+	head   [12]byte // the model encoding's magic and version
+	headN  int
+}
+
+func (m *modelReader) Read(p []byte) (int, error) {
+	for len(m.cur) == 0 {
+		switch {
+		case m.err != nil:
+			return 0, m.err
+		case m.done:
+			return 0, io.EOF
+		}
+		tag, payload, err := m.r.frame(tagModl, tagEnd)
+		switch {
+		case err != nil:
+			m.err = err
+		case tag == tagEnd:
+			if len(payload) != endLen {
+				m.err = fmt.Errorf("%w: END. frame of %d bytes, want %d", ErrCorrupt, len(payload), endLen)
+				break
+			}
+			copy(m.end[:], payload)
+			m.before = m.r.before
+			m.done = true
+			if m.n == 0 {
+				m.err = fmt.Errorf("%w: no model frames", ErrCorrupt)
+			}
+		case len(payload) == 0:
+			m.err = fmt.Errorf("%w: empty MODL frame at offset %d", ErrCorrupt, m.r.n-frameHeaderLen-4)
+		default:
+			m.cur = payload
+		}
+	}
+	n := copy(p, m.cur)
+	if m.headN < len(m.head) {
+		m.headN += copy(m.head[m.headN:], m.cur[:n])
+	}
+	m.cur = m.cur[n:]
+	m.n += int64(n)
+	return n, nil
+}

@@ -1,0 +1,118 @@
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Checkpoint is a checkpoint as a store keeps it: the model encoding
+// (online.Model.WriteTo), the positions it has consumed up to, and its
+// version. It mirrors state.Checkpoint, so that this package need not
+// depend on Badger; cmd/denoiser adapts *state.Store to Loader and Saver.
+type Checkpoint struct {
+	Model     []byte
+	Positions []Position
+	// Version is the model version (online.Model.Version: events learned).
+	Version uint64
+	// Generation is set by Load; Save ignores it.
+	Generation uint64
+}
+
+// Loader loads the last committed checkpoint; ok is false when there is
+// none.
+type Loader interface {
+	Load(ctx context.Context) (cp Checkpoint, ok bool, err error)
+}
+
+// Saver commits a checkpoint atomically.
+type Saver interface {
+	Save(ctx context.Context, cp Checkpoint) error
+}
+
+// LoadSaver is a checkpoint store Import can check and write.
+type LoadSaver interface {
+	Loader
+	Saver
+}
+
+var (
+	// ErrNoCheckpoint: Export found no checkpoint in the store.
+	ErrNoCheckpoint = errors.New("no checkpoint in the state")
+	// ErrStateNotEmpty: Import refused to replace an existing checkpoint
+	// without ImportOptions.Replace.
+	ErrStateNotEmpty = errors.New("state already holds a checkpoint")
+)
+
+// Export writes the last checkpoint of store to path (atomically, see
+// WriteFile) and then verifies the file by reading it back whole. meta.
+// Generation is set from the checkpoint. It returns the snapshot as read
+// back, model included.
+func Export(ctx context.Context, store Loader, path string, meta Meta) (*Snapshot, error) {
+	cp, ok, err := store.Load(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("export snapshot: %w", err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("export snapshot: %w", ErrNoCheckpoint)
+	}
+	meta.Generation = cp.Generation
+	info, err := WriteFile(path, Contents{ModelBytes: cp.Model, Positions: cp.Positions, Meta: meta})
+	if err != nil {
+		return nil, fmt.Errorf("export snapshot: %w", err)
+	}
+	cp = Checkpoint{} // let the model bytes go before the model is decoded
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("export snapshot: %w", err)
+	}
+	s, err := ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("export snapshot: verify: %w", err)
+	}
+	if s.SHA256 != info.SHA256 || s.Bytes != info.Bytes {
+		return nil, fmt.Errorf("export snapshot: verify %s: %w: read back differs from what was written", path, ErrChecksum)
+	}
+	return s, nil
+}
+
+// ImportOptions configures Import. The zero value refuses to replace an
+// existing checkpoint.
+type ImportOptions struct {
+	// Replace lets Import replace a checkpoint already in the store
+	// (default false: ErrStateNotEmpty).
+	Replace bool
+}
+
+// Import reads the snapshot at path, verifying it whole, and commits its
+// model and positions to store as one checkpoint. It returns the snapshot,
+// whose Model is ready to go on learning. Nothing is written unless the
+// snapshot is valid.
+func Import(ctx context.Context, path string, store LoadSaver, opts ImportOptions) (*Snapshot, error) {
+	if !opts.Replace {
+		_, ok, err := store.Load(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("import snapshot: %w", err)
+		}
+		if ok {
+			return nil, fmt.Errorf("import snapshot: %w (replace it explicitly)", ErrStateNotEmpty)
+		}
+	}
+	s, err := ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("import snapshot: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("import snapshot: %w", err)
+	}
+	var buf bytes.Buffer
+	buf.Grow(int(s.ModelBytes))
+	if _, err := s.Model.WriteTo(&buf); err != nil {
+		return nil, fmt.Errorf("import snapshot: %w", err)
+	}
+	cp := Checkpoint{Model: buf.Bytes(), Positions: s.Positions, Version: s.Model.Version()}
+	if err := store.Save(ctx, cp); err != nil {
+		return nil, fmt.Errorf("import snapshot: save: %w", err)
+	}
+	return s, nil
+}

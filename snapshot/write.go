@@ -1,0 +1,229 @@
+package snapshot
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+
+	"denoiser/online"
+)
+
+// Contents is what a snapshot holds. Exactly one of Model and ModelBytes
+// is set.
+type Contents struct {
+	// Model is a live model; Write encodes it straight into the file. The
+	// caller must not Step it while Write runs.
+	Model *online.Model
+	// ModelBytes is a model already encoded by online.Model.WriteTo, for
+	// example the model of a checkpoint store. Write copies it as is.
+	ModelBytes []byte
+	// Positions are the next input offsets the model has consumed up to.
+	// Write stores them sorted; they must be valid (see FORMAT.md).
+	Positions []Position
+	// Meta describes the snapshot's origin.
+	Meta Meta
+}
+
+// frameWriter writes frames to w and hashes everything it writes.
+type frameWriter struct {
+	w   *bufio.Writer
+	sum hash.Hash
+	n   int64
+	err error
+}
+
+func (f *frameWriter) write(b []byte) {
+	if f.err != nil {
+		return
+	}
+	n, err := f.w.Write(b)
+	f.sum.Write(b[:n])
+	f.n += int64(n)
+	f.err = err
+}
+
+// frame writes one frame with payload p.
+func (f *frameWriter) frame(tag string, p []byte) {
+	var h [frameHeaderLen]byte
+	copy(h[:4], tag)
+	binary.LittleEndian.PutUint32(h[4:], uint32(len(p)))
+	crc := crc32.Update(crc32.Update(0, castagnoli, h[:]), castagnoli, p)
+	f.write(h[:])
+	f.write(p)
+	f.write(binary.LittleEndian.AppendUint32(h[:0], crc))
+}
+
+// modelFrames is the io.Writer the model encoding is written to: it cuts
+// it into MODL frames of maxModlLen bytes.
+type modelFrames struct {
+	f   *frameWriter
+	buf []byte
+	n   int64
+}
+
+func (m *modelFrames) Write(p []byte) (int, error) {
+	written := 0
+	for len(p) > 0 && m.f.err == nil {
+		k := min(len(p), maxModlLen-len(m.buf))
+		m.buf = append(m.buf, p[:k]...)
+		p = p[k:]
+		written += k
+		if len(m.buf) == maxModlLen {
+			m.flush()
+		}
+	}
+	m.n += int64(written)
+	return written, m.f.err
+}
+
+func (m *modelFrames) flush() {
+	if len(m.buf) > 0 {
+		m.f.frame(tagModl, m.buf)
+		m.buf = m.buf[:0]
+	}
+}
+
+// Write writes c to w as a snapshot of the current FormatVersion (see
+// FORMAT.md) and returns what it wrote. It streams: beside the model itself
+// it holds one 1 MiB frame buffer. The same contents always give the same
+// bytes.
+func Write(w io.Writer, c Contents) (Info, error) {
+	if (c.Model == nil) == (c.ModelBytes == nil) {
+		return Info{}, errors.New("write snapshot: set exactly one of Model and ModelBytes")
+	}
+	ps, err := validatePositions(c.Positions)
+	if err != nil {
+		return Info{}, fmt.Errorf("write snapshot: %w", err)
+	}
+	posn := appendPositions(nil, ps)
+	if len(posn) > maxPosnLen {
+		return Info{}, fmt.Errorf("write snapshot: %d positions take %d bytes, more than %d", len(ps), len(posn), maxPosnLen)
+	}
+	meta, err := json.Marshal(c.Meta)
+	if err != nil {
+		return Info{}, fmt.Errorf("write snapshot: encode meta: %w", err)
+	}
+	if len(meta) > maxMetaLen {
+		return Info{}, fmt.Errorf("write snapshot: meta of %d bytes, more than %d", len(meta), maxMetaLen)
+	}
+
+	f := &frameWriter{w: bufio.NewWriterSize(w, 1<<16), sum: sha256.New()}
+	var h [headerLen]byte
+	copy(h[:], magic[:])
+	binary.LittleEndian.PutUint32(h[12:], FormatVersion)
+	binary.LittleEndian.PutUint32(h[16:], crc32.Checksum(h[:16], castagnoli))
+	f.write(h[:])
+	f.frame(tagMeta, meta)
+	f.frame(tagPosn, posn)
+
+	mf := &modelFrames{f: f, buf: make([]byte, 0, maxModlLen)}
+	if c.Model != nil {
+		if _, err := c.Model.WriteTo(mf); err != nil && f.err == nil {
+			f.err = err
+		}
+	} else if len(c.ModelBytes) == 0 {
+		return Info{}, errors.New("write snapshot: empty model encoding")
+	} else {
+		_, _ = mf.Write(c.ModelBytes)
+	}
+	mf.flush()
+
+	info := Info{FormatVersion: FormatVersion, ModelBytes: mf.n}
+	copy(info.SHA256[:], f.sum.Sum(nil))
+	end := binary.LittleEndian.AppendUint64(make([]byte, 0, endLen), uint64(mf.n))
+	f.frame(tagEnd, append(end, info.SHA256[:]...))
+	if f.err == nil {
+		f.err = f.w.Flush()
+	}
+	info.Bytes = f.n
+	if f.err != nil {
+		return info, fmt.Errorf("write snapshot: %w", f.err)
+	}
+	return info, nil
+}
+
+// WriteFile writes c to path atomically: to a temporary file in the same
+// directory, fsynced, renamed over path, and the directory fsynced. On
+// error path is left as it was.
+func WriteFile(path string, c Contents) (Info, error) {
+	t, err := createTemp(path)
+	if err != nil {
+		return Info{}, fmt.Errorf("write snapshot %s: %w", path, err)
+	}
+	info, err := Write(t.f, c)
+	if err != nil {
+		return Info{}, errors.Join(err, t.abort())
+	}
+	if err := t.commit(); err != nil {
+		return Info{}, err
+	}
+	return info, nil
+}
+
+// tempFile is a file written under a temporary name and renamed into
+// place by commit.
+type tempFile struct {
+	f    *os.File
+	path string
+}
+
+func createTemp(path string) (*tempFile, error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return nil, err
+	}
+	return &tempFile{f: f, path: path}, nil
+}
+
+// commit fsyncs, closes and renames the file into place, then fsyncs the
+// directory. On error the temporary file is removed.
+func (t *tempFile) commit() error {
+	err := t.f.Sync()
+	if err == nil {
+		err = t.f.Chmod(0o644)
+	}
+	if cerr := t.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(t.f.Name(), t.path)
+	}
+	if err != nil {
+		return errors.Join(fmt.Errorf("commit snapshot %s: %w", t.path, err), removeTemp(t.f.Name()))
+	}
+	syncDir(filepath.Dir(t.path))
+	return nil
+}
+
+// abort closes and removes the temporary file.
+func (t *tempFile) abort() error {
+	return errors.Join(t.f.Close(), removeTemp(t.f.Name()))
+}
+
+func removeTemp(name string) error {
+	if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove temporary file: %w", err)
+	}
+	return nil
+}
+
+// syncDir makes a rename durable. Failure is ignored: some file systems
+// cannot sync a directory, and the file itself is already synced.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+}
