@@ -7,8 +7,14 @@
 //     of a small fixed set (Reasons) usable as a metric label;
 //   - Position, a place in the input that is either file+line or
 //     topic+partition+offset, carried by every output record;
-//   - sources: FileSource reads JSON lines from a file or any io.Reader
-//     (a Kafka source is a later addition behind the same Source interface);
+//   - sources: FileSource reads JSON lines from a file or any io.Reader;
+//     KafkaSource reads a topic as a member of a consumer group
+//     (github.com/segmentio/kafka-go ConsumerGroup, explicit generations).
+//     On every assignment a partition starts at the position the model has
+//     reached (the checkpoint's, or what Next returned since), not at the
+//     committed group offset, which only serves members without a
+//     checkpoint and lag monitoring. One fetcher per assigned partition
+//     feeds a bounded channel; both sources pass the suite in consumertest;
 //   - Run, the processing loop. It reads records, decodes them, calls
 //     Model.Step (score with the model as it was, then learn), hands the
 //     scored record to a Sink, routes bad records to a DeadLetter with their

@@ -1,0 +1,622 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// Where a partition with no known position starts.
+const (
+	StartEarliest = "earliest"
+	StartLatest   = "latest"
+)
+
+// ErrSourceClosed is returned by Next after Close.
+var ErrSourceClosed = errors.New("source closed")
+
+// KafkaConfig configures a KafkaSource. Zero values mean the default written
+// in each field's comment.
+type KafkaConfig struct {
+	// Brokers are the bootstrap addresses, host:port (required).
+	Brokers []string
+	// Topic is the input topic (required).
+	Topic string
+	// Group is the consumer group id (required).
+	Group string
+	// Start is where a partition starts that has neither a position in
+	// Positions nor a committed group offset: "earliest" (default) or
+	// "latest".
+	Start string
+	// Positions are the next offsets to read, per partition, of the
+	// checkpoint the model was restored from (Offset is the NEXT offset).
+	// On assignment a partition starts there, not at the group's committed
+	// offset: the model, not the group, knows what it has learned.
+	Positions []Position
+	// FetchMaxBytes bounds one fetch response (default 1 MiB).
+	FetchMaxBytes int
+	// FetchMaxWait is how long the broker holds a fetch when there is no new
+	// data (default 250 ms).
+	FetchMaxWait time.Duration
+	// Buffer is the number of records fetched ahead of Next, across all
+	// partitions (default 1024). With FetchMaxBytes it bounds memory.
+	Buffer int
+	// SessionTimeout is the group session timeout: a member that stops
+	// heartbeating is removed after it (default 10 s; Kafka's default
+	// group.min.session.timeout.ms is 6 s).
+	SessionTimeout time.Duration
+	// HeartbeatInterval is the period of group heartbeats (default 1 s).
+	HeartbeatInterval time.Duration
+	// RebalanceTimeout is how long the coordinator waits for members to
+	// rejoin in a rebalance (default 10 s).
+	RebalanceTimeout time.Duration
+	// RequestTimeout bounds every group request (join, sync, heartbeat,
+	// commit, leave) and every dial (default 5 s).
+	RequestTimeout time.Duration
+	// RetryBackoff is the longest wait between two failed fetches of a
+	// partition; waits start at 50 ms and double (default 2 s).
+	RetryBackoff time.Duration
+	// Logger receives the source's log lines (default: discard).
+	Logger *slog.Logger
+}
+
+func (c KafkaConfig) withDefaults() KafkaConfig {
+	if c.Start == "" {
+		c.Start = StartEarliest
+	}
+	if c.FetchMaxBytes == 0 {
+		c.FetchMaxBytes = 1 << 20
+	}
+	if c.FetchMaxWait == 0 {
+		c.FetchMaxWait = 250 * time.Millisecond
+	}
+	if c.Buffer == 0 {
+		c.Buffer = 1024
+	}
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = 10 * time.Second
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = time.Second
+	}
+	if c.RebalanceTimeout == 0 {
+		c.RebalanceTimeout = 10 * time.Second
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = 5 * time.Second
+	}
+	if c.RetryBackoff == 0 {
+		c.RetryBackoff = 2 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate reports the first field that is unusable, naming the field.
+func (c KafkaConfig) Validate() error {
+	switch {
+	case len(c.Brokers) == 0 || slices.Contains(c.Brokers, ""):
+		return errors.New("kafka source: Brokers: at least one host:port is required")
+	case c.Topic == "":
+		return errors.New("kafka source: Topic is required")
+	case c.Group == "":
+		return errors.New("kafka source: Group is required")
+	case c.Start != "" && c.Start != StartEarliest && c.Start != StartLatest:
+		return fmt.Errorf("kafka source: Start = %q: want %q or %q", c.Start, StartEarliest, StartLatest)
+	case c.FetchMaxBytes < 0, c.Buffer < 0:
+		return errors.New("kafka source: FetchMaxBytes and Buffer must not be negative")
+	case c.FetchMaxWait < 0, c.SessionTimeout < 0, c.HeartbeatInterval < 0, c.RebalanceTimeout < 0,
+		c.RequestTimeout < 0, c.RetryBackoff < 0:
+		return errors.New("kafka source: durations must not be negative")
+	}
+	d := c.withDefaults()
+	if d.HeartbeatInterval >= d.SessionTimeout {
+		return fmt.Errorf("kafka source: HeartbeatInterval %v must be shorter than SessionTimeout %v", d.HeartbeatInterval, d.SessionTimeout)
+	}
+	return nil
+}
+
+// KafkaSource is a Source that reads one topic as a member of a consumer
+// group (kafka-go's ConsumerGroup, with explicit generations). On each
+// assignment every partition starts at the position the model has reached
+// (Positions, then what Next has returned since), falling back to the
+// committed group offset, then to Start. One fetcher goroutine per assigned
+// partition feeds a bounded channel that Next reads.
+//
+// Records of a partition come out of Next in offset order and at most once
+// per KafkaSource, even across rebalances that take a partition away and
+// give it back.
+//
+// StopFetching ends the input: Next returns the records already fetched,
+// then io.EOF, while the group membership stays alive so that Commit still
+// works. Close leaves the group.
+type KafkaSource struct {
+	cfg    KafkaConfig
+	log    *slog.Logger
+	tr     *kafka.Transport
+	client *kafka.Client
+	group  *kafka.ConsumerGroup
+
+	recs    chan fetched
+	stop    chan struct{} // closed by StopFetching
+	drained chan struct{} // closed once stopped and no fetcher can send any more
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup // the group loop and commits
+
+	closeOnce sync.Once
+	closed    chan struct{} // closed when Close has finished
+	closeErr  error
+
+	mu struct {
+		sync.Mutex
+		next      map[int]int64 // next offset per partition, as returned by Next (the model's view)
+		hwm       map[int]int64 // high watermark per partition, from the last fetch
+		gen       *kafka.Generation
+		assigned  []int
+		stopping  bool
+		fetching  int // fetchers that may still send
+		generated int // generations joined
+	}
+}
+
+// fetched is one record on its way from a fetcher to Next.
+type fetched struct {
+	partition int
+	offset    int64
+	value     []byte
+}
+
+// PartitionLag is the state of one assigned partition.
+type PartitionLag struct {
+	Topic     string
+	Partition int
+	// Next is the next offset Next will return.
+	Next int64
+	// HighWatermark is the partition's end, from the last fetch (-1 before
+	// the first).
+	HighWatermark int64
+}
+
+// Lag is HighWatermark - Next, or -1 when the end is not known yet.
+func (p PartitionLag) Lag() int64 {
+	if p.HighWatermark < 0 {
+		return -1
+	}
+	return max(p.HighWatermark-p.Next, 0)
+}
+
+// NewKafkaSource joins the group in the background and starts fetching as
+// soon as partitions are assigned. It does not wait for the broker.
+func NewKafkaSource(cfg KafkaConfig) (*KafkaSource, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	log := cfg.Logger.With("topic", cfg.Topic, "group", cfg.Group)
+	tr := &kafka.Transport{DialTimeout: cfg.RequestTimeout, ClientID: "denoiser"}
+	dialer := &kafka.Dialer{Timeout: cfg.RequestTimeout, DualStack: true, ClientID: "denoiser"}
+	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
+		ID:                cfg.Group,
+		Brokers:           cfg.Brokers,
+		Dialer:            dialer,
+		Topics:            []string{cfg.Topic},
+		HeartbeatInterval: cfg.HeartbeatInterval,
+		SessionTimeout:    cfg.SessionTimeout,
+		RebalanceTimeout:  cfg.RebalanceTimeout,
+		JoinGroupBackoff:  time.Second,
+		Timeout:           cfg.RequestTimeout,
+		StartOffset:       kafka.FirstOffset, // replaced by Start where no offset is committed
+		// The group's own lines are at Debug: what matters is logged here.
+		Logger:      kafka.LoggerFunc(func(f string, a ...any) { log.Debug("group: " + strings.TrimSpace(fmt.Sprintf(f, a...))) }),
+		ErrorLogger: kafka.LoggerFunc(func(f string, a ...any) { log.Debug("group error: " + strings.TrimSpace(fmt.Sprintf(f, a...))) }),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kafka source: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &KafkaSource{
+		cfg:     cfg,
+		log:     log,
+		tr:      tr,
+		client:  &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Transport: tr, Timeout: cfg.RequestTimeout},
+		group:   group,
+		recs:    make(chan fetched, cfg.Buffer),
+		stop:    make(chan struct{}),
+		drained: make(chan struct{}),
+		closed:  make(chan struct{}),
+		ctx:     ctx,
+		cancel:  cancel,
+	}
+	s.mu.next = map[int]int64{}
+	s.mu.hwm = map[int]int64{}
+	for _, p := range cfg.Positions {
+		if p.Topic == cfg.Topic && p.Partition >= 0 && p.Offset >= 0 {
+			s.mu.next[int(p.Partition)] = p.Offset
+		}
+	}
+	s.wg.Add(1)
+	go s.run()
+	return s, nil
+}
+
+// run follows the group's generations until Close.
+func (s *KafkaSource) run() {
+	defer s.wg.Done()
+	for {
+		gen, err := s.group.Next(s.ctx)
+		if s.ctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
+			return
+		}
+		if err != nil {
+			// The group retries by itself (joining again after a backoff).
+			s.log.Warn("consumer group: cannot join yet", "err", err)
+			continue
+		}
+		var parts []int
+		for _, pa := range gen.Assignments[s.cfg.Topic] {
+			parts = append(parts, pa.ID)
+		}
+		slices.Sort(parts)
+		s.mu.Lock()
+		s.mu.gen, s.mu.assigned = gen, parts
+		s.mu.generated++
+		s.mu.Unlock()
+		s.log.Info("partitions assigned", "generation", gen.ID, "member", gen.MemberID, "partitions", parts)
+		for _, pa := range gen.Assignments[s.cfg.Topic] {
+			gen.Start(func(ctx context.Context) { s.fetch(ctx, pa.ID, pa.Offset) })
+		}
+	}
+}
+
+// enter registers a fetcher that may send records; false once stopping.
+func (s *KafkaSource) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.stopping {
+		return false
+	}
+	s.mu.fetching++
+	return true
+}
+
+func (s *KafkaSource) leave() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.fetching--
+	if s.mu.stopping && s.mu.fetching == 0 {
+		close(s.drained)
+	}
+}
+
+// startOffset is where partition p starts in a new generation: where Next
+// left it (or the checkpoint put it), else the committed offset (a
+// negative committed value is kafka-go's "none": then Start).
+func (s *KafkaSource) startOffset(p int, committed int64) (int64, string) {
+	s.mu.Lock()
+	next, ok := s.mu.next[p]
+	s.mu.Unlock()
+	switch {
+	case ok:
+		return next, "checkpoint"
+	case committed >= 0:
+		return committed, "committed"
+	case s.cfg.Start == StartLatest:
+		return kafka.LastOffset, StartLatest
+	default:
+		return kafka.FirstOffset, StartEarliest
+	}
+}
+
+// fetch reads partition p until the generation ends (ctx), sending its
+// records to s.recs. Once stopping it sends no more but only returns when
+// the generation ends: returning would end the generation early.
+func (s *KafkaSource) fetch(genCtx context.Context, p int, committed int64) {
+	defer func() { <-genCtx.Done() }()
+	ctx := genCtx
+	if !s.enter() {
+		return
+	}
+	defer s.leave()
+
+	// Stopping cancels a fetch in flight, without ending the generation.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+
+	log := s.log.With("partition", p)
+	off, from := s.startOffset(p, committed)
+	wait := time.Duration(0)
+	retry := func(msg string, err error) bool {
+		wait = min(max(2*wait, 50*time.Millisecond), s.cfg.RetryBackoff)
+		if wait >= s.cfg.RetryBackoff {
+			log.Warn(msg, "err", err, "retry_in", wait)
+		} else {
+			log.Debug(msg, "err", err, "retry_in", wait)
+		}
+		select {
+		case <-time.After(wait):
+			return true
+		case <-ctx.Done():
+		case <-s.stop:
+		}
+		return false
+	}
+	for off < 0 {
+		resolved, err := s.resolve(ctx, p, off)
+		if err == nil {
+			off = resolved
+			break
+		}
+		if !retry("resolve start offset", err) {
+			return
+		}
+	}
+	log.Info("fetching partition", "offset", off, "from", from)
+
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.stop:
+			return
+		default:
+		}
+		resp, err := s.client.Fetch(ctx, &kafka.FetchRequest{
+			Topic: s.cfg.Topic, Partition: p, Offset: off,
+			MinBytes: 1, MaxBytes: int64(s.cfg.FetchMaxBytes), MaxWait: s.cfg.FetchMaxWait,
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if !retry("fetch failed", err) {
+				return
+			}
+			continue
+		}
+		if resp.Error != nil {
+			if errors.Is(resp.Error, kafka.OffsetOutOfRange) {
+				// The position is gone (retention) or beyond the end: the
+				// records in between cannot be read by anyone.
+				next := resp.LogStartOffset
+				if off > resp.HighWatermark {
+					next = resp.HighWatermark
+				}
+				log.Error("offset out of range: records were deleted before they were read", "offset", off, "log_start", resp.LogStartOffset, "high_watermark", resp.HighWatermark, "resume", next)
+				if next < 0 || next == off {
+					if !retry("offset out of range", resp.Error) {
+						return
+					}
+					continue
+				}
+				off = next
+				continue
+			}
+			if !retry("fetch failed", resp.Error) {
+				return
+			}
+			continue
+		}
+		wait = 0
+		s.mu.Lock()
+		s.mu.hwm[p] = resp.HighWatermark
+		s.mu.Unlock()
+		for {
+			rec, err := resp.Records.ReadRecord()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				log.Warn("read fetched records", "err", err, "offset", off)
+				break // fetched again from off
+			}
+			if rec.Offset < off {
+				continue // a batch may start before the offset asked for
+			}
+			var v []byte
+			if rec.Value != nil {
+				v = make([]byte, rec.Value.Len())
+				_, err = io.ReadFull(rec.Value, v)
+				rec.Value.Close()
+				if err != nil {
+					log.Warn("read record value", "err", err, "offset", rec.Offset)
+					break
+				}
+			}
+			select {
+			case s.recs <- fetched{partition: p, offset: rec.Offset, value: v}:
+			case <-ctx.Done():
+				return
+			case <-s.stop:
+				return
+			}
+			off = rec.Offset + 1
+		}
+	}
+}
+
+// resolve turns kafka.FirstOffset or kafka.LastOffset into an offset.
+func (s *KafkaSource) resolve(ctx context.Context, p int, which int64) (int64, error) {
+	resp, err := s.client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{
+		s.cfg.Topic: {{Partition: p, Timestamp: which}},
+	}})
+	if err != nil {
+		return 0, err
+	}
+	for _, po := range resp.Topics[s.cfg.Topic] {
+		if po.Partition != p {
+			continue
+		}
+		if po.Error != nil {
+			return 0, po.Error
+		}
+		if which == kafka.FirstOffset {
+			return po.FirstOffset, nil
+		}
+		return po.LastOffset, nil
+	}
+	return 0, fmt.Errorf("list offsets: no answer for partition %d", p)
+}
+
+// Next returns the next record of any assigned partition. Records of one
+// partition come in offset order. After StopFetching it returns the
+// records already fetched, then io.EOF. Value is owned by the caller.
+func (s *KafkaSource) Next(ctx context.Context) (Message, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return Message{}, err
+		}
+		var f fetched
+		select {
+		case f = <-s.recs:
+		case <-s.drained:
+			select {
+			case f = <-s.recs:
+			default:
+				return Message{}, io.EOF
+			}
+		case <-s.ctx.Done():
+			return Message{}, ErrSourceClosed
+		case <-ctx.Done():
+			return Message{}, ctx.Err()
+		}
+		s.mu.Lock()
+		next, ok := s.mu.next[f.partition]
+		if ok && f.offset < next {
+			// Fetched again after a rebalance gave the partition back
+			// while its older records were still buffered.
+			s.mu.Unlock()
+			continue
+		}
+		s.mu.next[f.partition] = f.offset + 1
+		s.mu.Unlock()
+		return Message{Pos: Position{Topic: s.cfg.Topic, Partition: int32(f.partition), Offset: f.offset}, Value: f.value}, nil
+	}
+}
+
+// StopFetching stops reading from the broker. Next then returns what was
+// already fetched and io.EOF. The group membership is kept until Close, so
+// that the final positions can still be committed. It is idempotent.
+func (s *KafkaSource) StopFetching() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.stopping {
+		return
+	}
+	s.mu.stopping = true
+	close(s.stop)
+	if s.mu.fetching == 0 {
+		close(s.drained)
+	}
+}
+
+// Assignment returns the partitions of the current generation, and whether
+// the source has joined the group at all.
+func (s *KafkaSource) Assignment() (partitions []int, joined bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.mu.assigned), s.mu.generated > 0
+}
+
+// Lag returns the state of every assigned partition.
+func (s *KafkaSource) Lag() []PartitionLag {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]PartitionLag, 0, len(s.mu.assigned))
+	for _, p := range s.mu.assigned {
+		l := PartitionLag{Topic: s.cfg.Topic, Partition: p, Next: -1, HighWatermark: -1}
+		if n, ok := s.mu.next[p]; ok {
+			l.Next = n
+		}
+		if h, ok := s.mu.hwm[p]; ok {
+			l.HighWatermark = h
+			if l.Next < 0 {
+				l.Next = h // nothing returned yet: unknown start; report no lag rather than all of it
+			}
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// Commit commits next offsets to the group, for the partitions of this
+// topic that the current generation assigns to this member; the others are
+// skipped. Commits are for monitoring (lag) and for members that have no
+// checkpoint of a partition; the checkpoint, not the commit, is where a
+// restarted member resumes. It returns when the coordinator answered,
+// RequestTimeout passed or ctx is done.
+func (s *KafkaSource) Commit(ctx context.Context, positions []Position) error {
+	s.mu.Lock()
+	gen, assigned := s.mu.gen, s.mu.assigned
+	s.mu.Unlock()
+	if gen == nil {
+		return nil
+	}
+	offsets := map[int]int64{}
+	for _, p := range positions {
+		if p.Topic == s.cfg.Topic && slices.Contains(assigned, int(p.Partition)) {
+			offsets[int(p.Partition)] = p.Offset
+		}
+	}
+	if len(offsets) == 0 {
+		return nil
+	}
+	done := make(chan error, 1)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		done <- gen.CommitOffsets(map[string]map[int]int64{s.cfg.Topic: offsets})
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("commit offsets (generation %d): %w", gen.ID, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("commit offsets: %w", ctx.Err())
+	}
+}
+
+// Close leaves the group and stops every goroutine. It waits until they
+// have stopped or ctx is done, whichever comes first; in the latter case
+// they stop on their own within RequestTimeout (and the dial timeout) and
+// Close returns ctx's error. It is idempotent.
+func (s *KafkaSource) Close(ctx context.Context) error {
+	s.StopFetching()
+	s.closeOnce.Do(func() {
+		go func() {
+			defer close(s.closed)
+			s.cancel()
+			err := s.group.Close() // ends the generation (fetchers return), leaves the group
+			s.wg.Wait()
+			s.tr.CloseIdleConnections()
+			if err != nil {
+				s.closeErr = fmt.Errorf("close kafka source: %w", err)
+			}
+		}()
+	})
+	select {
+	case <-s.closed:
+	case <-ctx.Done():
+		return fmt.Errorf("close kafka source: %w", ctx.Err())
+	}
+	return s.closeErr
+}

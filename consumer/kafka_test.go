@@ -1,0 +1,210 @@
+package consumer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"denoiser/consumer"
+	"denoiser/consumer/consumertest"
+	"denoiser/kafkatest"
+)
+
+// newKafkaSource starts a source on topic in a fresh group, closed when t
+// ends.
+func newKafkaSource(t *testing.T, b *kafkatest.Broker, topic, group string, mod func(*consumer.KafkaConfig)) *consumer.KafkaSource {
+	t.Helper()
+	cfg := consumer.KafkaConfig{
+		Brokers: b.Addrs, Topic: topic, Group: group,
+		SessionTimeout: 6 * time.Second, RebalanceTimeout: 5 * time.Second,
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	src, err := consumer.NewKafkaSource(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if err := src.Close(ctx); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return src
+}
+
+func TestKafkaSourceSuite(t *testing.T) {
+	b := kafkatest.New(t)
+	consumertest.TestSource(t, func(t *testing.T, records [][]byte) (consumer.Source, bool) {
+		topic := b.Topic(t, "suite", 1)
+		b.Produce(t, topic, kafkatest.Values(records...)...)
+		return newKafkaSource(t, b, topic, topic+"-g", nil), false
+	})
+}
+
+// readN reads n records, failing after a timeout.
+func readN(t *testing.T, src consumer.Source, n int) []consumer.Message {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out []consumer.Message
+	for len(out) < n {
+		m, err := src.Next(ctx)
+		if err != nil {
+			t.Fatalf("after %d of %d records: Next: %v", len(out), n, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func lines(n int) [][]byte {
+	var out [][]byte
+	for i := range n {
+		out = append(out, fmt.Appendf(nil, `{"user":"u%d","item":"i%d"}`, i, i))
+	}
+	return out
+}
+
+func TestKafkaSourceStartPosition(t *testing.T) {
+	b := kafkatest.New(t)
+	topic := b.Topic(t, "start", 1)
+	b.Produce(t, topic, kafkatest.Values(lines(10)...)...)
+	group := topic + "-g"
+
+	// A first member reads everything and commits offset 7.
+	first := newKafkaSource(t, b, topic, group, nil)
+	readN(t, first, 10)
+	if err := first.Commit(context.Background(), []consumer.Position{{Topic: topic, Partition: 0, Offset: 7}}); err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := first.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		name      string
+		positions []consumer.Position
+		start     string
+		want      int64
+	}{
+		{"checkpoint position wins over the committed offset", []consumer.Position{{Topic: topic, Partition: 0, Offset: 4}}, "", 4},
+		{"committed offset without a checkpoint", nil, "", 7},
+		{"positions of another topic are ignored", []consumer.Position{{Topic: "other", Partition: 0, Offset: 2}}, consumer.StartLatest, 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := newKafkaSource(t, b, topic, group, func(c *consumer.KafkaConfig) { c.Positions, c.Start = tc.positions, tc.start })
+			m := readN(t, src, 1)[0]
+			if m.Pos.Offset != tc.want {
+				t.Fatalf("first record at %s, want offset %d", m.Pos, tc.want)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			if err := src.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+
+	t.Run("a new group starts at Start", func(t *testing.T) {
+		earliest := newKafkaSource(t, b, topic, group+"-earliest", nil)
+		if m := readN(t, earliest, 1)[0]; m.Pos.Offset != 0 {
+			t.Fatalf("earliest: first record at %s, want offset 0", m.Pos)
+		}
+		latest := newKafkaSource(t, b, topic, group+"-latest", func(c *consumer.KafkaConfig) { c.Start = consumer.StartLatest })
+		// Wait until it is fetching (assigned) before producing the 11th record.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			lag := latest.Lag()
+			if len(lag) == 1 && lag[0].HighWatermark >= 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("latest: never assigned")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		b.Produce(t, topic, kafkatest.Values([]byte(`{"user":"late","item":"x"}`))...)
+		if m := readN(t, latest, 1)[0]; m.Pos.Offset != 10 {
+			t.Fatalf("latest: first record at %s, want offset 10", m.Pos)
+		}
+	})
+}
+
+func TestKafkaSourcePartitionsAndStop(t *testing.T) {
+	b := kafkatest.New(t)
+	topic := b.Topic(t, "parts", 3)
+	var msgs []kafka.Message
+	for i, l := range lines(300) {
+		msgs = append(msgs, kafka.Message{Key: fmt.Appendf(nil, "u%d", i%37), Value: l})
+	}
+	b.Produce(t, topic, msgs...)
+	src := newKafkaSource(t, b, topic, topic+"-g", func(c *consumer.KafkaConfig) { c.Buffer = 8 })
+	got := readN(t, src, 300)
+
+	seen := map[string]bool{}
+	last := map[int32]int64{0: -1, 1: -1, 2: -1}
+	for _, m := range got {
+		if seen[string(m.Value)] {
+			t.Fatalf("record %s returned twice", m.Value)
+		}
+		seen[string(m.Value)] = true
+		if m.Pos.Offset <= last[m.Pos.Partition] {
+			t.Fatalf("partition %d: offset %d after %d", m.Pos.Partition, m.Pos.Offset, last[m.Pos.Partition])
+		}
+		last[m.Pos.Partition] = m.Pos.Offset
+	}
+	parts, joined := src.Assignment()
+	sort.Ints(parts)
+	if !joined || fmt.Sprint(parts) != "[0 1 2]" {
+		t.Fatalf("Assignment = %v, %v; want [0 1 2], true", parts, joined)
+	}
+	for _, l := range src.Lag() {
+		if l.Lag() != 0 || l.Next != last[int32(l.Partition)]+1 {
+			t.Errorf("partition %d: lag %+v, want next %d and no lag", l.Partition, l, last[int32(l.Partition)]+1)
+		}
+	}
+
+	// After StopFetching, Next ends with io.EOF even though the topic
+	// goes on, and the membership still commits.
+	b.Produce(t, topic, kafkatest.Values(lines(5)...)...)
+	src.StopFetching()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	extra := 0
+	for {
+		_, err := src.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("Next after StopFetching: %v", err)
+		}
+		if extra++; extra > 5 {
+			t.Fatal("more records than were produced")
+		}
+	}
+	var pos []consumer.Position
+	for p, off := range last {
+		pos = append(pos, consumer.Position{Topic: topic, Partition: p, Offset: off + 1})
+	}
+	if err := src.Commit(ctx, pos); err != nil {
+		t.Fatalf("Commit after StopFetching: %v", err)
+	}
+	if err := src.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.Next(ctx); err == nil {
+		t.Fatal("Next after Close succeeded")
+	}
+}
