@@ -148,7 +148,8 @@ func TestSketchCooccurrenceError(t *testing.T) {
 	const users, items = 400, 300
 	r := rand.New(rand.NewPCG(21, 22))
 	stream := clusteredStream(r, users, items, 6, 12000)
-	sk := newSketchCooc(32, 32)
+	def := Config{}.WithDefaults()
+	sk := newSketchCooc(def.SketchUsers, def.SketchHashes)
 	ex := &exactCooc{}
 	sk.grow(users, items)
 	ex.grow(users, items)

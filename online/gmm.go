@@ -145,13 +145,20 @@ func (g *gmm) mstep(x *mat.Dense, f *gmmFitter) bool {
 func (g *gmm) estep(x *mat.Dense, f *gmmFitter) float64 {
 	n, _ := x.Dims()
 	ll := 0.0
+	raw := x.RawMatrix()
 	for i := 0; i < n; i++ {
-		a, b := g.logComp(0, x.At(i, 0), x.At(i, 1)), g.logComp(1, x.At(i, 0), x.At(i, 1))
-		m := math.Max(a, b)
-		lse := m + math.Log(math.Exp(a-m)+math.Exp(b-m))
-		f.resp[0][i] = math.Exp(a - lse)
-		f.resp[1][i] = math.Exp(b - lse)
-		ll += lse
+		x0, x1 := raw.Data[i*raw.Stride], raw.Data[i*raw.Stride+1]
+		a, b := g.logComp(0, x0, x1), g.logComp(1, x0, x1)
+		// With e = exp(−|a−b|): the responsibilities are 1/(1+e) and
+		// e/(1+e), and log(e^a + e^b) = max(a,b) + log1p(e).
+		e := math.Exp(-math.Abs(a - b))
+		hi, lo := 1/(1+e), e/(1+e)
+		if a >= b {
+			f.resp[0][i], f.resp[1][i] = hi, lo
+		} else {
+			f.resp[0][i], f.resp[1][i] = lo, hi
+		}
+		ll += math.Max(a, b) + math.Log1p(e)
 	}
 	return ll / float64(n)
 }

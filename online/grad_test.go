@@ -63,7 +63,8 @@ func TestClassGradFiniteDifference(t *testing.T) {
 			g := make([]float64, tc.k)
 			loss := func() float64 {
 				softmax(f, logits)
-				return classGrad(g, f, tr, tc.k, tc.y, tc.ys, tc.lw)
+				classGrad(g, f, tr, tc.k, tc.y, tc.ys, tc.lw)
+				return classLoss(f, tr, tc.k, tc.y, tc.ys, tc.lw)
 			}
 			loss()
 			want := append([]float64(nil), g...)
@@ -88,7 +89,8 @@ func TestTransGradFiniteDifference(t *testing.T) {
 			for j := 0; j < k; j++ {
 				softmax(tm[j*k:(j+1)*k], logits[j*k:(j+1)*k])
 			}
-			return transGrad(g, tm, k, ystar, y)
+			transGrad(g, tm, k, ystar, y)
+			return -math.Log(tm[ystar*k+y])
 		}
 		loss()
 		want := append([]float64(nil), g...)
@@ -141,7 +143,7 @@ func TestPairGradFiniteDifference(t *testing.T) {
 			loss := func() float64 {
 				hadamard(m.z, p, q)
 				classForward(m.f, m.w, m.b, m.z)
-				l := tc.weight * classGrad(make([]float64, m.k), m.f, tFixed, m.k, y, ystar, m.cfg.Lambda*w)
+				l := tc.weight * classLoss(m.f, tFixed, m.k, y, ystar, m.cfg.Lambda*w)
 				if tc.noisyEmbed {
 					l += tc.weight * noisyLoss()
 				}
@@ -150,13 +152,19 @@ func TestPairGradFiniteDifference(t *testing.T) {
 			loss()
 			classForward(m.fn, m.wn, m.bn, m.z)
 			copy(m.t, tFixed)
-			if _, ok := m.grads(u, i, y, ystar, w, tc.weight); !ok {
+			if _, ok := m.grads(u, i, y, ystar, w, tc.weight, tc.weight); !ok {
 				t.Fatal("gradients not finite")
 			}
 			g, z := append([]float64(nil), m.g...), append([]float64(nil), m.z...)
 			gn := append([]float64(nil), m.gn...)
 			headLoss := func() float64 { hadamard(m.z, p, q); return tc.weight * noisyLoss() }
-			for k := 0; k < m.k; k++ {
+			// Row 0 is the reference class: not a parameter, no gradient.
+			for j := 0; j < m.d; j++ {
+				if g := numGrad(m.w, j, loss); g != 0 {
+					t.Fatalf("reference row of W has gradient %g", g)
+				}
+			}
+			for k := 1; k < m.k; k++ {
 				closeTo(t, "dL/dbn", gn[k], numGrad(m.bn, k, headLoss))
 				for j := 0; j < m.d; j++ {
 					closeTo(t, "dL/dWn", gn[k]*z[j], numGrad(m.wn, k*m.d+j, headLoss))
@@ -171,7 +179,7 @@ func TestPairGradFiniteDifference(t *testing.T) {
 				closeTo(t, "dL/dp", dp[j], numGrad(p, j, full))
 				closeTo(t, "dL/dq", dq[j], numGrad(q, j, loss))
 			}
-			for k := 0; k < m.k; k++ {
+			for k := 1; k < m.k; k++ {
 				closeTo(t, "dL/db", g[k], numGrad(m.b, k, loss))
 				for j := 0; j < m.d; j++ {
 					closeTo(t, "dL/dW", g[k]*z[j], numGrad(m.w, k*m.d+j, loss))
@@ -197,7 +205,7 @@ func TestTransitionChainFiniteDifference(t *testing.T) {
 	u, i := m.userIdx["u"], m.itemIdx["i"]
 	y, ystar := 2, 0
 	m.forward(u, i)
-	trans, ok := m.grads(u, i, y, ystar, 1, 1)
+	trans, ok := m.grads(u, i, y, ystar, 1, 1, 1)
 	if !trans || !ok {
 		t.Fatalf("transition not active (%v) or gradient not finite (%v)", trans, ok)
 	}
@@ -210,7 +218,10 @@ func TestTransitionChainFiniteDifference(t *testing.T) {
 	}
 	k, d := m.k, m.d
 	ti := m.ti[int(i)*k*k : int(i+1)*k*k]
-	for c := 0; c < k; c++ {
+	if g := numGrad(m.c, ystar*k, loss); g != 0 {
+		t.Fatalf("reference column of C has gradient %g", g)
+	}
+	for c := 1; c < k; c++ {
 		r := ystar*k + c
 		closeTo(t, "dL/dC", gt[c], numGrad(m.c, r, loss))
 		closeTo(t, "dL/d(item offset)", gt[c], numGrad(ti, r, loss))
@@ -226,8 +237,8 @@ func TestClassGradIdentityIsCrossEntropy(t *testing.T) {
 	f := []float64{0.2, 0.5, 0.3}
 	eye := []float64{1, 0, 0, 0, 1, 0, 0, 0, 1}
 	g := make([]float64, 3)
-	loss := classGrad(g, f, eye, 3, 1, -1, 0)
-	closeTo(t, "loss", loss, -math.Log(0.5))
+	classGrad(g, f, eye, 3, 1, -1, 0)
+	closeTo(t, "loss", classLoss(f, eye, 3, 1, -1, 0), -math.Log(0.5))
 	for j, want := range []float64{0.2, -0.5, 0.3} {
 		closeTo(t, "gradient", g[j], want)
 	}

@@ -100,17 +100,24 @@ func New(cfg Config, src *rand.PCG) (*Model, error) {
 	// The classifier head starts at unit scale: with both the head and the
 	// embeddings near zero, the gradient reaching the embeddings is the
 	// product of two small numbers and learning stalls at the bias.
-	for i := range m.w {
-		m.w[i] = m.rnd.NormFloat64()
+	// Rows 1..K-1 only: row 0 is the reference class. √2 gives the logit
+	// differences the spread two free N(0,1) rows would have.
+	for i := d; i < k*d; i++ {
+		m.w[i] = m.rnd.NormFloat64() * math.Sqrt2
+		m.wn[i] = m.rnd.NormFloat64() * math.Sqrt2
 	}
-	for i := range m.wn {
-		m.wn[i] = m.rnd.NormFloat64()
-	}
-	// Off-diagonal logit 0, diagonal logit chosen so that each row puts
-	// transitionInitDiag on the diagonal.
+	// Each row puts transitionInitDiag on the diagonal and spreads the rest
+	// evenly; logits are relative to column 0, the reference.
 	diag := math.Log(transitionInitDiag * float64(k-1) / (1 - transitionInitDiag))
 	for j := 0; j < k; j++ {
-		m.c[j*k+j] = diag
+		for c := 1; c < k; c++ {
+			switch {
+			case j == 0:
+				m.c[j*k+c] = -diag
+			case c == j:
+				m.c[j*k+c] = diag
+			}
+		}
 	}
 	return m, nil
 }
@@ -237,8 +244,8 @@ func (m *Model) distilling() bool {
 // forwardNegative is forward for a sampled negative in binary mode. With
 // T̂ one-sided, an observed 0 means a clean 0, so the corrected loss of a
 // negative is the plain cross-entropy whatever T̂ is, and T̂ is computed only
-// when the negative is distilled and so trains T̂. It returns y*.
-func (m *Model) forwardNegative(u, j int32) int {
+// when the negative trains T̂ (trainT, and distilled). It returns y*.
+func (m *Model) forwardNegative(u, j int32, trainT bool) int {
 	hadamard(m.z, m.row(m.p, u), m.row(m.q, j))
 	m.tcur = j
 	classForward(m.f, m.w, m.b, m.z)
@@ -248,7 +255,7 @@ func (m *Model) forwardNegative(u, j int32) int {
 	}
 	classForward(m.fn, m.wn, m.bn, m.z)
 	ystar := m.distill()
-	if ystar == 0 && m.transitionActive() && !m.cfg.NoTransition {
+	if trainT && ystar == 0 && m.transitionActive() && !m.cfg.NoTransition {
 		m.transition(m.t)
 	}
 	return ystar
@@ -287,11 +294,14 @@ func (m *Model) transition(t []float64) {
 		rows = 1
 		t[2], t[3] = 0, 1
 	}
-	n := rows * k
-	linear(t[:n], m.a[:n*m.d], m.c[:n], m.z)
-	axpy(t[:n], 1, m.ti[int(m.tcur)*k*k:int(m.tcur)*k*k+n])
+	d, ti := m.d, m.ti[int(m.tcur)*k*k:int(m.tcur+1)*k*k]
 	for j := 0; j < rows; j++ {
-		softmax(t[j*k:(j+1)*k], t[j*k:(j+1)*k])
+		row := t[j*k : (j+1)*k]
+		refLogits(row, m.a[j*k*d:(j+1)*k*d], m.c[j*k:(j+1)*k], m.z)
+		for c := 1; c < k; c++ {
+			row[c] += ti[j*k+c]
+		}
+		softmax(row, row)
 	}
 }
 
@@ -342,10 +352,14 @@ func (m *Model) Step(ev Event, sc *Score) error {
 		sc.Loss = -math.Log(math.Max(m.fn[y], probFloor))
 	}
 	sc.Version = m.events
-	x0, x1 := m.f[y], math.Log1p(m.cooc.count(u, i))
 	sc.Reliability = 1
-	if m.mix.fitted && !m.cfg.NoGMM && !m.cfg.Plain {
-		sc.Reliability = m.mix.posterior(m.mix.reliable, x0, x1)
+	useGMM := !m.cfg.NoGMM && !m.cfg.Plain
+	var x0, x1 float64 // reliability features, only the mixture reads them
+	if useGMM {
+		x0, x1 = m.f[y], math.Log1p(m.cooc.count(u, i))
+		if m.mix.fitted {
+			sc.Reliability = m.mix.posterior(m.mix.reliable, x0, x1)
+		}
 	}
 	sc.Distilled = m.distill()
 	if !finite(sc.Posterior) || math.IsNaN(sc.PClean+sc.Reliability+sc.Loss) || math.IsInf(sc.Loss, 0) {
@@ -368,10 +382,12 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	if weight == 0 {
 		weight = 1
 	}
-	ok = m.learnPair(u, i, y, sc.Distilled, w, weight) && ok
+	ok = m.learnPair(u, i, y, sc.Distilled, w, weight, weight) && ok
 	if sc.Distilled >= 0 {
 		m.distilled++
-		m.pushWindow(x0, x1)
+		if useGMM {
+			m.pushWindow(x0, x1)
+		}
 	}
 	if m.cfg.Mode == ModeBinary && len(m.items) > 1 {
 		// Each of the m negatives weighs 1/m, so that the classifier sees
@@ -384,8 +400,16 @@ func (m *Model) Step(ev Event, sc *Score) error {
 			if j < 0 {
 				continue
 			}
-			ystar := m.forwardNegative(u, j)
-			ok = m.learnPair(u, j, 0, ystar, 0, negWeight) && ok
+			// T̂ learns from the first negative only, with weight m·(1/m):
+			// the same expected gradient as all m at weight 1/m, for a
+			// quarter of the work at m = 4.
+			trainT := n == 0
+			ystar := m.forwardNegative(u, j, trainT)
+			tWeight := 0.0
+			if trainT {
+				tWeight = 1
+			}
+			ok = m.learnPair(u, j, 0, ystar, 0, negWeight, tWeight) && ok
 		}
 	}
 	m.remember(u, i)
@@ -403,8 +427,8 @@ func (m *Model) Step(ev Event, sc *Score) error {
 // learnPair applies one SGD step for the pair whose forward pass is in the
 // scratch buffers. It reports false, and changes nothing, if a gradient is
 // not finite.
-func (m *Model) learnPair(u, i int32, y, ystar int, w, weight float64) bool {
-	trans, ok := m.grads(u, i, y, ystar, w, weight)
+func (m *Model) learnPair(u, i int32, y, ystar int, w, weight, tWeight float64) bool {
+	trans, ok := m.grads(u, i, y, ystar, w, weight, tWeight)
 	if !ok {
 		return false
 	}
@@ -418,7 +442,7 @@ func (m *Model) learnPair(u, i int32, y, ystar int, w, weight float64) bool {
 // rows, with weight decay), all scaled by weight, and, when trans is true, m.gt (row ystar of
 // the transition logits). Each is clipped to Config.Clip. ok is false if
 // any is not finite.
-func (m *Model) grads(u, i int32, y, ystar int, w, weight float64) (trans, ok bool) {
+func (m *Model) grads(u, i int32, y, ystar int, w, weight, tWeight float64) (trans, ok bool) {
 	cfg := &m.cfg
 	lw := 0.0
 	if ystar >= 0 {
@@ -438,8 +462,8 @@ func (m *Model) grads(u, i int32, y, ystar int, w, weight float64) (trans, ok bo
 	for j := range m.dz {
 		m.dz[j] = 0
 	}
-	for k, gk := range m.g {
-		axpy(m.dz, gk, m.w[k*d:(k+1)*d])
+	for k := 1; k < m.k; k++ { // row 0 is the reference: zero
+		axpy(m.dz, m.g[k], m.w[k*d:(k+1)*d])
 	}
 	if !cfg.Plain {
 		for j := range m.gn {
@@ -448,27 +472,38 @@ func (m *Model) grads(u, i int32, y, ystar int, w, weight float64) (trans, ok bo
 		m.gn[y] -= weight
 		clipNorm(m.gn, cfg.Clip)
 		if cfg.NoisyHeadTrainsEmbeddings {
-			for k, gk := range m.gn {
-				axpy(m.dz, gk, m.wn[k*d:(k+1)*d])
+			for k := 1; k < m.k; k++ {
+				axpy(m.dz, m.gn[k], m.wn[k*d:(k+1)*d])
 			}
 		}
 	}
-	for j := range m.dz {
-		m.dp[j] = m.dz[j]*q[j] + cfg.L2*p[j]
-		m.dq[j] = m.dz[j]*p[j] + cfg.L2*q[j]
-	}
-	m.dp2 = clipNorm(m.dp, cfg.Clip)
-	m.dq2 = clipNorm(m.dq, cfg.Clip)
-	trans = ystar >= 0 && m.transitionActive() && !(m.cfg.Mode == ModeBinary && ystar == 1)
+	m.dp2, m.dq2 = embeddingGrads(m.dp, m.dq, m.dz, p, q, cfg.L2, cfg.Clip)
+	trans = ystar >= 0 && tWeight > 0 && m.transitionActive() && !(m.cfg.Mode == ModeBinary && ystar == 1)
 	if trans {
 		transGrad(m.gt, m.t, m.k, ystar, y)
 		for j := range m.gt {
-			m.gt[j] *= weight
+			m.gt[j] *= tWeight
 		}
 		clipNorm(m.gt, cfg.Clip)
 	}
-	ok = finite(m.g, m.gn, m.dp, m.dq) && (!trans || finite(m.gt))
+	// A NaN or Inf in dp or dq shows in its squared norm.
+	ok = finite(m.g, m.gn, m.gt) && !math.IsNaN(m.dp2+m.dq2) && !math.IsInf(m.dp2+m.dq2, 0)
 	return trans, ok
+}
+
+// embeddingGrads writes dp = dz⊙q + l2·p and dq = dz⊙p + l2·q, clips each
+// to norm c, and returns their squared norms after clipping.
+func embeddingGrads(dp, dq, dz, p, q []float64, l2, c float64) (dp2, dq2 float64) {
+	n := len(dz)
+	dp, dq, p, q = dp[:n], dq[:n], p[:n], q[:n]
+	for j, g := range dz {
+		a := g*q[j] + l2*p[j]
+		b := g*p[j] + l2*q[j]
+		dp[j], dq[j] = a, b
+		dp2 += a * a
+		dq2 += b * b
+	}
+	return clipTo(dp, dp2, c), clipTo(dq, dq2, c)
 }
 
 // apply takes one step along the gradients grads left in the scratch
@@ -477,14 +512,14 @@ func (m *Model) grads(u, i int32, y, ystar int, w, weight float64) (trans, ok bo
 // embeddings, so that rows seen often move less.
 func (m *Model) apply(u, i int32, y, ystar int, trans bool) {
 	d, lr := m.d, m.cfg.LearningRate
-	for k, gk := range m.g {
-		axpy(m.w[k*d:(k+1)*d], -lr*gk, m.z)
-		m.b[k] -= lr * gk
+	for k := 1; k < m.k; k++ {
+		axpy(m.w[k*d:(k+1)*d], -lr*m.g[k], m.z)
+		m.b[k] -= lr * m.g[k]
 	}
 	if !m.cfg.Plain {
-		for k, gk := range m.gn {
-			axpy(m.wn[k*d:(k+1)*d], -lr*gk, m.z)
-			m.bn[k] -= lr * gk
+		for k := 1; k < m.k; k++ {
+			axpy(m.wn[k*d:(k+1)*d], -lr*m.gn[k], m.z)
+			m.bn[k] -= lr * m.gn[k]
 		}
 	}
 	m.accP[u] += m.dp2 / float64(d)
@@ -495,8 +530,8 @@ func (m *Model) apply(u, i int32, y, ystar int, trans bool) {
 	if trans {
 		k, lrT := m.k, lr*m.cfg.TransitionRate
 		ti := m.ti[int(i)*k*k : int(i+1)*k*k]
-		for c, gc := range m.gt {
-			r := ystar*k + c
+		for c := 1; c < k; c++ {
+			r, gc := ystar*k+c, m.gt[c]
 			axpy(m.a[r*d:(r+1)*d], -lrT*gc, m.z)
 			m.c[r] -= lrT * gc
 			ti[r] -= lr * gc

@@ -8,6 +8,9 @@ import "math"
 //	f(x)     = softmax(W z + b)                 W: K×d, b: K
 //	T̂(x)_j   = softmax_k(A_jk · z + C_jk)       A: K·K×d, C: K·K (row j = clean class)
 //
+// Every softmax block has a reference class (column 0) whose logit is 0;
+// row 0 of W and column 0 of each row of A stay zero (refLogits).
+//
 // T̂ is a linear head on z rather than an MLP on [p_u; q_i]: it costs K²·d
 // multiply-adds per pair (128 at K=2, d=32), shares the representation the
 // classifier already computes, and still depends on the instance. C starts
@@ -78,26 +81,23 @@ func softmax(dst, x []float64) {
 	}
 }
 
-// linear writes W z + b into out (len(out) rows of W, each len(z) long).
-func linear(out, W, b, z []float64) {
+// refLogits writes the logits of one softmax block into out: out[0] = 0
+// (the reference class) and out[c] = W_c · z + b_c for c >= 1. Row 0 of W
+// and b[0] are not parameters; they stay zero. With the reference class a
+// K-way softmax has K−1 free rows, as in multinomial logistic regression,
+// and a binary head costs one dot product.
+func refLogits(out, W, b, z []float64) {
 	d := len(z)
-	for k := range out {
-		out[k] = dot(W[k*d:(k+1)*d], z) + b[k]
+	out[0] = 0
+	for c := 1; c < len(out); c++ {
+		out[c] = dot(W[c*d:(c+1)*d], z) + b[c]
 	}
 }
 
 // classForward writes f = softmax(W z + b) into f.
 func classForward(f, W, b, z []float64) {
-	linear(f, W, b, z)
+	refLogits(f, W, b, z)
 	softmax(f, f)
-}
-
-// transitionForward writes T̂ (K×K, row-major) into t.
-func transitionForward(t, A, C, z []float64, k int) {
-	linear(t, A, C, z)
-	for j := 0; j < k; j++ {
-		softmax(t[j*k:(j+1)*k], t[j*k:(j+1)*k])
-	}
 }
 
 // observedProb is g = Σ_k f_k T_ky, the probability of observing y.
@@ -124,45 +124,51 @@ func pClean(f, t []float64, k, y int) float64 {
 //
 //	L = −log(T̂ᵀ f)_y  +  lw · (−log f_ystar)      (second term only if ystar >= 0)
 //
-// with T̂ held constant, and returns L. lw is λ·w.
+// (classLoss) with T̂ held constant. lw is λ·w.
 //
 // d/dlogit_j of the first term is f_j − f_j T_jy / Σ_k f_k T_ky: the
 // classifier is pulled toward the posterior of the clean label, not toward
 // the noisy one. With T̂ = I it is the ordinary cross-entropy gradient.
-func classGrad(g, f, t []float64, k, y, ystar int, lw float64) float64 {
+func classGrad(g, f, t []float64, k, y, ystar int, lw float64) {
 	obs := observedProb(f, t, k, y)
 	if obs < probFloor {
 		obs = probFloor
 	}
-	loss := -math.Log(obs)
 	for j := 0; j < k; j++ {
 		g[j] = f[j] - f[j]*t[j*k+y]/obs
 	}
 	if ystar >= 0 && lw > 0 {
-		loss += -lw * math.Log(math.Max(f[ystar], probFloor))
 		for j := 0; j < k; j++ {
 			g[j] += lw * f[j]
 		}
 		g[ystar] -= lw
 	}
+}
+
+// classLoss is the loss whose gradient classGrad computes.
+func classLoss(f, t []float64, k, y, ystar int, lw float64) float64 {
+	loss := -math.Log(math.Max(observedProb(f, t, k, y), probFloor))
+	if ystar >= 0 && lw > 0 {
+		loss -= lw * math.Log(math.Max(f[ystar], probFloor))
+	}
 	return loss
 }
 
-// transGrad writes into g (K values) the gradient of −log T̂_{ystar,y} with
-// respect to row ystar of the transition logits, and returns the loss.
-func transGrad(g, t []float64, k, ystar, y int) float64 {
-	row := t[ystar*k : (ystar+1)*k]
-	for j, v := range row {
-		g[j] = v
-	}
+// transGrad writes into g (K values) the gradient of −log T̂_{ystar,y}
+// with respect to row ystar of the transition logits.
+func transGrad(g, t []float64, k, ystar, y int) {
+	copy(g, t[ystar*k:(ystar+1)*k])
 	g[y]--
-	return -math.Log(math.Max(row[y], probFloor))
 }
 
 // clipNorm scales v so that its L2 norm is at most c, and returns the
 // squared norm after clipping.
 func clipNorm(v []float64, c float64) float64 {
-	n2 := dot(v, v)
+	return clipTo(v, dot(v, v), c)
+}
+
+// clipTo is clipNorm for a v whose squared norm n2 is known.
+func clipTo(v []float64, n2, c float64) float64 {
 	if n2 > c*c {
 		s := c / math.Sqrt(n2)
 		for i := range v {
