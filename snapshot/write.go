@@ -99,6 +99,9 @@ func Write(w io.Writer, c Contents) (Info, error) {
 	if (c.Model == nil) == (c.ModelBytes == nil) {
 		return Info{}, errors.New("write snapshot: set exactly one of Model and ModelBytes")
 	}
+	if c.Model == nil && len(c.ModelBytes) == 0 {
+		return Info{}, errors.New("write snapshot: empty model encoding")
+	}
 	ps, err := validatePositions(c.Positions)
 	if err != nil {
 		return Info{}, fmt.Errorf("write snapshot: %w", err)
@@ -129,8 +132,6 @@ func Write(w io.Writer, c Contents) (Info, error) {
 		if _, err := c.Model.WriteTo(mf); err != nil && f.err == nil {
 			f.err = err
 		}
-	} else if len(c.ModelBytes) == 0 {
-		return Info{}, errors.New("write snapshot: empty model encoding")
 	} else {
 		_, _ = mf.Write(c.ModelBytes)
 	}

@@ -1,0 +1,208 @@
+package snapshot
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+
+	"denoiser/online"
+)
+
+// TestRoundTrip: what is written is read back, for every label mode and
+// co-occurrence kind: the model re-encodes to the same bytes, positions come
+// back sorted, meta and Info match; writing the model's encoding instead of
+// the model gives the same file.
+func TestRoundTrip(t *testing.T) {
+	for _, tc := range testConfigs {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newModel(t, tc.cfg)
+			step(t, m, testStream(1500, 3))
+			var b bytes.Buffer
+			info, err := Write(&b, Contents{Model: m, Positions: testPositions, Meta: testMeta})
+			if err != nil {
+				t.Fatal(err)
+			}
+			enc := encodeModel(t, m)
+			if info.Bytes != int64(b.Len()) || info.ModelBytes != int64(len(enc)) || info.FormatVersion != FormatVersion {
+				t.Fatalf("info %+v for %d file bytes, %d model bytes", info, b.Len(), len(enc))
+			}
+
+			s, err := Read(bytes.NewReader(b.Bytes()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(encodeModel(t, s.Model), enc) {
+				t.Fatal("the model read back encodes differently")
+			}
+			want := slices.Clone(testPositions)
+			slices.SortFunc(want, comparePositions)
+			if !reflect.DeepEqual(s.Positions, want) {
+				t.Fatalf("positions %v, want %v", s.Positions, want)
+			}
+			if !s.Meta.CreatedAt.Equal(testMeta.CreatedAt) || s.Meta.Source != testMeta.Source || s.Meta.Generation != testMeta.Generation {
+				t.Fatalf("meta %+v, want %+v", s.Meta, testMeta)
+			}
+			if s.Info != info || s.ModelEncoding != online.EncodingVersion {
+				t.Fatalf("read info %+v encoding %d, wrote %+v", s.Info, s.ModelEncoding, info)
+			}
+
+			var fromBytes bytes.Buffer
+			if _, err := Write(&fromBytes, Contents{ModelBytes: enc, Positions: testPositions, Meta: testMeta}); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(fromBytes.Bytes(), b.Bytes()) {
+				t.Fatal("writing the encoded model gave a different file than writing the model")
+			}
+		})
+	}
+}
+
+// TestFramesCutAtOneMiB: a model larger than a frame is cut into full
+// 1 MiB MODL frames and a shorter last one, and reads back.
+func TestFramesCutAtOneMiB(t *testing.T) {
+	cfg := smallConfig(online.ModeBinary)
+	cfg.Dim = 64
+	m := newModel(t, cfg)
+	evs := make([]online.Event, 3000)
+	for j := range evs {
+		evs[j] = online.Event{User: fmt.Sprint("user-", j), Item: fmt.Sprint("item-", j%7)}
+	}
+	step(t, m, evs)
+	var b bytes.Buffer
+	info, err := Write(&b, Contents{Model: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var modl []int
+	for _, f := range frames(t, b.Bytes()) {
+		if f.tag == tagModl {
+			modl = append(modl, len(f.payload))
+		}
+	}
+	if len(modl) < 2 {
+		t.Fatalf("model of %d bytes in %d frames; the test needs more than one", info.ModelBytes, len(modl))
+	}
+	for j, n := range modl[:len(modl)-1] {
+		if n != maxModlLen {
+			t.Fatalf("frame %d holds %d bytes, want %d", j, n, maxModlLen)
+		}
+	}
+	if last := modl[len(modl)-1]; last < 1 || last > maxModlLen {
+		t.Fatalf("last frame holds %d bytes", last)
+	}
+	s, err := Read(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Model.NumUsers() != m.NumUsers() || s.ModelBytes != info.ModelBytes {
+		t.Fatalf("read %d users, %d model bytes; wrote %d, %d", s.Model.NumUsers(), s.ModelBytes, m.NumUsers(), info.ModelBytes)
+	}
+}
+
+// TestContinueAfterSnapshot: a model snapshotted to a file mid-stream, read
+// back and fed the rest of the stream scores every later event exactly as
+// the model that never stopped, and ends in the same state.
+func TestContinueAfterSnapshot(t *testing.T) {
+	evs := testStream(3000, 4)
+	for _, tc := range testConfigs {
+		t.Run(tc.name, func(t *testing.T) {
+			whole := newModel(t, tc.cfg)
+			want := step(t, whole, evs)
+
+			first := newModel(t, tc.cfg)
+			got := step(t, first, evs[:1234])
+			path := filepath.Join(t.TempDir(), "mid.snap")
+			if _, err := WriteFile(path, Contents{Model: first, Positions: []Position{{Topic: "t", Next: 1234}}}); err != nil {
+				t.Fatal(err)
+			}
+			first = nil
+			s, err := ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Positions[0].Next != 1234 || s.Model.Version() != 1234 {
+				t.Fatalf("position %d, model version %d; want 1234", s.Positions[0].Next, s.Model.Version())
+			}
+			got = append(got, step(t, s.Model, evs[s.Positions[0].Next:])...)
+			if !bytes.Equal(got, want) {
+				t.Fatal("scores after the snapshot differ from the uninterrupted run")
+			}
+			if !bytes.Equal(encodeModel(t, s.Model), encodeModel(t, whole)) {
+				t.Fatal("final models differ")
+			}
+		})
+	}
+}
+
+// TestWriteFileAtomic: WriteFile replaces a file whole; a failed write
+// leaves the old file and no temporary file behind.
+func TestWriteFileAtomic(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "model.snap")
+	m := newModel(t, smallConfig(online.ModeBinary))
+	step(t, m, testStream(500, 5))
+	if _, err := WriteFile(path, Contents{Model: m}); err != nil {
+		t.Fatal(err)
+	}
+	old, _ := os.ReadFile(path)
+
+	step(t, m, testStream(100, 6))
+	bad := Contents{Model: m, Positions: []Position{{Topic: "", Next: 1}}}
+	if _, err := WriteFile(path, bad); err == nil {
+		t.Fatal("WriteFile accepted an empty topic")
+	}
+	if now, _ := os.ReadFile(path); !bytes.Equal(now, old) {
+		t.Fatal("a failed WriteFile changed the file")
+	}
+	if _, err := WriteFile(path, Contents{Model: m}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Model.Version() != 600 {
+		t.Fatalf("model version %d after the replacement, want 600", s.Model.Version())
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Fatalf("directory holds %d entries, want only the snapshot", len(entries))
+	}
+	if _, err := WriteFile(filepath.Join(dir, "missing", "x.snap"), Contents{Model: m}); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("WriteFile into a missing directory: %v", err)
+	}
+}
+
+// TestWriteRefuses: bad contents are refused before anything is written.
+func TestWriteRefuses(t *testing.T) {
+	m := newModel(t, smallConfig(online.ModeBinary))
+	long := string(make([]byte, MaxTopicLen+1))
+	for _, tc := range []struct {
+		name string
+		c    Contents
+	}{
+		{"no model", Contents{}},
+		{"both models", Contents{Model: m, ModelBytes: []byte{1}}},
+		{"empty model bytes", Contents{ModelBytes: []byte{}}},
+		{"empty topic", Contents{Model: m, Positions: []Position{{Topic: ""}}}},
+		{"long topic", Contents{Model: m, Positions: []Position{{Topic: long}}}},
+		{"negative partition", Contents{Model: m, Positions: []Position{{Topic: "t", Partition: -1}}}},
+		{"negative offset", Contents{Model: m, Positions: []Position{{Topic: "t", Next: -1}}}},
+		{"duplicate", Contents{Model: m, Positions: []Position{{Topic: "t", Next: 1}, {Topic: "t", Next: 2}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if _, err := Write(&b, tc.c); err == nil {
+				t.Fatal("Write accepted it")
+			}
+			if b.Len() != 0 {
+				t.Fatalf("Write wrote %d bytes before refusing", b.Len())
+			}
+		})
+	}
+}
