@@ -214,9 +214,9 @@ func TestReadBoundsAllocation(t *testing.T) {
 		b      []byte
 		defect string // a known defect elsewhere: skip, saying why
 	}{
-		{"META declares 1 MiB", append(header(1), []byte("META\x00\x00\x10\x00{}")...)},
-		{"POSN declares 16 MiB", bytes.Join([][]byte{header(1), frame(tagMeta, fs[0].payload), []byte("POSN\x00\x00\x00\x01")}, nil)},
-		{"model declares 2^31 users", users},
+		{"META declares 1 MiB", append(header(1), []byte("META\x00\x00\x10\x00{}")...), ""},
+		{"POSN declares 16 MiB", bytes.Join([][]byte{header(1), frame(tagMeta, fs[0].payload), []byte("POSN\x00\x00\x00\x01")}, nil), ""},
+		{"model declares 2^31 users", users, ""},
 		{"model declares 2^31 users in a section of 2^62 bytes", section,
 			"online.ReadModel (lead-owned) bounds an id's declared length only by its section's declared " +
 				"length, so ids() can allocate up to 4 GiB before reading; fix proposed in the snapshot report"},
