@@ -85,13 +85,6 @@ func TestInjectNoiseEmpirical(t *testing.T) {
 	}
 }
 
-func identity(k int) []float64 {
-	t := make([]float64, k*k)
-	for j := range k {
-		t[j*k+j] = 1
-	}
-	return t
-}
 
 func TestSplitSizesAndCover(t *testing.T) {
 	for _, tc := range []struct{ n, tr, va, te int }{

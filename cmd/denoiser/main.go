@@ -6,6 +6,7 @@
 //	denoiser replay --in FILE --out FILE [--dead-letter FILE] [--truth MODE] [--report FILE.json] [--config FILE]
 //	denoiser gen --out FILE --events N --noise RATE --seed S
 //	denoiser convert movielens --in u.data --out FILE
+//	denoiser eval transition|recommend|detect [flags]
 //
 // This package wires packages together; it holds no logic of its own.
 package main
@@ -28,6 +29,7 @@ var commands = map[string]func(ctx context.Context, args []string, stdout, stder
 	"replay":  runReplay,
 	"gen":     runGen,
 	"convert": runConvert,
+	"eval":    runEval,
 }
 
 const usage = `usage: denoiser <command> [flags]
@@ -36,6 +38,7 @@ commands:
   replay    score a recorded JSON-lines event log, file to file, and report
   gen       write a synthetic click stream with ground truth
   convert   convert a dataset (movielens) into the event format
+  eval      reproduce the paper's experiments (transition, recommend, detect)
 
 Run "denoiser <command> -h" for a command's flags.
 `

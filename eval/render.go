@@ -1,0 +1,238 @@
+package eval
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"runtime/debug"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// Meta says what produced a report: it heads every Markdown report and is
+// embedded in the JSON.
+type Meta struct {
+	Command string  `json:"command"`
+	Commit  string  `json:"commit"`
+	Data    string  `json:"data"`
+	Seconds float64 `json:"seconds"`
+}
+
+// Commit returns the VCS revision the running binary was built from
+// ("-dirty" appended for a modified tree), or "unknown".
+func Commit() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	rev, dirty := "", false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		// Built without VCS stamping (-buildvcs=false): ask git.
+		out, err := exec.Command("git", "rev-parse", "HEAD").Output()
+		if err != nil {
+			return "unknown"
+		}
+		rev = strings.TrimSpace(string(out))
+		st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output()
+		dirty = err == nil && len(bytes.TrimSpace(st)) > 0
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if dirty {
+		rev += "-dirty"
+	}
+	return rev
+}
+
+func (m Meta) header(w io.Writer, title string) {
+	fmt.Fprintf(w, "# %s\n\n", title)
+	fmt.Fprintf(w, "Produced by `%s` at commit `%s` in %.0f s.\n", m.Command, m.Commit, m.Seconds)
+	if m.Data != "" {
+		fmt.Fprintf(w, "Data: `%s` (MovieLens 100K, F. M. Harper and J. A. Konstan, \"The MovieLens Datasets: History and Context\", ACM TiiS 5(4), 2015; research use, not redistributed here).\n", m.Data)
+	}
+	fmt.Fprintln(w)
+}
+
+// WriteJSON writes v as indented JSON to path through a temporary file
+// and a rename.
+func WriteJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode report: %w", err)
+	}
+	return writeAtomic(path, append(b, '\n'))
+}
+
+func writeAtomic(path string, b []byte) (err error) {
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err = f.Write(b); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// series is one line of a line chart.
+type series struct {
+	name   string
+	xs, ys []float64
+	err    []float64 // optional ± error bars
+	dashed bool
+}
+
+var palette = []color.Color{
+	color.RGBA{31, 119, 180, 255}, color.RGBA{255, 127, 14, 255}, color.RGBA{44, 160, 44, 255},
+	color.RGBA{214, 39, 40, 255}, color.RGBA{148, 103, 189, 255}, color.RGBA{140, 86, 75, 255},
+	color.RGBA{227, 119, 194, 255}, color.RGBA{127, 127, 127, 255}, color.RGBA{188, 189, 34, 255},
+	color.RGBA{23, 190, 207, 255},
+}
+
+// linePlot draws the series into a new plot.
+func linePlot(title, xl, yl string, ss []series) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = xl
+	p.Y.Label.Text = yl
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Add(plotter.NewGrid())
+	for n, s := range ss {
+		pts := make(plotter.XYs, 0, len(s.xs))
+		for k := range s.xs {
+			if !math.IsNaN(s.ys[k]) {
+				pts = append(pts, plotter.XY{X: s.xs[k], Y: s.ys[k]})
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		l, pt, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return nil, fmt.Errorf("plot %s: %w", s.name, err)
+		}
+		c := palette[n%len(palette)]
+		l.Color, pt.Color = c, c
+		l.Width = vg.Points(1.5)
+		pt.Shape = draw.CircleGlyph{}
+		if s.dashed {
+			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		}
+		p.Add(l, pt)
+		p.Legend.Add(s.name, l, pt)
+		if s.err != nil {
+			ye := make(plotter.YErrors, len(pts))
+			for k := range ye {
+				ye[k] = struct{ Low, High float64 }{s.err[k], s.err[k]}
+			}
+			eb, err := plotter.NewYErrorBars(struct {
+				plotter.XYer
+				plotter.YErrorer
+			}{pts, ye})
+			if err == nil {
+				eb.Color = c
+				p.Add(eb)
+			}
+		}
+	}
+	return p, nil
+}
+
+// savePNG writes p as a PNG of the given size in inches.
+func savePNG(p *plot.Plot, path string, w, h float64) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("save figure: %w", err)
+	}
+	wt, err := p.WriterTo(vg.Length(w)*vg.Inch, vg.Length(h)*vg.Inch, "png")
+	if err != nil {
+		return fmt.Errorf("save figure %s: %w", path, err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("save figure %s: %w", path, err)
+	}
+	if _, err := wt.WriteTo(f); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return fmt.Errorf("save figure %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("save figure %s: %w", path, err)
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// pm formats mean ± std.
+func pm(mean, std float64) string {
+	return fmt.Sprintf("%.4f ± %.4f", mean, std)
+}
+
+func mark(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "**no**"
+}
+
+var nan = math.NaN()
+
+// gridFigure draws one line chart per title side by side into one PNG.
+func gridFigure(path string, titles []string, xl, yl string, plots [][]series) error {
+	ps := make([][]*plot.Plot, 1)
+	for n, ss := range plots {
+		p, err := linePlot(titles[n], xl, yl, ss)
+		if err != nil {
+			return err
+		}
+		ps[0] = append(ps[0], p)
+	}
+	w := vg.Length(5*len(plots)) * vg.Inch
+	h := 4 * vg.Inch
+	img := vgimgNew(w, h)
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: 1, Cols: len(plots), PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
+		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
+	canvases := plot.Align(ps, tiles, dc)
+	for j := range ps[0] {
+		ps[0][j].Draw(canvases[0][j])
+	}
+	return savePNGCanvas(img, path)
+}
