@@ -85,7 +85,6 @@ func TestInjectNoiseEmpirical(t *testing.T) {
 	}
 }
 
-
 func TestSplitSizesAndCover(t *testing.T) {
 	for _, tc := range []struct{ n, tr, va, te int }{
 		{100000, 80000, 10000, 10000},
