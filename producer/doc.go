@@ -2,7 +2,23 @@
 // and dead-lettered records.
 //
 // It owns the output encoding (encode.go, the one place that turns a
-// consumer.Result into bytes; the Kafka writer reuses it) and the file sinks.
+// consumer.Result into bytes; the Kafka writer reuses it), the file sinks
+// and the Kafka writers (kafka.go).
+//
+// Kafka: KafkaSink writes scored records with key = user (murmur2, the Java
+// client's partitioner, so that downstream partitioning by user holds),
+// value = the scored JSON below, and headers source_topic,
+// source_partition, source_offset (or source_file, source_line) and
+// model_version. KafkaDeadLetter writes the dead-letter JSON below, no key,
+// with headers reason, error and the source position. Both batch records
+// (BatchSize, or BatchTimeout, 10 ms by default) and send the batches in
+// order from one goroutine; a batch that fails is retried, its failed
+// records only, for RetryFor (1 min by default); after that the writer
+// fails for good (ErrWriterFailed) and every later Write and Flush returns
+// the error, so that consumption stops rather than drop output. At most
+// MaxBatches batches are filling, queued or in flight: Write blocks beyond
+// that (backpressure). Re-emitted records are byte-identical: the same
+// Result gives the same key, value and headers.
 //
 // Scored record, one JSON object per line, fields in this fixed order, input
 // fields only when present in the input:
