@@ -1,0 +1,151 @@
+package snapshot
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+
+	"denoiser/online"
+)
+
+func readBack(t *testing.T, m *online.Model, ps []Position) *Snapshot {
+	t.Helper()
+	var b bytes.Buffer
+	if _, err := Write(&b, Contents{Model: m, Positions: ps, Meta: testMeta}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Read(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestInspect: the report matches the model it describes, norms are
+// computed from the embeddings, and both renderings carry every section.
+func TestInspect(t *testing.T) {
+	m := newModel(t, smallConfig(online.ModeRating))
+	step(t, m, testStream(2500, 8))
+	s := readBack(t, m, testPositions)
+	r := Inspect(s, "x.snap")
+
+	if r.ModelVersion != 2500 || r.Model.Users != m.NumUsers() || r.Model.Items != m.NumItems() || r.K != 5 || r.Dim != 8 {
+		t.Fatalf("report version %d users %d items %d K %d d %d", r.ModelVersion, r.Model.Users, r.Model.Items, r.K, r.Dim)
+	}
+	if len(r.Model.MeanTransition) != 5 || len(r.Positions) != len(testPositions) {
+		t.Fatalf("report lacks T̂ or positions: %+v", r)
+	}
+	// Norms by hand.
+	var v []float64
+	mx, sum := 0.0, 0.0
+	for u := range m.NumUsers() {
+		v = m.UserEmbedding(v, u)
+		n := 0.0
+		for _, x := range v {
+			n += x * x
+		}
+		mx = math.Max(mx, math.Sqrt(n))
+		sum += math.Sqrt(n)
+	}
+	if n := r.Norms.Users; n.Count != m.NumUsers() || n.Max != mx || math.Abs(n.Mean-sum/float64(n.Count)) > 1e-12 ||
+		!(n.Min <= n.P50 && n.P50 <= n.P90 && n.P90 <= n.P99 && n.P99 <= n.Max) {
+		t.Fatalf("user norms %+v, want max %v mean %v", n, mx, sum/float64(m.NumUsers()))
+	}
+
+	var txt bytes.Buffer
+	if err := r.WriteText(&txt); err != nil {
+		t.Fatal(err)
+	}
+	gmm := "not fitted yet"
+	if r.Model.GMM.Fitted {
+		gmm = "(reliable)"
+	}
+	for _, want := range []string{"x.snap", "snapshot v1", "version 2500", "clicks", "mean T̂", "clean 4", "obs 4",
+		gmm, "embedding norms", "users", "items", "mode=rating", "checkpoint generation 7"} {
+		if !strings.Contains(txt.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, txt.String())
+		}
+	}
+	js, err := json.Marshal(&r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(js, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.ModelVersion != r.ModelVersion || back.Norms != r.Norms || back.Config.Mode != online.ModeRating {
+		t.Fatalf("JSON report does not round-trip: %s", js)
+	}
+}
+
+// TestDiff: a snapshot against itself shows no change; against a later one
+// of the same model it shows the events, positions and drift in between.
+func TestDiff(t *testing.T) {
+	evs := testStream(3000, 9)
+	m := newModel(t, smallConfig(online.ModeBinary))
+	step(t, m, evs[:2000])
+	a := readBack(t, m, []Position{{Topic: "clicks", Partition: 0, Next: 2000}, {Topic: "old", Next: 5}})
+	step(t, m, evs[2000:])
+	m.Step(online.Event{User: "new-user", Item: "new-item"}, &online.Score{})
+	b := readBack(t, m, []Position{{Topic: "clicks", Partition: 0, Next: 3001}, {Topic: "clicks", Partition: 1, Next: 9}})
+
+	same := Diff(a, "a", a, "a")
+	if same.Events.Delta != 0 || same.UserDrift.Max != 0 || same.ItemDrift.Max != 0 || same.MeanT.MaxAbsDelta != 0 ||
+		same.GMM.MaxMeanShift != 0 || len(same.ConfigChanges) != 0 || same.UserDrift.Common != a.Model.NumUsers() {
+		t.Fatalf("a snapshot differs from itself: %+v", same)
+	}
+
+	d := Diff(a, "a", b, "b")
+	if d.Events.Delta != 1001 || d.Users.Delta != 1 || d.Items.Delta != 1 || d.ModelVersion.B != 3001 {
+		t.Fatalf("counts %+v %+v %+v", d.Events, d.Users, d.Items)
+	}
+	if d.UserDrift.OnlyB != 1 || d.UserDrift.OnlyA != 0 || d.UserDrift.Common != a.Model.NumUsers() || !d.UserDrift.Comparable {
+		t.Fatalf("user drift %+v", d.UserDrift)
+	}
+	// The maximum drift is the distance of the reported id, computed here.
+	ia, _ := a.Model.UserIndex(d.UserDrift.MaxID)
+	ib, _ := b.Model.UserIndex(d.UserDrift.MaxID)
+	pa, pb := a.Model.UserEmbedding(nil, ia), b.Model.UserEmbedding(nil, ib)
+	dist := 0.0
+	for k := range pa {
+		dist += (pa[k] - pb[k]) * (pa[k] - pb[k])
+	}
+	if d.UserDrift.Max <= 0 || math.Abs(d.UserDrift.Max-math.Sqrt(dist)) > 1e-12 || d.UserDrift.Mean > d.UserDrift.Max {
+		t.Fatalf("max drift %v of %s, recomputed %v (mean %v)", d.UserDrift.Max, d.UserDrift.MaxID, math.Sqrt(dist), d.UserDrift.Mean)
+	}
+	wantPos := []PositionChange{{"clicks", 0, 2000, 3001}, {"clicks", 1, -1, 9}, {"old", 0, 5, -1}}
+	if len(d.Positions) != len(wantPos) {
+		t.Fatalf("positions %+v, want %+v", d.Positions, wantPos)
+	}
+	for j := range wantPos {
+		if d.Positions[j] != wantPos[j] {
+			t.Fatalf("positions %+v, want %+v", d.Positions, wantPos)
+		}
+	}
+	if d.MeanT == nil || d.MeanT.Delta[0][1] != d.MeanT.B[0][1]-d.MeanT.A[0][1] {
+		t.Fatalf("mean T̂ change %+v", d.MeanT)
+	}
+
+	other := smallConfig(online.ModeRating)
+	other.Dim = 4
+	mr := newModel(t, other)
+	step(t, mr, evs[:500])
+	x := Diff(a, "a", readBack(t, mr, nil), "r")
+	if x.MeanT != nil || x.UserDrift.Comparable || len(x.ConfigChanges) < 2 {
+		t.Fatalf("models of different shape: T̂ %v, comparable %v, config changes %v", x.MeanT, x.UserDrift.Comparable, x.ConfigChanges)
+	}
+	var txt bytes.Buffer
+	for _, r := range []DiffReport{d, x} {
+		if err := r.WriteText(&txt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, want := range []string{"+1001", "clicks", "max |B-A|", "embedding drift", d.UserDrift.MaxID, "dimensions differ", "K differs", "mode"} {
+		if !strings.Contains(txt.String(), want) {
+			t.Errorf("diff text lacks %q:\n%s", want, txt.String())
+		}
+	}
+}
