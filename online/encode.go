@@ -292,49 +292,32 @@ func (d *decoder) fits(n, size int) bool {
 const chunk = 1 << 14
 
 func (d *decoder) floats(n int) []float64 {
-	if !d.fits(n, 8) {
-		return nil
-	}
-	v := make([]float64, 0, min(n, chunk))
-	for len(v) < n && d.err == nil {
+	return readSlice(d, n, 8, func() float64 {
 		x := d.f64()
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			d.fail("non-finite parameter")
 		}
-		v = append(v, x)
-	}
-	return v
+		return x
+	})
 }
 
 func (d *decoder) int32s(n int) []int32 {
-	if !d.fits(n, 4) {
-		return nil
-	}
-	v := make([]int32, 0, min(n, chunk))
-	for len(v) < n && d.err == nil {
-		v = append(v, int32(d.u32()))
-	}
-	return v
+	return readSlice(d, n, 4, func() int32 { return int32(d.u32()) })
 }
 
-func (d *decoder) uint32s(n int) []uint32 {
-	if !d.fits(n, 4) {
-		return nil
-	}
-	v := make([]uint32, 0, min(n, chunk))
-	for len(v) < n && d.err == nil {
-		v = append(v, d.u32())
-	}
-	return v
-}
+func (d *decoder) uint32s(n int) []uint32 { return readSlice(d, n, 4, d.u32) }
 
-func (d *decoder) uint64s(n int) []uint64 {
-	if !d.fits(n, 8) {
+func (d *decoder) uint64s(n int) []uint64 { return readSlice(d, n, 8, d.u64) }
+
+// readSlice reads n values of size bytes each with read, growing the slice
+// as data arrives.
+func readSlice[T any](d *decoder, n, size int, read func() T) []T {
+	if !d.fits(n, size) {
 		return nil
 	}
-	v := make([]uint64, 0, min(n, chunk))
+	v := make([]T, 0, min(n, chunk))
 	for len(v) < n && d.err == nil {
-		v = append(v, d.u64())
+		v = append(v, read())
 	}
 	return v
 }

@@ -654,15 +654,24 @@ func (m *Model) Summary() Summary {
 	return s
 }
 
-// Predict writes f(x) for (user, item) into dst (K values) and reports
-// whether both are known. It does not change the model.
-func (m *Model) Predict(user, item string, dst []float64) bool {
+// pair looks up (user, item) and leaves their z = p_u ⊙ q_i in the scratch
+// buffer; ok is false if either is unknown.
+func (m *Model) pair(user, item string) (i int32, ok bool) {
 	u, ok1 := m.userIdx[user]
 	i, ok2 := m.itemIdx[item]
 	if !ok1 || !ok2 {
-		return false
+		return 0, false
 	}
 	hadamard(m.z, m.row(m.p, u), m.row(m.q, i))
+	return i, true
+}
+
+// Predict writes f(x) for (user, item) into dst (K values) and reports
+// whether both are known. It does not change the model.
+func (m *Model) Predict(user, item string, dst []float64) bool {
+	if _, ok := m.pair(user, item); !ok {
+		return false
+	}
 	classForward(dst[:m.k], m.w, m.b, m.z)
 	return true
 }
@@ -671,12 +680,10 @@ func (m *Model) Predict(user, item string, dst []float64) bool {
 // row-major) and reports whether both are known. It reads the network
 // even when T̂ is not active yet.
 func (m *Model) Transition(user, item string, dst []float64) bool {
-	u, ok1 := m.userIdx[user]
-	i, ok2 := m.itemIdx[item]
-	if !ok1 || !ok2 {
+	i, ok := m.pair(user, item)
+	if !ok {
 		return false
 	}
-	hadamard(m.z, m.row(m.p, u), m.row(m.q, i))
 	m.tcur = i
 	m.transition(dst[:m.k*m.k])
 	return true
