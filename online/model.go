@@ -244,18 +244,19 @@ func (m *Model) distilling() bool {
 // forwardNegative is forward for a sampled negative in binary mode. With
 // T̂ one-sided, an observed 0 means a clean 0, so the corrected loss of a
 // negative is the plain cross-entropy whatever T̂ is, and T̂ is computed only
-// when the negative trains T̂ (trainT, and distilled). It returns y*.
-func (m *Model) forwardNegative(u, j int32, trainT bool) int {
+// when the negative trains η̃ and T̂ (aux) and is distilled. It returns y*,
+// which is -1 for a negative that does not train them.
+func (m *Model) forwardNegative(u, j int32, aux bool) int {
 	hadamard(m.z, m.row(m.p, u), m.row(m.q, j))
 	m.tcur = j
 	classForward(m.f, m.w, m.b, m.z)
 	copy(m.t, m.eye)
-	if m.cfg.Plain {
+	if m.cfg.Plain || !aux {
 		return -1
 	}
 	classForward(m.fn, m.wn, m.bn, m.z)
 	ystar := m.distill()
-	if trainT && ystar == 0 && m.transitionActive() && !m.cfg.NoTransition {
+	if ystar == 0 && m.transitionActive() && !m.cfg.NoTransition {
 		m.transition(m.t)
 	}
 	return ystar
@@ -400,16 +401,16 @@ func (m *Model) Step(ev Event, sc *Score) error {
 			if j < 0 {
 				continue
 			}
-			// T̂ learns from the first negative only, with weight m·(1/m):
-			// the same expected gradient as all m at weight 1/m, for a
-			// quarter of the work at m = 4.
-			trainT := n == 0
-			ystar := m.forwardNegative(u, j, trainT)
-			tWeight := 0.0
-			if trainT {
-				tWeight = 1
+			// η̃ and T̂ learn from the first negative only, with weight
+			// m·(1/m): the same expected gradient as all m at weight 1/m,
+			// for a quarter of the work at m = 4.
+			aux := n == 0
+			ystar := m.forwardNegative(u, j, aux)
+			auxWeight := 0.0
+			if aux {
+				auxWeight = 1
 			}
-			ok = m.learnPair(u, j, 0, ystar, 0, negWeight, tWeight) && ok
+			ok = m.learnPair(u, j, 0, ystar, 0, negWeight, auxWeight) && ok
 		}
 	}
 	m.remember(u, i)
@@ -427,22 +428,23 @@ func (m *Model) Step(ev Event, sc *Score) error {
 // learnPair applies one SGD step for the pair whose forward pass is in the
 // scratch buffers. It reports false, and changes nothing, if a gradient is
 // not finite.
-func (m *Model) learnPair(u, i int32, y, ystar int, w, weight, tWeight float64) bool {
-	trans, ok := m.grads(u, i, y, ystar, w, weight, tWeight)
+func (m *Model) learnPair(u, i int32, y, ystar int, w, weight, auxWeight float64) bool {
+	trans, ok := m.grads(u, i, y, ystar, w, weight, auxWeight)
 	if !ok {
 		return false
 	}
-	m.apply(u, i, y, ystar, trans)
+	m.apply(u, i, ystar, trans, auxWeight > 0)
 	return true
 }
 
 // grads fills the scratch gradients for the pair in the forward buffers:
-// m.g (classifier logits; dW_k = g_k z, db = g), m.gn (the noisy head's
-// logits, plain cross-entropy on the observed label), m.dp and m.dq (embedding
-// rows, with weight decay), all scaled by weight, and, when trans is true, m.gt (row ystar of
-// the transition logits). Each is clipped to Config.Clip. ok is false if
+// m.g (classifier logits; dW_k = g_k z, db = g) and m.dp, m.dq (embedding
+// rows, with weight decay), scaled by weight; m.gn (the noisy head η̃'s
+// logits, plain cross-entropy on the observed label) and, when trans is
+// true, m.gt (row ystar of the transition logits), scaled by auxWeight, and
+// zero when auxWeight is 0. Each is clipped to Config.Clip. ok is false if
 // any is not finite.
-func (m *Model) grads(u, i int32, y, ystar int, w, weight, tWeight float64) (trans, ok bool) {
+func (m *Model) grads(u, i int32, y, ystar int, w, weight, auxWeight float64) (trans, ok bool) {
 	cfg := &m.cfg
 	lw := 0.0
 	if ystar >= 0 {
@@ -465,11 +467,14 @@ func (m *Model) grads(u, i int32, y, ystar int, w, weight, tWeight float64) (tra
 	for k := 1; k < m.k; k++ { // row 0 is the reference: zero
 		axpy(m.dz, m.g[k], m.w[k*d:(k+1)*d])
 	}
-	if !cfg.Plain {
+	for j := range m.gn {
+		m.gn[j] = 0
+	}
+	if !cfg.Plain && auxWeight > 0 {
 		for j := range m.gn {
-			m.gn[j] = weight * m.fn[j]
+			m.gn[j] = auxWeight * m.fn[j]
 		}
-		m.gn[y] -= weight
+		m.gn[y] -= auxWeight
 		clipNorm(m.gn, cfg.Clip)
 		if cfg.NoisyHeadTrainsEmbeddings {
 			for k := 1; k < m.k; k++ {
@@ -478,11 +483,11 @@ func (m *Model) grads(u, i int32, y, ystar int, w, weight, tWeight float64) (tra
 		}
 	}
 	m.dp2, m.dq2 = embeddingGrads(m.dp, m.dq, m.dz, p, q, cfg.L2, cfg.Clip)
-	trans = ystar >= 0 && tWeight > 0 && m.transitionActive() && !(m.cfg.Mode == ModeBinary && ystar == 1)
+	trans = ystar >= 0 && auxWeight > 0 && m.transitionActive() && !(m.cfg.Mode == ModeBinary && ystar == 1)
 	if trans {
 		transGrad(m.gt, m.t, m.k, ystar, y)
 		for j := range m.gt {
-			m.gt[j] *= tWeight
+			m.gt[j] *= auxWeight
 		}
 		clipNorm(m.gt, cfg.Clip)
 	}
@@ -507,16 +512,16 @@ func embeddingGrads(dp, dq, dz, p, q []float64, l2, c float64) (dp2, dq2 float64
 }
 
 // apply takes one step along the gradients grads left in the scratch
-// buffers: plain SGD for the networks, a per-row adaptive step
-// (lr/sqrt(1+G), G the row's accumulated mean squared gradient) for the
-// embeddings, so that rows seen often move less.
-func (m *Model) apply(u, i int32, y, ystar int, trans bool) {
+// buffers: plain SGD for the networks (η̃ only if aux, T̂ only if trans), a
+// per-row adaptive step (lr/sqrt(1+G), G the row's accumulated mean
+// squared gradient) for the embeddings, so that rows seen often move less.
+func (m *Model) apply(u, i int32, ystar int, trans, aux bool) {
 	d, lr := m.d, m.cfg.LearningRate
 	for k := 1; k < m.k; k++ {
 		axpy(m.w[k*d:(k+1)*d], -lr*m.g[k], m.z)
 		m.b[k] -= lr * m.g[k]
 	}
-	if !m.cfg.Plain {
+	if aux && !m.cfg.Plain {
 		for k := 1; k < m.k; k++ {
 			axpy(m.wn[k*d:(k+1)*d], -lr*m.gn[k], m.z)
 			m.bn[k] -= lr * m.gn[k]
