@@ -1,0 +1,373 @@
+package eval
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+
+	"denoiser/online"
+)
+
+// Weight scores: which of the denoiser's outputs weighs a positive in the
+// downstream recommender.
+const (
+	// WeightProduct is reliability × p_clean: the GMM's reliability and
+	// the transition-based posterior that the observed positive is clean.
+	// Each ablation removes one factor (w = 1 leaves p_clean, T̂ = I
+	// leaves the reliability, since p_clean ≡ 1 there).
+	WeightProduct     = "product"
+	WeightPClean      = "p_clean"
+	WeightReliability = "reliability"
+)
+
+// Variant is one configuration of the denoiser in the recommend
+// experiment.
+type Variant struct {
+	Name   string
+	Config online.Config
+}
+
+// DefaultVariants are the full model (progressive ρ), the ablations and the
+// fixed-ρ schedules of the paper's RQ3 and RQ4.
+func DefaultVariants() []Variant {
+	base := online.Config{Mode: online.ModeBinary}
+	v := func(name string, f func(*online.Config)) Variant {
+		c := base
+		f(&c)
+		return Variant{name, c}
+	}
+	return []Variant{
+		v("RGBT (progressive ρ)", func(*online.Config) {}),
+		v("w = 1 (no GMM)", func(c *online.Config) { c.NoGMM = true }),
+		v("T̂ = I (no transition)", func(c *online.Config) { c.NoTransition = true }),
+		v("fixed ρ = 0.4", func(c *online.Config) { c.RhoSchedule, c.RhoStart = online.RhoFixed, 0.4 }),
+		v("fixed ρ = 0.6", func(c *online.Config) { c.RhoSchedule, c.RhoStart = online.RhoFixed, 0.6 }),
+		v("fixed ρ = 0.8", func(c *online.Config) { c.RhoSchedule, c.RhoStart = online.RhoFixed, 0.8 }),
+	}
+}
+
+// RecommendConfig configures the RQ1/RQ3/RQ4 experiment.
+type RecommendConfig struct {
+	Split string // random (default) or chrono
+	Seeds int    // default 3
+	// Passes is the number of passes of the denoiser over the training
+	// stream; scores come from the last pass (default 5).
+	Passes int
+	// Weight is the score that weighs positives downstream: product
+	// (default), p_clean or reliability.
+	Weight   string
+	GMF      GMFConfig
+	Variants []Variant // default DefaultVariants
+	// TCEDrop is T-CE's final drop rate (default 0.2).
+	TCEDrop float64
+	// Segments is the number of points per pass of the distilled-share
+	// curve (default 10).
+	Segments int
+	Workers  int // default 2
+	Progress *Counter
+}
+
+func (c *RecommendConfig) defaults() error {
+	if c.Split == "" {
+		c.Split = SplitRandom
+	}
+	if c.Seeds == 0 {
+		c.Seeds = 3
+	}
+	if c.Passes == 0 {
+		c.Passes = 5
+	}
+	if c.Weight == "" {
+		c.Weight = WeightProduct
+	}
+	if c.Variants == nil {
+		c.Variants = DefaultVariants()
+	}
+	if c.TCEDrop == 0 {
+		c.TCEDrop = 0.2
+	}
+	if c.Segments == 0 {
+		c.Segments = 10
+	}
+	if c.Workers == 0 {
+		c.Workers = 2
+	}
+	switch {
+	case c.Split != SplitRandom && c.Split != SplitChrono:
+		return fmt.Errorf("recommend: unknown split %q (use random or chrono)", c.Split)
+	case c.Weight != WeightProduct && c.Weight != WeightPClean && c.Weight != WeightReliability:
+		return fmt.Errorf("recommend: unknown weight %q (use product, p_clean or reliability)", c.Weight)
+	case c.Seeds < 1 || c.Passes < 1 || c.Workers < 1 || c.Segments < 1:
+		return fmt.Errorf("recommend: seeds, passes, workers and segments must be positive")
+	}
+	for _, v := range c.Variants {
+		if err := v.Config.Validate(); err != nil {
+			return fmt.Errorf("recommend: variant %s: %w", v.Name, err)
+		}
+	}
+	return nil
+}
+
+// Row is one method's metrics, mean and std over seeds.
+type Row struct {
+	Method     string        `json:"method"`
+	Group      string        `json:"group"`
+	RecallMean []float64     `json:"recall_mean"`
+	RecallStd  []float64     `json:"recall_std"`
+	NDCGMean   []float64     `json:"ndcg_mean"`
+	NDCGStd    []float64     `json:"ndcg_std"`
+	PerSeed    []RankMetrics `json:"per_seed"`
+	// WeightMean is the mean raw weight the denoiser gave the training
+	// positives (weighted rows), and WeightRating5 / WeightRating12 the
+	// mean weight of the rating-5 and rating-1/2 positives.
+	WeightMean     float64 `json:"weight_mean,omitempty"`
+	WeightRating5  float64 `json:"weight_rating5,omitempty"`
+	WeightRating12 float64 `json:"weight_rating12,omitempty"`
+}
+
+// Curve is the share of events distilled over the denoiser's run.
+type Curve struct {
+	Variant string    `json:"variant"`
+	Passes  []float64 `json:"passes"` // x: passes over the stream so far
+	Share   []float64 `json:"share"`  // y: share of the segment's events distilled
+}
+
+// RecommendResult is the outcome of RunRecommend.
+type RecommendResult struct {
+	Meta      Meta    `json:"meta"`
+	Split     string  `json:"split"`
+	Seeds     int     `json:"seeds"`
+	Passes    int     `json:"passes"`
+	Weight    string  `json:"weight"`
+	Cutoffs   []int   `json:"cutoffs"`
+	Train     int     `json:"train"`
+	Valid     int     `json:"valid"`
+	TestClean int     `json:"test_clean"`
+	Rows      []Row   `json:"rows"`
+	Curves    []Curve `json:"curves"`
+}
+
+// Groups of rows.
+const (
+	GroupDownstream = "downstream GMF"
+	GroupDenoiserF  = "denoiser's f as the recommender"
+)
+
+type recTask struct {
+	seed    uint64
+	kind    string // normal, tce, variant
+	variant int
+}
+
+type recOut struct {
+	rows  []recRow // downstream and f rows
+	curve []float64
+}
+
+type recRow struct {
+	method, group string
+	m             RankMetrics
+	w, w5, w12    float64
+}
+
+// RunRecommend runs the downstream experiment on d.
+func RunRecommend(ctx context.Context, d *Dataset, cfg RecommendConfig) (*RecommendResult, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	var tasks []recTask
+	for s := range cfg.Seeds {
+		seed := uint64(s + 1)
+		tasks = append(tasks, recTask{seed, "normal", 0}, recTask{seed, "tce", 0})
+		for v := range cfg.Variants {
+			tasks = append(tasks, recTask{seed, "variant", v})
+		}
+	}
+	if cfg.Progress != nil {
+		cfg.Progress.Total.Store(int64(len(tasks)))
+	}
+	splits := make([]Split, cfg.Seeds)
+	tests := make([][]Interaction, cfg.Seeds)
+	for s := range splits {
+		sp, err := SplitData(d, cfg.Split, uint64(s+1))
+		if err != nil {
+			return nil, err
+		}
+		splits[s], tests[s] = sp, CleanTest(sp.Test, 5)
+	}
+	outs, err := parallel(ctx, len(tasks), cfg.Workers, func(n int) (recOut, error) {
+		t := tasks[n]
+		sp, test := splits[t.seed-1], tests[t.seed-1]
+		defer cfg.Progress.job()
+		switch t.kind {
+		case "normal", "tce":
+			gc, name := cfg.GMF, "Normal"
+			if t.kind == "tce" {
+				gc.DropRate, name = cfg.TCEDrop, "T-CE"
+			}
+			g, err := TrainGMF(gc, d.Users, d.Items, sp.Train, nil, sp.Valid, t.seed)
+			if err != nil {
+				return recOut{}, err
+			}
+			cfg.Progress.events(len(sp.Train) * g.Epochs)
+			return recOut{rows: []recRow{{method: name, group: GroupDownstream, m: Evaluate(g.Score, d.Users, d.Items, sp.Train, test)}}}, nil
+		}
+		v := cfg.Variants[t.variant]
+		return runVariant(cfg, d, v, sp, test, t.seed)
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := &RecommendResult{Split: cfg.Split, Seeds: cfg.Seeds, Passes: cfg.Passes, Weight: cfg.Weight, Cutoffs: Cutoffs,
+		Train: len(splits[0].Train), Valid: len(splits[0].Valid), TestClean: len(tests[0])}
+	// Gather rows by (group, method) in task order of the first seed.
+	type key struct{ group, method string }
+	var order []key
+	acc := map[key]*Row{}
+	curves := map[int][]float64{}
+	for n, t := range tasks {
+		for _, r := range outs[n].rows {
+			k := key{r.group, r.method}
+			row, ok := acc[k]
+			if !ok {
+				row = &Row{Method: r.method, Group: r.group}
+				acc[k] = row
+				order = append(order, k)
+			}
+			row.PerSeed = append(row.PerSeed, r.m)
+			row.WeightMean += r.w / float64(cfg.Seeds)
+			row.WeightRating5 += r.w5 / float64(cfg.Seeds)
+			row.WeightRating12 += r.w12 / float64(cfg.Seeds)
+		}
+		if t.kind == "variant" {
+			c := curves[t.variant]
+			if c == nil {
+				c = make([]float64, len(outs[n].curve))
+			}
+			for j, v := range outs[n].curve {
+				c[j] += v / float64(cfg.Seeds)
+			}
+			curves[t.variant] = c
+		}
+	}
+	for _, g := range []string{GroupDownstream, GroupDenoiserF} {
+		for _, k := range order {
+			if k.group != g {
+				continue
+			}
+			row := acc[k]
+			for c := range Cutoffs {
+				var rs, ns []float64
+				for _, m := range row.PerSeed {
+					rs, ns = append(rs, m.Recall[c]), append(ns, m.NDCG[c])
+				}
+				rm, rsd := MeanStd(rs)
+				nm, nsd := MeanStd(ns)
+				row.RecallMean, row.RecallStd = append(row.RecallMean, rm), append(row.RecallStd, rsd)
+				row.NDCGMean, row.NDCGStd = append(row.NDCGMean, nm), append(row.NDCGStd, nsd)
+			}
+			res.Rows = append(res.Rows, *row)
+		}
+	}
+	for v := range cfg.Variants {
+		c := Curve{Variant: cfg.Variants[v].Name}
+		for j, s := range curves[v] {
+			c.Passes = append(c.Passes, float64(j+1)/float64(cfg.Segments))
+			c.Share = append(c.Share, s)
+		}
+		res.Curves = append(res.Curves, c)
+	}
+	return res, nil
+}
+
+// runVariant trains one denoiser variant on the training stream, ranks
+// with its classifier f, and trains the downstream GMF on the positives
+// weighted by its last-pass scores.
+func runVariant(cfg RecommendConfig, d *Dataset, v Variant, sp Split, test []Interaction, seed uint64) (recOut, error) {
+	m, err := online.New(v.Config, rand.NewPCG(seed, seed^seedStream))
+	if err != nil {
+		return recOut{}, err
+	}
+	train := sp.Train
+	weights := make([]float64, len(train))
+	seg := max(1, len(train)/cfg.Segments)
+	var curve []float64
+	distilled, inSeg := 0, 0
+	var sc online.Score
+	for pass := range cfg.Passes {
+		for n, x := range train {
+			if err := m.Step(online.Event{User: UserID(x.User), Item: ItemID(x.Item)}, &sc); err != nil {
+				return recOut{}, fmt.Errorf("variant %s: step: %w", v.Name, err)
+			}
+			if sc.Distilled >= 0 {
+				distilled++
+			}
+			if inSeg++; inSeg == seg {
+				curve = append(curve, float64(distilled)/float64(seg))
+				distilled, inSeg = 0, 0
+			}
+			if pass == cfg.Passes-1 {
+				switch cfg.Weight {
+				case WeightReliability:
+					weights[n] = sc.Reliability
+				case WeightPClean:
+					weights[n] = sc.PClean
+				default:
+					weights[n] = sc.Reliability * sc.PClean
+				}
+			}
+		}
+		// A partial last segment would be noisy: drop it.
+		distilled, inSeg = 0, 0
+	}
+	cfg.Progress.events(len(train) * cfg.Passes)
+	fm := Evaluate(modelScorer(m, d.Items), d.Users, d.Items, train, test)
+	var w, w5, w12 float64
+	var n5, n12 int
+	for n, x := range train {
+		w += weights[n]
+		switch {
+		case x.Rating == 5:
+			w5 += weights[n]
+			n5++
+		case x.Rating <= 2:
+			w12 += weights[n]
+			n12++
+		}
+	}
+	mean := w / float64(len(train))
+	// Weights are rescaled to mean 1 so that weighting changes the mix of
+	// positives, not the overall step size.
+	norm := make([]float64, len(weights))
+	for n, x := range weights {
+		norm[n] = x / max(mean, 1e-12)
+	}
+	g, err := TrainGMF(cfg.GMF, d.Users, d.Items, train, norm, sp.Valid, seed)
+	if err != nil {
+		return recOut{}, err
+	}
+	cfg.Progress.events(len(train) * g.Epochs)
+	gm := Evaluate(g.Score, d.Users, d.Items, train, test)
+	return recOut{
+		rows: []recRow{
+			{method: v.Name + "-weighted", group: GroupDownstream, m: gm, w: mean, w5: w5 / float64(max(n5, 1)), w12: w12 / float64(max(n12, 1))},
+			{method: v.Name, group: GroupDenoiserF, m: fm},
+		},
+		curve: curve,
+	}, nil
+}
+
+// modelScorer ranks items by the denoiser's clean posterior f_1(x).
+func modelScorer(m *online.Model, items int) Scorer {
+	f := make([]float64, m.K())
+	return func(u int32, dst []float64) {
+		uid := UserID(u)
+		for i := range dst {
+			if m.Predict(uid, ItemID(int32(i)), f) {
+				dst[i] = f[len(f)-1]
+			} else {
+				dst[i] = -1 // unseen item: last
+			}
+		}
+	}
+}
