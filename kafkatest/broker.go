@@ -214,11 +214,18 @@ var topicSeq atomic.Uint64
 func (b *Broker) Topic(t testing.TB, prefix string, partitions int) string {
 	t.Helper()
 	name := fmt.Sprintf("%s-%d-%d-%d", prefix, os.Getpid(), time.Now().UnixNano()%1e9, topicSeq.Add(1))
+	b.CreateTopic(t, name, partitions)
+	return name
+}
+
+// CreateTopic creates a topic and waits until every partition is served.
+func (b *Broker) CreateTopic(t testing.TB, name string, partitions int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	tr := &kafka.Transport{}
 	defer tr.CloseIdleConnections()
-	c := &kafka.Client{Addr: kafka.TCP(b.Addrs...), Transport: tr}
+	c := &kafka.Client{Addr: kafka.TCP(b.addrs()...), Transport: tr}
 	for {
 		resp, err := c.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{
 			Topic: name, NumPartitions: partitions, ReplicationFactor: 1,
@@ -247,7 +254,6 @@ func (b *Broker) Topic(t testing.TB, prefix string, partitions int) string {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	return name
 }
 
 // Produce writes msgs to topic, partitioned by key with the Java client's

@@ -1,0 +1,256 @@
+package service
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"denoiser/consumer"
+	"denoiser/online"
+	"denoiser/state"
+)
+
+// committer commits next offsets to the consumer group (the KafkaSource).
+type committer interface {
+	Commit(ctx context.Context, positions []consumer.Position) error
+}
+
+// saver commits checkpoints (the state.Store).
+type saver interface {
+	Save(ctx context.Context, cp state.Checkpoint) error
+}
+
+type partitionKey struct {
+	topic     string
+	partition int32
+}
+
+// checkpointer takes checkpoints. Its fields without a lock belong to the
+// model goroutine: it tracks the next input position of every partition
+// the model has read, and every EveryEvents records (or on a timer task)
+// it flushes the output, serialises the model into a buffer and hands
+// buffer and positions to its saver goroutine, which commits them to the
+// store, then commits the offsets to the group. The model loop pauses for
+// the flush and the serialisation only, never for the store. While a save
+// is in flight, a due checkpoint is postponed to the next record, so the
+// one buffer is never written while the store reads it (state.Store.Save
+// does not copy the model).
+type checkpointer struct {
+	store   saver
+	model   *online.Model
+	commit  committer
+	metrics *metrics
+	log     *slog.Logger
+	every   int
+	timeout time.Duration // for the offset commit
+
+	positions map[partitionKey]int64
+	pending   int // records since the last checkpoint
+	saving    bool
+	buf       bytes.Buffer
+	last      time.Time // when the last checkpoint was taken
+
+	jobs    chan state.Checkpoint
+	results chan error
+	wg      sync.WaitGroup
+	failing atomic.Bool // the last save failed
+}
+
+func newCheckpointer(store saver, model *online.Model, commit committer, m *metrics, log *slog.Logger,
+	every int, timeout time.Duration, positions []state.Position) *checkpointer {
+	c := &checkpointer{
+		store: store, model: model, commit: commit, metrics: m, log: log, every: every, timeout: timeout,
+		positions: map[partitionKey]int64{},
+		last:      time.Now(),
+		jobs:      make(chan state.Checkpoint),
+		results:   make(chan error, 1),
+	}
+	for _, p := range positions {
+		c.positions[partitionKey{p.Topic, int32(p.Partition)}] = p.Next
+	}
+	c.wg.Add(1)
+	go c.saveLoop()
+	return c
+}
+
+// after is consumer.Options.After: it runs on the model goroutine after
+// each record.
+func (c *checkpointer) after(ctx context.Context, r *consumer.Result, out consumer.Flusher) error {
+	c.metrics.record(r)
+	if !r.Pos.IsFile() {
+		c.positions[partitionKey{r.Pos.Topic, r.Pos.Partition}] = r.Pos.Offset + 1
+	}
+	c.pending++
+	if c.pending >= c.every {
+		return c.checkpoint(ctx, out)
+	}
+	return nil
+}
+
+// tick runs as a task on the model goroutine: it publishes the model's
+// summary and takes a checkpoint when interval has passed since the last.
+func (c *checkpointer) tick(interval time.Duration) func(context.Context, consumer.Flusher) error {
+	return func(ctx context.Context, out consumer.Flusher) error {
+		c.metrics.setSummary(c.model.Summary())
+		if time.Since(c.last) >= interval {
+			return c.checkpoint(ctx, out)
+		}
+		c.poll()
+		return nil
+	}
+}
+
+// poll notes a finished save without waiting.
+func (c *checkpointer) poll() {
+	if !c.saving {
+		return
+	}
+	select {
+	case <-c.results:
+		c.saving = false
+	default:
+	}
+}
+
+// checkpoint flushes the output and hands the model and positions to the
+// saver, unless nothing changed or a save is still in flight.
+func (c *checkpointer) checkpoint(ctx context.Context, out consumer.Flusher) error {
+	c.poll()
+	if c.pending == 0 || c.saving {
+		return nil
+	}
+	start := time.Now()
+	// Output first: the checkpoint must not cover a record whose output
+	// could still be lost.
+	if err := out.Flush(ctx); err != nil {
+		return fmt.Errorf("checkpoint: flush output: %w", err)
+	}
+	cp, err := c.snapshot()
+	if err != nil {
+		return err
+	}
+	c.pending, c.saving, c.last = 0, true, time.Now()
+	c.metrics.checkpointPause.Observe(time.Since(start).Seconds())
+	select {
+	case c.jobs <- cp:
+	case <-ctx.Done():
+		c.saving = false
+		return ctx.Err()
+	}
+	return nil
+}
+
+// snapshot serialises the model into the buffer and copies the positions.
+func (c *checkpointer) snapshot() (state.Checkpoint, error) {
+	c.buf.Reset()
+	if _, err := c.model.WriteTo(&c.buf); err != nil {
+		return state.Checkpoint{}, fmt.Errorf("checkpoint: serialise model: %w", err)
+	}
+	return state.Checkpoint{Model: c.buf.Bytes(), Positions: c.statePositions(), Version: c.model.Version()}, nil
+}
+
+// statePositions returns the positions, sorted.
+func (c *checkpointer) statePositions() []state.Position {
+	out := make([]state.Position, 0, len(c.positions))
+	for k, next := range c.positions {
+		out = append(out, state.Position{Topic: k.topic, Partition: int(k.partition), Next: next})
+	}
+	slices.SortFunc(out, func(a, b state.Position) int {
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	return out
+}
+
+// saveLoop runs on the saver goroutine.
+func (c *checkpointer) saveLoop() {
+	defer c.wg.Done()
+	for cp := range c.jobs {
+		c.results <- c.save(cp)
+	}
+}
+
+func (c *checkpointer) save(cp state.Checkpoint) error {
+	start := time.Now()
+	err := c.store.Save(context.Background(), cp)
+	d := time.Since(start)
+	if err != nil {
+		c.failing.Store(true)
+		c.metrics.checkpointFailures.Inc()
+		c.log.Error("checkpoint failed", "err", err, "model_version", cp.Version)
+		return err
+	}
+	c.failing.Store(false)
+	c.metrics.checkpoints.Inc()
+	c.metrics.checkpointDuration.Observe(d.Seconds())
+	c.metrics.checkpointBytes.Set(float64(len(cp.Model)))
+	c.metrics.saved(time.Now())
+	c.log.Debug("checkpoint saved", "model_version", cp.Version, "bytes", len(cp.Model), "positions", len(cp.Positions), "duration", d)
+	// Offsets follow the checkpoint; they serve lag monitoring and members
+	// without a checkpoint, so a failure is only logged.
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	pos := make([]consumer.Position, len(cp.Positions))
+	for i, p := range cp.Positions {
+		pos[i] = consumer.Position{Topic: p.Topic, Partition: int32(p.Partition), Offset: p.Next}
+	}
+	if err := c.commit.Commit(ctx, pos); err != nil {
+		c.log.Warn("commit offsets (lag monitoring only)", "err", err)
+	}
+	return nil
+}
+
+// finish runs on the model goroutine once the loop has returned. It waits
+// for the save in flight and, if final is set (the loop drained cleanly,
+// so every record's output is flushed), takes a last checkpoint of what is
+// left. It returns early when ctx ends.
+func (c *checkpointer) finish(ctx context.Context, final bool) error {
+	c.metrics.setSummary(c.model.Summary())
+	if c.saving {
+		select {
+		case <-c.results:
+			c.saving = false
+		case <-ctx.Done():
+			return fmt.Errorf("final checkpoint: wait for the save in flight: %w", ctx.Err())
+		}
+	}
+	if !final || c.pending == 0 {
+		return nil
+	}
+	cp, err := c.snapshot()
+	if err != nil {
+		return err
+	}
+	select {
+	case c.jobs <- cp:
+	case <-ctx.Done():
+		return fmt.Errorf("final checkpoint: %w", ctx.Err())
+	}
+	select {
+	case err := <-c.results:
+		if err != nil {
+			return fmt.Errorf("final checkpoint: %w", err)
+		}
+		c.pending = 0
+		return nil
+	case <-ctx.Done():
+		c.saving = true
+		return fmt.Errorf("final checkpoint: %w", ctx.Err())
+	}
+}
+
+// close stops the saver, waiting for a save in flight. Idempotence is the
+// caller's (Service.Run calls it once).
+func (c *checkpointer) close() {
+	close(c.jobs)
+	c.wg.Wait()
+}
+
+// currentPositions returns the model's positions (model goroutine only).
+func (c *checkpointer) currentPositions() []state.Position { return c.statePositions() }

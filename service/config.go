@@ -1,0 +1,395 @@
+package service
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"denoiser/consumer"
+	"denoiser/online"
+	"denoiser/producer"
+)
+
+// Config is the configuration of `denoiser run`: a YAML file (see
+// docs/operations.md for a complete example), then DENOISER_* environment
+// variables, then flags. The zero value of every field means the default
+// written in its comment.
+type Config struct {
+	Kafka      KafkaConfig      `yaml:"kafka"`
+	Checkpoint CheckpointConfig `yaml:"checkpoint"`
+	HTTP       HTTPConfig       `yaml:"http"`
+	Log        LogConfig        `yaml:"log"`
+	// ShutdownTimeout bounds a graceful stop (SIGTERM, SIGINT): stop
+	// fetching, drain, checkpoint, commit, close (default 10s).
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// Buffer is the number of records in flight between the reader, the
+	// model and the writer (default 256).
+	Buffer int `yaml:"buffer"`
+	// Seed seeds the model's random source when it starts from nothing
+	// (default 1). A restored model keeps its own random state.
+	Seed uint64 `yaml:"seed"`
+	// Model configures a model that starts from nothing; see online.Config.
+	// A model restored from the checkpoint keeps the configuration it was
+	// created with.
+	Model online.Config `yaml:"model"`
+}
+
+// KafkaConfig is the input, output and group configuration.
+type KafkaConfig struct {
+	// Brokers are the bootstrap addresses, host:port (required).
+	Brokers []string `yaml:"brokers"`
+	// InputTopic is the topic of raw events (required).
+	InputTopic string `yaml:"input_topic"`
+	// Group is the consumer group id (default "denoiser").
+	Group string `yaml:"group"`
+	// OutputTopic receives scored events (default InputTopic + ".scored").
+	OutputTopic string `yaml:"output_topic"`
+	// DeadLetterTopic receives bad records (default InputTopic +
+	// ".dead-letter").
+	DeadLetterTopic string `yaml:"dead_letter_topic"`
+	// Start is where a partition starts that has no checkpointed position
+	// and no committed offset: "earliest" (default) or "latest".
+	Start string `yaml:"start"`
+	// FetchMaxBytes bounds one fetch response (default 1048576).
+	FetchMaxBytes int `yaml:"fetch_max_bytes"`
+	// FetchMaxWait is how long the broker holds an empty fetch (default 250ms).
+	FetchMaxWait time.Duration `yaml:"fetch_max_wait"`
+	// FetchBuffer is the number of records fetched ahead (default 1024).
+	FetchBuffer int `yaml:"fetch_buffer"`
+	// SessionTimeout of the group membership (default 10s; the broker's
+	// group.min.session.timeout.ms, 6s by default, is the floor).
+	SessionTimeout time.Duration `yaml:"session_timeout"`
+	// HeartbeatInterval of the group membership (default 1s).
+	HeartbeatInterval time.Duration `yaml:"heartbeat_interval"`
+	// RebalanceTimeout is how long a rebalance waits for members (default 10s).
+	RebalanceTimeout time.Duration `yaml:"rebalance_timeout"`
+	// RequestTimeout bounds group requests and dials (default 5s).
+	RequestTimeout time.Duration `yaml:"request_timeout"`
+	// BatchSize is the number of output records per batch (default 1000).
+	BatchSize int `yaml:"batch_size"`
+	// BatchTimeout is how long a partial output batch waits (default 10ms).
+	BatchTimeout time.Duration `yaml:"batch_timeout"`
+	// MaxBatches bounds output batches filling, queued or in flight
+	// (default 4).
+	MaxBatches int `yaml:"max_batches"`
+	// RetryFor is how long a failing output batch is retried before the
+	// service stops (default 1m).
+	RetryFor time.Duration `yaml:"retry_for"`
+	// RequiredAcks is "all" (default) or "leader".
+	RequiredAcks string `yaml:"required_acks"`
+	// Compression of output batches: "none" (default), "gzip", "snappy",
+	// "lz4" or "zstd".
+	Compression string `yaml:"compression"`
+	// WriteTimeout bounds one produce request (default 10s).
+	WriteTimeout time.Duration `yaml:"write_timeout"`
+}
+
+// CheckpointConfig configures the Badger state.
+type CheckpointConfig struct {
+	// Dir is the Badger directory holding the model and the input
+	// positions (required). One running instance per directory.
+	Dir string `yaml:"dir"`
+	// EveryEvents: a checkpoint after this many records (default 50000).
+	EveryEvents int `yaml:"every_events"`
+	// Interval: a checkpoint at least this often while records arrive
+	// (default 10s).
+	Interval time.Duration `yaml:"interval"`
+	// NoSync skips the fsync of each checkpoint (default false).
+	NoSync bool `yaml:"no_sync"`
+	// GCInterval is the period of Badger's garbage collection (default 1m).
+	GCInterval time.Duration `yaml:"gc_interval"`
+}
+
+// HTTPConfig configures the HTTP server of /metrics, /healthz, /readyz.
+type HTTPConfig struct {
+	// Addr is the listen address (default "127.0.0.1:9464"; ":9464" for
+	// every interface; "off" for no server).
+	Addr string `yaml:"addr"`
+}
+
+// LogConfig configures the log.
+type LogConfig struct {
+	// Level is "debug", "info" (default), "warn" or "error".
+	Level string `yaml:"level"`
+	// Format is "text" (default) or "json".
+	Format string `yaml:"format"`
+}
+
+// Defaults.
+const (
+	DefaultGroup           = "denoiser"
+	DefaultHTTPAddr        = "127.0.0.1:9464"
+	DefaultShutdownTimeout = 10 * time.Second
+	DefaultEveryEvents     = 50000
+	DefaultInterval        = 10 * time.Second
+	HTTPOff                = "off"
+)
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	k := &c.Kafka
+	if k.Group == "" {
+		k.Group = DefaultGroup
+	}
+	if k.OutputTopic == "" && k.InputTopic != "" {
+		k.OutputTopic = k.InputTopic + ".scored"
+	}
+	if k.DeadLetterTopic == "" && k.InputTopic != "" {
+		k.DeadLetterTopic = k.InputTopic + ".dead-letter"
+	}
+	setDefault(&k.Start, consumer.StartEarliest)
+	setDefault(&k.FetchMaxBytes, 1<<20)
+	setDefault(&k.FetchMaxWait, 250*time.Millisecond)
+	setDefault(&k.FetchBuffer, 1024)
+	setDefault(&k.SessionTimeout, 10*time.Second)
+	setDefault(&k.HeartbeatInterval, time.Second)
+	setDefault(&k.RebalanceTimeout, 10*time.Second)
+	setDefault(&k.RequestTimeout, 5*time.Second)
+	setDefault(&k.BatchSize, 1000)
+	setDefault(&k.BatchTimeout, 10*time.Millisecond)
+	setDefault(&k.MaxBatches, 4)
+	setDefault(&k.RetryFor, time.Minute)
+	setDefault(&k.RequiredAcks, "all")
+	setDefault(&k.Compression, "none")
+	setDefault(&k.WriteTimeout, 10*time.Second)
+	setDefault(&c.Checkpoint.EveryEvents, DefaultEveryEvents)
+	setDefault(&c.Checkpoint.Interval, DefaultInterval)
+	setDefault(&c.Checkpoint.GCInterval, time.Minute)
+	setDefault(&c.HTTP.Addr, DefaultHTTPAddr)
+	setDefault(&c.Log.Level, "info")
+	setDefault(&c.Log.Format, "text")
+	setDefault(&c.ShutdownTimeout, DefaultShutdownTimeout)
+	setDefault(&c.Buffer, 256)
+	setDefault(&c.Seed, 1)
+	return c
+}
+
+func setDefault[T comparable](p *T, v T) {
+	var zero T
+	if *p == zero {
+		*p = v
+	}
+}
+
+// ErrConfig marks a configuration error; its message names the field and
+// how to set it.
+var ErrConfig = errors.New("configuration")
+
+// fieldError names a field, what is wrong and how to fix it.
+func fieldError(path, problem, example string) error {
+	return fmt.Errorf("%w: %s: %s; set it in the config file, as %s or with --set %s=%s",
+		ErrConfig, path, problem, EnvName(path), path, example)
+}
+
+// Validate checks c (with defaults applied) and returns an error naming
+// the first wrong field and how to fix it.
+func (c Config) Validate() error {
+	c = c.WithDefaults()
+	k := c.Kafka
+	switch {
+	case len(k.Brokers) == 0:
+		return fieldError("kafka.brokers", "required (host:port of at least one broker)", "127.0.0.1:9092")
+	case slices.Contains(k.Brokers, ""):
+		return fieldError("kafka.brokers", "contains an empty address", "127.0.0.1:9092")
+	case k.InputTopic == "":
+		return fieldError("kafka.input_topic", "required", "clicks")
+	case k.OutputTopic == k.InputTopic || k.DeadLetterTopic == k.InputTopic:
+		return fieldError("kafka.output_topic", "the output and dead-letter topics must differ from the input topic", k.InputTopic+".scored")
+	case k.OutputTopic == k.DeadLetterTopic:
+		return fieldError("kafka.dead_letter_topic", "must differ from the output topic", k.InputTopic+".dead-letter")
+	case k.Start != consumer.StartEarliest && k.Start != consumer.StartLatest:
+		return fieldError("kafka.start", fmt.Sprintf("%q is not earliest or latest", k.Start), "earliest")
+	case k.FetchMaxBytes < 1024:
+		return fieldError("kafka.fetch_max_bytes", "must be at least 1024", "1048576")
+	case k.FetchBuffer < 1:
+		return fieldError("kafka.fetch_buffer", "must be at least 1", "1024")
+	case k.FetchMaxWait < 0 || k.FetchMaxWait > time.Minute:
+		return fieldError("kafka.fetch_max_wait", "must be in [0, 1m]", "250ms")
+	case k.SessionTimeout < time.Second:
+		return fieldError("kafka.session_timeout", "must be at least 1s", "10s")
+	case k.HeartbeatInterval <= 0 || k.HeartbeatInterval >= k.SessionTimeout:
+		return fieldError("kafka.heartbeat_interval", "must be positive and shorter than kafka.session_timeout", "1s")
+	case k.RebalanceTimeout < time.Second:
+		return fieldError("kafka.rebalance_timeout", "must be at least 1s", "10s")
+	case k.RequestTimeout < 100*time.Millisecond:
+		return fieldError("kafka.request_timeout", "must be at least 100ms", "5s")
+	case k.BatchSize < 1:
+		return fieldError("kafka.batch_size", "must be at least 1", "1000")
+	case k.BatchTimeout < 0:
+		return fieldError("kafka.batch_timeout", "must not be negative", "10ms")
+	case k.MaxBatches < 1:
+		return fieldError("kafka.max_batches", "must be at least 1", "4")
+	case k.RetryFor < 0:
+		return fieldError("kafka.retry_for", "must not be negative", "1m")
+	case k.RequiredAcks != "all" && k.RequiredAcks != "leader":
+		return fieldError("kafka.required_acks", fmt.Sprintf("%q is not all or leader", k.RequiredAcks), "all")
+	case k.WriteTimeout < 100*time.Millisecond:
+		return fieldError("kafka.write_timeout", "must be at least 100ms", "10s")
+	case c.Checkpoint.Dir == "":
+		return fieldError("checkpoint.dir", "required (a directory for the Badger state)", "/var/lib/denoiser")
+	case c.Checkpoint.EveryEvents < 1:
+		return fieldError("checkpoint.every_events", "must be at least 1", "50000")
+	case c.Checkpoint.Interval < 10*time.Millisecond:
+		return fieldError("checkpoint.interval", "must be at least 10ms", "10s")
+	case c.Checkpoint.GCInterval < 0:
+		return fieldError("checkpoint.gc_interval", "must not be negative", "1m")
+	case !slices.Contains([]string{"debug", "info", "warn", "error"}, c.Log.Level):
+		return fieldError("log.level", fmt.Sprintf("%q is not debug, info, warn or error", c.Log.Level), "info")
+	case c.Log.Format != "text" && c.Log.Format != "json":
+		return fieldError("log.format", fmt.Sprintf("%q is not text or json", c.Log.Format), "json")
+	case c.ShutdownTimeout < time.Second:
+		return fieldError("shutdown_timeout", "must be at least 1s", "10s")
+	case c.Buffer < 1:
+		return fieldError("buffer", "must be at least 1", "256")
+	}
+	if err := (producer.KafkaConfig{Brokers: k.Brokers, Topic: k.OutputTopic, Compression: k.Compression}).Validate(); err != nil {
+		return fieldError("kafka.compression", fmt.Sprintf("%q is not none, gzip, snappy, lz4 or zstd", k.Compression), "none")
+	}
+	if err := c.Model.Validate(); err != nil {
+		return fmt.Errorf("%w: model: %w; fix the model section of the config file, the DENOISER_MODEL_* variable or --set model.FIELD=VALUE", ErrConfig, err)
+	}
+	return nil
+}
+
+// LoadConfig reads a YAML file into a Config. Unknown keys are errors, so
+// that a typo does not silently fall back to a default. An empty path
+// gives the zero Config.
+func LoadConfig(path string) (Config, error) {
+	var c Config
+	if path == "" {
+		return c, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return c, fmt.Errorf("read config: %w", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return c, fmt.Errorf("%w: parse %s: %w", ErrConfig, path, err)
+	}
+	return c, nil
+}
+
+// EnvPrefix starts the environment variables that override the config.
+const EnvPrefix = "DENOISER_"
+
+// EnvName is the environment variable of a config path:
+// "kafka.input_topic" -> "DENOISER_KAFKA_INPUT_TOPIC".
+func EnvName(path string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(path, ".", "_"))
+}
+
+// Paths lists every settable config path ("kafka.brokers", "model.dim",
+// ...), in declaration order.
+func Paths() []string {
+	var out []string
+	walk(reflect.TypeOf(Config{}), "", func(path string, _ []int) { out = append(out, path) })
+	return out
+}
+
+// walk calls fn for every leaf field of struct type t, with its dotted yaml
+// path and field index.
+func walk(t reflect.Type, prefix string, fn func(path string, index []int)) {
+	var rec func(t reflect.Type, prefix string, index []int)
+	rec = func(t reflect.Type, prefix string, index []int) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if name == "" || name == "-" || !f.IsExported() {
+				continue
+			}
+			path := name
+			if prefix != "" {
+				path = prefix + "." + name
+			}
+			idx := append(slices.Clone(index), i)
+			if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeOf(time.Duration(0)) {
+				rec(f.Type, path, idx)
+				continue
+			}
+			fn(path, idx)
+		}
+	}
+	rec(t, prefix, nil)
+}
+
+// Set sets the field at a dotted yaml path from its text form: strings as
+// they are, lists comma-separated (or a YAML flow list "[a, b]"), numbers,
+// booleans and durations ("250ms") as in YAML.
+func (c *Config) Set(path, value string) error {
+	var index []int
+	walk(reflect.TypeOf(Config{}), "", func(p string, idx []int) {
+		if p == path {
+			index = idx
+		}
+	})
+	if index == nil {
+		return fmt.Errorf("%w: unknown setting %q (known: %s)", ErrConfig, path, strings.Join(Paths(), ", "))
+	}
+	f := reflect.ValueOf(c).Elem().FieldByIndex(index)
+	if err := setValue(f, value); err != nil {
+		return fmt.Errorf("%w: %s = %q: %w", ErrConfig, path, value, err)
+	}
+	return nil
+}
+
+func setValue(f reflect.Value, value string) error {
+	switch {
+	case f.Kind() == reflect.String:
+		f.SetString(value)
+		return nil
+	case f.Kind() == reflect.Slice && !strings.HasPrefix(strings.TrimSpace(value), "["):
+		s := reflect.MakeSlice(f.Type(), 0, 4)
+		if strings.TrimSpace(value) != "" {
+			for _, part := range strings.Split(value, ",") {
+				e := reflect.New(f.Type().Elem()).Elem()
+				if err := setValue(e, strings.TrimSpace(part)); err != nil {
+					return err
+				}
+				s = reflect.Append(s, e)
+			}
+		}
+		f.Set(s)
+		return nil
+	}
+	p := reflect.New(f.Type())
+	if err := yaml.Unmarshal([]byte(value), p.Interface()); err != nil {
+		return fmt.Errorf("not a %s", f.Type())
+	}
+	f.Set(p.Elem())
+	return nil
+}
+
+// ApplyEnv sets every field whose variable (EnvName) is in environ
+// ("KEY=value" entries, as os.Environ returns). It returns the DENOISER_*
+// variables that name no field, so that the caller can warn about them.
+func (c *Config) ApplyEnv(environ []string) (unknown []string, err error) {
+	known := map[string]string{}
+	for _, p := range Paths() {
+		known[EnvName(p)] = p
+	}
+	for _, kv := range environ {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(k, EnvPrefix) {
+			continue
+		}
+		path, ok := known[k]
+		if !ok {
+			unknown = append(unknown, k)
+			continue
+		}
+		if err := c.Set(path, v); err != nil {
+			return unknown, fmt.Errorf("environment %s: %w", k, err)
+		}
+	}
+	return unknown, nil
+}

@@ -1,0 +1,44 @@
+// Package service is denoiser's stream stage (`denoiser run`): a member of
+// a Kafka consumer group that scores every input record with the online
+// model and writes it to the output topic, bad records to the dead-letter
+// topic, with Badger checkpoints, Prometheus metrics, health endpoints and
+// a bounded graceful stop. It wires consumer.KafkaSource, consumer.Run,
+// producer.KafkaSink / KafkaDeadLetter and state.Store together; the
+// operator's view is in docs/operations.md.
+//
+// # What it owns
+//
+//   - Config: the YAML configuration with defaults, Validate (errors name
+//     the field and how to set it), DENOISER_* environment overrides
+//     (ApplyEnv) and dotted-path overrides for flags (Set).
+//   - The checkpoint schedule: every Checkpoint.EveryEvents records, and
+//     every Checkpoint.Interval while records arrive. On the model
+//     goroutine a checkpoint flushes the output (so that it never covers a
+//     record whose output could be lost), serialises the model into a
+//     reused buffer and copies the positions; a saver goroutine commits
+//     them to Badger in one transaction, then commits the offsets to the
+//     group (for lag monitoring only). The loop pauses for the flush and
+//     the serialisation, never for the Badger write.
+//   - Metrics (denoiser_*, on an injected or private registry), /metrics,
+//     /healthz, /readyz, and a hook for more routes (Options.Handlers).
+//   - Tasks on the model goroutine (Submit, ModelState): the way for
+//     another component (a live snapshot) to read the model consistently.
+//
+// # Invariants
+//
+//  1. One goroutine owns the model: the one that calls Run.
+//  2. Exactly-once model state: the model and the next input position of
+//     every partition it has read are saved together; a restart restores
+//     both, and the source starts every partition at the restored
+//     position, not at the committed group offset.
+//  3. At-least-once output: a checkpoint is taken only after every record
+//     it covers has been acknowledged by the output broker; records after
+//     it are processed again after a crash and re-emitted byte-identical,
+//     with their source position in the headers and the value.
+//  4. Run returns within Config.ShutdownTimeout of its context ending,
+//     even with the broker gone; only a drain that finished cleanly is
+//     followed by a final checkpoint.
+//
+// What it must not do: know model internals (it only steps, serialises and
+// summarises the model) or encode records (package producer does).
+package service

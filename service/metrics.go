@@ -1,0 +1,258 @@
+package service
+
+import (
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"denoiser/consumer"
+	"denoiser/online"
+)
+
+// metrics are the service's Prometheus metrics, all named denoiser_*. The
+// per-record ones are updated on the model goroutine; the model's summary,
+// the partition lag and the checkpoint age are read at scrape time.
+type metrics struct {
+	consumed     prometheus.Counter
+	scored       prometheus.Counter
+	emitted      prometheus.Counter
+	deadLettered map[consumer.Reason]prometheus.Counter
+	numerical    prometheus.Counter
+	step         prometheus.Histogram
+	reliability  prometheus.Histogram
+
+	checkpoints        prometheus.Counter
+	checkpointFailures prometheus.Counter
+	checkpointDuration prometheus.Histogram
+	checkpointPause    prometheus.Histogram
+	checkpointBytes    prometheus.Gauge
+
+	mu struct {
+		sync.Mutex
+		summary    *online.Summary
+		lastSaved  time.Time // last successful checkpoint
+		restoredAt time.Time
+	}
+}
+
+// lagReader reports the input partitions (the KafkaSource).
+type lagReader interface {
+	Lag() []consumer.PartitionLag
+}
+
+func newMetrics(reg prometheus.Registerer, src lagReader) (*metrics, error) {
+	m := &metrics{
+		consumed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "denoiser_events_consumed_total",
+			Help: "Input records processed (scored or dead-lettered; blank records excluded).",
+		}),
+		scored: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "denoiser_events_scored_total",
+			Help: "Events scored by the model and handed to the output writer.",
+		}),
+		emitted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "denoiser_events_emitted_total",
+			Help: "Scored events acknowledged by the output broker (re-emits after a restart included).",
+		}),
+		numerical: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "denoiser_numerical_errors_total",
+			Help: "Events whose model update was discarded for a numerical failure (the score is still emitted).",
+		}),
+		step: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "denoiser_processing_seconds",
+			Help:    "Processing latency of one event in the model (score, then learn).",
+			Buckets: prometheus.ExponentialBuckets(1e-6, 2, 16), // 1µs .. 33ms
+		}),
+		reliability: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "denoiser_reliability",
+			Help:    "Reliability (GMM weight) of scored events.",
+			Buckets: prometheus.LinearBuckets(0.1, 0.1, 10),
+		}),
+		checkpoints: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "denoiser_checkpoints_total",
+			Help: "Checkpoints committed to the state store.",
+		}),
+		checkpointFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "denoiser_checkpoint_failures_total",
+			Help: "Checkpoints that failed to commit.",
+		}),
+		checkpointDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "denoiser_checkpoint_duration_seconds",
+			Help:    "Time to commit a checkpoint to the state store (beside the model loop).",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14), // 1ms .. 8s
+		}),
+		checkpointPause: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "denoiser_checkpoint_pause_seconds",
+			Help:    "Time the model loop paused for a checkpoint: output flush plus model serialisation.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14), // 0.5ms .. 4s
+		}),
+		checkpointBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "denoiser_checkpoint_bytes",
+			Help: "Size of the serialised model in the last checkpoint.",
+		}),
+		deadLettered: map[consumer.Reason]prometheus.Counter{},
+	}
+	dl := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "denoiser_events_dead_lettered_total",
+		Help: "Input records sent to the dead-letter topic, by reason.",
+	}, []string{"reason"})
+	for _, r := range consumer.Reasons() {
+		m.deadLettered[r] = dl.WithLabelValues(string(r))
+	}
+	for _, c := range []prometheus.Collector{
+		m.consumed, m.scored, m.emitted, m.numerical, dl, m.step, m.reliability,
+		m.checkpoints, m.checkpointFailures, m.checkpointDuration, m.checkpointPause, m.checkpointBytes,
+		&scrapeCollector{m: m, src: src},
+	} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// record counts one processed record (model goroutine).
+func (m *metrics) record(r *consumer.Result) {
+	m.consumed.Inc()
+	if !r.Scored() {
+		if c := m.deadLettered[r.Reason]; c != nil {
+			c.Inc()
+		}
+		return
+	}
+	m.scored.Inc()
+	if r.Err != nil {
+		m.numerical.Inc()
+	}
+	m.reliability.Observe(r.Score.Reliability)
+}
+
+// setSummary publishes the model's summary for the next scrapes.
+func (m *metrics) setSummary(s online.Summary) {
+	m.mu.Lock()
+	m.mu.summary = &s
+	m.mu.Unlock()
+}
+
+func (m *metrics) saved(at time.Time) {
+	m.mu.Lock()
+	m.mu.lastSaved = at
+	m.mu.Unlock()
+}
+
+// scrapeCollector emits what is read at scrape time.
+type scrapeCollector struct {
+	m   *metrics
+	src lagReader
+}
+
+var (
+	descLag = prometheus.NewDesc("denoiser_partition_lag",
+		"Records in an assigned input partition not yet read by the model (high watermark - next offset).",
+		[]string{"topic", "partition"}, nil)
+	descNext = prometheus.NewDesc("denoiser_partition_next_offset",
+		"Next input offset the model reads, per assigned partition.", []string{"topic", "partition"}, nil)
+	descAssigned = prometheus.NewDesc("denoiser_partitions_assigned",
+		"Input partitions assigned to this member.", nil, nil)
+	descAge = prometheus.NewDesc("denoiser_checkpoint_age_seconds",
+		"Seconds since the last committed checkpoint (since the start while there is none).", nil, nil)
+	descVersion = prometheus.NewDesc("denoiser_model_events",
+		"Events the model has learned from (its version).", nil, nil)
+	descUsers = prometheus.NewDesc("denoiser_model_users", "Distinct users in the model.", nil, nil)
+	descItems = prometheus.NewDesc("denoiser_model_items", "Distinct items in the model.", nil, nil)
+	descShare = prometheus.NewDesc("denoiser_distilled_share",
+		"Share of learned events that received a distilled label.", nil, nil)
+	descRho = prometheus.NewDesc("denoiser_rho",
+		"Current rho of the distillation threshold (1+rho)/2.", nil, nil)
+	descRefits = prometheus.NewDesc("denoiser_gmm_refits_total",
+		"GMM refits of the model (restored with the model).", nil, nil)
+	descFitted = prometheus.NewDesc("denoiser_gmm_fitted",
+		"1 once the GMM has been fitted.", nil, nil)
+	descReliable = prometheus.NewDesc("denoiser_gmm_reliable_component",
+		"Index of the reliable GMM component.", nil, nil)
+	descWeight = prometheus.NewDesc("denoiser_gmm_component_weight",
+		"Mixture weight of a GMM component.", []string{"component"}, nil)
+	descMean = prometheus.NewDesc("denoiser_gmm_component_mean",
+		"Mean of a GMM component, per reliability feature (score = p_u.q_i, cooc = log(1+c_ui)).",
+		[]string{"component", "feature"}, nil)
+	descTransition = prometheus.NewDesc("denoiser_mean_transition",
+		"Mean estimated transition matrix T̂ over the last refit period: P(observed | clean).",
+		[]string{"clean", "observed"}, nil)
+)
+
+func (c *scrapeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descLag, descNext, descAssigned, descAge, descVersion, descUsers, descItems,
+		descShare, descRho, descRefits, descFitted, descReliable, descWeight, descMean, descTransition} {
+		ch <- d
+	}
+}
+
+func (c *scrapeCollector) Collect(ch chan<- prometheus.Metric) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	if c.src != nil {
+		lags := c.src.Lag()
+		gauge(descAssigned, float64(len(lags)))
+		for _, l := range lags {
+			p := strconv.Itoa(l.Partition)
+			if lag := l.Lag(); lag >= 0 {
+				gauge(descLag, float64(lag), l.Topic, p)
+			}
+			if l.Next >= 0 {
+				gauge(descNext, float64(l.Next), l.Topic, p)
+			}
+		}
+	}
+	c.m.mu.Lock()
+	s, last, start := c.m.mu.summary, c.m.mu.lastSaved, c.m.mu.restoredAt
+	c.m.mu.Unlock()
+	if last.IsZero() {
+		last = start
+	}
+	if !last.IsZero() {
+		gauge(descAge, time.Since(last).Seconds())
+	}
+	if s == nil {
+		return
+	}
+	gauge(descVersion, float64(s.Events))
+	gauge(descUsers, float64(s.Users))
+	gauge(descItems, float64(s.Items))
+	gauge(descShare, s.DistilledShare)
+	gauge(descRho, s.Rho)
+	ch <- prometheus.MustNewConstMetric(descRefits, prometheus.CounterValue, float64(s.Refits))
+	fitted := 0.0
+	if s.GMM.Fitted {
+		fitted = 1
+	}
+	gauge(descFitted, fitted)
+	gauge(descReliable, float64(s.GMM.Reliable))
+	for i, comp := range s.GMM.Components {
+		ci := strconv.Itoa(i)
+		gauge(descWeight, comp.Weight, ci)
+		gauge(descMean, comp.Mean[0], ci, "score")
+		gauge(descMean, comp.Mean[1], ci, "cooc")
+	}
+	for i, row := range s.MeanTransition {
+		for j, v := range row {
+			gauge(descTransition, v, strconv.Itoa(i), strconv.Itoa(j))
+		}
+	}
+}
+
+// timedModel measures Step.
+type timedModel struct {
+	m *online.Model
+	h prometheus.Histogram
+}
+
+func (t timedModel) Step(ev online.Event, sc *online.Score) error {
+	start := time.Now()
+	err := t.m.Step(ev, sc)
+	t.h.Observe(time.Since(start).Seconds())
+	return err
+}

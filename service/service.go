@@ -1,0 +1,475 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"denoiser/consumer"
+	"denoiser/online"
+	"denoiser/producer"
+	"denoiser/state"
+)
+
+// seedStream is xored into the seed to form the second PCG word, as in
+// `denoiser replay`, so that the same seed gives the same model.
+const seedStream = 0x9e3779b97f4a7c15
+
+// Errors.
+var (
+	// ErrNotRunning is returned by Submit when the model loop is not
+	// running (it has stopped, or Run was never called).
+	ErrNotRunning = errors.New("service: model loop not running")
+	// ErrStarted is returned by a second call to Run.
+	ErrStarted = errors.New("service: already started")
+	// ErrShutdownTimeout is returned by Run when a graceful stop did not
+	// finish within Config.ShutdownTimeout; what was left was abandoned
+	// (the output of the records after the last checkpoint is re-emitted
+	// on restart).
+	ErrShutdownTimeout = errors.New("service: shutdown timeout")
+)
+
+// Task runs on the model goroutine between two records; see
+// consumer.Options.Tasks.
+type Task = func(ctx context.Context, out consumer.Flusher) error
+
+// Initial supplies the model and positions to start from when the state
+// directory holds no checkpoint (for example from a snapshot file). A nil
+// model means: start a new one from the configuration.
+type Initial func(ctx context.Context) (*online.Model, []state.Position, error)
+
+// Options are the service's dependencies.
+type Options struct {
+	// Logger receives the log (default: discard).
+	Logger *slog.Logger
+	// Registerer receives the metrics and Gatherer serves them at /metrics.
+	// Default: a new registry of the service's own, with the Go and process
+	// collectors. Never the global registry.
+	Registerer prometheus.Registerer
+	Gatherer   prometheus.Gatherer
+	// Initial, if set, is called by New when the state holds no
+	// checkpoint; the model and positions it returns are saved as the
+	// first checkpoint at once.
+	Initial Initial
+	// Handlers are extra HTTP routes on the service's server, by pattern
+	// ("/snapshot", "POST /snapshot"); see Submit and ModelState.
+	Handlers map[string]http.Handler
+}
+
+// Service is the stream stage: a consumer-group member that scores every
+// input record with the model and writes it to the output topic, with
+// checkpoints, metrics and a bounded graceful stop. See doc.go.
+type Service struct {
+	cfg   Config
+	log   *slog.Logger
+	store *state.Store
+	model *online.Model
+	src   *consumer.KafkaSource
+	sink  *producer.KafkaSink
+	dlq   *producer.KafkaDeadLetter
+	cp    *checkpointer
+	m     *metrics
+
+	server *http.Server
+	ln     net.Listener
+	served chan struct{}
+
+	tasks    chan Task
+	loopDone chan struct{} // closed when the model loop has returned
+	running  atomic.Bool
+	started  atomic.Bool
+
+	closeOnce sync.Once
+	closeErr  error
+
+	stats consumer.Stats // set when Run returns
+}
+
+// New opens the state, restores the model and positions from the last
+// checkpoint (or Options.Initial, or a new model), and starts the HTTP
+// server. Kafka is only contacted by Run.
+func New(cfg Config, opts Options) (s *Service, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.WithDefaults()
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	reg, gath := opts.Registerer, opts.Gatherer
+	if reg == nil {
+		r := prometheus.NewRegistry()
+		r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		reg, gath = r, r
+	}
+	if gath == nil {
+		gath = prometheus.DefaultGatherer
+		if g, ok := reg.(prometheus.Gatherer); ok {
+			gath = g
+		}
+	}
+
+	s = &Service{cfg: cfg, log: log, tasks: make(chan Task, 1), loopDone: make(chan struct{}), served: make(chan struct{})}
+	var cleanup []func() error
+	defer func() {
+		if err != nil {
+			for i := len(cleanup) - 1; i >= 0; i-- {
+				err = errors.Join(err, cleanup[i]())
+			}
+		}
+	}()
+
+	s.store, err = state.Open(cfg.Checkpoint.Dir, state.Options{
+		Logger: log.With("component", "state"), GCInterval: cfg.Checkpoint.GCInterval, NoSync: cfg.Checkpoint.NoSync,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("service: %w", err)
+	}
+	cleanup = append(cleanup, s.store.Close)
+
+	ctx := context.Background()
+	positions, err := s.restore(ctx, opts.Initial)
+	if err != nil {
+		return nil, err
+	}
+
+	k := cfg.Kafka
+	srcPos := make([]consumer.Position, len(positions))
+	for i, p := range positions {
+		srcPos[i] = consumer.Position{Topic: p.Topic, Partition: int32(p.Partition), Offset: p.Next}
+	}
+	s.src, err = consumer.NewKafkaSource(consumer.KafkaConfig{
+		Brokers: k.Brokers, Topic: k.InputTopic, Group: k.Group, Start: k.Start, Positions: srcPos,
+		FetchMaxBytes: k.FetchMaxBytes, FetchMaxWait: k.FetchMaxWait, Buffer: k.FetchBuffer,
+		SessionTimeout: k.SessionTimeout, HeartbeatInterval: k.HeartbeatInterval,
+		RebalanceTimeout: k.RebalanceTimeout, RequestTimeout: k.RequestTimeout,
+		Logger: log.With("component", "source"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("service: %w", err)
+	}
+	cleanup = append(cleanup, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		defer cancel()
+		return s.src.Close(ctx)
+	})
+
+	s.m, err = newMetrics(reg, s.src)
+	if err != nil {
+		return nil, fmt.Errorf("service: %w", err)
+	}
+	s.m.mu.restoredAt = time.Now()
+	s.m.setSummary(s.model.Summary())
+
+	wcfg := producer.KafkaConfig{
+		Brokers: k.Brokers, BatchSize: k.BatchSize, BatchTimeout: k.BatchTimeout, MaxBatches: k.MaxBatches,
+		RetryFor: k.RetryFor, RequiredAcks: k.RequiredAcks, Compression: k.Compression, WriteTimeout: k.WriteTimeout,
+	}
+	scfg := wcfg
+	scfg.Topic, scfg.Logger, scfg.OnDelivered = k.OutputTopic, log.With("component", "output"), func(n int) { s.m.emitted.Add(float64(n)) }
+	if s.sink, err = producer.NewKafkaSink(scfg); err != nil {
+		return nil, fmt.Errorf("service: %w", err)
+	}
+	cleanup = append(cleanup, func() error { return s.sink.Close(context.Background()) })
+	dcfg := wcfg
+	dcfg.Topic, dcfg.Logger = k.DeadLetterTopic, log.With("component", "dead-letter")
+	if s.dlq, err = producer.NewKafkaDeadLetter(dcfg); err != nil {
+		return nil, fmt.Errorf("service: %w", err)
+	}
+	cleanup = append(cleanup, func() error { return s.dlq.Close(context.Background()) })
+
+	s.cp = newCheckpointer(s.store, s.model, s.src, s.m, log.With("component", "checkpoint"),
+		cfg.Checkpoint.EveryEvents, k.RequestTimeout, positions)
+	cleanup = append(cleanup, func() error { s.cp.close(); return nil })
+
+	if cfg.HTTP.Addr != HTTPOff {
+		s.ln, err = net.Listen("tcp", cfg.HTTP.Addr)
+		if err != nil {
+			return nil, fmt.Errorf("service: http: %w", err)
+		}
+		s.server = &http.Server{Handler: s.handler(gath, opts.Handlers), ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			defer close(s.served)
+			if err := s.server.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("http server stopped", "err", err)
+			}
+		}()
+		log.Info("serving /metrics, /healthz, /readyz", "addr", s.ln.Addr().String())
+	} else {
+		close(s.served)
+	}
+	return s, nil
+}
+
+// restore sets s.model from the last checkpoint, Initial or the config,
+// and returns the positions it has consumed up to.
+func (s *Service) restore(ctx context.Context, initial Initial) ([]state.Position, error) {
+	cp, ok, err := s.store.Load(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("service: restore: %w", err)
+	}
+	if ok {
+		s.model, err = online.ReadModel(bytes.NewReader(cp.Model))
+		if err != nil {
+			return nil, fmt.Errorf("service: restore checkpoint generation %d: %w", cp.Generation, err)
+		}
+		s.log.Info("restored checkpoint", "generation", cp.Generation, "model_version", cp.Version,
+			"saved_at", cp.SavedAt, "positions", positionsString(cp.Positions))
+		if want := s.cfg.Model.WithDefaults(); !reflect.DeepEqual(want, s.model.Config()) {
+			s.log.Warn("the restored model keeps its own configuration; the model section of the config is ignored (start with an empty state directory to apply it)")
+		}
+		return cp.Positions, nil
+	}
+	var positions []state.Position
+	if initial != nil {
+		s.model, positions, err = initial(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("service: initial state: %w", err)
+		}
+	}
+	if s.model != nil {
+		var buf bytes.Buffer
+		if _, err := s.model.WriteTo(&buf); err != nil {
+			return nil, fmt.Errorf("service: initial state: %w", err)
+		}
+		if err := s.store.Save(ctx, state.Checkpoint{Model: buf.Bytes(), Positions: positions, Version: s.model.Version()}); err != nil {
+			return nil, fmt.Errorf("service: save initial state: %w", err)
+		}
+		s.log.Info("started from the initial state and saved it as the first checkpoint",
+			"model_version", s.model.Version(), "positions", positionsString(positions))
+		return positions, nil
+	}
+	seed := s.cfg.Seed
+	s.model, err = online.New(s.cfg.Model, rand.NewPCG(seed, seed^seedStream))
+	if err != nil {
+		return nil, fmt.Errorf("service: %w", err)
+	}
+	s.log.Info("no checkpoint: starting a new model", "seed", seed, "mode", s.model.Config().Mode)
+	return nil, nil
+}
+
+func positionsString(ps []state.Position) string {
+	var b strings.Builder
+	for i, p := range ps {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s/%d@%d", p.Topic, p.Partition, p.Next)
+	}
+	return b.String()
+}
+
+// Run processes the input until ctx is done, then stops gracefully: stop
+// fetching, drain what was fetched, flush the output, take a last
+// checkpoint, commit the offsets, leave the group and close everything,
+// all within Config.ShutdownTimeout (the broker may be gone). It returns
+// nil after a graceful stop, the error that stopped the stream otherwise
+// (a persistent output failure, ...). Run may be called once; the
+// goroutine calling it owns the model until it returns.
+func (s *Service) Run(ctx context.Context) error {
+	if !s.started.CompareAndSwap(false, true) {
+		return ErrStarted
+	}
+	loopCtx, hardStop := context.WithCancel(context.Background())
+	defer hardStop()
+	runDone := make(chan struct{})
+	stopAt := make(chan time.Time, 1)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { // graceful stop
+		defer wg.Done()
+		select {
+		case <-ctx.Done():
+		case <-runDone:
+			return
+		}
+		now := time.Now()
+		stopAt <- now
+		s.log.Info("stopping: no more fetching, draining", "bound", s.cfg.ShutdownTimeout)
+		s.src.StopFetching()
+		// Keep a reserve of the bound for checkpoint, commit and close.
+		reserve := min(s.cfg.ShutdownTimeout/2, 3*time.Second)
+		t := time.NewTimer(s.cfg.ShutdownTimeout - reserve)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			s.log.Warn("drain did not finish in time: abandoning the records in flight (re-emitted on restart)")
+			hardStop()
+		case <-runDone:
+		}
+	}()
+	go func() { // timer: metrics summary and time-based checkpoints
+		defer wg.Done()
+		tick := min(s.cfg.Checkpoint.Interval, time.Second)
+		t := time.NewTicker(tick)
+		defer t.Stop()
+		task := s.cp.tick(s.cfg.Checkpoint.Interval)
+		for {
+			select {
+			case <-t.C:
+				select {
+				case s.tasks <- task:
+				default: // a task is pending already
+				}
+			case <-runDone:
+				return
+			}
+		}
+	}()
+
+	s.running.Store(true)
+	s.log.Info("running", "input", s.cfg.Kafka.InputTopic, "group", s.cfg.Kafka.Group,
+		"output", s.cfg.Kafka.OutputTopic, "dead_letter", s.cfg.Kafka.DeadLetterTopic)
+	st, runErr := consumer.Run(loopCtx, s.src, timedModel{s.model, s.m.step}, s.sink, s.dlq, consumer.Options{
+		Buffer: s.cfg.Buffer, After: s.cp.after, Tasks: s.tasks,
+	})
+	s.running.Store(false)
+	close(s.loopDone)
+	close(runDone)
+	wg.Wait()
+	s.stats = st
+
+	start := time.Now()
+	select {
+	case start = <-stopAt:
+	default:
+	}
+	sctx, cancel := context.WithDeadline(context.Background(), start.Add(s.cfg.ShutdownTimeout))
+	defer cancel()
+	graceful := runErr == nil
+	if runErr != nil && ctx.Err() != nil && loopCtx.Err() != nil {
+		runErr = fmt.Errorf("%w: drain: %w", ErrShutdownTimeout, runErr)
+	} else if runErr != nil {
+		s.log.Error("stream stopped", "err", runErr)
+	}
+	err := errors.Join(runErr, s.cp.finish(sctx, graceful))
+	err = errors.Join(err, s.close(sctx))
+	if sctx.Err() != nil && !errors.Is(err, ErrShutdownTimeout) {
+		err = errors.Join(err, ErrShutdownTimeout)
+	}
+	s.log.Info("stopped", "records", st.Records, "scored", st.Scored, "dead_lettered", st.Rejected,
+		"shutdown", time.Since(start).Round(time.Millisecond), "err", err)
+	return err
+}
+
+// close releases everything, within ctx for what talks to the broker; the
+// state store and the HTTP server are closed in any case.
+func (s *Service) close(ctx context.Context) error {
+	s.closeOnce.Do(func() {
+		s.cp.close()
+		var errs []error
+		// The sinks are flushed already after a graceful drain.
+		errs = append(errs, s.sink.Close(ctx), s.dlq.Close(ctx))
+		errs = append(errs, s.src.Close(ctx)) // leaves the group
+		errs = append(errs, s.store.Close())
+		if s.server != nil {
+			if err := s.server.Shutdown(ctx); err != nil {
+				errs = append(errs, s.server.Close())
+			}
+			<-s.served
+		}
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
+
+// Close releases a Service whose Run was never called; once Run has been
+// called, Run closes everything before it returns and Close does nothing.
+// It is idempotent.
+func (s *Service) Close() error {
+	if !s.started.CompareAndSwap(false, true) {
+		return nil
+	}
+	close(s.loopDone)
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	return s.close(ctx)
+}
+
+// Submit hands task to the model goroutine, which runs it between two
+// records (also while the input is idle), and returns once it is handed
+// over; the task reports its own result (for example through a channel).
+// It returns ErrNotRunning once the loop has stopped, or ctx's error.
+func (s *Service) Submit(ctx context.Context, task Task) error {
+	select {
+	case <-s.loopDone:
+		return ErrNotRunning
+	default:
+	}
+	select {
+	case s.tasks <- task:
+		return nil
+	case <-s.loopDone:
+		return ErrNotRunning
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ModelState returns the model and the next input position of every
+// partition it has consumed: a consistent pair. It may be called only on
+// the model goroutine, i.e. inside a Task, or while Run is not running.
+func (s *Service) ModelState() (*online.Model, []state.Position) {
+	return s.model, s.cp.currentPositions()
+}
+
+// Stats returns what the loop counted; valid after Run has returned.
+func (s *Service) Stats() consumer.Stats { return s.stats }
+
+// HTTPAddr is the address the HTTP server listens on ("" when off).
+func (s *Service) HTTPAddr() string {
+	if s.ln == nil {
+		return ""
+	}
+	return s.ln.Addr().String()
+}
+
+// Ready reports whether the service is ready: its state restored, the loop
+// running, a member of the group with an assignment, and its last
+// checkpoint (if any) succeeded. The reason says what is missing.
+func (s *Service) Ready() (bool, string) {
+	if !s.running.Load() {
+		return false, "model loop not running"
+	}
+	if _, joined := s.src.Assignment(); !joined {
+		return false, "not yet a member of the consumer group"
+	}
+	if s.cp.failing.Load() {
+		return false, "the last checkpoint failed"
+	}
+	return true, "ready"
+}
+
+func (s *Service) handler(g prometheus.Gatherer, extra map[string]http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		ok, why := s.Ready()
+		if !ok {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		_, _ = w.Write([]byte(why + "\n"))
+	})
+	for pattern, h := range extra {
+		mux.Handle(pattern, h)
+	}
+	return mux
+}

@@ -1,0 +1,326 @@
+package service_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"go.uber.org/goleak"
+
+	"denoiser/consumer"
+	"denoiser/kafkatest"
+	"denoiser/online"
+	"denoiser/producer"
+	"denoiser/service"
+	"denoiser/state"
+	"denoiser/synth"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// events returns n synthetic JSON-lines events.
+func events(t testing.TB, n int, seed uint64) [][]byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if _, err := synth.Write(context.Background(), &buf, synth.Config{Events: n, Noise: 0.2, Seed: seed}); err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Split(bytes.TrimSuffix(buf.Bytes(), []byte("\n")), []byte("\n"))
+}
+
+// keyed turns lines into messages keyed by their user (as a producer
+// partitioning by user would).
+func keyed(lines [][]byte) []kafka.Message {
+	msgs := make([]kafka.Message, len(lines))
+	for i, l := range lines {
+		var ev consumer.Event
+		if err := consumer.Decode(l, &ev); err == nil {
+			msgs[i].Key = []byte(ev.User)
+		}
+		msgs[i].Value = l
+	}
+	return msgs
+}
+
+// testConfig is a service configuration for a test: quick group timeouts,
+// frequent checkpoints, HTTP on a free port. It creates the output topics.
+func testConfig(t testing.TB, b *kafkatest.Broker, in string) service.Config {
+	b.CreateTopic(t, in+".scored", 3)
+	b.CreateTopic(t, in+".dead-letter", 1)
+	return service.Config{
+		Kafka: service.KafkaConfig{
+			Brokers: b.Addrs, InputTopic: in, Group: in + "-g",
+			SessionTimeout: 6 * time.Second, HeartbeatInterval: 500 * time.Millisecond,
+			RebalanceTimeout: 6 * time.Second, RequestTimeout: 3 * time.Second,
+			FetchMaxWait: 100 * time.Millisecond,
+		},
+		Checkpoint: service.CheckpointConfig{Dir: t.TempDir(), EveryEvents: 500, Interval: 200 * time.Millisecond, NoSync: true},
+		HTTP:       service.HTTPConfig{Addr: "127.0.0.1:0"},
+		Model:      online.Config{WarmUp: 300, RefitEvery: 200, GMMMinSamples: 64},
+	}
+}
+
+// running is a service running in the background.
+type running struct {
+	svc    *service.Service
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func start(t *testing.T, cfg service.Config) *running {
+	t.Helper()
+	svc, err := service.New(cfg, service.Options{})
+	if err != nil {
+		t.Fatalf("service.New: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{svc: svc, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- svc.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-r.done:
+		case <-time.After(30 * time.Second):
+			t.Error("service did not stop")
+		}
+	})
+	return r
+}
+
+// stop stops the service gracefully and returns Run's error and how long
+// the stop took.
+func (r *running) stop(t *testing.T) (error, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	r.cancel()
+	select {
+	case err := <-r.done:
+		r.done <- err // for the cleanup
+		return err, time.Since(start)
+	case <-time.After(30 * time.Second):
+		t.Fatal("service did not stop within 30s")
+	}
+	return nil, 0
+}
+
+// sourceOffset reads the source offset header of an output record.
+func sourceOffset(t testing.TB, m kafka.Message) (partition int, offset int64) {
+	t.Helper()
+	p, ok1 := kafkatest.Header(m, producer.HeaderSourcePartition)
+	o, ok2 := kafkatest.Header(m, producer.HeaderSourceOffset)
+	pi, err1 := strconv.Atoi(p)
+	oi, err2 := strconv.ParseInt(o, 10, 64)
+	if !ok1 || !ok2 || err1 != nil || err2 != nil {
+		t.Fatalf("output record %d/%d without a source position: %+v", m.Partition, m.Offset, m.Headers)
+	}
+	return pi, oi
+}
+
+// covers is an Until condition: every offset below end[p] of every input
+// partition p has an output record.
+func covers(t testing.TB, end map[int]int64) func([]kafka.Message) bool {
+	return func(msgs []kafka.Message) bool {
+		seen := map[[2]int64]bool{}
+		for _, m := range msgs {
+			p, o := sourceOffset(t, m)
+			seen[[2]int64{int64(p), o}] = true
+		}
+		for p, n := range end {
+			for o := int64(0); o < n; o++ {
+				if !seen[[2]int64{int64(p), o}] {
+					return false
+				}
+			}
+		}
+		return true
+	}
+}
+
+// reference steps a model directly over lines (in order) and returns the
+// scored output it should produce at input partition 0 and the model
+// bytes.
+func reference(t testing.TB, cfg service.Config, topic string, lines [][]byte) ([][]byte, []byte) {
+	t.Helper()
+	c := cfg.WithDefaults()
+	m, err := online.New(c.Model, rand.NewPCG(c.Seed, c.Seed^0x9e3779b97f4a7c15))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]byte
+	for i, l := range lines {
+		r := consumer.Result{Pos: consumer.Position{Topic: topic, Offset: int64(i)}}
+		if err := consumer.Decode(l, &r.Event); err != nil {
+			continue
+		}
+		if err := m.Step(r.Event.Model(), &r.Score); err != nil && !errors.Is(err, online.ErrNumerical) {
+			continue
+		}
+		out = append(out, producer.AppendScored(nil, &r))
+	}
+	var buf bytes.Buffer
+	if _, err := m.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return out, buf.Bytes()
+}
+
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func loadCheckpoint(t *testing.T, dir string) state.Checkpoint {
+	t.Helper()
+	st, err := state.Open(dir, state.Options{GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cp, ok, err := st.Load(context.Background())
+	if err != nil || !ok {
+		t.Fatalf("Load: %v, %v", ok, err)
+	}
+	return cp
+}
+
+// TestEndToEnd: every input event is scored exactly as a model stepped
+// directly over the same events would score it, the output carries the
+// source position, the final checkpoint holds that model and the end
+// position, and the HTTP endpoints answer.
+func TestEndToEnd(t *testing.T) {
+	b := kafkatest.New(t)
+	in := b.Topic(t, "e2e", 1)
+	lines := events(t, 3000, 1)
+	b.Produce(t, in, keyed(lines)...)
+	cfg := testConfig(t, b, in)
+	r := start(t, cfg)
+	out := b.NewReader(t, cfg.WithDefaults().Kafka.OutputTopic).Until(t, 2*time.Minute, kafkatest.AtLeast(len(lines)))
+
+	base := "http://" + r.svc.HTTPAddr()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, body := httpGet(t, base+"/readyz")
+		if code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz = %d %q", code, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code, _ := httpGet(t, base+"/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz = %d", code)
+	}
+	_, metrics := httpGet(t, base+"/metrics")
+	for _, want := range []string{
+		"denoiser_events_consumed_total 3000", "denoiser_events_scored_total 3000",
+		"denoiser_processing_seconds_count 3000", "denoiser_reliability_count 3000",
+		`denoiser_events_dead_lettered_total{reason="not_json"} 0`, "denoiser_checkpoints_total",
+		"denoiser_checkpoint_duration_seconds_bucket", "denoiser_checkpoint_age_seconds",
+		`denoiser_partition_lag{partition="0",topic="` + in + `"} 0`, "denoiser_distilled_share",
+		"denoiser_gmm_refits_total", `denoiser_gmm_component_mean{component="0",feature="score"}`,
+		`denoiser_mean_transition{clean="1",observed="1"}`, "go_goroutines",
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if err, d := r.stop(t); err != nil {
+		t.Fatalf("Run after a graceful stop: %v (%v)", err, d)
+	}
+
+	wantOut, wantModel := reference(t, cfg, in, lines)
+	if len(out) != len(wantOut) {
+		t.Fatalf("%d output records, want %d", len(out), len(wantOut))
+	}
+	for _, m := range out {
+		_, off := sourceOffset(t, m)
+		if !bytes.Equal(m.Value, wantOut[off]) {
+			t.Fatalf("output of offset %d:\n got %s\nwant %s", off, m.Value, wantOut[off])
+		}
+	}
+	cp := loadCheckpoint(t, cfg.Checkpoint.Dir)
+	if !bytes.Equal(cp.Model, wantModel) {
+		t.Errorf("checkpointed model (%d bytes, version %d) differs from the reference (%d bytes)", len(cp.Model), cp.Version, len(wantModel))
+	}
+	if fmt.Sprint(cp.Positions) != fmt.Sprintf("[{%s 0 %d}]", in, len(lines)) {
+		t.Errorf("checkpoint positions %v, want %s/0 at %d", cp.Positions, in, len(lines))
+	}
+}
+
+// TestPoisonRecords: every bad record lands in the dead-letter topic with
+// its reason and source position, and the stream goes on around them.
+func TestPoisonRecords(t *testing.T) {
+	b := kafkatest.New(t)
+	in := b.Topic(t, "poison", 2)
+	good := events(t, 400, 2)
+	poison := map[string]consumer.Reason{
+		`not json`:      consumer.ReasonNotJSON,
+		`{"user":"u1"}`: consumer.ReasonMissingField,
+		`{"user":"u1","item":"i1","dwell_ms":-5}`: consumer.ReasonOutOfRange,
+		`["a"]`: consumer.ReasonBadType,
+		"{\"user\":\"u\xff\",\"item\":3,\"truth\":\"maybe\"}":    consumer.ReasonOutOfRange,
+		`{"user":"` + strings.Repeat("x", 300) + `","item":"i"}`: consumer.ReasonTooLarge,
+	}
+	var lines [][]byte
+	k := 0
+	for raw := range poison {
+		for range 3 {
+			lines = append(lines, good[k*50:(k+1)*50]...)
+			lines = append(lines, []byte(raw))
+			k = (k + 1) % 8
+		}
+	}
+	b.Produce(t, in, kafkatest.Values(lines...)...)
+	cfg := testConfig(t, b, in)
+	start(t, cfg)
+	c := cfg.WithDefaults().Kafka
+	nBad := 3 * len(poison)
+	dead := b.NewReader(t, c.DeadLetterTopic).Until(t, 2*time.Minute, kafkatest.AtLeast(nBad))
+	scored := b.NewReader(t, c.OutputTopic).Until(t, 2*time.Minute, kafkatest.AtLeast(len(lines)-nBad))
+	if len(dead) != nBad || len(scored) != len(lines)-nBad {
+		t.Fatalf("%d dead letters and %d scored, want %d and %d", len(dead), len(scored), nBad, len(lines)-nBad)
+	}
+	// Map input positions back to the raw records.
+	var inMsgs []kafka.Message
+	inMsgs = b.NewReader(t, in).Until(t, time.Minute, kafkatest.AtLeast(len(lines)))
+	raw := map[[2]int64][]byte{}
+	for _, m := range inMsgs {
+		raw[[2]int64{int64(m.Partition), m.Offset}] = m.Value
+	}
+	for _, m := range dead {
+		p, o := sourceOffset(t, m)
+		rec := raw[[2]int64{int64(p), o}]
+		want, ok := poison[string(rec)]
+		if !ok {
+			t.Fatalf("dead letter for %d@%d is a good record: %s", p, o, rec)
+		}
+		if reason, _ := kafkatest.Header(m, producer.HeaderReason); reason != string(want) {
+			t.Errorf("record %q: reason header %q, want %q", rec, reason, want)
+		}
+		if e, _ := kafkatest.Header(m, producer.HeaderError); e == "" {
+			t.Errorf("record %q: no error header", rec)
+		}
+		if topic, _ := kafkatest.Header(m, producer.HeaderSourceTopic); topic != in {
+			t.Errorf("record %q: source topic header %q, want %q", rec, topic, in)
+		}
+		if !bytes.Contains(m.Value, []byte(`"reason":"`+string(want)+`"`)) {
+			t.Errorf("dead letter value %s lacks its reason", m.Value)
+		}
+	}
+}
