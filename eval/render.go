@@ -216,23 +216,36 @@ var nan = math.NaN()
 
 // gridFigure draws one line chart per title side by side into one PNG.
 func gridFigure(path string, titles []string, xl, yl string, plots [][]series) error {
-	ps := make([][]*plot.Plot, 1)
+	return gridFigureRows(path, titles, xl, yl, plots, len(plots))
+}
+
+// gridFigureRows draws one line chart per title, cols to a row.
+func gridFigureRows(path string, titles []string, xl, yl string, plots [][]series, cols int) error {
+	rows := (len(plots) + cols - 1) / cols
+	ps := make([][]*plot.Plot, rows)
 	for n, ss := range plots {
 		p, err := linePlot(titles[n], xl, yl, ss)
 		if err != nil {
 			return err
 		}
-		ps[0] = append(ps[0], p)
+		ps[n/cols] = append(ps[n/cols], p)
 	}
-	w := vg.Length(5*len(plots)) * vg.Inch
-	h := 4 * vg.Inch
-	img := vgimgNew(w, h)
+	for r := range ps {
+		for len(ps[r]) < cols {
+			ps[r] = append(ps[r], nil)
+		}
+	}
+	img := vgimgNew(vg.Length(5*cols)*vg.Inch, vg.Length(4*rows)*vg.Inch)
 	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 1, Cols: len(plots), PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
+	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
 		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
 	canvases := plot.Align(ps, tiles, dc)
-	for j := range ps[0] {
-		ps[0][j].Draw(canvases[0][j])
+	for r := range ps {
+		for c, p := range ps[r] {
+			if p != nil {
+				p.Draw(canvases[r][c])
+			}
+		}
 	}
 	return savePNGCanvas(img, path)
 }
