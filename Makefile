@@ -7,7 +7,7 @@ GO      ?= go
 BIN     := bin/denoiser
 OUT     ?= out
 
-.PHONY: build demo test test-short bench fuzz kafka-start kafka-stop clean
+.PHONY: build demo test test-short bench fuzz kafka-start kafka-stop clean eval
 
 build:
 	$(GO) build -o $(BIN) ./cmd/denoiser
@@ -19,6 +19,15 @@ demo: build
 	$(BIN) replay --in testdata/synthetic-20k.jsonl --out $(OUT)/scored.jsonl \
 		--dead-letter $(OUT)/dead-letter.jsonl --report $(OUT)/report.json
 	@echo "scored events: $(OUT)/scored.jsonl   report: $(OUT)/report.json"
+
+# Reproduce the paper's experiments on ML-100k (docs/results/: Markdown
+# reports, PNG figures, JSON numbers). About 10 minutes on 2 cores.
+DATA    ?= ../shared/datasets/ml-100k/u.data
+RESULTS ?= docs/results
+eval: build
+	$(BIN) eval transition --data $(DATA) --out $(RESULTS) --report $(RESULTS)/transition.json
+	$(BIN) eval recommend --data $(DATA) --out $(RESULTS) --report $(RESULTS)/recommend.json
+	$(BIN) eval detect --data $(DATA) --out $(RESULTS) --report $(RESULTS)/detect.json
 
 # The whole suite, bounded fuzzing included.
 test:
