@@ -431,6 +431,10 @@ func (s *Service) ModelState() (*online.Model, []state.Position) {
 // Stats returns what the loop counted; valid after Run has returned.
 func (s *Service) Stats() consumer.Stats { return s.stats }
 
+// Assignment returns the input partitions assigned to this member now, and
+// whether it has joined the group yet.
+func (s *Service) Assignment() ([]int, bool) { return s.src.Assignment() }
+
 // HTTPAddr is the address the HTTP server listens on ("" when off).
 func (s *Service) HTTPAddr() string {
 	if s.ln == nil {
