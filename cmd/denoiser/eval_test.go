@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// tinyUData writes a small u.data-format file: 30 users × 20 ratings.
+func tinyUData(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	ts := 880000000
+	for u := 1; u <= 30; u++ {
+		for k := 0; k < 20; k++ {
+			item := 1 + (u*7+k*3)%45
+			rating := 1 + (u+item)%5
+			ts += 13
+			fmt.Fprintf(&b, "%d\t%d\t%d\t%d\n", u, item, rating, ts)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "u.data")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestEvalCommands(t *testing.T) {
+	data := tinyUData(t)
+	tests := []struct {
+		name  string
+		args  []string
+		files []string
+		key   string // top-level JSON key that must be a non-empty list
+	}{
+		{"transition", []string{"transition", "--noise", "pairflip", "--noise", "symmetric", "--rates", "0.2", "--seeds", "1", "--passes", "1"},
+			[]string{"transition.md", "transition.png"}, "cells"},
+		{"transition rgbt only", []string{"transition", "--estimator", "rgbt", "--rates", "0.1", "--seeds", "1", "--passes", "1"},
+			[]string{"transition.md"}, "cells"},
+		{"recommend", []string{"recommend", "--seeds", "1", "--passes", "1", "--split", "chrono"},
+			[]string{"recommend.md", "recommend.png", "rho.png"}, "rows"},
+		{"detect", []string{"detect", "--seeds", "1", "--synth-events", "2000", "--synth-noise", "0.2"},
+			[]string{"detect.md", "detect.png"}, "cases"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			rep := filepath.Join(dir, "r.json")
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"eval"}, tc.args...)
+			args = append(args, "--data", data, "--out", dir, "--report", rep)
+			if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+			for _, f := range tc.files {
+				if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+					t.Errorf("%s: %v", f, err)
+				}
+			}
+			md, _ := os.ReadFile(filepath.Join(dir, tc.files[0]))
+			if !bytes.Contains(md, []byte("Produced by `denoiser eval "+tc.args[0])) {
+				t.Errorf("report does not name its command:\n%.300s", md)
+			}
+			var js map[string]json.RawMessage
+			b, err := os.ReadFile(rep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(b, &js); err != nil {
+				t.Fatal(err)
+			}
+			var list []json.RawMessage
+			if err := json.Unmarshal(js[tc.key], &list); err != nil || len(list) == 0 {
+				t.Errorf("JSON %q: %v, %d entries", tc.key, err, len(list))
+			}
+		})
+	}
+}
+
+func TestEvalUsageErrors(t *testing.T) {
+	data := tinyUData(t)
+	for _, args := range [][]string{
+		{"eval"},
+		{"eval", "bogus"},
+		{"eval", "transition", "--data", data, "--out", "", "--noise", "bogus"},
+		{"eval", "transition", "--data", data, "--out", "", "--rates", "x"},
+		{"eval", "transition", "--data", data, "--out", "", "--estimator", "nope"},
+		{"eval", "recommend", "--data", data, "--out", "", "--split", "sideways"},
+		{"eval", "detect", "extra"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), args, &stdout, &stderr); code == 0 {
+			t.Errorf("%v: exit 0", args)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"eval", "transition", "--data", filepath.Join(t.TempDir(), "missing"), "--out", ""}, &stdout, &stderr); code != 1 {
+		t.Errorf("missing data: exit %d, want 1", code)
+	}
+}

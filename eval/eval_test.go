@@ -1,0 +1,217 @@
+package eval
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"denoiser/movielens"
+)
+
+// tinyRatings makes a small ordinal rating set: rating = round(3 + user
+// bias + item bias + small noise), clamped to 1..5; each user rates
+// perUser distinct items.
+func tinyRatings(users, items, perUser int, seed uint64) []movielens.Rating {
+	r := rand.New(rand.NewPCG(seed, 1))
+	ub, ib := make([]float64, users), make([]float64, items)
+	for u := range ub {
+		ub[u] = r.NormFloat64() * 0.8
+	}
+	for i := range ib {
+		ib[i] = r.NormFloat64() * 0.8
+	}
+	var out []movielens.Rating
+	ts := int64(0)
+	for u := range users {
+		for _, i := range r.Perm(items)[:perUser] {
+			v := int(math.Round(3 + ub[u] + ib[i] + 0.3*r.NormFloat64()))
+			v = min(max(v, 1), 5)
+			ts++
+			out = append(out, movielens.Rating{User: int64(u + 1), Item: int64(i + 1), Rating: v, Seconds: ts*37%10007 + ts})
+		}
+	}
+	return out
+}
+
+func TestOrdinalRecoversPairflip(t *testing.T) {
+	d := FromRatings(tinyRatings(150, 120, 60, 1))
+	T, _ := NoiseMatrix(NoisePairflip, 0.3, 5)
+	noisy := InjectNoise(d.Rows, T, 5, 1)
+	o := FitOrdinal(OrdinalConfig{}, d.Users, d.Items, 5, noisy, 1)
+	if got := o.T[4*5+0]; got < 0.1 {
+		t.Errorf("estimated P(ỹ=1 | y=5) = %.3f, want at least 0.1 (true 0.3)", got)
+	}
+	if l1, id := L1(o.T, T), L1(identity(5), T); l1 >= id {
+		t.Errorf("ordinal L1 %.3f not below the identity's %.3f", l1, id)
+	}
+}
+
+func TestTransitionEndToEnd(t *testing.T) {
+	d := FromRatings(tinyRatings(60, 50, 30, 2))
+	res, err := RunTransition(context.Background(), d, TransitionConfig{
+		Noises: []string{NoisePairflip}, Rates: []float64{0.2}, Seeds: 2, Passes: 1,
+		Ordinal: OrdinalConfig{Epochs: 3},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Cells) != len(AllEstimators) {
+		t.Fatalf("%d cells, want %d", len(res.Cells), len(AllEstimators))
+	}
+	for _, c := range res.Cells {
+		if !near(c.IdentityL1, 2, 1e-12) || len(c.L1PerSeed) != 2 || !(c.L1Mean >= 0 && c.L1Mean <= 10) || c.Paper == nil || c.Paper.Best != 1.7048 {
+			t.Errorf("cell %+v", c)
+		}
+	}
+	dir := t.TempDir()
+	if err := res.WriteReport(dir, Meta{Command: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	checkFiles(t, dir, "transition.md", "transition.png")
+	if err := WriteJSON(filepath.Join(dir, "t.json"), res); err != nil {
+		t.Fatal(err)
+	}
+	var js struct {
+		Cells []map[string]any `json:"cells"`
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "t.json"))
+	if err := json.Unmarshal(b, &js); err != nil || len(js.Cells) == 0 {
+		t.Fatalf("json: %v, %d cells", err, len(js.Cells))
+	}
+	for _, k := range []string{"noise", "rate", "l1_mean", "l1_std", "identity_l1"} {
+		if _, ok := js.Cells[0][k]; !ok {
+			t.Errorf("json cell lacks %q", k)
+		}
+	}
+	again, _ := RunTransition(context.Background(), d, TransitionConfig{
+		Noises: []string{NoisePairflip}, Rates: []float64{0.2}, Seeds: 2, Passes: 1,
+		Ordinal: OrdinalConfig{Epochs: 3}, Workers: 1,
+	})
+	for k := range res.Cells {
+		if res.Cells[k].L1Mean != again.Cells[k].L1Mean {
+			t.Errorf("%s: not deterministic across worker counts: %v vs %v", res.Cells[k].Estimator, res.Cells[k].L1Mean, again.Cells[k].L1Mean)
+		}
+	}
+}
+
+func TestRecommendEndToEnd(t *testing.T) {
+	d := FromRatings(tinyRatings(60, 80, 30, 3))
+	vs := DefaultVariants()[:3]
+	for k := range vs {
+		vs[k].Config.WarmUp = 200
+		vs[k].Config.RefitEvery = 200
+	}
+	res, err := RunRecommend(context.Background(), d, RecommendConfig{
+		Seeds: 2, Passes: 1, Variants: vs, GMF: GMFConfig{Epochs: 2, EvalEvery: 1}, Segments: 4,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Normal, T-CE and three weighted rows; three f rows.
+	if len(res.Rows) != 8 || len(res.Curves) != 3 {
+		t.Fatalf("%d rows, %d curves", len(res.Rows), len(res.Curves))
+	}
+	for _, r := range res.Rows {
+		if len(r.PerSeed) != 2 {
+			t.Errorf("%s: %d seeds", r.Method, len(r.PerSeed))
+		}
+		for c := range Cutoffs {
+			if !(r.RecallMean[c] >= 0 && r.RecallMean[c] <= 1 && r.NDCGMean[c] >= 0 && r.NDCGMean[c] <= 1) {
+				t.Errorf("%s: metric out of range: %v %v", r.Method, r.RecallMean, r.NDCGMean)
+			}
+			if c > 0 && r.RecallMean[c] < r.RecallMean[c-1] {
+				t.Errorf("%s: recall not monotone in K: %v", r.Method, r.RecallMean)
+			}
+		}
+	}
+	dir := t.TempDir()
+	if err := res.WriteReport(dir, Meta{Command: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	checkFiles(t, dir, "recommend.md", "recommend.png", "rho.png")
+}
+
+func TestDetectEndToEnd(t *testing.T) {
+	d := FromRatings(tinyRatings(40, 50, 25, 4))
+	res, err := RunDetect(context.Background(), d, DetectConfig{
+		SynthNoise: []float64{0.2}, SynthEvents: 3000, Seeds: 2, Bins: 5,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Cases) != 3 {
+		t.Fatalf("%d cases, want 3", len(res.Cases))
+	}
+	syn := res.Cases[2]
+	if math.Abs(syn.NoiseShare-0.2) > 1e-9 {
+		t.Errorf("synthetic noise share %v", syn.NoiseShare)
+	}
+	for _, c := range res.Cases {
+		if len(c.Metrics) != 3 {
+			t.Fatalf("%s: %d metrics", c.Name, len(c.Metrics))
+		}
+		for _, m := range c.Metrics {
+			if !(m.ROCAUC >= 0 && m.ROCAUC <= 1 && m.PRAUC > 0 && m.PRAUC <= 1) {
+				t.Errorf("%s %s: %+v", c.Name, m.Score, m)
+			}
+		}
+		sum := 0.0
+		for _, v := range c.HistGenuine {
+			sum += v
+		}
+		if math.Abs(sum-1) > 1e-9 {
+			t.Errorf("%s: genuine histogram sums to %v", c.Name, sum)
+		}
+	}
+	dir := t.TempDir()
+	if err := res.WriteReport(dir, Meta{Command: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	checkFiles(t, dir, "detect.md", "detect.png")
+}
+
+// TestGMFLearns checks that the downstream GMF ranks held-out items of a
+// clustered data set far above chance.
+func TestGMFLearns(t *testing.T) {
+	// 4 groups of users, each interacting only with its own quarter of the
+	// items.
+	const users, items = 80, 80
+	r := rand.New(rand.NewPCG(5, 5))
+	var rows []Interaction
+	for u := range users {
+		g := u % 4
+		for _, k := range r.Perm(20)[:12] {
+			rows = append(rows, Interaction{User: int32(u), Item: int32(g*20 + k), Rating: 5})
+		}
+	}
+	r.Shuffle(len(rows), func(a, b int) { rows[a], rows[b] = rows[b], rows[a] })
+	n := len(rows) * 8 / 10
+	train, test := rows[:n], rows[n:]
+	g, err := TrainGMF(GMFConfig{Epochs: 20, EvalEvery: 20}, users, items, train, nil, nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := Evaluate(g.Score, users, items, train, test)
+	// Chance Recall@10 is about 10/70; the group structure puts every
+	// test item among the user's 8 remaining in-group items.
+	if m.Recall[1] < 0.8 {
+		t.Errorf("Recall@10 = %.3f, want > 0.8 (chance ≈ 0.14)", m.Recall[1])
+	}
+	if _, err := TrainGMF(GMFConfig{}, users, items, train, []float64{1}, nil, 1); err == nil {
+		t.Error("mismatched weights accepted")
+	}
+}
+
+func checkFiles(t *testing.T, dir string, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		st, err := os.Stat(filepath.Join(dir, n))
+		if err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", n, err)
+		}
+	}
+}
