@@ -8,13 +8,14 @@ const transitionNotes = `
   event only when the noisy posterior's largest class exceeds (1+ρ)/2 (0.95 at the starting ρ = 0.9, 0.75 at ρ_min = 0.5).
   Five-class ratings are too uncertain for that: the distilled share above is close to zero, so T̂(x) stays at its
   start, 0.9 on the diagonal and 0.025 elsewhere. Its error is therefore the distance of that start from T — near zero
-  for symmetric η = 0.1 (whose T *is* that start), growing by about 2 per 0.1 of η above it. The small numbers in that
-  one cell are not an estimate.
+  for symmetric η = 0.1 (whose T *is* that start), growing by about 1 per 0.1 of η. The small number in that one cell
+  is not an estimate, and the rgbt rows are not evidence that the model estimates T.
 - **The Bayes-label gap.** Where the rule does fire, BLTM-style estimators learn P(ỹ | Bayes label) = C·T with
   C = P(y | Bayes label). On ratings C is far from the identity (a user who would most likely give a 4 gives a 3 or a 5
   often), so even a perfect estimate of P(ỹ | Bayes label) is far from T. The **anchor** estimator shows the gap
   directly: its rows are noisy posteriors at the most confident instances, whose clean posteriors are themselves broad,
-  and its error stays above the identity's at every rate.
+  and its error is far above the identity's at low rates (it beats the identity only at symmetric η = 0.4, where T
+  itself is far from the identity).
 - **What closes part of it: an ordinal clean model.** The **ordinal** estimator restricts the clean posterior to a
   cumulative-logit (unimodal) distribution over the rating scale and fits a class-level T by EM. Mass that noise moves
   far from an interaction's typical rating (pairflip's 5→1, symmetric noise's uniform floor) cannot be explained by the
