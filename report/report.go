@@ -169,9 +169,12 @@ func (r *Report) WriteFile(path string) (err error) {
 }
 
 // Print writes a human summary of r.
-func (r *Report) Print(w io.Writer) error {
+func (r *Report) Print(w io.Writer) error { return r.PrintAs(w, "replay") }
+
+// PrintAs is Print with the first line naming command instead of replay.
+func (r *Report) PrintAs(w io.Writer, command string) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "replay: %d events scored, %d invalid", r.Events, r.Invalid)
+	fmt.Fprintf(&b, "%s: %d events scored, %d invalid", command, r.Events, r.Invalid)
 	if r.Invalid > 0 {
 		reasons := make([]string, 0, len(r.InvalidByReason))
 		for k := range r.InvalidByReason {

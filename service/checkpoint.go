@@ -57,10 +57,11 @@ type checkpointer struct {
 	buf       bytes.Buffer
 	last      time.Time // when the last checkpoint was taken
 
-	jobs    chan state.Checkpoint
-	results chan error
-	wg      sync.WaitGroup
-	failing atomic.Bool // the last save failed
+	jobs      chan state.Checkpoint
+	results   chan error
+	wg        sync.WaitGroup
+	failing   atomic.Bool   // the last save failed
+	processed atomic.Uint64 // records processed, read by any goroutine
 }
 
 func newCheckpointer(store saver, model *online.Model, commit committer, m *metrics, log *slog.Logger,
@@ -84,6 +85,7 @@ func newCheckpointer(store saver, model *online.Model, commit committer, m *metr
 // each record.
 func (c *checkpointer) after(ctx context.Context, r *consumer.Result, out consumer.Flusher) error {
 	c.metrics.record(r)
+	c.processed.Add(1)
 	if !r.Pos.IsFile() {
 		c.positions[partitionKey{r.Pos.Topic, r.Pos.Partition}] = r.Pos.Offset + 1
 	}

@@ -428,6 +428,11 @@ func (s *Service) ModelState() (*online.Model, []state.Position) {
 	return s.model, s.cp.currentPositions()
 }
 
+// Processed is the number of records the model loop has processed so far
+// (scored or dead-lettered; blank records excluded). It is safe to call
+// from any goroutine.
+func (s *Service) Processed() uint64 { return s.cp.processed.Load() }
+
 // Stats returns what the loop counted; valid after Run has returned.
 func (s *Service) Stats() consumer.Stats { return s.stats }
 

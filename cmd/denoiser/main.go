@@ -6,6 +6,8 @@
 //	denoiser replay --in FILE --out FILE [--dead-letter FILE] [--truth MODE] [--report FILE.json] [--config FILE]
 //	denoiser gen --out FILE --events N --noise RATE --seed S
 //	denoiser convert movielens --in u.data --out FILE
+//	denoiser run [--config FILE] [--set PATH=VALUE]... [flags]
+//	denoiser demo [--in FILE] [--report FILE.json] [--http ADDR]
 //	denoiser eval transition|recommend|detect [flags]
 //
 // This package wires packages together; it holds no logic of its own.
@@ -30,6 +32,8 @@ var commands = map[string]func(ctx context.Context, args []string, stdout, stder
 	"gen":     runGen,
 	"convert": runConvert,
 	"eval":    runEval,
+	"run":     runRun,
+	"demo":    runDemo,
 }
 
 const usage = `usage: denoiser <command> [flags]
@@ -39,6 +43,8 @@ commands:
   gen       write a synthetic click stream with ground truth
   convert   convert a dataset (movielens) into the event format
   eval      reproduce the paper's experiments (transition, recommend, detect)
+  run       the stream service: Kafka topic in, scored topic out, checkpoints, metrics
+  demo      the stream service against an embedded Kafka broker, with a report
 
 Run "denoiser <command> -h" for a command's flags.
 `

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"denoiser/demo"
+	"denoiser/report"
+	"denoiser/service"
+)
+
+// runDemo implements
+//
+//	denoiser demo [--in FILE] [--partitions N] [--truth MODE] [--report FILE.json] [--http ADDR] [--config FILE] [--log-level LEVEL]
+//
+// It runs the stream service against an embedded Kafka broker (package
+// demo) and prints the report.
+func runDemo(ctx context.Context, args []string, _, stderr io.Writer) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		in         = fs.String("in", "testdata/synthetic-20k.jsonl", "JSON-lines event `file` to produce into the input topic")
+		partitions = fs.Int("partitions", 3, "partitions of the input and output topics")
+		truthMode  = fs.String("truth", "field", "ground truth for the report: field, dwell:MS or rating:R")
+		reportPath = fs.String("report", "", "write the JSON report (the fields of replay's) to `file`")
+		httpAddr   = fs.String("http", service.DefaultHTTPAddr, "listen `address` of /metrics, /healthz, /readyz while the demo runs (off: none)")
+		configPath = fs.String("config", "", "YAML `file` with seed: and model: (as for replay)")
+		stateDir   = fs.String("state-dir", "", "Badger state `directory` (default: a temporary one)")
+		logLevel   = fs.String("log-level", "warn", "log level of the service: debug, info, warn or error")
+	)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: denoiser demo [flags]\n\n"+
+			"Starts an embedded Kafka broker, produces the event log into a topic, runs the\n"+
+			"stream service (denoiser run) as a consumer-group member, reads the scored topic\n"+
+			"back and prints the report. Needs nothing but this binary.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("demo: unexpected arguments %q: %w", fs.Args(), errUsage)
+	}
+	truth, err := report.ParseTruth(*truthMode)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	cfg, err := loadReplayConfig(*configPath)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("demo: --log-level: %w: %w", err, errUsage)
+	}
+	rep, err := demo.Run(ctx, demo.Options{
+		Input: *in, Partitions: *partitions, Truth: &truth, HTTPAddr: *httpAddr, StateDir: *stateDir,
+		Seed: cfg.Seed, Model: cfg.Model,
+		Logger:   slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+		Progress: stderr,
+	})
+	if err != nil {
+		return err
+	}
+	if *reportPath != "" {
+		if err := rep.WriteFile(*reportPath); err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		fmt.Fprintf(stderr, "demo: report written to %s\n", *reportPath)
+	}
+	return rep.PrintAs(stderr, "demo")
+}

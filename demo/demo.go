@@ -1,0 +1,333 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"denoiser/consumer"
+	"denoiser/online"
+	"denoiser/report"
+	"denoiser/service"
+)
+
+// Topic names inside the embedded broker.
+const (
+	InputTopic      = "clicks"
+	OutputTopic     = "clicks.scored"
+	DeadLetterTopic = "clicks.dead-letter"
+	group           = "denoiser-demo"
+)
+
+// Options configures Run. Zero values mean the defaults in the comments.
+type Options struct {
+	// Input is the JSON-lines event file to produce into the input topic
+	// (required).
+	Input string
+	// Partitions is the number of partitions of the input and output
+	// topics (default 3).
+	Partitions int
+	// Truth is the ground truth the report measures against (default: the
+	// events' "truth" field).
+	Truth *report.Truth
+	// HTTPAddr is where /metrics, /healthz and /readyz are served while
+	// the demo runs (default 127.0.0.1:9464; "off" for none).
+	HTTPAddr string
+	// StateDir is the Badger state directory (default: a temporary
+	// directory, removed at the end).
+	StateDir string
+	// Seed and Model configure the model, as in `denoiser replay`.
+	Seed  uint64
+	Model online.Config
+	// Logger receives the service's log (default: discard).
+	Logger *slog.Logger
+	// Progress receives one line per step (default: discard).
+	Progress io.Writer
+	// Started, if set, is called once the service runs, with the
+	// broker's and the HTTP server's addresses.
+	Started func(broker, httpAddr string)
+}
+
+// Run runs the demo: an embedded Kafka broker, the topics, the input file
+// produced into the input topic (keyed by user), the stream service as a
+// member of a consumer group until every record is processed, then the
+// scored topic read back and turned into a report with the same fields as
+// `denoiser replay`'s. Seconds and events/s measure the service, from its
+// first processed record to its last.
+func Run(ctx context.Context, opts Options) (rep report.Report, err error) {
+	if opts.Input == "" {
+		return rep, errors.New("demo: no input file")
+	}
+	if opts.Partitions == 0 {
+		opts.Partitions = 3
+	}
+	if opts.Partitions < 0 {
+		return rep, fmt.Errorf("demo: %d partitions", opts.Partitions)
+	}
+	truth := opts.Truth
+	if truth == nil {
+		t, err := report.ParseTruth("field")
+		if err != nil {
+			return rep, err
+		}
+		truth = &t
+	}
+	progress := opts.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	lines, err := readLines(opts.Input)
+	if err != nil {
+		return rep, fmt.Errorf("demo: %w", err)
+	}
+
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(0), kfake.GroupMinSessionTimeout(time.Second))
+	if err != nil {
+		return rep, fmt.Errorf("demo: start embedded broker: %w", err)
+	}
+	defer cluster.Close()
+	brokers := cluster.ListenAddrs()
+	fmt.Fprintf(progress, "demo: embedded Kafka broker (kfake) at %s\n", brokers[0])
+
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	client := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: tr}
+	if err := createTopics(ctx, client, opts.Partitions); err != nil {
+		return rep, fmt.Errorf("demo: %w", err)
+	}
+	start := time.Now()
+	if err := produce(ctx, brokers, tr, lines); err != nil {
+		return rep, fmt.Errorf("demo: %w", err)
+	}
+	fmt.Fprintf(progress, "demo: produced %d records from %s into %q (%d partitions, keyed by user) in %.2fs\n",
+		len(lines), opts.Input, InputTopic, opts.Partitions, time.Since(start).Seconds())
+
+	dir := opts.StateDir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "denoiser-demo-state-"); err != nil {
+			return rep, fmt.Errorf("demo: %w", err)
+		}
+		defer os.RemoveAll(dir)
+	}
+	httpAddr := opts.HTTPAddr
+	if httpAddr == "" {
+		httpAddr = service.DefaultHTTPAddr
+	}
+	cfg := service.Config{
+		Kafka: service.KafkaConfig{
+			Brokers: brokers, InputTopic: InputTopic, Group: group, OutputTopic: OutputTopic, DeadLetterTopic: DeadLetterTopic,
+			SessionTimeout: 6 * time.Second, HeartbeatInterval: 500 * time.Millisecond, RebalanceTimeout: 5 * time.Second,
+			FetchMaxWait: 100 * time.Millisecond,
+		},
+		Checkpoint: service.CheckpointConfig{Dir: dir, EveryEvents: 5000, Interval: 2 * time.Second, NoSync: true},
+		HTTP:       service.HTTPConfig{Addr: httpAddr},
+		Seed:       opts.Seed,
+		Model:      opts.Model,
+	}
+	svc, err := service.New(cfg, service.Options{Logger: opts.Logger})
+	if err != nil {
+		return rep, fmt.Errorf("demo: %w", err)
+	}
+	if a := svc.HTTPAddr(); a != "" {
+		fmt.Fprintf(progress, "demo: metrics at http://%s/metrics while the service runs\n", a)
+	}
+	if opts.Started != nil {
+		opts.Started(brokers[0], svc.HTTPAddr())
+	}
+
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(runCtx) }()
+	want := uint64(countRecords(lines))
+	var first, last time.Time
+	tick := time.NewTicker(5 * time.Millisecond)
+	for n := uint64(0); n < want; {
+		select {
+		case err := <-done:
+			return rep, fmt.Errorf("demo: service stopped early: %w", err)
+		case <-ctx.Done():
+			stop()
+			return rep, errors.Join(fmt.Errorf("demo: %w", ctx.Err()), <-done)
+		case <-tick.C:
+		}
+		n = svc.Processed()
+		if n > 0 && first.IsZero() {
+			first = time.Now()
+		}
+		last = time.Now()
+	}
+	tick.Stop()
+	stop() // graceful: drain, flush, last checkpoint
+	if err := <-done; err != nil {
+		return rep, fmt.Errorf("demo: %w", err)
+	}
+	st := svc.Stats()
+	model, _ := svc.ModelState()
+	fmt.Fprintf(progress, "demo: the service processed %d records (%d scored, %d dead-lettered) in %.2fs\n",
+		st.Records, st.Scored, st.Rejected, last.Sub(first).Seconds())
+
+	collector := report.NewCollector(*truth, nil)
+	if err := readBack(ctx, brokers, int(st.Scored), collector); err != nil {
+		return rep, fmt.Errorf("demo: %w", err)
+	}
+	fmt.Fprintf(progress, "demo: read %d scored records back from %q\n", collector.Scored(), OutputTopic)
+	return report.Build(report.Inputs{
+		Input:     fmt.Sprintf("kafka topic %s (embedded broker), from %s", InputTopic, opts.Input),
+		Collector: collector,
+		Stats:     st,
+		Model:     model.Summary(),
+		Elapsed:   last.Sub(first),
+	}), nil
+}
+
+func readLines(path string) ([][]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	b = bytes.TrimSuffix(b, []byte("\n"))
+	if len(b) == 0 {
+		return nil, fmt.Errorf("%s is empty", path)
+	}
+	return bytes.Split(b, []byte("\n")), nil
+}
+
+// countRecords counts the records the service will process (it skips
+// blank ones).
+func countRecords(lines [][]byte) int {
+	n := 0
+	for _, l := range lines {
+		if len(bytes.TrimSpace(l)) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+func createTopics(ctx context.Context, c *kafka.Client, partitions int) error {
+	topics := []kafka.TopicConfig{
+		{Topic: InputTopic, NumPartitions: partitions, ReplicationFactor: 1},
+		{Topic: OutputTopic, NumPartitions: partitions, ReplicationFactor: 1},
+		{Topic: DeadLetterTopic, NumPartitions: 1, ReplicationFactor: 1},
+	}
+	resp, err := c.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: topics})
+	if err != nil {
+		return fmt.Errorf("create topics: %w", err)
+	}
+	for name, err := range resp.Errors {
+		if err != nil {
+			return fmt.Errorf("create topic %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// produce writes lines to the input topic, keyed by user when the line
+// decodes (bad lines go anywhere: the service dead-letters them).
+func produce(ctx context.Context, brokers []string, tr *kafka.Transport, lines [][]byte) error {
+	w := &kafka.Writer{
+		Addr: kafka.TCP(brokers...), Topic: InputTopic, Transport: tr, Balancer: kafka.Murmur2Balancer{},
+		BatchSize: 1000, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll,
+	}
+	msgs := make([]kafka.Message, 0, 5000)
+	var ev consumer.Event
+	flush := func() error {
+		if err := w.WriteMessages(ctx, msgs...); err != nil {
+			return fmt.Errorf("produce: %w", err)
+		}
+		msgs = msgs[:0]
+		return nil
+	}
+	for _, l := range lines {
+		m := kafka.Message{Value: l}
+		if consumer.Decode(l, &ev) == nil {
+			m.Key = []byte(ev.User)
+		}
+		msgs = append(msgs, m)
+		if len(msgs) == cap(msgs) {
+			if err := flush(); err != nil {
+				return errors.Join(err, w.Close())
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return errors.Join(err, w.Close())
+	}
+	return w.Close()
+}
+
+// scored is what the report needs of a scored output record.
+type scored struct {
+	User        string   `json:"user"`
+	Item        string   `json:"item"`
+	DwellMS     *int64   `json:"dwell_ms"`
+	Rating      *int     `json:"rating"`
+	Truth       string   `json:"truth"`
+	Reliability *float64 `json:"reliability"`
+	PClean      *float64 `json:"p_clean"`
+	Distilled   *int     `json:"distilled"`
+}
+
+// readBack reads n records of the scored topic with a consumer of its own
+// and hands them to the collector.
+func readBack(ctx context.Context, brokers []string, n int, c *report.Collector) (err error) {
+	src, err := consumer.NewKafkaSource(consumer.KafkaConfig{
+		Brokers: brokers, Topic: OutputTopic, Group: group + "-readback",
+		SessionTimeout: 6 * time.Second, HeartbeatInterval: 500 * time.Millisecond, RebalanceTimeout: 5 * time.Second,
+		FetchMaxWait: 100 * time.Millisecond,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		err = errors.Join(err, src.Close(cctx))
+	}()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for i := 0; i < n; i++ {
+		m, err := src.Next(ctx)
+		if err != nil {
+			return fmt.Errorf("read back record %d of %d: %w", i+1, n, err)
+		}
+		var s scored
+		if err := json.Unmarshal(m.Value, &s); err != nil {
+			return fmt.Errorf("read back %s: %w", m.Pos, err)
+		}
+		r := consumer.Result{Pos: m.Pos}
+		r.Event = consumer.Event{User: s.User, Item: s.Item, Truth: s.Truth}
+		if s.DwellMS != nil {
+			r.Event.DwellMS, r.Event.HasDwell = *s.DwellMS, true
+		}
+		if s.Rating != nil {
+			r.Event.Rating, r.Event.HasRating = *s.Rating, true
+		}
+		r.Score.Reliability, r.Score.PClean, r.Score.Distilled = orNaN(s.Reliability), orNaN(s.PClean), -1
+		if s.Distilled != nil {
+			r.Score.Distilled = *s.Distilled
+		}
+		if err := c.Write(ctx, &r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func orNaN(p *float64) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	return *p
+}

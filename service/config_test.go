@@ -1,0 +1,166 @@
+package service_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"denoiser/service"
+)
+
+func validConfig() service.Config {
+	return service.Config{
+		Kafka:      service.KafkaConfig{Brokers: []string{"127.0.0.1:9092"}, InputTopic: "clicks"},
+		Checkpoint: service.CheckpointConfig{Dir: "/tmp/x"},
+	}
+}
+
+func TestConfigValidateNamesTheFieldAndTheFix(t *testing.T) {
+	if err := validConfig().Validate(); err != nil {
+		t.Fatalf("minimal config: %v", err)
+	}
+	for _, tc := range []struct {
+		name  string
+		mod   func(*service.Config)
+		field string
+	}{
+		{"no brokers", func(c *service.Config) { c.Kafka.Brokers = nil }, "kafka.brokers"},
+		{"no input topic", func(c *service.Config) { c.Kafka.InputTopic = "" }, "kafka.input_topic"},
+		{"output is input", func(c *service.Config) { c.Kafka.OutputTopic = "clicks" }, "kafka.output_topic"},
+		{"bad start", func(c *service.Config) { c.Kafka.Start = "beginning" }, "kafka.start"},
+		{"heartbeat too slow", func(c *service.Config) { c.Kafka.HeartbeatInterval = time.Minute }, "kafka.heartbeat_interval"},
+		{"bad acks", func(c *service.Config) { c.Kafka.RequiredAcks = "none" }, "kafka.required_acks"},
+		{"bad compression", func(c *service.Config) { c.Kafka.Compression = "brotli" }, "kafka.compression"},
+		{"no state dir", func(c *service.Config) { c.Checkpoint.Dir = "" }, "checkpoint.dir"},
+		{"negative every", func(c *service.Config) { c.Checkpoint.EveryEvents = -1 }, "checkpoint.every_events"},
+		{"bad log level", func(c *service.Config) { c.Log.Level = "loud" }, "log.level"},
+		{"short shutdown", func(c *service.Config) { c.ShutdownTimeout = time.Millisecond }, "shutdown_timeout"},
+		{"bad model", func(c *service.Config) { c.Model.Mode = "stars" }, "model:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := validConfig()
+			tc.mod(&c)
+			err := c.Validate()
+			if !errors.Is(err, service.ErrConfig) {
+				t.Fatalf("Validate = %v, want ErrConfig", err)
+			}
+			if !strings.Contains(err.Error(), tc.field) {
+				t.Fatalf("error %q does not name %s", err, tc.field)
+			}
+			if tc.field != "model:" {
+				for _, fix := range []string{service.EnvName(tc.field), "--set " + tc.field + "="} {
+					if !strings.Contains(err.Error(), fix) {
+						t.Errorf("error %q does not say how to set it (%s)", err, fix)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestConfigEnvAndSet(t *testing.T) {
+	paths := service.Paths()
+	envs := map[string]bool{}
+	for _, p := range paths {
+		if envs[service.EnvName(p)] {
+			t.Fatalf("two settings share the variable %s", service.EnvName(p))
+		}
+		envs[service.EnvName(p)] = true
+	}
+	for _, p := range []string{"kafka.brokers", "checkpoint.interval", "model.dim", "model.dwell_buckets_ms", "shutdown_timeout"} {
+		if !slices.Contains(paths, p) {
+			t.Errorf("Paths lacks %s", p)
+		}
+	}
+
+	var c service.Config
+	unknown, err := c.ApplyEnv([]string{
+		"DENOISER_KAFKA_BROKERS=a:1, b:2", "DENOISER_CHECKPOINT_INTERVAL=3s", "DENOISER_MODEL_DIM=16",
+		"DENOISER_MODEL_DWELL_BUCKETS_MS=[5000, 20000]", "DENOISER_CHECKPOINT_NO_SYNC=true", "DENOISER_SEED=9",
+		"DENOISER_BOGUS=1", "PATH=/bin",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(unknown) != 1 || unknown[0] != "DENOISER_BOGUS" {
+		t.Errorf("unknown = %v, want [DENOISER_BOGUS]", unknown)
+	}
+	if strings.Join(c.Kafka.Brokers, "|") != "a:1|b:2" || c.Checkpoint.Interval != 3*time.Second || c.Model.Dim != 16 ||
+		!slices.Equal(c.Model.DwellBucketsMS, []int64{5000, 20000}) || !c.Checkpoint.NoSync || c.Seed != 9 {
+		t.Errorf("ApplyEnv gave %+v", c)
+	}
+	if err := c.Set("kafka.batch_timeout", "soon"); !errors.Is(err, service.ErrConfig) || !strings.Contains(err.Error(), "kafka.batch_timeout") {
+		t.Errorf("Set of a bad duration = %v", err)
+	}
+	if err := c.Set("kafka.nope", "1"); !errors.Is(err, service.ErrConfig) {
+		t.Errorf("Set of an unknown path = %v", err)
+	}
+	if _, err := c.ApplyEnv([]string{"DENOISER_BUFFER=many"}); err == nil || !strings.Contains(err.Error(), "DENOISER_BUFFER") {
+		t.Errorf("ApplyEnv of a bad number = %v", err)
+	}
+}
+
+func TestLoadConfigRefusesUnknownKeys(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte("kafka:\n  brokers: [a:1]\n  input_topik: x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := service.LoadConfig(path); err == nil || !strings.Contains(err.Error(), "input_topik") {
+		t.Fatalf("LoadConfig = %v, want an error naming the unknown key", err)
+	}
+}
+
+// TestOperationsExample: the example in docs/operations.md sets every
+// field, loads and validates.
+func TestOperationsExample(t *testing.T) {
+	doc, err := os.ReadFile("../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindSubmatch(doc)
+	if m == nil {
+		t.Fatal("docs/operations.md has no yaml block")
+	}
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, m[1], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := service.LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("the example does not validate: %v", err)
+	}
+	var tree map[string]any
+	if err := yaml.Unmarshal(m[1], &tree); err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	var flatten func(prefix string, v any)
+	flatten = func(prefix string, v any) {
+		if mm, ok := v.(map[string]any); ok {
+			for k, v := range mm {
+				if prefix != "" {
+					k = prefix + "." + k
+				}
+				flatten(k, v)
+			}
+			return
+		}
+		have[prefix] = true
+	}
+	flatten("", tree)
+	for _, p := range service.Paths() {
+		if !have[p] {
+			t.Errorf("the example does not set %s", p)
+		}
+	}
+}
