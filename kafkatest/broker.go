@@ -260,18 +260,20 @@ func (b *Broker) CreateTopic(t testing.TB, name string, partitions int) {
 // murmur2 hash (keyless messages go to random partitions).
 func (b *Broker) Produce(t testing.TB, topic string, msgs ...kafka.Message) {
 	t.Helper()
-	if err := b.produce(topic, msgs); err != nil {
+	if err := b.ProduceErr(topic, msgs...); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func (b *Broker) produce(topic string, msgs []kafka.Message) error {
+// ProduceErr is Produce for goroutines other than the test's: it returns
+// the error.
+func (b *Broker) ProduceErr(topic string, msgs ...kafka.Message) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	tr := &kafka.Transport{}
 	defer tr.CloseIdleConnections()
 	w := &kafka.Writer{
-		Addr: kafka.TCP(b.Addrs...), Topic: topic, Transport: tr,
+		Addr: kafka.TCP(b.addrs()...), Topic: topic, Transport: tr,
 		Balancer: kafka.Murmur2Balancer{}, BatchSize: 1000, BatchTimeout: time.Millisecond,
 		RequiredAcks: kafka.RequireAll,
 	}

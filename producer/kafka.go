@@ -28,6 +28,9 @@ const (
 	HeaderError           = "error"            // dead letters: the error message
 )
 
+// ErrWriterClosed is returned by writes to a closed Kafka writer.
+var ErrWriterClosed = errors.New("kafka writer closed")
+
 // ErrWriterFailed wraps the error that made a Kafka writer give up: a batch
 // could not be written for KafkaConfig.RetryFor. The writer then accepts
 // nothing more, so that no record is dropped silently.
@@ -387,7 +390,7 @@ func (w *kafkaWriter) usableLocked() error {
 		return w.mu.err
 	}
 	if w.mu.closing {
-		return ErrClosed
+		return ErrWriterClosed
 	}
 	return nil
 }
@@ -494,10 +497,11 @@ func (w *kafkaWriter) write(b *batch) {
 		}
 		var tooLarge kafka.MessageTooLargeError
 		permanent := errors.As(err, &tooLarge)
-		if w.ctx.Err() != nil || permanent || time.Since(start)+backoff > w.cfg.RetryFor {
-			if w.ctx.Err() != nil {
-				err = ErrClosed
-			}
+		if w.ctx.Err() != nil {
+			w.finish(b.seq, fmt.Errorf("%w: %d records of %s not written", ErrWriterClosed, len(msgs), w.cfg.Topic))
+			return
+		}
+		if permanent || time.Since(start)+backoff > w.cfg.RetryFor {
 			w.finish(b.seq, fmt.Errorf("%w: write %d records to %s (attempt %d, %v): %w",
 				ErrWriterFailed, len(msgs), w.cfg.Topic, attempt, time.Since(start).Round(time.Millisecond), err))
 			return
@@ -518,7 +522,9 @@ func (w *kafkaWriter) finish(seq uint64, err error) {
 	if err != nil && w.mu.err == nil {
 		w.mu.err = err
 		close(w.failed)
-		w.log.Error("kafka writer gave up; no more records are accepted", "err", err)
+		if errors.Is(err, ErrWriterFailed) {
+			w.log.Error("kafka writer gave up; no more records are accepted", "err", err)
+		}
 	}
 	w.mu.done = seq
 	close(w.mu.changed)
@@ -557,7 +563,7 @@ func (w *kafkaWriter) flush(ctx context.Context) error {
 func (w *kafkaWriter) close(ctx context.Context) error {
 	w.closeOnce.Do(func() {
 		err := w.flush(ctx)
-		if errors.Is(err, ErrWriterFailed) {
+		if errors.Is(err, ErrWriterFailed) || errors.Is(err, ErrWriterClosed) {
 			err = nil // reported by Write or Flush already
 		}
 		w.mu.Lock()

@@ -66,8 +66,8 @@ func TestKafkaSink(t *testing.T) {
 	if err := sink.Close(ctx); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if err := sink.Write(ctx, scored(0)); !errors.Is(err, producer.ErrClosed) {
-		t.Fatalf("Write after Close = %v, want ErrClosed", err)
+	if err := sink.Write(ctx, scored(0)); !errors.Is(err, producer.ErrWriterClosed) {
+		t.Fatalf("Write after Close = %v, want ErrWriterClosed", err)
 	}
 
 	msgs := b.NewReader(t, topic).Until(t, 30*time.Second, kafkatest.AtLeast(n))

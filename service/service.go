@@ -349,7 +349,8 @@ func (s *Service) Run(ctx context.Context) error {
 	case start = <-stopAt:
 	default:
 	}
-	sctx, cancel := context.WithDeadline(context.Background(), start.Add(s.cfg.ShutdownTimeout))
+	// A margin under the bound leaves time for the process to exit.
+	sctx, cancel := context.WithDeadline(context.Background(), start.Add(s.cfg.ShutdownTimeout-s.cfg.ShutdownTimeout/20))
 	defer cancel()
 	graceful := runErr == nil
 	if runErr != nil && ctx.Err() != nil && loopCtx.Err() != nil {
@@ -358,7 +359,7 @@ func (s *Service) Run(ctx context.Context) error {
 		s.log.Error("stream stopped", "err", runErr)
 	}
 	err := errors.Join(runErr, s.cp.finish(sctx, graceful))
-	err = errors.Join(err, s.close(sctx))
+	err = errors.Join(err, s.close(sctx, graceful))
 	if sctx.Err() != nil && !errors.Is(err, ErrShutdownTimeout) {
 		err = errors.Join(err, ErrShutdownTimeout)
 	}
@@ -369,12 +370,22 @@ func (s *Service) Run(ctx context.Context) error {
 
 // close releases everything, within ctx for what talks to the broker; the
 // state store and the HTTP server are closed in any case.
-func (s *Service) close(ctx context.Context) error {
+func (s *Service) close(ctx context.Context, graceful bool) error {
 	s.closeOnce.Do(func() {
 		s.cp.close()
 		var errs []error
-		// The sinks are flushed already after a graceful drain.
-		errs = append(errs, s.sink.Close(ctx), s.dlq.Close(ctx))
+		// After a graceful drain the sinks are flushed already; otherwise
+		// what they still hold is not covered by any checkpoint and will be
+		// re-emitted: do not wait for it.
+		sctx := ctx
+		if !graceful {
+			var cancel context.CancelFunc
+			sctx, cancel = context.WithTimeout(ctx, 100*time.Millisecond)
+			defer cancel()
+		}
+		if err := errors.Join(s.sink.Close(sctx), s.dlq.Close(sctx)); graceful {
+			errs = append(errs, err)
+		}
 		errs = append(errs, s.src.Close(ctx)) // leaves the group
 		errs = append(errs, s.store.Close())
 		if s.server != nil {
@@ -398,7 +409,7 @@ func (s *Service) Close() error {
 	close(s.loopDone)
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
-	return s.close(ctx)
+	return s.close(ctx, true)
 }
 
 // Submit hands task to the model goroutine, which runs it between two

@@ -1,0 +1,414 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"denoiser/consumer"
+	"denoiser/kafkatest"
+	"denoiser/online"
+	"denoiser/producer"
+	"denoiser/service"
+	"denoiser/state"
+	"denoiser/synth"
+)
+
+func TestRunConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no topic", []string{"run", "--brokers", "127.0.0.1:1", "--state-dir", t.TempDir()}, "kafka.input_topic: required"},
+		{"bad set", []string{"run", "--set", "kafka.nope=1"}, `unknown setting "kafka.nope"`},
+		{"set without value", []string{"run", "--set", "kafka.group"}, "want PATH=VALUE"},
+		{"bad duration", []string{"run", "--brokers", "b:1", "--input-topic", "t", "--state-dir", "d", "--set", "kafka.batch_timeout=fast"}, "kafka.batch_timeout"},
+		{"no state dir", []string{"run", "--brokers", "b:1", "--input-topic", "t"}, "checkpoint.dir: required"},
+		{"missing file", []string{"run", "--config", "/nonexistent/denoiser.yaml"}, "read config"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			if code := run(context.Background(), tc.args, &bytes.Buffer{}, &stderr); code != 2 {
+				t.Fatalf("exit %d, want 2; stderr:\n%s", code, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.want) {
+				t.Fatalf("stderr %q lacks %q", stderr.String(), tc.want)
+			}
+		})
+	}
+}
+
+func TestRunPrintConfigLayers(t *testing.T) {
+	cfg := writeFile(t, filepath.Join(t.TempDir(), "c.yaml"), "kafka:\n  input_topic: from-file\n  group: file-group\nmodel:\n  dim: 8\n")
+	t.Setenv("DENOISER_KAFKA_GROUP", "env-group")
+	t.Setenv("DENOISER_CHECKPOINT_INTERVAL", "3s")
+	var stdout, stderr bytes.Buffer
+	args := []string{"run", "--config", cfg, "--group", "flag-group", "--set", "kafka.batch_size=7", "--print-config"}
+	if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	for _, want := range []string{"input_topic: from-file", "group: flag-group", "interval: 3s", "batch_size: 7", "dim: 8", "output_topic: from-file.scored"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("effective config lacks %q:\n%s", want, stdout.String())
+		}
+	}
+}
+
+// child is a `denoiser run` process: the test binary run as the command.
+type child struct {
+	cmd  *exec.Cmd
+	log  string
+	done chan error
+}
+
+func startChild(t *testing.T, logPath string, args ...string) *child {
+	t.Helper()
+	f, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), envAsDenoiser+"=1")
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	c := &child{cmd: cmd, log: logPath, done: make(chan error, 1)}
+	go func() {
+		c.done <- cmd.Wait()
+		f.Close()
+	}()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			<-c.done
+		}
+	})
+	return c
+}
+
+// tail returns the end of the child's log.
+func (c *child) tail() string {
+	b, _ := os.ReadFile(c.log)
+	if len(b) > 3000 {
+		b = b[len(b)-3000:]
+	}
+	return string(b)
+}
+
+// runConfig writes the configuration of a `denoiser run` child.
+func runConfig(t *testing.T, b *kafkatest.Broker, in, dir string) string {
+	t.Helper()
+	session := "2s"
+	if b.Real {
+		session = "6s" // the broker's group.min.session.timeout.ms
+	}
+	return writeFile(t, filepath.Join(dir, "run.yaml"), fmt.Sprintf(`kafka:
+  brokers: [%s]
+  input_topic: %s
+  group: %s-g
+  session_timeout: %s
+  heartbeat_interval: 300ms
+  rebalance_timeout: 5s
+  request_timeout: 2s
+  fetch_max_wait: 100ms
+checkpoint:
+  dir: %s
+  every_events: 2000
+  interval: 300ms
+http:
+  addr: off
+log:
+  level: info
+`, strings.Join(b.Addrs, ", "), in, in, session, filepath.Join(dir, "state")))
+}
+
+// crashInput is n synthetic events with a bad record every 9973 events.
+func crashInput(t *testing.T, n int) [][]byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if _, err := synth.Write(context.Background(), &buf, synth.Config{Events: n, Noise: 0.2, Seed: 11}); err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSuffix(buf.Bytes(), []byte("\n")), []byte("\n"))
+	for i := 9973; i < len(lines); i += 9973 {
+		lines[i] = []byte(`{"user":"poison","item":"x","dwell_ms":-1}`)
+	}
+	return lines
+}
+
+// referenceModel steps a model over lines in order, as a run without
+// crashes does, and returns its encoding and the output value per offset.
+func referenceModel(t *testing.T, topic string, lines [][]byte) ([]byte, map[int64][]byte) {
+	t.Helper()
+	cfg := service.Config{}.WithDefaults()
+	m, err := online.New(cfg.Model, rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int64][]byte{}
+	for i, l := range lines {
+		r := consumer.Result{Pos: consumer.Position{Topic: topic, Offset: int64(i)}}
+		if err := consumer.Decode(l, &r.Event); err != nil {
+			continue
+		}
+		if err := m.Step(r.Event.Model(), &r.Score); err != nil && !errors.Is(err, online.ErrNumerical) {
+			continue
+		}
+		out[int64(i)] = producer.AppendScored(nil, &r)
+	}
+	var buf bytes.Buffer
+	if _, err := m.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes(), out
+}
+
+func sourceOffsetOf(t *testing.T, m kafka.Message) int64 {
+	t.Helper()
+	v, ok := kafkatest.Header(m, producer.HeaderSourceOffset)
+	o, err := strconv.ParseInt(v, 10, 64)
+	if !ok || err != nil {
+		t.Fatalf("record without source offset: %+v", m.Headers)
+	}
+	return o
+}
+
+// coverage counts the distinct input offsets below n with an output
+// record in the scored or the dead-letter topic.
+func coverage(t *testing.T, scored, dead []kafka.Message, n int) int {
+	seen := make([]bool, n)
+	c := 0
+	for _, ms := range [][]kafka.Message{scored, dead} {
+		for _, m := range ms {
+			if o := sourceOffsetOf(t, m); o >= 0 && o < int64(n) && !seen[o] {
+				seen[o] = true
+				c++
+			}
+		}
+	}
+	return c
+}
+
+// TestRunCrashRecovery kills `denoiser run` with SIGKILL at random points,
+// at least five times, while 100,000 events flow through a one-partition
+// topic. After the last restart every input offset has an output record,
+// re-emitted records are byte-identical to the first emission and to a run
+// without crashes, and the final model is byte-identical to the model of a
+// run without crashes.
+func TestRunCrashRecovery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test: about a minute")
+	}
+	const n, kills = 100_000, 5
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("DENOISER_CRASH_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	rnd := rand.New(rand.NewPCG(seed, 1))
+	t.Logf("seed %d (DENOISER_CRASH_SEED=%d reproduces the kill times)", seed, seed)
+
+	b := kafkatest.New(t)
+	in := b.Topic(t, "crash", 1)
+	b.CreateTopic(t, in+".scored", 2)
+	b.CreateTopic(t, in+".dead-letter", 1)
+	dir := t.TempDir()
+	cfg := runConfig(t, b, in, dir)
+	lines := crashInput(t, n)
+	wantModel, wantOut := referenceModel(t, in, lines)
+
+	// Events flow in over ~25 s while the process is killed and restarted.
+	produced := make(chan error, 1)
+	go func() {
+		const chunk = 2000
+		for i := 0; i < n; i += chunk {
+			if err := b.ProduceErr(in, kafkatest.Values(lines[i:min(i+chunk, n)]...)...); err != nil {
+				produced <- err
+				return
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		produced <- nil
+	}()
+
+	scored := b.NewReader(t, in+".scored")
+	dead := b.NewReader(t, in+".dead-letter")
+	poll := func() int {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := scored.Poll(ctx); err != nil {
+			t.Logf("poll output: %v", err)
+		}
+		if err := dead.Poll(ctx); err != nil {
+			t.Logf("poll dead letters: %v", err)
+		}
+		return len(scored.Msgs) + len(dead.Msgs)
+	}
+
+	for k := 1; k <= kills; k++ {
+		c := startChild(t, filepath.Join(dir, fmt.Sprintf("run-%d.log", k)), "run", "--config", cfg)
+		// Wait until this process emits, then kill it at a random point.
+		before := poll()
+		deadline := time.Now().Add(90 * time.Second)
+		for poll() == before {
+			if time.Now().After(deadline) {
+				t.Fatalf("run %d emitted nothing in 90s; its log:\n%s", k, c.tail())
+			}
+			select {
+			case err := <-c.done:
+				t.Fatalf("run %d exited by itself: %v\n%s", k, err, c.tail())
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		delay := time.Duration(rnd.Int64N(int64(1500 * time.Millisecond)))
+		time.Sleep(delay)
+		if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-c.done
+		t.Logf("kill %d: %v after the first output of this run; %d output records so far", k, delay.Round(time.Millisecond), poll())
+	}
+	if err := <-produced; err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+
+	// The last run goes to the end and stops gracefully.
+	last := startChild(t, filepath.Join(dir, "run-last.log"), "run", "--config", cfg)
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		poll()
+		if coverage(t, scored.Msgs, dead.Msgs, n) == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the last restart only %d of %d input offsets have an output; log:\n%s",
+				coverage(t, scored.Msgs, dead.Msgs, n), n, last.tail())
+		}
+		select {
+		case err := <-last.done:
+			t.Fatalf("last run exited by itself: %v\n%s", err, last.tail())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	stopStart := time.Now()
+	if err := last.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-last.done; err != nil {
+		t.Fatalf("last run after SIGTERM: %v\n%s", err, last.tail())
+	}
+	t.Logf("last run stopped %v after SIGTERM", time.Since(stopStart).Round(time.Millisecond))
+
+	// Every emission of an offset, first or repeated, is the reference's.
+	dups := 0
+	for _, m := range scored.Msgs {
+		o := sourceOffsetOf(t, m)
+		want, ok := wantOut[o]
+		if !ok {
+			t.Fatalf("scored output for offset %d, which the reference dead-letters", o)
+		}
+		if !bytes.Equal(m.Value, want) {
+			t.Fatalf("output of offset %d differs from a run without crashes:\n got %s\nwant %s", o, m.Value, want)
+		}
+	}
+	dups = len(scored.Msgs) + len(dead.Msgs) - n
+	t.Logf("%d input events, %d scored and %d dead-letter records: %d re-emitted after crashes", n, len(scored.Msgs), len(dead.Msgs), dups)
+	if len(dead.Msgs) < n/9973 {
+		t.Errorf("%d dead letters, want at least %d", len(dead.Msgs), n/9973)
+	}
+
+	st, err := state.Open(filepath.Join(dir, "state"), state.Options{GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cp, ok, err := st.Load(context.Background())
+	if err != nil || !ok {
+		t.Fatalf("load final checkpoint: %v %v", ok, err)
+	}
+	if fmt.Sprint(cp.Positions) != fmt.Sprintf("[{%s 0 %d}]", in, n) {
+		t.Errorf("final positions %v, want %s/0 at %d", cp.Positions, in, n)
+	}
+	if !bytes.Equal(cp.Model, wantModel) {
+		t.Fatalf("final model (%d bytes, version %d, generation %d) differs from a run without crashes (%d bytes)",
+			len(cp.Model), cp.Version, cp.Generation, len(wantModel))
+	}
+	t.Logf("final model: %d bytes, version %d, checkpoint generation %d: byte-identical to a run without crashes",
+		len(cp.Model), cp.Version, cp.Generation)
+}
+
+// TestRunShutdownBrokerGone stops the broker under a running `denoiser
+// run` that has a backlog, then sends SIGTERM: the process must exit within
+// its shutdown bound (10s). After the broker is back, a new run resumes
+// and every input offset gets its output.
+func TestRunShutdownBrokerGone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stops the broker")
+	}
+	b := kafkatest.Exclusive(t)
+	in := b.Topic(t, "gone", 1)
+	b.CreateTopic(t, in+".scored", 1)
+	b.CreateTopic(t, in+".dead-letter", 1)
+	dir := t.TempDir()
+	cfg := runConfig(t, b, in, dir)
+	const n = 60_000
+	lines := crashInput(t, n)
+	b.Produce(t, in, kafkatest.Values(lines...)...)
+
+	c := startChild(t, filepath.Join(dir, "run-1.log"), "run", "--config", cfg)
+	out := b.NewReader(t, in+".scored")
+	out.Until(t, 90*time.Second, kafkatest.AtLeast(1))
+	b.Stop(t)
+	time.Sleep(500 * time.Millisecond)
+	start := time.Now()
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	var exitErr error
+	select {
+	case exitErr = <-c.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("still running 30s after SIGTERM with the broker gone:\n%s", c.tail())
+	}
+	took := time.Since(start)
+	t.Logf("SIGTERM with the broker gone: exit after %v (%v)", took.Round(time.Millisecond), exitErr)
+	if took > 10*time.Second {
+		t.Errorf("shutdown took %v, bound 10s\n%s", took, c.tail())
+	}
+
+	b.Start(t)
+	dead := b.NewReader(t, in+".dead-letter")
+	c2 := startChild(t, filepath.Join(dir, "run-2.log"), "run", "--config", cfg)
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = out.Poll(ctx)
+		_ = dead.Poll(ctx)
+		cancel()
+		if coverage(t, out.Msgs, dead.Msgs, n) == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the restart only %d of %d offsets have an output:\n%s", coverage(t, out.Msgs, dead.Msgs, n), n, c2.tail())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	_ = c2.cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-c2.done; err != nil {
+		t.Errorf("second run: %v\n%s", err, c2.tail())
+	}
+}
