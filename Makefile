@@ -7,7 +7,7 @@ GO      ?= go
 BIN     := bin/denoiser
 OUT     ?= out
 
-.PHONY: build demo test test-short bench fuzz kafka-start kafka-stop clean eval
+.PHONY: build demo test test-short bench fuzz fuzz-snapshot kafka-start kafka-stop clean eval
 
 build:
 	$(GO) build -o $(BIN) ./cmd/denoiser
@@ -33,6 +33,7 @@ eval: build
 test:
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 30m ./...
+	$(MAKE) fuzz-snapshot FUZZTIME=10s
 
 test-short:
 	$(GO) test -short -count=1 ./...
@@ -44,6 +45,10 @@ bench:
 FUZZTIME ?= 1m
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./consumer
+
+# The snapshot reader: make fuzz-snapshot FUZZTIME=10m (make test runs 10s).
+fuzz-snapshot:
+	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) ./snapshot
 
 kafka-start:
 	scripts/kafka.sh install
