@@ -45,10 +45,11 @@ var (
 	ErrStateNotEmpty = errors.New("state already holds a checkpoint")
 )
 
-// Export writes the last checkpoint of store to path (atomically, see
-// WriteFile) and then verifies the file by reading it back whole. meta.
-// Generation is set from the checkpoint. It returns the snapshot as read
-// back, model included.
+// Export writes the last checkpoint of store to path and verifies the file
+// by reading it back whole before it takes path's place (atomically, as
+// WriteFile): a checkpoint that does not decode leaves path as it was.
+// meta.Generation is set from the checkpoint. It returns the snapshot as
+// read back, model included.
 func Export(ctx context.Context, store Loader, path string, meta Meta) (*Snapshot, error) {
 	cp, ok, err := store.Load(ctx)
 	if err != nil {
@@ -58,20 +59,27 @@ func Export(ctx context.Context, store Loader, path string, meta Meta) (*Snapsho
 		return nil, fmt.Errorf("export snapshot: %w", ErrNoCheckpoint)
 	}
 	meta.Generation = cp.Generation
-	info, err := WriteFile(path, Contents{ModelBytes: cp.Model, Positions: cp.Positions, Meta: meta})
+	t, err := createTemp(path)
 	if err != nil {
 		return nil, fmt.Errorf("export snapshot: %w", err)
 	}
+	info, err := Write(t.f, Contents{ModelBytes: cp.Model, Positions: cp.Positions, Meta: meta})
 	cp = Checkpoint{} // let the model bytes go before the model is decoded
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("export snapshot: %w", err)
-	}
-	s, err := ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("export snapshot: verify: %w", err)
+		return nil, errors.Join(fmt.Errorf("export snapshot: %w", err), t.abort())
 	}
-	if s.SHA256 != info.SHA256 || s.Bytes != info.Bytes {
-		return nil, fmt.Errorf("export snapshot: verify %s: %w: read back differs from what was written", path, ErrChecksum)
+	s, err := ReadFile(t.f.Name())
+	if err == nil && (s.SHA256 != info.SHA256 || s.Bytes != info.Bytes) {
+		err = fmt.Errorf("%w: read back differs from what was written", ErrChecksum)
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("export snapshot: verify: %w", err), t.abort())
+	}
+	if err := t.commit(); err != nil {
+		return nil, fmt.Errorf("export snapshot: %w", err)
 	}
 	return s, nil
 }

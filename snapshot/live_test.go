@@ -1,0 +1,284 @@
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"denoiser/online"
+)
+
+// owner plays the stream's model goroutine, as consumer.Run with
+// Options.Tasks does: it steps events and, between two of them and while
+// idle, runs the tasks it is handed.
+type owner struct {
+	m        *online.Model
+	next     int64 // position: events stepped
+	scores   []byte
+	tasks    chan func(context.Context, Flusher) error
+	flushes  atomic.Int64
+	flushErr error
+	idle     chan struct{} // closed when every event is stepped
+}
+
+func (o *owner) Flush(context.Context) error { o.flushes.Add(1); return o.flushErr }
+
+func (o *owner) contents() Contents {
+	return Contents{Model: o.m, Positions: []Position{{Topic: "clicks", Partition: 0, Next: o.next}}}
+}
+
+func (o *owner) submit(ctx context.Context, t Task) error {
+	select {
+	case o.tasks <- func(ctx context.Context, out Flusher) error { return t(ctx, out) }:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// run steps evs, pausing every `every` events so that requests arrive
+// mid-stream, then serves tasks until ctx ends.
+func (o *owner) run(ctx context.Context, t *testing.T, evs []online.Event, every int, paused chan<- int64) {
+	var sc online.Score
+	for j, ev := range evs {
+		for {
+			select {
+			case task := <-o.tasks:
+				if err := task(ctx, o); err != nil {
+					t.Errorf("task returned %v; a live task must not stop the stream", err)
+				}
+				continue
+			default:
+			}
+			break
+		}
+		if j > 0 && j%every == 0 && paused != nil {
+			paused <- o.next // let the test request a snapshot here
+			task := <-o.tasks
+			if err := task(ctx, o); err != nil {
+				t.Errorf("task returned %v", err)
+			}
+		}
+		if err := o.m.Step(ev, &sc); err != nil {
+			t.Errorf("event %d: %v", j, err)
+		}
+		o.scores = fmtScore(o.scores, sc)
+		o.next++
+	}
+	if o.idle != nil {
+		close(o.idle)
+	}
+	for {
+		select {
+		case task := <-o.tasks:
+			if err := task(ctx, o); err != nil {
+				t.Errorf("task returned %v", err)
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func fmtScore(b []byte, sc online.Score) []byte {
+	s, _ := json.Marshal(sc)
+	return append(append(b, s...), '\n')
+}
+
+// TestLiveExportIsConsistent: snapshots taken from a running stream hold
+// the model exactly at their positions: a model restored from any of them
+// and fed the stream from its position scores every later event as the
+// stream did. Output is flushed before each snapshot; the stream goes on.
+func TestLiveExportIsConsistent(t *testing.T) {
+	evs := testStream(3000, 11)
+	dir := t.TempDir()
+	o := &owner{m: newModel(t, smallConfig(online.ModeBinary)), tasks: make(chan func(context.Context, Flusher) error),
+		idle: make(chan struct{})}
+	live, err := NewLive(LiveOptions{Contents: o.contents, Submit: o.submit, Dir: dir,
+		Now: func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	paused := make(chan int64)
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); o.run(ctx, t, evs, 700, paused) }()
+
+	var results []ExportResult
+	for range 4 { // at 700, 1400, 2100, 2800 events
+		at := <-paused
+		// The owner is between two events, waiting for one task: this
+		// Export's. Its result arrives once the owner has moved on.
+		res, err := live.Export(ctx, filepath.Join(dir, "mid.snap"+string(rune('0'+len(results)))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.ModelVersion != uint64(at) || res.Paused <= 0 || res.Bytes <= 0 {
+			t.Fatalf("snapshot at %d: %+v", at, res)
+		}
+		results = append(results, res)
+	}
+	// One at whatever point the running stream takes it.
+	res, err := live.Export(ctx, filepath.Join(dir, "running.snap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	results = append(results, res)
+	<-o.idle
+	idle, err := live.Export(ctx, "") // after the stream: the idle owner serves it
+	if err != nil {
+		t.Fatal(err)
+	}
+	results = append(results, idle)
+	if err := live.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	<-stopped
+	if filepath.Base(idle.Path) != "snapshot-3000-20250102T030405.000Z.snap" {
+		t.Fatalf("idle snapshot named %s", idle.Path)
+	}
+	if got := o.flushes.Load(); got != int64(len(results)) {
+		t.Fatalf("%d output flushes for %d snapshots", got, len(results))
+	}
+
+	whole := o.scores
+	for _, res := range results {
+		s, err := ReadFile(res.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := s.Positions[0].Next
+		if s.Model.Version() != uint64(next) || s.SHA256Hex() != res.SHA256 || s.Meta.Source != "live" {
+			t.Fatalf("%s: model version %d at position %d, meta %+v", res.Path, s.Model.Version(), next, s.Meta)
+		}
+		var tail []byte
+		var sc online.Score
+		for _, ev := range evs[next:] {
+			if err := s.Model.Step(ev, &sc); err != nil {
+				t.Fatal(err)
+			}
+			tail = fmtScore(tail, sc)
+		}
+		if !bytes.HasSuffix(whole, tail) || (next > 0 && bytes.Equal(whole, tail)) {
+			t.Fatalf("%s: restored at %d, the rest of the stream scores differently", res.Path, next)
+		}
+	}
+}
+
+// TestLiveExportFailures: a failed flush or a missing directory goes to the
+// requester, not the stream; a request the owner never runs ends with its
+// context and does not hold Close; after Close, Export refuses.
+func TestLiveExportFailures(t *testing.T) {
+	ctx := context.Background()
+	o := &owner{m: newModel(t, smallConfig(online.ModeBinary)), tasks: make(chan func(context.Context, Flusher) error, 1)}
+	live, err := NewLive(LiveOptions{Contents: o.contents, Submit: o.submit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveOne := func() {
+		if err := (<-o.tasks)(ctx, o); err != nil {
+			t.Errorf("task returned %v", err)
+		}
+	}
+
+	go serveOne()
+	if _, err := live.Export(ctx, ""); err == nil {
+		t.Fatal("export without a directory succeeded")
+	}
+	o.flushErr = errors.New("broker gone")
+	go serveOne()
+	if _, err := live.Export(ctx, filepath.Join(t.TempDir(), "x.snap")); !errors.Is(err, o.flushErr) {
+		t.Fatalf("export with a failing flush: %v", err)
+	}
+
+	// Nobody serves this one: it is queued, then abandoned.
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if _, err := live.Export(short, filepath.Join(t.TempDir(), "y.snap")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("unserved export: %v", err)
+	}
+	closed := make(chan error)
+	go func() { closed <- live.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close waits for an abandoned request")
+	}
+	serveOne() // the abandoned task runs late and does nothing
+	if _, err := live.Export(ctx, ""); !errors.Is(err, ErrClosed) {
+		t.Fatalf("export after Close: %v", err)
+	}
+	if _, err := NewLive(LiveOptions{}); err == nil {
+		t.Fatal("NewLive without Contents and Submit succeeded")
+	}
+}
+
+// TestLiveHTTP: POST writes a snapshot into the directory and answers its
+// description; GET streams one and leaves nothing behind; other methods
+// are refused.
+func TestLiveHTTP(t *testing.T) {
+	dir := t.TempDir()
+	o := &owner{m: newModel(t, smallConfig(online.ModeBinary)), tasks: make(chan func(context.Context, Flusher) error)}
+	step(t, o.m, testStream(800, 12))
+	o.next = 800
+	live, err := NewLive(LiveOptions{Contents: o.contents, Submit: o.submit, Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); o.run(ctx, t, nil, 1, nil) }()
+	defer func() { live.Close(); cancel(); <-stopped }()
+	srv := httptest.NewServer(live)
+	defer srv.Close()
+
+	resp, err := http.Post(srv.URL+"/snapshot", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res ExportResult
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST: %d %v", resp.StatusCode, err)
+	}
+	resp.Body.Close()
+	if s, err := ReadFile(res.Path); err != nil || s.Model.Version() != 800 || filepath.Dir(res.Path) != dir {
+		t.Fatalf("POSTed snapshot %s: %v", res.Path, err)
+	}
+
+	resp, err = http.Get(srv.URL + "/snapshot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET: %d %v", resp.StatusCode, err)
+	}
+	s, err := Read(bytes.NewReader(body))
+	if err != nil || s.Model.Version() != 800 || resp.Header.Get("X-Denoiser-Snapshot-Sha256") != s.SHA256Hex() {
+		t.Fatalf("downloaded snapshot: %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Fatalf("the snapshot directory holds %d entries after a download, want the POSTed one", len(entries))
+	}
+
+	req, _ := http.NewRequest(http.MethodPut, srv.URL+"/snapshot", nil)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Fatalf("PUT: %d", resp.StatusCode)
+	}
+}
