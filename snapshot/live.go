@@ -240,6 +240,7 @@ func (l *Live) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		defer f.Close()
+		_ = os.Remove(name) // where the system allows it, gone before the body is sent
 		w.Header().Set("Content-Type", "application/octet-stream")
 		w.Header().Set("Content-Length", strconv.FormatInt(res.Bytes, 10))
 		w.Header().Set("X-Denoiser-Snapshot-Sha256", res.SHA256)
