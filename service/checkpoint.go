@@ -51,8 +51,10 @@ type checkpointer struct {
 	every   int
 	timeout time.Duration // for the offset commit
 
-	positions map[partitionKey]int64
-	pending   int // records since the last checkpoint
+	positions map[partitionKey]*int64
+	lastKey   partitionKey // the partition of the previous record...
+	lastNext  *int64       // ...and its entry: most records follow one of the same partition
+	pending   int          // records since the last checkpoint
 	saving    bool
 	buf       bytes.Buffer
 	last      time.Time // when the last checkpoint was taken
@@ -68,13 +70,14 @@ func newCheckpointer(store saver, model *online.Model, commit committer, m *metr
 	every int, timeout time.Duration, positions []state.Position) *checkpointer {
 	c := &checkpointer{
 		store: store, model: model, commit: commit, metrics: m, log: log, every: every, timeout: timeout,
-		positions: map[partitionKey]int64{},
+		positions: map[partitionKey]*int64{},
 		last:      time.Now(),
 		jobs:      make(chan state.Checkpoint),
 		results:   make(chan error, 1),
 	}
 	for _, p := range positions {
-		c.positions[partitionKey{p.Topic, int32(p.Partition)}] = p.Next
+		next := p.Next
+		c.positions[partitionKey{p.Topic, int32(p.Partition)}] = &next
 	}
 	c.wg.Add(1)
 	go c.saveLoop()
@@ -87,7 +90,16 @@ func (c *checkpointer) after(ctx context.Context, r *consumer.Result, out consum
 	c.metrics.record(r)
 	c.processed.Add(1)
 	if !r.Pos.IsFile() {
-		c.positions[partitionKey{r.Pos.Topic, r.Pos.Partition}] = r.Pos.Offset + 1
+		if c.lastNext == nil || r.Pos.Partition != c.lastKey.partition || r.Pos.Topic != c.lastKey.topic {
+			k := partitionKey{r.Pos.Topic, r.Pos.Partition}
+			next := c.positions[k]
+			if next == nil {
+				next = new(int64)
+				c.positions[k] = next
+			}
+			c.lastKey, c.lastNext = k, next
+		}
+		*c.lastNext = r.Pos.Offset + 1
 	}
 	c.pending++
 	if c.pending >= c.every {
@@ -162,7 +174,7 @@ func (c *checkpointer) snapshot() (state.Checkpoint, error) {
 func (c *checkpointer) statePositions() []state.Position {
 	out := make([]state.Position, 0, len(c.positions))
 	for k, next := range c.positions {
-		out = append(out, state.Position{Topic: k.topic, Partition: int(k.partition), Next: next})
+		out = append(out, state.Position{Topic: k.topic, Partition: int(k.partition), Next: *next})
 	}
 	slices.SortFunc(out, func(a, b state.Position) int {
 		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))

@@ -335,7 +335,7 @@ func (s *Service) Run(ctx context.Context) error {
 	s.running.Store(true)
 	s.log.Info("running", "input", s.cfg.Kafka.InputTopic, "group", s.cfg.Kafka.Group,
 		"output", s.cfg.Kafka.OutputTopic, "dead_letter", s.cfg.Kafka.DeadLetterTopic)
-	st, runErr := consumer.Run(loopCtx, s.src, timedModel{s.model, s.m.step}, s.sink, s.dlq, consumer.Options{
+	st, runErr := consumer.Run(loopCtx, s.src, timedModel{s.model, s.m.step, new(uint64)}, s.sink, s.dlq, consumer.Options{
 		Buffer: s.cfg.Buffer, After: s.cp.after, Tasks: s.tasks,
 	})
 	s.running.Store(false)

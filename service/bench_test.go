@@ -1,0 +1,133 @@
+package service_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"denoiser/kafkatest"
+	"denoiser/service"
+)
+
+// BenchmarkPipeline measures, against the same broker and the same input
+// (KAFKA_BROKERS, or the embedded broker), the events/s of the denoiser
+// pipeline (consumer group -> decode -> model -> scored topic, default
+// configuration, checkpoints included) and of a pass-through that only
+// consumes and produces with kafka-go (no decoding, no model), and reports
+// their ratio. Each is timed from its first record read to its last record
+// handed to the output (the pass-through: acknowledged; the service: the
+// model loop done, its output at most one bounded batch behind).
+//
+//	go test ./service -run '^$' -bench Pipeline -benchtime 1x
+func BenchmarkPipeline(b *testing.B) {
+	const n = 100_000
+	br := kafkatest.New(b)
+	in := br.Topic(b, "bench", 3)
+	lines := events(b, n, 5)
+	br.Produce(b, in, keyed(lines)...)
+
+	var pt, dn float64
+	for i := 0; i < b.N; i++ {
+		pt += passThrough(b, br, in, n)
+		dn += denoiserRun(b, br, in, n)
+	}
+	pt, dn = pt/float64(b.N), dn/float64(b.N)
+	b.ReportMetric(pt, "passthrough-events/s")
+	b.ReportMetric(dn, "denoiser-events/s")
+	b.ReportMetric(dn/pt, "ratio")
+	b.ReportMetric(0, "ns/op") // the figures above are the result
+}
+
+// passThrough consumes n records of in with a kafka-go consumer-group
+// Reader and produces them to a new topic with a kafka-go Writer, in
+// batches; it returns events/s.
+func passThrough(b *testing.B, br *kafkatest.Broker, in string, n int) float64 {
+	b.Helper()
+	out := br.Topic(b, "bench-pt-out", 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	r := kafka.NewReader(kafka.ReaderConfig{
+		Brokers: br.Addrs, GroupID: out + "-g", Topic: in, MinBytes: 1, MaxBytes: 1 << 20,
+		MaxWait: 100 * time.Millisecond, StartOffset: kafka.FirstOffset, QueueCapacity: 1000,
+	})
+	defer r.Close()
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	w := &kafka.Writer{
+		Addr: kafka.TCP(br.Addrs...), Topic: out, Transport: tr, Balancer: kafka.Murmur2Balancer{},
+		BatchSize: 1000, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll,
+	}
+	defer w.Close()
+	batch := make([]kafka.Message, 0, 1000)
+	var start time.Time
+	for done := 0; done < n; {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			b.Fatalf("pass-through fetch: %v", err)
+		}
+		if start.IsZero() {
+			start = time.Now()
+		}
+		batch = append(batch, kafka.Message{Key: m.Key, Value: m.Value, Headers: m.Headers})
+		if len(batch) == cap(batch) || done+len(batch) == n {
+			if err := w.WriteMessages(ctx, batch...); err != nil {
+				b.Fatalf("pass-through write: %v", err)
+			}
+			done += len(batch)
+			batch = batch[:0]
+		}
+	}
+	evps := float64(n) / time.Since(start).Seconds()
+	b.Logf("pass-through: %d events, %.0f events/s", n, evps)
+	return evps
+}
+
+// denoiserRun runs the service over n records of in with its default
+// configuration (new group, new state) and returns events/s.
+func denoiserRun(b *testing.B, br *kafkatest.Broker, in string, n int) float64 {
+	b.Helper()
+	out := br.Topic(b, "bench-dn-out", 3)
+	br.CreateTopic(b, out+".dead", 1)
+	cfg := service.Config{
+		Kafka: service.KafkaConfig{
+			Brokers: br.Addrs, InputTopic: in, Group: out + "-g", OutputTopic: out, DeadLetterTopic: out + ".dead",
+			SessionTimeout: 6 * time.Second,
+		},
+		Checkpoint: service.CheckpointConfig{Dir: b.TempDir()},
+		HTTP:       service.HTTPConfig{Addr: service.HTTPOff},
+	}
+	svc, err := service.New(cfg, service.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	var start time.Time
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		p := svc.Processed()
+		if p > 0 && start.IsZero() {
+			start = time.Now()
+		}
+		if p >= uint64(n) {
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			b.Fatalf("denoiser: %d of %d after 5 minutes: %v", p, n, <-done)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	took := time.Since(start)
+	cancel()
+	if err := <-done; err != nil {
+		b.Fatalf("denoiser stop: %v", err)
+	}
+	evps := float64(n) / took.Seconds()
+	b.Logf("denoiser: %d events, %.0f events/s", n, evps)
+	return evps
+}
+
