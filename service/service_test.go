@@ -325,3 +325,49 @@ func TestPoisonRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestSubmitServesTasksWhileIdle: a task submitted while no input arrives
+// runs on the model goroutine and sees the model and positions together;
+// after the stop Submit refuses.
+func TestSubmitServesTasksWhileIdle(t *testing.T) {
+	b := kafkatest.New(t)
+	in := b.Topic(t, "submit", 1)
+	lines := events(t, 200, 6)
+	b.Produce(t, in, keyed(lines)...)
+	cfg := testConfig(t, b, in)
+	r := start(t, cfg)
+	waitFor(t, time.Minute, "all records processed", func() bool { return r.svc.Processed() == uint64(len(lines)) })
+
+	type seen struct {
+		version   uint64
+		positions []state.Position
+	}
+	got := make(chan seen, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := r.svc.Submit(ctx, func(ctx context.Context, out consumer.Flusher) error {
+		if err := out.Flush(ctx); err != nil {
+			return err
+		}
+		m, pos := r.svc.ModelState()
+		got <- seen{m.Version(), pos}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Submit: %v", err)
+	}
+	select {
+	case s := <-got:
+		if s.version != uint64(len(lines)) || fmt.Sprint(s.positions) != fmt.Sprintf("[{%s 0 %d}]", in, len(lines)) {
+			t.Fatalf("task saw version %d and positions %v, want %d and %s/0@%d", s.version, s.positions, len(lines), in, len(lines))
+		}
+	case <-ctx.Done():
+		t.Fatal("the task never ran while the input was idle")
+	}
+	if err, _ := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.svc.Submit(ctx, func(context.Context, consumer.Flusher) error { return nil }); !errors.Is(err, service.ErrNotRunning) {
+		t.Fatalf("Submit after the stop = %v, want ErrNotRunning", err)
+	}
+}

@@ -3,14 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -410,5 +415,122 @@ func TestRunShutdownBrokerGone(t *testing.T) {
 	_ = c2.cmd.Process.Signal(syscall.SIGTERM)
 	if err := <-c2.done; err != nil {
 		t.Errorf("second run: %v\n%s", err, c2.tail())
+	}
+}
+
+// freeAddr returns a 127.0.0.1 address nothing listens on now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// runInProcess runs `denoiser run` args in this process until the returned
+// stop is called; stop returns the exit code.
+func runInProcess(t *testing.T, args ...string) (stop func() int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	code := make(chan int, 1)
+	var stderr bytes.Buffer
+	go func() { code <- run(ctx, append([]string{"run"}, args...), &bytes.Buffer{}, &stderr) }()
+	var once sync.Once
+	var c int
+	stop = func() int {
+		once.Do(func() {
+			cancel()
+			select {
+			case c = <-code:
+			case <-time.After(30 * time.Second):
+				t.Fatal("run did not stop")
+			}
+			if c != 0 {
+				t.Logf("run exited %d:\n%s", c, stderr.String())
+			}
+		})
+		return c
+	}
+	t.Cleanup(func() { stop() })
+	return stop
+}
+
+// TestRunLiveSnapshotAndFromSnapshot: POST /snapshot on a running service
+// writes a snapshot of the model and its positions; a new instance with an
+// empty state started --from-snapshot resumes at those positions.
+func TestRunLiveSnapshotAndFromSnapshot(t *testing.T) {
+	b := kafkatest.New(t)
+	in := b.Topic(t, "snap", 1)
+	b.CreateTopic(t, in+".scored", 1)
+	b.CreateTopic(t, in+".dead-letter", 1)
+	lines := crashInput(t, 600)
+	b.Produce(t, in, kafkatest.Values(lines[:500]...)...)
+	dir := t.TempDir()
+	cfg := runConfig(t, b, in, dir)
+	addr := freeAddr(t)
+	stop := runInProcess(t, "--config", cfg, "--http", addr, "--snapshot-dir", dir)
+	b.NewReader(t, in+".scored").Until(t, time.Minute, kafkatest.AtLeast(500))
+
+	var res struct {
+		Path         string `json:"path"`
+		ModelVersion uint64 `json:"model_version"`
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Post("http://"+addr+"/snapshot", "", nil)
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				if err := json.Unmarshal(body, &res); err != nil {
+					t.Fatalf("POST /snapshot: %v: %s", err, body)
+				}
+				break
+			}
+			err = fmt.Errorf("%s: %s", resp.Status, body)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("POST /snapshot: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if res.ModelVersion != 500 {
+		t.Fatalf("snapshot of model version %d, want 500", res.ModelVersion)
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("first run exit %d", code)
+	}
+
+	// A new instance: new state, new group, new output topic; the snapshot
+	// says where to start.
+	b.Produce(t, in, kafkatest.Values(lines[500:]...)...)
+	b.CreateTopic(t, in+".scored2", 1)
+	cfg2 := writeFile(t, filepath.Join(dir, "run2.yaml"), strings.NewReplacer(
+		"group: "+in+"-g", "group: "+in+"-g2",
+		filepath.Join(dir, "state"), filepath.Join(dir, "state2"),
+	).Replace(readFile(t, cfg)))
+	stop2 := runInProcess(t, "--config", cfg2, "--output-topic", in+".scored2", "--from-snapshot", res.Path)
+	out := b.NewReader(t, in+".scored2").Until(t, time.Minute, kafkatest.AtLeast(100))
+	if code := stop2(); code != 0 {
+		t.Fatalf("second run exit %d", code)
+	}
+	for _, m := range out {
+		if o := sourceOffsetOf(t, m); o < 500 {
+			t.Fatalf("the instance started from the snapshot scored offset %d, before the snapshot's position 500", o)
+		}
+	}
+	if len(out) != 100 {
+		t.Fatalf("%d records from the second instance, want 100", len(out))
+	}
+	st, err := state.Open(filepath.Join(dir, "state2"), state.Options{GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cp, ok, err := st.Load(context.Background())
+	if err != nil || !ok || cp.Version != 600 {
+		t.Fatalf("second instance's checkpoint: version %d, %v, %v; want 600", cp.Version, ok, err)
 	}
 }
