@@ -130,4 +130,3 @@ func denoiserRun(b *testing.B, br *kafkatest.Broker, in string, n int) float64 {
 	b.Logf("denoiser: %d events, %.0f events/s", n, evps)
 	return evps
 }
-
