@@ -75,7 +75,7 @@ func TestReadRejectsBadFiles(t *testing.T) {
 	}
 	endFrame := func(modelLen uint64) []byte {
 		p := binary.LittleEndian.AppendUint64(nil, modelLen)
-		return frame(tagEnd, append(p, make([]byte, 32)...))
+		return frame(tagEnd, append(p, make([]byte, 4)...))
 	}
 	onlineModel := model
 
@@ -131,7 +131,7 @@ func TestReadRejectsBadFiles(t *testing.T) {
 			b[end.off+8+8] ^= 0x80
 			binary.LittleEndian.PutUint32(b[len(b)-4:], crc32.Checksum(b[end.off:len(b)-4], castagnoli))
 			return b
-		}(), ErrChecksum, "SHA-256"},
+		}(), ErrChecksum, "whole-file"},
 		{"model content damaged behind valid checksums", func() []byte {
 			b := bytes.Clone(good)
 			i := bytes.Index(b, []byte("CONF"))

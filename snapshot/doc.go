@@ -24,7 +24,7 @@
 //     fixed small limits), so a hostile or damaged file cannot exhaust
 //     memory.
 //  2. Nothing damaged is accepted: every frame's CRC-32C is checked before
-//     its payload is decoded, and the whole file's SHA-256 before [Read]
+//     its payload is decoded, and the whole file's CRC-32C before [Read]
 //     returns. Errors wrap exactly one of [ErrBadMagic],
 //     [ErrUnsupportedVersion], [ErrTruncated], [ErrChecksum], [ErrCorrupt]
 //     (or are I/O errors). Bad data never panics.

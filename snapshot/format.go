@@ -34,7 +34,7 @@ const (
 	maxMetaLen     = 1 << 20
 	maxPosnLen     = 16 << 20
 	maxModlLen     = 1 << 20
-	endLen         = 8 + 32
+	endLen         = 8 + 4
 
 	// MaxTopicLen bounds a position's topic (as the state package does).
 	MaxTopicLen = 4096
@@ -89,13 +89,13 @@ type Info struct {
 	Bytes int64 `json:"bytes"`
 	// ModelBytes is the length of the model encoding inside it.
 	ModelBytes int64 `json:"model_bytes"`
-	// SHA256 is the whole-file checksum stored in the END. frame: the
-	// SHA-256 of every byte before that frame.
-	SHA256 [32]byte `json:"-"`
+	// Checksum is the whole-file checksum stored in the END. frame: the
+	// CRC-32C of every byte before that frame.
+	Checksum uint32 `json:"-"`
 }
 
-// SHA256Hex is Info.SHA256 in hex.
-func (i Info) SHA256Hex() string { return fmt.Sprintf("%x", i.SHA256) }
+// ChecksumHex is Info.Checksum as 8 hex digits.
+func (i Info) ChecksumHex() string { return fmt.Sprintf("%08x", i.Checksum) }
 
 // validatePositions checks ps as Write and Read require (see FORMAT.md)
 // and returns a sorted copy.

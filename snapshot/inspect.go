@@ -16,7 +16,7 @@ type Report struct {
 	ModelEncoding uint32 `json:"model_encoding"`
 	Bytes         int64  `json:"bytes"`
 	ModelBytes    int64  `json:"model_bytes"`
-	SHA256        string `json:"sha256"`
+	Checksum      string `json:"crc32c"`
 	Meta          Meta   `json:"meta"`
 	// ModelVersion is the model's version: the number of events learned.
 	ModelVersion uint64        `json:"model_version"`
@@ -53,7 +53,7 @@ func Inspect(s *Snapshot, file string) Report {
 		ModelEncoding: s.ModelEncoding,
 		Bytes:         s.Bytes,
 		ModelBytes:    s.ModelBytes,
-		SHA256:        s.SHA256Hex(),
+		Checksum:      s.ChecksumHex(),
 		Meta:          s.Meta,
 		ModelVersion:  m.Version(),
 		Config:        m.Config(),

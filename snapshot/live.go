@@ -82,7 +82,7 @@ func NewLive(opts LiveOptions) (*Live, error) {
 type ExportResult struct {
 	Path string `json:"path"`
 	Info
-	SHA256       string `json:"sha256"`
+	Checksum     string `json:"crc32c"`
 	ModelVersion uint64 `json:"model_version"`
 	Positions    int    `json:"positions"`
 	// Paused is how long the stream was held: output flush plus encoding.
@@ -175,7 +175,7 @@ func (l *Live) run(ctx context.Context, out Flusher, path string, done chan<- re
 		return
 	}
 	res.Paused = time.Since(start)
-	res.Info, res.SHA256 = info, info.SHA256Hex()
+	res.Info, res.Checksum = info, info.ChecksumHex()
 	// The model is no longer needed: make the file durable beside the
 	// stream.
 	go func() {
@@ -243,7 +243,7 @@ func (l *Live) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = os.Remove(name) // where the system allows it, gone before the body is sent
 		w.Header().Set("Content-Type", "application/octet-stream")
 		w.Header().Set("Content-Length", strconv.FormatInt(res.Bytes, 10))
-		w.Header().Set("X-Denoiser-Snapshot-Sha256", res.SHA256)
+		w.Header().Set("X-Denoiser-Snapshot-Crc32c", res.Checksum)
 		w.Header().Set("X-Denoiser-Model-Version", strconv.FormatUint(res.ModelVersion, 10))
 		_, _ = io.Copy(w, f)
 	default:

@@ -158,7 +158,7 @@ func TestLiveExportIsConsistent(t *testing.T) {
 			t.Fatal(err)
 		}
 		next := s.Positions[0].Next
-		if s.Model.Version() != uint64(next) || s.SHA256Hex() != res.SHA256 || s.Meta.Source != "live" {
+		if s.Model.Version() != uint64(next) || s.ChecksumHex() != res.Checksum || s.Meta.Source != "live" {
 			t.Fatalf("%s: model version %d at position %d, meta %+v", res.Path, s.Model.Version(), next, s.Meta)
 		}
 		var tail []byte
@@ -265,7 +265,7 @@ func TestLiveHTTP(t *testing.T) {
 		t.Fatalf("GET: %d %v", resp.StatusCode, err)
 	}
 	s, err := Read(bytes.NewReader(body))
-	if err != nil || s.Model.Version() != 800 || resp.Header.Get("X-Denoiser-Snapshot-Sha256") != s.SHA256Hex() {
+	if err != nil || s.Model.Version() != 800 || resp.Header.Get("X-Denoiser-Snapshot-Crc32c") != s.ChecksumHex() {
 		t.Fatalf("downloaded snapshot: %v", err)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {

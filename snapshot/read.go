@@ -3,7 +3,6 @@ package snapshot
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -66,7 +65,7 @@ func ReadFile(path string) (*Snapshot, error) {
 }
 
 func read(r io.Reader) (*Snapshot, error) {
-	rd := &reader{r: bufio.NewReaderSize(r, 1<<16), sum: sha256.New()}
+	rd := &reader{r: bufio.NewReaderSize(r, 1<<16), sum: crc32.New(castagnoli)}
 	var h [headerLen]byte
 	if err := rd.readFull(h[:]); err != nil {
 		if n := min(int(rd.n), len(magic)); !bytes.Equal(h[:n], magic[:n]) {
@@ -104,14 +103,14 @@ func read(r io.Reader) (*Snapshot, error) {
 	return s, nil
 }
 
-// reader reads frames, hashing every byte it consumes.
+// reader reads frames, checksumming every byte it consumes.
 type reader struct {
 	r   *bufio.Reader
-	sum hash.Hash
+	sum hash.Hash32
 	n   int64 // bytes consumed
 	buf []byte
-	// before is the SHA-256 of the bytes before the last frame read.
-	before [32]byte
+	// before is the CRC-32C of the bytes before the last frame read.
+	before uint32
 }
 
 // readFull reads len(b) bytes; running out of input is ErrTruncated.
@@ -158,7 +157,7 @@ func limitV1(tag string) int {
 // frame reads the next frame and checks its CRC, then that its tag is one
 // of want. The payload is valid until the next call.
 func (r *reader) frame(want ...string) (string, []byte, error) {
-	copy(r.before[:], r.sum.Sum(r.before[:0]))
+	r.before = r.sum.Sum32()
 	at := r.n
 	var h [frameHeaderLen]byte
 	if err := r.readFull(h[:]); err != nil {
@@ -228,9 +227,9 @@ func readV1(r *reader, s *Snapshot) error {
 	if modelLen != uint64(mr.n) {
 		return fmt.Errorf("%w: END. says %d model bytes, the frames hold %d", ErrCorrupt, modelLen, mr.n)
 	}
-	copy(s.SHA256[:], mr.end[8:])
-	if s.SHA256 != mr.before {
-		return fmt.Errorf("%w: file SHA-256 %x, END. says %x", ErrChecksum, mr.before, s.SHA256)
+	s.Checksum = binary.LittleEndian.Uint32(mr.end[8:])
+	if s.Checksum != mr.before {
+		return fmt.Errorf("%w: whole-file CRC-32C %08x, END. says %08x", ErrChecksum, mr.before, s.Checksum)
 	}
 	s.ModelBytes = mr.n
 	s.Model = m
@@ -245,7 +244,7 @@ type modelReader struct {
 	n      int64  // model bytes delivered
 	done   bool
 	end    [endLen]byte
-	before [32]byte // SHA-256 of the file before END.
+	before uint32 // CRC-32C of the file before END.
 	err    error
 	head   [12]byte // the model encoding's magic and version
 	headN  int

@@ -20,7 +20,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			p("file\t%s", r.File)
 		}
 		p("format\tsnapshot v%d, model encoding v%d, %s (model %s)", r.FormatVersion, r.ModelEncoding, size(r.Bytes), size(r.ModelBytes))
-		p("sha256\t%s", r.SHA256)
+		p("crc32c\t%s (whole file)", r.Checksum)
 		p("origin\t%s", origin(r.Meta))
 		p("model\tversion %d (events learned)", r.ModelVersion)
 		p("counts\tusers %d  items %d  distilled %d (%.1f%%)  refits %d  numerical errors %d",

@@ -69,7 +69,7 @@ func Export(ctx context.Context, store Loader, path string, meta Meta) (*Snapsho
 		return nil, errors.Join(fmt.Errorf("export snapshot: %w", err), t.abort())
 	}
 	s, err := ReadFile(t.f.Name())
-	if err == nil && (s.SHA256 != info.SHA256 || s.Bytes != info.Bytes) {
+	if err == nil && (s.Checksum != info.Checksum || s.Bytes != info.Bytes) {
 		err = fmt.Errorf("%w: read back differs from what was written", ErrChecksum)
 	}
 	if err == nil {

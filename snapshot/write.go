@@ -2,7 +2,6 @@ package snapshot
 
 import (
 	"bufio"
-	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -32,10 +31,10 @@ type Contents struct {
 	Meta Meta
 }
 
-// frameWriter writes frames to w and hashes everything it writes.
+// frameWriter writes frames to w and checksums everything it writes.
 type frameWriter struct {
 	w   *bufio.Writer
-	sum hash.Hash
+	sum hash.Hash32
 	n   int64
 	err error
 }
@@ -118,7 +117,7 @@ func Write(w io.Writer, c Contents) (Info, error) {
 		return Info{}, fmt.Errorf("write snapshot: meta of %d bytes, more than %d", len(meta), maxMetaLen)
 	}
 
-	f := &frameWriter{w: bufio.NewWriterSize(w, 1<<16), sum: sha256.New()}
+	f := &frameWriter{w: bufio.NewWriterSize(w, 1<<16), sum: crc32.New(castagnoli)}
 	var h [headerLen]byte
 	copy(h[:], magic[:])
 	binary.LittleEndian.PutUint32(h[12:], FormatVersion)
@@ -138,9 +137,9 @@ func Write(w io.Writer, c Contents) (Info, error) {
 	mf.flush()
 
 	info := Info{FormatVersion: FormatVersion, ModelBytes: mf.n}
-	copy(info.SHA256[:], f.sum.Sum(nil))
+	info.Checksum = f.sum.Sum32()
 	end := binary.LittleEndian.AppendUint64(make([]byte, 0, endLen), uint64(mf.n))
-	f.frame(tagEnd, append(end, info.SHA256[:]...))
+	f.frame(tagEnd, binary.LittleEndian.AppendUint32(end, info.Checksum))
 	if f.err == nil {
 		f.err = f.w.Flush()
 	}
