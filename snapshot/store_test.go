@@ -119,3 +119,28 @@ func TestExportRefuses(t *testing.T) {
 		t.Fatalf("import of a missing file: %v", err)
 	}
 }
+
+// TestCopyFile: a stream is copied only if it verifies; a damaged one
+// leaves the destination as it was.
+func TestCopyFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "copy.snap")
+	good := testSnapshot(t)
+	s, err := CopyFile(path, bytes.NewReader(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); !bytes.Equal(b, good) || s.Model.Version() != 2000 {
+		t.Fatal("the copy differs from the stream")
+	}
+	for name, bad := range map[string][]byte{"truncated": good[:len(good)-3], "not a snapshot": []byte("<html>")} {
+		if _, err := CopyFile(path, bytes.NewReader(bad)); err == nil {
+			t.Fatalf("%s stream copied", name)
+		}
+		if b, _ := os.ReadFile(path); !bytes.Equal(b, good) {
+			t.Fatalf("a failed copy (%s) changed the destination", name)
+		}
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 1 {
+		t.Fatalf("failed copies left %d files", len(entries))
+	}
+}

@@ -168,6 +168,29 @@ func WriteFile(path string, c Contents) (Info, error) {
 	return info, nil
 }
 
+// CopyFile copies the snapshot streamed by r (a download, a pipe) to path,
+// atomically as WriteFile, once Read has verified it whole while it was
+// copied: a damaged or truncated stream leaves path as it was. It returns
+// the snapshot as read.
+func CopyFile(path string, r io.Reader) (*Snapshot, error) {
+	t, err := createTemp(path)
+	if err != nil {
+		return nil, fmt.Errorf("copy snapshot to %s: %w", path, err)
+	}
+	w := bufio.NewWriterSize(t.f, 1<<16)
+	s, err := Read(io.TeeReader(r, w))
+	if err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("copy snapshot to %s: %w", path, err), t.abort())
+	}
+	if err := t.commit(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 // tempFile is a file written under a temporary name and renamed into
 // place by commit.
 type tempFile struct {

@@ -9,6 +9,7 @@
 //	denoiser run [--config FILE] [--set PATH=VALUE]... [flags]
 //	denoiser demo [--in FILE] [--report FILE.json] [--http ADDR]
 //	denoiser eval transition|recommend|detect [flags]
+//	denoiser snapshot export|import|inspect|diff [flags]
 //
 // This package wires packages together; it holds no logic of its own.
 package main
@@ -28,12 +29,13 @@ import (
 // from args, writes data to stdout (when asked for "-") and messages to
 // stderr.
 var commands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) error{
-	"replay":  runReplay,
-	"gen":     runGen,
-	"convert": runConvert,
-	"eval":    runEval,
-	"run":     runRun,
-	"demo":    runDemo,
+	"replay":   runReplay,
+	"gen":      runGen,
+	"convert":  runConvert,
+	"eval":     runEval,
+	"run":      runRun,
+	"demo":     runDemo,
+	"snapshot": runSnapshot,
 }
 
 const usage = `usage: denoiser <command> [flags]
@@ -45,6 +47,7 @@ commands:
   eval      reproduce the paper's experiments (transition, recommend, detect)
   run       the stream service: Kafka topic in, scored topic out, checkpoints, metrics
   demo      the stream service against an embedded Kafka broker, with a report
+  snapshot  export, import, inspect and diff portable model snapshots
 
 Run "denoiser <command> -h" for a command's flags.
 `
