@@ -129,7 +129,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			for i, p := range s.Positions {
 				pos[i] = state.Position{Topic: p.Topic, Partition: p.Partition, Next: p.Next}
 			}
-			log.Info("starting from a snapshot", "file", *fromSnapshot, "sha256", s.SHA256Hex(), "model_version", s.Model.Version())
+			log.Info("starting from a snapshot", "file", *fromSnapshot, "model_version", s.Model.Version())
 			return s.Model, pos, nil
 		}
 	}
