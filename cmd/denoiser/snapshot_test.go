@@ -1,0 +1,256 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"denoiser/consumer"
+	"denoiser/online"
+	"denoiser/producer"
+	"denoiser/snapshot"
+	"denoiser/state"
+)
+
+// limitSource ends after n records.
+type limitSource struct {
+	consumer.Source
+	n int
+}
+
+func (s *limitSource) Next(ctx context.Context) (consumer.Message, error) {
+	if s.n == 0 {
+		return consumer.Message{}, io.EOF
+	}
+	s.n--
+	return s.Source.Next(ctx)
+}
+
+// replayTo runs src through m into a scored JSON-lines file and returns its
+// bytes.
+func replayTo(t *testing.T, src consumer.Source, m *online.Model, out string) []byte {
+	t.Helper()
+	sink, err := producer.CreateFileSink(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dlq, err := producer.CreateFileDeadLetter(out + ".dead")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := consumer.Run(context.Background(), src, m, sink, dlq, consumer.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := dlq.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func cli(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = run(context.Background(), args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+// TestSnapshotExportImportContinues: a stream checkpointed into one Badger
+// state, exported to a snapshot file, imported into another state and
+// resumed from there writes byte for byte the scored output of a replay
+// that never stopped.
+func TestSnapshotExportImportContinues(t *testing.T) {
+	dir := t.TempDir()
+	log, err := os.ReadFile("../../testdata/synthetic-20k.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := filepath.Join(dir, "in.jsonl")
+	if err := os.WriteFile(in, bytes.Join(bytes.SplitAfter(log, []byte("\n"))[:4000], nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := online.Config{Dim: 8, WarmUp: 200, RefitEvery: 200, GMMMinSamples: 64, GMMWindow: 512}
+	newModel := func() *online.Model {
+		m, err := online.New(cfg, rand.NewPCG(3, 3^seedStream))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	open := func() *consumer.FileSource {
+		src, err := consumer.OpenFile(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { src.Close() })
+		return src
+	}
+
+	want := replayTo(t, open(), newModel(), filepath.Join(dir, "whole.jsonl"))
+
+	// Stage 1: the first 1700 records, then a checkpoint in state A.
+	const split = 1700
+	m := newModel()
+	got := replayTo(t, &limitSource{open(), split}, m, filepath.Join(dir, "first.jsonl"))
+	var enc bytes.Buffer
+	if _, err := m.WriteTo(&enc); err != nil {
+		t.Fatal(err)
+	}
+	stateA, stateB := filepath.Join(dir, "state-a"), filepath.Join(dir, "state-b")
+	a, err := state.Open(stateA, state.Options{GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos := []state.Position{{Topic: "file:" + in, Partition: 0, Next: split}}
+	if err := a.Save(context.Background(), state.Checkpoint{Model: enc.Bytes(), Positions: pos, Version: m.Version()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Export from A, import into B.
+	file := filepath.Join(dir, "model.snap")
+	if code, _, stderr := cli(t, "snapshot", "export", "--state", stateA, "--out", file); code != 0 {
+		t.Fatalf("export exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := cli(t, "snapshot", "import", "--in", file, "--state", stateB); code != 0 {
+		t.Fatalf("import exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := cli(t, "snapshot", "import", "--in", file, "--state", stateB); code != 1 || !strings.Contains(stderr, "--replace") {
+		t.Fatalf("second import: exit %d: %s", code, stderr)
+	}
+
+	// Stage 2: restore from B and go on from its position.
+	b, err := state.Open(stateB, state.Options{GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, ok, err := b.Load(context.Background())
+	if err != nil || !ok {
+		t.Fatalf("state B: %v %v", ok, err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(cp.Model, enc.Bytes()) || len(cp.Positions) != 1 || cp.Positions[0] != pos[0] || cp.Version != split {
+		t.Fatalf("imported checkpoint differs: positions %v, version %d", cp.Positions, cp.Version)
+	}
+	restored, err := online.ReadModel(bytes.NewReader(cp.Model))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := open()
+	for range cp.Positions[0].Next {
+		if _, err := src.Next(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got = append(got, replayTo(t, src, restored, filepath.Join(dir, "second.jsonl"))...)
+	if !bytes.Equal(got, want) {
+		t.Fatal("output across export and import differs from the uninterrupted replay")
+	}
+}
+
+// TestSnapshotCLI: inspect and diff (text and JSON), export from a live
+// instance's URL, and the errors an operator meets.
+func TestSnapshotCLI(t *testing.T) {
+	dir := t.TempDir()
+	golden := "../../snapshot/testdata/v1.snap"
+	raw, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	code, out, stderr := cli(t, "snapshot", "inspect", golden)
+	if code != 0 || !strings.Contains(out, "mean T̂") || !strings.Contains(out, "version 2000") || !strings.Contains(out, golden) {
+		t.Fatalf("inspect: exit %d\n%s%s", code, out, stderr)
+	}
+	code, out, _ = cli(t, "snapshot", "inspect", "--json", golden)
+	var rep snapshot.Report
+	if err := json.Unmarshal([]byte(out), &rep); code != 0 || err != nil || rep.ModelVersion != 2000 || rep.Norms.Users.Count != 60 {
+		t.Fatalf("inspect --json: exit %d, %v: %s", code, err, out)
+	}
+	code, out, _ = cli(t, "snapshot", "diff", golden, golden)
+	if code != 0 || !strings.Contains(out, "config\n  unchanged") || !strings.Contains(out, "embedding drift") {
+		t.Fatalf("diff: exit %d\n%s", code, out)
+	}
+	code, out, _ = cli(t, "snapshot", "diff", "--json", golden, golden)
+	var d snapshot.DiffReport
+	if err := json.Unmarshal([]byte(out), &d); code != 0 || err != nil || d.UserDrift.Max != 0 || d.UserDrift.Common != 60 {
+		t.Fatalf("diff --json: exit %d, %v: %s", code, err, out)
+	}
+
+	// Export from a running instance: GET its snapshot URL.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/broken" {
+			w.Write(raw[:len(raw)/2])
+			return
+		}
+		if r.URL.Path != "/snapshot" {
+			http.Error(w, "no such thing", http.StatusNotFound)
+			return
+		}
+		w.Write(raw)
+	}))
+	defer srv.Close()
+	dl := filepath.Join(dir, "dl.snap")
+	if code, _, stderr := cli(t, "snapshot", "export", "--url", srv.URL+"/snapshot", "--out", dl); code != 0 {
+		t.Fatalf("export --url: exit %d: %s", code, stderr)
+	}
+	if b, _ := os.ReadFile(dl); !bytes.Equal(b, raw) {
+		t.Fatal("the downloaded snapshot differs from the served one")
+	}
+
+	damaged := filepath.Join(dir, "damaged.snap")
+	bad := bytes.Clone(raw)
+	bad[len(bad)/2] ^= 4
+	if err := os.WriteFile(damaged, bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"no command", []string{"snapshot"}, 2, "missing command"},
+		{"unknown command", []string{"snapshot", "frobnicate"}, 2, "unknown command"},
+		{"export without out", []string{"snapshot", "export", "--state", dir}, 2, "--out"},
+		{"export with both sources", []string{"snapshot", "export", "--state", dir, "--url", srv.URL, "--out", dl}, 2, "exactly one"},
+		{"export of a missing state", []string{"snapshot", "export", "--state", filepath.Join(dir, "nope"), "--out", dl}, 1, "no such file"},
+		{"export of an empty state", []string{"snapshot", "export", "--state", t.TempDir(), "--out", dl}, 1, "no checkpoint"},
+		{"export of a missing URL", []string{"snapshot", "export", "--url", srv.URL + "/nope", "--out", dl}, 1, "404"},
+		{"export of a truncated download", []string{"snapshot", "export", "--url", srv.URL + "/broken", "--out", dl}, 1, "truncated"},
+		{"import without state", []string{"snapshot", "import", "--in", golden}, 2, "--state"},
+		{"import of a damaged file", []string{"snapshot", "import", "--in", damaged, "--state", filepath.Join(dir, "s")}, 1, "checksum mismatch"},
+		{"inspect without a file", []string{"snapshot", "inspect"}, 2, "one snapshot file"},
+		{"inspect of a damaged file", []string{"snapshot", "inspect", damaged}, 1, "checksum mismatch"},
+		{"inspect of a non-snapshot", []string{"snapshot", "inspect", "../../testdata/synthetic-20k.jsonl"}, 1, "not a snapshot file"},
+		{"diff of one file", []string{"snapshot", "diff", golden}, 2, "two snapshot files"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := cli(t, tc.args...)
+			if code != tc.code || !strings.Contains(stderr, tc.msg) {
+				t.Fatalf("exit %d, want %d; stderr does not mention %q:\n%s", code, tc.code, tc.msg, stderr)
+			}
+		})
+	}
+	if b, _ := os.ReadFile(dl); !bytes.Equal(b, raw) {
+		t.Fatal("failed exports changed an existing output file")
+	}
+}
