@@ -38,6 +38,7 @@ type Broker struct {
 	dir     string
 	lock    *os.File
 	excl    bool
+	stopped bool // a real broker this test stopped and has not started again
 }
 
 // New returns the broker for t: the real one when KAFKA_BROKERS is set, a
@@ -53,6 +54,14 @@ func start(t testing.TB, exclusive bool) *Broker {
 	if addrs := os.Getenv(EnvBrokers); addrs != "" {
 		b := &Broker{Addrs: strings.Split(addrs, ","), Real: true, excl: exclusive}
 		b.lockShared(t)
+		// Registered after the lock's cleanup, so it runs before it: a
+		// test that failed with the broker stopped leaves it running.
+		t.Cleanup(func() {
+			if b.stopped {
+				t.Log("kafkatest: starting the broker this test left stopped")
+				b.script(t, "start")
+			}
+		})
 		return b
 	}
 	b := &Broker{dir: t.TempDir()}
@@ -122,6 +131,7 @@ func (b *Broker) Stop(t testing.TB) {
 	t.Helper()
 	b.needExclusive(t)
 	if b.Real {
+		b.stopped = true
 		b.script(t, "stop")
 		return
 	}
@@ -141,6 +151,7 @@ func (b *Broker) Start(t testing.TB) {
 	b.needExclusive(t)
 	if b.Real {
 		b.script(t, "start")
+		b.stopped = false
 		return
 	}
 	b.startEmbedded(t)
