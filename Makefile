@@ -48,7 +48,7 @@ fuzz:
 
 # The snapshot reader: make fuzz-snapshot FUZZTIME=10m (make test runs 10s).
 fuzz-snapshot:
-	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) ./snapshot
+	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) -timeout 0 ./snapshot
 
 kafka-start:
 	scripts/kafka.sh install
