@@ -343,6 +343,16 @@ func (s *Service) Run(ctx context.Context) error {
 	close(runDone)
 	wg.Wait()
 	s.stats = st
+	// Tasks handed over but not run: their output flush fails at once, so
+	// that their submitters learn it now rather than at their deadline.
+	for drained := false; !drained; {
+		select {
+		case task := <-s.tasks:
+			_ = task(context.Background(), stoppedFlusher{})
+		default:
+			drained = true
+		}
+	}
 
 	start := time.Now()
 	select {
@@ -493,3 +503,8 @@ func (s *Service) handler(g prometheus.Gatherer, extra map[string]http.Handler) 
 	}
 	return mux
 }
+
+// stoppedFlusher is the Flusher of tasks that arrive after the loop.
+type stoppedFlusher struct{}
+
+func (stoppedFlusher) Flush(context.Context) error { return ErrNotRunning }
