@@ -215,8 +215,11 @@ func NewKafkaSource(cfg KafkaConfig) (*KafkaSource, error) {
 		SessionTimeout:    cfg.SessionTimeout,
 		RebalanceTimeout:  cfg.RebalanceTimeout,
 		JoinGroupBackoff:  time.Second,
-		Timeout:           cfg.RequestTimeout,
-		StartOffset:       kafka.FirstOffset, // replaced by Start where no offset is committed
+		// Partitions added to the topic trigger a rebalance.
+		WatchPartitionChanges:  true,
+		PartitionWatchInterval: 10 * time.Second,
+		Timeout:                cfg.RequestTimeout,
+		StartOffset:            kafka.FirstOffset, // replaced by Start where no offset is committed
 		// The group's own lines are at Debug: what matters is logged here.
 		Logger:      kafka.LoggerFunc(func(f string, a ...any) { log.Debug("group: " + strings.TrimSpace(fmt.Sprintf(f, a...))) }),
 		ErrorLogger: kafka.LoggerFunc(func(f string, a ...any) { log.Debug("group error: " + strings.TrimSpace(fmt.Sprintf(f, a...))) }),
