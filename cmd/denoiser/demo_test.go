@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -25,7 +26,7 @@ func TestDemo(t *testing.T) {
 	if code := run(context.Background(), args, &bytes.Buffer{}, &stderr); code != 0 {
 		t.Fatalf("demo exit %d:\n%s", code, stderr.String())
 	}
-	for _, want := range []string{"embedded Kafka broker", "metrics at http://127.0.0.1:", "demo: 3000 events scored, 2 invalid", "ROC-AUC", "mean T̂"} {
+	for _, want := range []string{"embedded Kafka broker", "metrics at http://127.0.0.1:", fmt.Sprintf("demo: %d events scored, 2 invalid", replayLines), "ROC-AUC", "mean T̂"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, stderr.String())
 		}
@@ -45,7 +46,7 @@ func TestDemo(t *testing.T) {
 	if dk, rk := slices.Sorted(maps.Keys(d)), slices.Sorted(maps.Keys(r)); !slices.Equal(dk, rk) {
 		t.Errorf("demo report keys %v, replay's %v", dk, rk)
 	}
-	if d["events"] != 3000.0 || d["invalid"] != 2.0 || d["blank"] != 1.0 || d["events_per_sec"].(float64) <= 0 {
+	if d["events"] != float64(replayLines) || d["invalid"] != 2.0 || d["blank"] != 1.0 || d["events_per_sec"].(float64) <= 0 {
 		t.Errorf("demo report: events %v invalid %v blank %v events/s %v", d["events"], d["invalid"], d["blank"], d["events_per_sec"])
 	}
 	auc := d["auc"].(map[string]any)["p_clean"]

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,14 +22,21 @@ model:
   gmm_window: 512
 `
 
-// replayInput is the first 3000 lines of the shipped log plus bad lines.
+// replayLines is how much of the shipped log replayInput takes: all of it.
+// Distillation, and so the mixture, needs the model to be confident about
+// some events, which takes more than a few thousand events (fewer than 15
+// per user) to happen.
+const replayLines = 20000
+
+// replayInput is the first replayLines lines of the shipped log plus bad
+// lines.
 func replayInput(t *testing.T, dir string) string {
 	t.Helper()
 	b, err := os.ReadFile("../../testdata/synthetic-20k.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := bytes.SplitAfter(b, []byte("\n"))[:3000]
+	lines := bytes.SplitAfter(b, []byte("\n"))[:replayLines]
 	lines = append(lines, []byte("not json\n"), []byte(`{"user":"u1","item":"i1","dwell_ms":-4}`+"\n"), []byte("\n"))
 	path := filepath.Join(dir, "in.jsonl")
 	if err := os.WriteFile(path, bytes.Join(lines, nil), 0o644); err != nil {
@@ -72,13 +80,13 @@ func TestReplay(t *testing.T) {
 	if !bytes.Equal(out1, out2) || !bytes.Equal(dead1, dead2) {
 		t.Fatal("two replays of the same input differ")
 	}
-	if n := bytes.Count(out1, []byte("\n")); n != 3000 {
-		t.Fatalf("%d scored lines, want 3000", n)
+	if n := bytes.Count(out1, []byte("\n")); n != replayLines {
+		t.Fatalf("%d scored lines, want %d", n, replayLines)
 	}
 	if n := bytes.Count(dead1, []byte("\n")); n != 2 {
 		t.Fatalf("%d dead-letter lines, want 2", n)
 	}
-	if !strings.Contains(string(dead1), `"reason":"not_json"`) || !strings.Contains(string(dead1), `"line":3002`) {
+	if !strings.Contains(string(dead1), `"reason":"not_json"`) || !strings.Contains(string(dead1), fmt.Sprintf(`"line":%d`, replayLines+2)) {
 		t.Fatalf("dead letters:\n%s", dead1)
 	}
 	var rep struct {
@@ -92,7 +100,7 @@ func TestReplay(t *testing.T) {
 	if err := json.Unmarshal(rep1, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Events != 3000 || rep.Invalid != 2 || rep.Blank != 1 || rep.Truth != "dwell:10000" || !rep.GMM.Fitted || len(rep.MeanTransition) != 2 {
+	if rep.Events != replayLines || rep.Invalid != 2 || rep.Blank != 1 || rep.Truth != "dwell:10000" || !rep.GMM.Fitted || len(rep.MeanTransition) != 2 {
 		t.Fatalf("report: %s", rep1)
 	}
 	for _, k := range []string{"p_clean", "reliability", "loss_baseline"} {
@@ -102,7 +110,7 @@ func TestReplay(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"3000 events scored, 2 invalid", "loss_baseline", "ROC-AUC"} {
+	for _, want := range []string{fmt.Sprintf("%d events scored, 2 invalid", replayLines), "loss_baseline", "ROC-AUC"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
