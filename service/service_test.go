@@ -371,3 +371,33 @@ func TestSubmitServesTasksWhileIdle(t *testing.T) {
 		t.Fatalf("Submit after the stop = %v, want ErrNotRunning", err)
 	}
 }
+
+// TestOutputFailureStopsTheStream: when the output cannot be written for
+// kafka.retry_for, Run stops with the writer's error instead of dropping
+// output, and no checkpoint covers the records that were not written.
+func TestOutputFailureStopsTheStream(t *testing.T) {
+	b := kafkatest.New(t)
+	in := b.Topic(t, "nowhere", 1)
+	b.Produce(t, in, keyed(events(t, 300, 7))...)
+	cfg := testConfig(t, b, in)
+	cfg.Kafka.OutputTopic = in + ".missing" // never created: every write fails
+	cfg.Kafka.RetryFor = time.Second
+	r := start(t, cfg)
+	select {
+	case err := <-r.done:
+		r.done <- err
+		if !errors.Is(err, producer.ErrWriterFailed) {
+			t.Fatalf("Run = %v, want ErrWriterFailed", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the service kept running with an output it cannot write")
+	}
+	st, err := state.Open(cfg.Checkpoint.Dir, state.Options{GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if cp, ok, err := st.Load(context.Background()); err != nil || ok {
+		t.Fatalf("a checkpoint was saved (positions %v, err %v) although no output was written", cp.Positions, err)
+	}
+}
