@@ -56,9 +56,10 @@ type Initial func(ctx context.Context) (*online.Model, []state.Position, error)
 type Options struct {
 	// Logger receives the log (default: discard).
 	Logger *slog.Logger
-	// Registerer receives the metrics and Gatherer serves them at /metrics.
-	// Default: a new registry of the service's own, with the Go and process
-	// collectors. Never the global registry.
+	// Registerer receives the metrics and Gatherer serves them at /metrics
+	// (default Gatherer: the Registerer, if it is one). Default: a new
+	// registry of the service's own, with the Go and process collectors.
+	// Never the global registry.
 	Registerer prometheus.Registerer
 	Gatherer   prometheus.Gatherer
 	// Initial, if set, is called by New when the state holds no
@@ -100,8 +101,9 @@ type Service struct {
 }
 
 // New opens the state, restores the model and positions from the last
-// checkpoint (or Options.Initial, or a new model), and starts the HTTP
-// server. Kafka is only contacted by Run.
+// checkpoint (or Options.Initial, or a new model), starts the HTTP server
+// and starts joining the consumer group in the background; Run processes
+// the records. Call Run, or Close if Run will not be called.
 func New(cfg Config, opts Options) (s *Service, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -118,10 +120,11 @@ func New(cfg Config, opts Options) (s *Service, err error) {
 		reg, gath = r, r
 	}
 	if gath == nil {
-		gath = prometheus.DefaultGatherer
-		if g, ok := reg.(prometheus.Gatherer); ok {
-			gath = g
+		g, ok := reg.(prometheus.Gatherer)
+		if !ok {
+			return nil, errors.New("service: Options.Gatherer is required with a Registerer that is not a Gatherer")
 		}
+		gath = g
 	}
 
 	s = &Service{cfg: cfg, log: log, tasks: make(chan Task, 1), loopDone: make(chan struct{}), served: make(chan struct{})}
