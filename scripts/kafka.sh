@@ -291,7 +291,7 @@ cmd_start() {
 		fi
 		# "Kafka Server started" is logged by KafkaRaftServer once the broker
 		# has caught up with the metadata log and is unfenced.
-		if grep -q 'Kafka Server started' "$LOG_FILE" && port_open "$KAFKA_PORT"; then
+		if grep -qs 'Kafka Server started' "$LOG_FILE" && port_open "$KAFKA_PORT"; then
 			break
 		fi
 		if ((SECONDS - started >= KAFKA_START_TIMEOUT)); then
