@@ -2,6 +2,7 @@ package eval
 
 import (
 	"bytes"
+	"denoiser/atomicfile"
 	"encoding/json"
 	"fmt"
 	"image/color"
@@ -82,32 +83,14 @@ func WriteJSON(path string, v any) error {
 	return writeAtomic(path, append(b, '\n'))
 }
 
-func writeAtomic(path string, b []byte) (err error) {
-	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("write %s: %w", path, err)
-		}
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
+func writeAtomic(path string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	defer func() {
-		if err != nil {
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(b); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.WriteFile(path, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
 }
 
 // series is one line of a line chart.
@@ -184,20 +167,10 @@ func savePNG(p *plot.Plot, path string, w, h float64) error {
 	if err != nil {
 		return fmt.Errorf("save figure %s: %w", path, err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
+	if err := atomicfile.WriteFile(path, func(f io.Writer) error { _, err := wt.WriteTo(f); return err }); err != nil {
 		return fmt.Errorf("save figure %s: %w", path, err)
 	}
-	if _, err := wt.WriteTo(f); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return fmt.Errorf("save figure %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("save figure %s: %w", path, err)
-	}
-	return os.Rename(f.Name(), path)
+	return nil
 }
 
 // pm formats mean ± std.

@@ -1,6 +1,9 @@
 package eval
 
 import (
+	"io"
+
+	"denoiser/atomicfile"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,18 +21,12 @@ func savePNGCanvas(c *vgimg.Canvas, path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("save figure: %w", err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	err := atomicfile.WriteFile(path, func(f io.Writer) error {
+		_, err := (vgimg.PngCanvas{Canvas: c}).WriteTo(f)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("save figure %s: %w", path, err)
 	}
-	if _, err := (vgimg.PngCanvas{Canvas: c}).WriteTo(f); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return fmt.Errorf("save figure %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("save figure %s: %w", path, err)
-	}
-	return os.Rename(f.Name(), path)
+	return nil
 }

@@ -3,10 +3,9 @@ package producer
 import (
 	"bufio"
 	"context"
+	"denoiser/atomicfile"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"denoiser/consumer"
 )
@@ -92,18 +91,14 @@ func (d *FileDeadLetter) Abort() error { return d.f.abort() }
 // atomicFile is a buffered temporary file renamed into place on close.
 type atomicFile struct {
 	path    string
-	tmp     *os.File
+	tmp     *atomicfile.File
 	w       *bufio.Writer // nil once closed or aborted
 	buf     []byte
 	records uint64
 }
 
 func (f *atomicFile) create(path string) error {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	tmp, err := atomicfile.Create(path)
 	if err != nil {
 		return err
 	}
@@ -138,22 +133,12 @@ func (f *atomicFile) close() error {
 	if f.w == nil {
 		return nil
 	}
-	err := f.flush()
+	err := f.w.Flush()
 	f.w = nil
-	if err == nil {
-		err = f.tmp.Chmod(0o644)
-	}
-	if cerr := f.tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.tmp.Name(), f.path)
-	}
 	if err != nil {
-		return errors.Join(fmt.Errorf("close %s: %w", f.path, err), removeTemp(f.tmp.Name()))
+		return errors.Join(fmt.Errorf("close %s: %w", f.path, err), f.tmp.Abort())
 	}
-	syncDir(filepath.Dir(f.path))
-	return nil
+	return f.tmp.Commit()
 }
 
 func (f *atomicFile) abort() error {
@@ -161,21 +146,5 @@ func (f *atomicFile) abort() error {
 		return nil
 	}
 	f.w = nil
-	return errors.Join(f.tmp.Close(), removeTemp(f.tmp.Name()))
-}
-
-func removeTemp(name string) error {
-	if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove temporary file: %w", err)
-	}
-	return nil
-}
-
-// syncDir makes a rename durable. Failure is ignored: some file systems do
-// not support syncing a directory, and the data itself is already synced.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
+	return f.tmp.Abort()
 }

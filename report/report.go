@@ -1,12 +1,10 @@
 package report
 
 import (
+	"denoiser/atomicfile"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -140,32 +138,8 @@ func (r *Report) WriteJSON(w io.Writer) error {
 
 // WriteFile writes r as JSON to path atomically (temporary file, fsync,
 // rename).
-func (r *Report) WriteFile(path string) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write report: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			err = errors.Join(err, tmp.Close(), os.Remove(tmp.Name()))
-		}
-	}()
-	if err := r.WriteJSON(tmp); err != nil {
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return fmt.Errorf("write report: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("write report: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write report: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return errors.Join(fmt.Errorf("write report: %w", err), os.Remove(tmp.Name()))
-	}
-	return nil
+func (r *Report) WriteFile(path string) error {
+	return atomicfile.WriteFile(path, r.WriteJSON)
 }
 
 // Print writes a human summary of r.

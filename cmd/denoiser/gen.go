@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
+	"denoiser/atomicfile"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"denoiser/movielens"
 	"denoiser/synth"
@@ -146,49 +146,9 @@ func runConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // writeOutput runs write against stdout when path is "-", and otherwise
 // against a temporary file beside path that is synced and renamed over path
 // only when write succeeded: readers see the old file or the whole new one.
-func writeOutput(path string, stdout io.Writer, write func(io.Writer) error) (err error) {
+func writeOutput(path string, stdout io.Writer, write func(io.Writer) error) error {
 	if path == "-" {
 		return write(stdout)
 	}
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("create temp file: %w", err)
-	}
-	tmp, closed := f.Name(), false
-	defer func() {
-		if err == nil {
-			return
-		}
-		if !closed {
-			err = errors.Join(err, f.Close())
-		}
-		err = errors.Join(err, os.Remove(tmp))
-	}()
-	if err = write(f); err != nil {
-		return err
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return fmt.Errorf("chmod %s: %w", tmp, err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", tmp, err)
-	}
-	closed = true
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp, err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename %s: %w", tmp, err)
-	}
-	// Make the rename durable; a directory that cannot be synced (some
-	// file systems) does not undo a completed write.
-	if d, derr := os.Open(dir); derr == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
-	return nil
+	return atomicfile.WriteFile(path, write)
 }
