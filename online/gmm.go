@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"gonum.org/v1/gonum/mat"
-	"gonum.org/v1/gonum/stat"
 )
 
 // gmm is a two-component, full-covariance Gaussian mixture over the
@@ -79,72 +78,78 @@ func (g *gmm) cache() bool {
 
 // gmmFitter holds EM's buffers so refits reuse them.
 type gmmFitter struct {
-	x    *mat.Dense // n×2
-	resp [2][]float64
-	cov  mat.SymDense
-	col  []float64
+	x   *mat.Dense // n×2
+	col []float64
+}
+
+// moments are a component's sufficient statistics: Σr, Σr·x, Σr·x xᵀ over
+// the data, r the component's responsibility. The M-step needs nothing
+// else, so the E-step accumulates them in its one pass over the window.
+type moments struct {
+	w, s0, s1, s00, s01, s11 float64
+}
+
+func (m *moments) add(r, x0, x1 float64) {
+	m.w += r
+	m.s0 += r * x0
+	m.s1 += r * x1
+	m.s00 += r * x0 * x0
+	m.s01 += r * x0 * x1
+	m.s11 += r * x1 * x1
 }
 
 // initSplit starts EM from the lower and upper halves of the data ordered
 // by the first feature: deterministic, and it puts the two components on
 // the two sides of the score axis where the reliable and the unreliable
 // samples are expected.
-func (g *gmm) initSplit(x *mat.Dense, f *gmmFitter) {
+func (g *gmm) initSplit(x *mat.Dense, f *gmmFitter) bool {
 	n, _ := x.Dims()
 	f.col = f.col[:0]
 	for i := 0; i < n; i++ {
 		f.col = append(f.col, x.At(i, 0))
 	}
-	sorted := slices.Clone(f.col)
-	slices.Sort(sorted)
-	med := sorted[n/2]
+	slices.Sort(f.col)
+	med := f.col[n/2]
+	var st [2]moments
 	for i := 0; i < n; i++ {
-		lo := 0.0
-		if x.At(i, 0) < med || (x.At(i, 0) == med && i%2 == 0) {
-			lo = 1
+		x0, x1 := x.At(i, 0), x.At(i, 1)
+		c := 1
+		if x0 < med || (x0 == med && i%2 == 0) {
+			c = 0
 		}
-		f.resp[0][i], f.resp[1][i] = lo, 1-lo
+		st[c].add(1, x0, x1)
 	}
-	g.mstep(x, f)
+	return g.mstep(&st, n)
 }
 
-// mstep sets weights, means and covariances from the responsibilities. It
-// reports false if a component has (almost) no mass.
-func (g *gmm) mstep(x *mat.Dense, f *gmmFitter) bool {
-	n, _ := x.Dims()
-	ok := true
-	for c := 0; c < 2; c++ {
-		w := f.resp[c][:n]
-		sw := 0.0
-		for _, v := range w {
-			sw += v
+// mstep sets the maximum-likelihood weights, means and covariances from the
+// sufficient statistics. It reports false if a component has (almost) no
+// mass.
+func (g *gmm) mstep(st *[2]moments, n int) bool {
+	for c := range st {
+		m := &st[c]
+		if m.w < 2 {
+			return false
 		}
-		if sw < 2 {
-			ok = false
-			continue
-		}
-		g.weight[c] = sw / float64(n)
-		for j := 0; j < 2; j++ {
-			g.mean[c][j] = stat.Mean(mat.Col(f.col[:n], j, x), w)
-		}
-		f.cov.Reset()
-		stat.CovarianceMatrix(&f.cov, x, w)
-		// gonum normalises by Σw − 1 (frequency weights); EM's M-step is
-		// the maximum-likelihood estimate, normalised by Σw.
-		scale := (sw - 1) / sw
-		for i := 0; i < 2; i++ {
-			for j := 0; j < 2; j++ {
-				g.cov[c][i][j] = f.cov.At(i, j) * scale
-			}
+		mu0, mu1 := m.s0/m.w, m.s1/m.w
+		g.weight[c] = m.w / float64(n)
+		g.mean[c] = [2]float64{mu0, mu1}
+		c01 := m.s01/m.w - mu0*mu1
+		g.cov[c] = [2][2]float64{
+			{math.Max(m.s00/m.w-mu0*mu0, 0), c01},
+			{c01, math.Max(m.s11/m.w-mu1*mu1, 0)},
 		}
 	}
-	return ok
+	return true
 }
 
-// estep fills responsibilities and returns the mean log-likelihood.
-func (g *gmm) estep(x *mat.Dense, f *gmmFitter) float64 {
+// estep computes every point's responsibilities under the current
+// parameters and returns the mean log-likelihood and the components'
+// sufficient statistics.
+func (g *gmm) estep(x *mat.Dense) (float64, [2]moments) {
 	n, _ := x.Dims()
 	ll := 0.0
+	var st [2]moments
 	raw := x.RawMatrix()
 	for i := 0; i < n; i++ {
 		x0, x1 := raw.Data[i*raw.Stride], raw.Data[i*raw.Stride+1]
@@ -153,14 +158,14 @@ func (g *gmm) estep(x *mat.Dense, f *gmmFitter) float64 {
 		// e/(1+e), and log(e^a + e^b) = max(a,b) + log1p(e).
 		e := math.Exp(-math.Abs(a - b))
 		hi, lo := 1/(1+e), e/(1+e)
-		if a >= b {
-			f.resp[0][i], f.resp[1][i] = hi, lo
-		} else {
-			f.resp[0][i], f.resp[1][i] = lo, hi
+		if a < b {
+			hi, lo = lo, hi
 		}
+		st[0].add(hi, x0, x1)
+		st[1].add(lo, x0, x1)
 		ll += math.Max(a, b) + math.Log1p(e)
 	}
-	return ll / float64(n)
+	return ll / float64(n), st
 }
 
 // fit runs at most iters EM iterations on the rows of x (n×2), starting
@@ -170,27 +175,20 @@ func (g *gmm) estep(x *mat.Dense, f *gmmFitter) float64 {
 // previous parameters in place, if the data cannot support two components.
 func (g *gmm) fit(x *mat.Dense, f *gmmFitter, iters int) bool {
 	n, _ := x.Dims()
-	for c := range f.resp {
-		if cap(f.resp[c]) < n {
-			f.resp[c] = make([]float64, n)
-		}
-		f.resp[c] = f.resp[c][:n]
-	}
 	if cap(f.col) < n {
 		f.col = make([]float64, 0, n)
 	}
 	prev := *g
 	if !g.fitted || !g.cache() {
-		g.initSplit(x, f)
-		if !g.cache() {
+		if !g.initSplit(x, f) || !g.cache() {
 			*g = prev
 			return false
 		}
 	}
 	last := math.Inf(-1)
 	for it := 0; it < iters; it++ {
-		ll := g.estep(x, f)
-		if !g.mstep(x, f) || !g.cache() {
+		ll, st := g.estep(x)
+		if !g.mstep(&st, n) || !g.cache() {
 			*g = prev
 			return false
 		}
