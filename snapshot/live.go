@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"denoiser/atomicfile"
 )
 
 // Flusher waits until every output record handed on so far is written and
@@ -164,14 +166,14 @@ func (l *Live) run(ctx context.Context, out Flusher, path string, done chan<- re
 		res.Path = filepath.Join(l.opts.Dir, fmt.Sprintf("snapshot-%d-%s.snap",
 			res.ModelVersion, c.Meta.CreatedAt.Format("20060102T150405.000Z")))
 	}
-	t, err := createTemp(res.Path)
+	f, err := atomicfile.Create(res.Path)
 	if err != nil {
 		fail(err)
 		return
 	}
-	info, err := Write(t.f, c)
+	info, err := Write(f, c)
 	if err != nil {
-		fail(errors.Join(err, t.abort()))
+		fail(errors.Join(err, f.Abort()))
 		return
 	}
 	res.Paused = time.Since(start)
@@ -180,7 +182,7 @@ func (l *Live) run(ctx context.Context, out Flusher, path string, done chan<- re
 	// stream.
 	go func() {
 		defer release()
-		if err := t.commit(); err != nil {
+		if err := f.Commit(); err != nil {
 			done <- result{err: fmt.Errorf("export live snapshot: %w", err)}
 			return
 		}

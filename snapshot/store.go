@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 )
 
 // Checkpoint is a checkpoint as a store keeps it: the model encoding
@@ -45,11 +46,11 @@ var (
 	ErrStateNotEmpty = errors.New("state already holds a checkpoint")
 )
 
-// Export writes the last checkpoint of store to path and verifies the file
-// by reading it back whole before it takes path's place (atomically, as
-// WriteFile): a checkpoint that does not decode leaves path as it was.
+// Export writes the last checkpoint of store to path, verifying it whole
+// (decoding the model) as it is written, before it takes path's place
+// atomically: a checkpoint that does not decode leaves path as it was.
 // meta.Generation is set from the checkpoint. It returns the snapshot as
-// read back, model included.
+// read, model included.
 func Export(ctx context.Context, store Loader, path string, meta Meta) (*Snapshot, error) {
 	cp, ok, err := store.Load(ctx)
 	if err != nil {
@@ -59,26 +60,23 @@ func Export(ctx context.Context, store Loader, path string, meta Meta) (*Snapsho
 		return nil, fmt.Errorf("export snapshot: %w", ErrNoCheckpoint)
 	}
 	meta.Generation = cp.Generation
-	t, err := createTemp(path)
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("export snapshot: %w", err)
 	}
-	info, err := Write(t.f, Contents{ModelBytes: cp.Model, Positions: cp.Positions, Meta: meta})
-	cp = Checkpoint{} // let the model bytes go before the model is decoded
+	// Write into a pipe; CopyFile reads it back, verifying, into the file.
+	pr, pw := io.Pipe()
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := Write(pw, Contents{ModelBytes: cp.Model, Positions: cp.Positions, Meta: meta})
+		pw.CloseWithError(err) // nil: EOF
+		wrote <- err
+	}()
+	s, err := CopyFile(path, pr)
+	pr.CloseWithError(io.ErrClosedPipe) // unblocks the writer if the reader stopped early
+	if werr := <-wrote; werr != nil && err == nil {
+		err = werr
+	}
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("export snapshot: %w", err), t.abort())
-	}
-	s, err := ReadFile(t.f.Name())
-	if err == nil && (s.Checksum != info.Checksum || s.Bytes != info.Bytes) {
-		err = fmt.Errorf("%w: read back differs from what was written", ErrChecksum)
-	}
-	if err == nil {
-		err = ctx.Err()
-	}
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("export snapshot: verify: %w", err), t.abort())
-	}
-	if err := t.commit(); err != nil {
 		return nil, fmt.Errorf("export snapshot: %w", err)
 	}
 	return s, nil

@@ -9,9 +9,8 @@ import (
 	"hash"
 	"hash/crc32"
 	"io"
-	"os"
-	"path/filepath"
 
+	"denoiser/atomicfile"
 	"denoiser/online"
 )
 
@@ -150,20 +149,20 @@ func Write(w io.Writer, c Contents) (Info, error) {
 	return info, nil
 }
 
-// WriteFile writes c to path atomically: to a temporary file in the same
-// directory, fsynced, renamed over path, and the directory fsynced. On
-// error path is left as it was.
+// WriteFile writes c to path atomically (package atomicfile: a temporary
+// file in the same directory, fsynced, renamed over path, the directory
+// fsynced). On error path is left as it was.
 func WriteFile(path string, c Contents) (Info, error) {
-	t, err := createTemp(path)
+	f, err := atomicfile.Create(path)
 	if err != nil {
-		return Info{}, fmt.Errorf("write snapshot %s: %w", path, err)
+		return Info{}, fmt.Errorf("write snapshot: %w", err)
 	}
-	info, err := Write(t.f, c)
+	info, err := Write(f, c)
 	if err != nil {
-		return Info{}, errors.Join(err, t.abort())
+		return Info{}, errors.Join(err, f.Abort())
 	}
-	if err := t.commit(); err != nil {
-		return Info{}, err
+	if err := f.Commit(); err != nil {
+		return Info{}, fmt.Errorf("write snapshot: %w", err)
 	}
 	return info, nil
 }
@@ -173,80 +172,20 @@ func WriteFile(path string, c Contents) (Info, error) {
 // copied: a damaged or truncated stream leaves path as it was. It returns
 // the snapshot as read.
 func CopyFile(path string, r io.Reader) (*Snapshot, error) {
-	t, err := createTemp(path)
+	f, err := atomicfile.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("copy snapshot to %s: %w", path, err)
+		return nil, fmt.Errorf("copy snapshot: %w", err)
 	}
-	w := bufio.NewWriterSize(t.f, 1<<16)
+	w := bufio.NewWriterSize(f, 1<<16)
 	s, err := Read(io.TeeReader(r, w))
 	if err == nil {
 		err = w.Flush()
 	}
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("copy snapshot to %s: %w", path, err), t.abort())
+		return nil, errors.Join(fmt.Errorf("copy snapshot to %s: %w", path, err), f.Abort())
 	}
-	if err := t.commit(); err != nil {
-		return nil, err
+	if err := f.Commit(); err != nil {
+		return nil, fmt.Errorf("copy snapshot: %w", err)
 	}
 	return s, nil
-}
-
-// tempFile is a file written under a temporary name and renamed into
-// place by commit.
-type tempFile struct {
-	f    *os.File
-	path string
-}
-
-func createTemp(path string) (*tempFile, error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
-	if err != nil {
-		return nil, err
-	}
-	return &tempFile{f: f, path: path}, nil
-}
-
-// commit fsyncs, closes and renames the file into place, then fsyncs the
-// directory. On error the temporary file is removed.
-func (t *tempFile) commit() error {
-	err := t.f.Sync()
-	if err == nil {
-		err = t.f.Chmod(0o644)
-	}
-	if cerr := t.f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(t.f.Name(), t.path)
-	}
-	if err != nil {
-		return errors.Join(fmt.Errorf("commit snapshot %s: %w", t.path, err), removeTemp(t.f.Name()))
-	}
-	syncDir(filepath.Dir(t.path))
-	return nil
-}
-
-// abort closes and removes the temporary file.
-func (t *tempFile) abort() error {
-	return errors.Join(t.f.Close(), removeTemp(t.f.Name()))
-}
-
-func removeTemp(name string) error {
-	if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove temporary file: %w", err)
-	}
-	return nil
-}
-
-// syncDir makes a rename durable. Failure is ignored: some file systems
-// cannot sync a directory, and the file itself is already synced.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
 }
