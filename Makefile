@@ -7,7 +7,7 @@ GO      ?= go
 BIN     := bin/denoiser
 OUT     ?= out
 
-.PHONY: build demo test test-short bench fuzz fuzz-snapshot kafka-start kafka-stop clean eval
+.PHONY: build demo test test-short bench fuzz kafka-start kafka-stop clean eval
 
 build:
 	$(GO) build -o $(BIN) ./cmd/denoiser
@@ -33,7 +33,7 @@ eval: build
 test:
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 30m ./...
-	$(MAKE) fuzz-snapshot FUZZTIME=10s
+	$(MAKE) fuzz FUZZTIME=10s
 
 test-short:
 	$(GO) test -short -count=1 ./...
@@ -41,14 +41,15 @@ test-short:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./...
 
-# Longer local fuzzing: make fuzz FUZZTIME=10m
+# Every decoder, FUZZTIME each: make fuzz FUZZTIME=10m (make test runs
+# 10s each).
 FUZZTIME ?= 1m
+FUZZERS := consumer:FuzzDecode online:FuzzReadModel snapshot:FuzzRead movielens:FuzzRead
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./consumer
-
-# The snapshot reader: make fuzz-snapshot FUZZTIME=10m (make test runs 10s).
-fuzz-snapshot:
-	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) -timeout 0 ./snapshot
+	@set -e; for f in $(FUZZERS); do \
+		echo "fuzz $${f%%:*} $${f##*:} for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$${f##*:}$$" -fuzztime $(FUZZTIME) -timeout 0 ./$${f%%:*}; \
+	done
 
 kafka-start:
 	scripts/kafka.sh install

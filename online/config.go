@@ -210,8 +210,11 @@ func (c Config) Validate() error {
 	default:
 		bad("mode", "%q is not a label mode; use binary, rating or dwell", c.Mode)
 	}
-	if c.Mode == ModeRating && (c.Classes < 2 || c.Classes > 100) {
-		bad("classes", "%d rating levels; use 2..100", c.Classes)
+	if c.Mode == ModeRating && (c.Classes < 2 || c.Classes > 32) {
+		bad("classes", "%d rating levels; use 2..32", c.Classes)
+	}
+	if len(c.DwellBucketsMS) > 31 {
+		bad("dwell_buckets_ms", "%d thresholds; use at most 31", len(c.DwellBucketsMS))
 	}
 	for i := 1; i < len(c.DwellBucketsMS); i++ {
 		if c.DwellBucketsMS[i] <= c.DwellBucketsMS[i-1] {
@@ -268,8 +271,8 @@ func (c Config) Validate() error {
 	if c.RhoSchedule == RhoProgressive && !(c.RhoMin > 0 && c.RhoMin <= c.RhoStart) {
 		bad("rho_min", "%v; use a value in (0, rho_start]", c.RhoMin)
 	}
-	if c.GMMWindow < 16 {
-		bad("gmm_window", "%d; use at least 16", c.GMMWindow)
+	if c.GMMWindow < 16 || c.GMMWindow > 1<<20 {
+		bad("gmm_window", "%d; use 16..1048576", c.GMMWindow)
 	}
 	if c.RefitEvery < 1 {
 		bad("refit_every", "%d; use at least 1", c.RefitEvery)

@@ -37,8 +37,10 @@ import (
 //	  END.  empty; the last section
 //
 // Counts are checked against what the configuration and the section length
-// allow, and slices grow as data arrives, so a corrupt length cannot cause
-// an unbounded allocation. The same model always encodes to the same bytes.
+// allow, an id is at most 64 KiB, and slices grow as data arrives, so a
+// corrupt length cannot cause an unbounded allocation. The reader must hold
+// exactly one model: bytes after END. are refused. The same model always
+// encodes to the same bytes.
 
 // EncodingVersion is the version of the binary model encoding WriteTo
 // writes. ReadModel reads this version only.
@@ -289,35 +291,50 @@ func (d *decoder) fits(n, size int) bool {
 	return true
 }
 
+// chunk is how many elements a slice grows by while it is read; it bounds
+// what a declared but unbacked count can cost.
 const chunk = 1 << 14
 
+// maxIDBytes bounds one user or item id in the encoding. Ids come from
+// the input, where consumer allows 256 bytes; this is far above that and
+// far below what could hurt.
+const maxIDBytes = 1 << 16
+
 func (d *decoder) floats(n int) []float64 {
-	return readSlice(d, n, 8, func() float64 {
-		x := d.f64()
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			d.fail("non-finite parameter")
-		}
-		return x
+	v := readSlice(d, n, 8, func(b []byte) float64 {
+		return math.Float64frombits(binary.LittleEndian.Uint64(b))
 	})
+	if !finite(v) {
+		d.fail("non-finite parameter")
+	}
+	return v
 }
 
 func (d *decoder) int32s(n int) []int32 {
-	return readSlice(d, n, 4, func() int32 { return int32(d.u32()) })
+	return readSlice(d, n, 4, func(b []byte) int32 { return int32(binary.LittleEndian.Uint32(b)) })
 }
 
-func (d *decoder) uint32s(n int) []uint32 { return readSlice(d, n, 4, d.u32) }
+func (d *decoder) uint32s(n int) []uint32 { return readSlice(d, n, 4, binary.LittleEndian.Uint32) }
 
-func (d *decoder) uint64s(n int) []uint64 { return readSlice(d, n, 8, d.u64) }
+func (d *decoder) uint64s(n int) []uint64 { return readSlice(d, n, 8, binary.LittleEndian.Uint64) }
 
-// readSlice reads n values of size bytes each with read, growing the slice
-// as data arrives.
-func readSlice[T any](d *decoder, n, size int, read func() T) []T {
+// readSlice reads n values of size bytes each, decoding each with conv,
+// a chunk at a time; the slice grows as data arrives.
+func readSlice[T any](d *decoder, n, size int, conv func([]byte) T) []T {
 	if !d.fits(n, size) {
 		return nil
 	}
 	v := make([]T, 0, min(n, chunk))
+	buf := make([]byte, min(n, chunk)*size)
 	for len(v) < n && d.err == nil {
-		v = append(v, read())
+		b := buf[:min(n-len(v), chunk)*size]
+		d.read(b)
+		if d.err != nil {
+			return nil
+		}
+		for off := 0; off < len(b); off += size {
+			v = append(v, conv(b[off:off+size]))
+		}
 	}
 	return v
 }
@@ -330,6 +347,10 @@ func (d *decoder) ids() []string {
 	v := make([]string, 0, min(n, chunk))
 	for len(v) < n && d.err == nil {
 		l := int(d.u32())
+		if l > maxIDBytes {
+			d.fail("id of %d bytes, over %d", l, maxIDBytes)
+			return nil
+		}
 		if !d.fits(l, 1) {
 			return nil
 		}
@@ -512,6 +533,13 @@ func ReadModel(r io.Reader) (*Model, error) {
 	d.section("END.")
 	if d.err == nil && d.left != 0 {
 		d.fail("END section is not empty")
+	}
+	if d.err == nil {
+		if _, err := d.r.ReadByte(); err == nil {
+			d.fail("data after the END section")
+		} else if !errors.Is(err, io.EOF) {
+			d.err = err
+		}
 	}
 	if d.err != nil {
 		return nil, d.err

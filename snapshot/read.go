@@ -212,14 +212,8 @@ func readV1(r *reader, s *Snapshot) error {
 	if err != nil {
 		return fmt.Errorf("%w: model: %w", ErrCorrupt, err)
 	}
-	// The decoder stops at its END. section; the frames must stop there too.
-	extra, err := io.Copy(io.Discard, mr)
-	if err != nil {
-		return err
-	}
-	if extra > 0 {
-		return fmt.Errorf("%w: %d bytes after the model encoding", ErrCorrupt, extra)
-	}
+	// ReadModel reads to the end of the model frames and refuses bytes
+	// after its END. section.
 	if mr.headN == len(mr.head) {
 		s.ModelEncoding = binary.LittleEndian.Uint32(mr.head[8:])
 	}
