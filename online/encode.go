@@ -53,10 +53,11 @@ var modelMagic = [8]byte{'R', 'G', 'B', 'T', 'M', 'O', 'D', 'L'}
 var ErrCorrupt = errors.New("corrupt model encoding")
 
 type encoder struct {
-	w   *bufio.Writer
-	n   int64
-	err error
-	buf [8]byte
+	w       *bufio.Writer
+	n       int64
+	err     error
+	buf     [8]byte
+	scratch []byte
 }
 
 func (e *encoder) write(b []byte) {
@@ -74,21 +75,31 @@ func (e *encoder) u64(v uint64) { binary.LittleEndian.PutUint64(e.buf[:8], v); e
 func (e *encoder) f64(v float64) {
 	e.u64(math.Float64bits(v))
 }
-func (e *encoder) floats(v []float64) {
-	for _, x := range v {
-		e.f64(x)
+
+// writeSlice writes v with put, size bytes per value, a chunk at a time.
+func writeSlice[T any](e *encoder, v []T, size int, put func([]byte, T)) {
+	if len(e.scratch) < chunk*8 {
+		e.scratch = make([]byte, chunk*8)
 	}
+	for len(v) > 0 && e.err == nil {
+		n := min(len(v), chunk)
+		b := e.scratch[:n*size]
+		for j, x := range v[:n] {
+			put(b[j*size:], x)
+		}
+		e.write(b)
+		v = v[n:]
+	}
+}
+
+func (e *encoder) floats(v []float64) {
+	writeSlice(e, v, 8, func(b []byte, x float64) { binary.LittleEndian.PutUint64(b, math.Float64bits(x)) })
 }
 func (e *encoder) int32s(v []int32) {
-	for _, x := range v {
-		e.u32(uint32(x))
-	}
+	writeSlice(e, v, 4, func(b []byte, x int32) { binary.LittleEndian.PutUint32(b, uint32(x)) })
 }
-func (e *encoder) uint32s(v []uint32) {
-	for _, x := range v {
-		e.u32(x)
-	}
-}
+func (e *encoder) uint32s(v []uint32) { writeSlice(e, v, 4, binary.LittleEndian.PutUint32) }
+func (e *encoder) uint64s(v []uint64) { writeSlice(e, v, 8, binary.LittleEndian.PutUint64) }
 func (e *encoder) section(tag string, length int) {
 	e.write([]byte(tag))
 	e.u64(uint64(length))
@@ -188,9 +199,7 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 		e.uint32s(c.itemN)
 		e.int32s(c.itemRes)
 		e.uint32s(c.userN)
-		for _, x := range c.userSig {
-			e.u64(x)
-		}
+		e.uint64s(c.userSig)
 	case *exactCooc:
 		n := 1
 		for _, s := range c.userItems {
