@@ -30,6 +30,9 @@ type cooccurrence interface {
 	add(u, i int32, r *rand.Rand)
 	// grow makes room for users < nu and items < ni.
 	grow(nu, ni int)
+	// copyInto copies the estimator into dst if it is of the same kind
+	// (reusing its buffers), or into a new one, and returns the copy.
+	copyInto(dst cooccurrence) cooccurrence
 }
 
 // mix64 is the splitmix64 finalizer: a fixed, seedless hash.
@@ -197,4 +200,35 @@ func insertSorted(s []int32, v int32) []int32 {
 func (c *exactCooc) add(u, i int32, _ *rand.Rand) {
 	c.userItems[u] = insertSorted(c.userItems[u], i)
 	c.itemUsers[i] = insertSorted(c.itemUsers[i], u)
+}
+
+func (c *sketchCooc) copyInto(dst cooccurrence) cooccurrence {
+	d, ok := dst.(*sketchCooc)
+	if !ok {
+		d = &sketchCooc{}
+	}
+	d.s, d.h = c.s, c.h
+	d.itemN = append(d.itemN[:0], c.itemN...)
+	d.itemRes = append(d.itemRes[:0], c.itemRes...)
+	d.userN = append(d.userN[:0], c.userN...)
+	d.userSig = append(d.userSig[:0], c.userSig...)
+	d.hashSeeds = append(d.hashSeeds[:0], c.hashSeeds...)
+	return d
+}
+
+func (c *exactCooc) copyInto(dst cooccurrence) cooccurrence {
+	d, ok := dst.(*exactCooc)
+	if !ok {
+		d = &exactCooc{}
+	}
+	copyAll := func(dst, src [][]int32) [][]int32 {
+		dst = dst[:0]
+		for _, s := range src {
+			dst = append(dst, append([]int32(nil), s...))
+		}
+		return dst
+	}
+	d.userItems = copyAll(d.userItems, c.userItems)
+	d.itemUsers = copyAll(d.itemUsers, c.itemUsers)
+	return d
 }

@@ -61,6 +61,9 @@ var ErrInvalidEvent = errors.New("invalid event")
 // Summary.NumericalErrors.
 var ErrNumerical = errors.New("numerical failure")
 
+// ErrFrozen is returned by Step on a copy made by Snapshot.
+var ErrFrozen = errors.New("model is a snapshot copy")
+
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidEvent, fmt.Sprintf(format, args...))
 }

@@ -63,6 +63,8 @@ type Model struct {
 	refits    uint64
 	numErrors uint64
 
+	frozen bool // a Snapshot copy: WriteTo and Summary only
+
 	// scratch, reused by every Step
 	z, f, fn, t, g, gn, gt, dz, dp, dq, eye []float64
 	dp2, dq2                                float64 // squared norms of dp, dq
@@ -333,6 +335,9 @@ func (m *Model) distill() int {
 // error wrapping ErrInvalidEvent and changes nothing. A numerical failure
 // while learning returns an error wrapping ErrNumerical; sc is valid then.
 func (m *Model) Step(ev Event, sc *Score) error {
+	if m.frozen {
+		return ErrFrozen
+	}
 	y, err := m.label(&ev)
 	if err != nil {
 		return err
@@ -657,6 +662,44 @@ func (m *Model) Summary() Summary {
 		s.MeanTransition[j] = append([]float64(nil), src[j*m.k:(j+1)*m.k]...)
 	}
 	return s
+}
+
+// Snapshot copies the model's state, everything WriteTo encodes, into dst
+// (nil: a new model), reusing dst's buffers, and returns dst. The copy
+// shares nothing that m goes on changing (ids are immutable strings and are
+// shared), so another goroutine may encode it while m learns: a checkpoint
+// pauses the stream for a memory copy, not for the encoding. The copy
+// supports WriteTo and Summary; Step refuses it with ErrFrozen.
+func (m *Model) Snapshot(dst *Model) *Model {
+	if dst == nil {
+		dst = &Model{src: &rand.PCG{}}
+	}
+	dst.frozen = true
+	dst.cfg, dst.k, dst.d = m.cfg, m.k, m.d
+	*dst.src = *m.src
+	dst.users = m.users[:len(m.users):len(m.users)]
+	dst.items = m.items[:len(m.items):len(m.items)]
+	cp := func(dst, src []float64) []float64 { return append(dst[:0], src...) }
+	dst.p, dst.q, dst.accP, dst.accQ = cp(dst.p, m.p), cp(dst.q, m.q), cp(dst.accP, m.accP), cp(dst.accQ, m.accQ)
+	dst.w, dst.b, dst.wn, dst.bn = cp(dst.w, m.w), cp(dst.b, m.b), cp(dst.wn, m.wn), cp(dst.bn, m.bn)
+	dst.a, dst.c, dst.ti = cp(dst.a, m.a), cp(dst.c, m.c), cp(dst.ti, m.ti)
+	dst.win, dst.sumT, dst.meanT = cp(dst.win, m.win), cp(dst.sumT, m.sumT), cp(dst.meanT, m.meanT)
+	dst.recent = append(dst.recent[:0], m.recent...)
+	dst.recentN = append(dst.recentN[:0], m.recentN...)
+	if m.pop != nil {
+		dst.pop = append(dst.pop[:0], m.pop...)
+	} else {
+		dst.pop = nil
+	}
+	dst.cooc = m.cooc.copyInto(dst.cooc)
+	dst.mix = m.mix
+	dst.winN, dst.winPos, dst.rho = m.winN, m.winPos, m.rho
+	dst.nT, dst.hasMeanT, dst.popN = m.nT, m.hasMeanT, m.popN
+	dst.events, dst.distilled, dst.refits, dst.numErrors = m.events, m.distilled, m.refits, m.numErrors
+	if len(dst.eye) != len(m.eye) { // Summary reads it
+		dst.eye = cp(dst.eye, m.eye)
+	}
+	return dst
 }
 
 // pair looks up (user, item) and leaves their z = p_u ⊙ q_i in the scratch

@@ -339,3 +339,61 @@ func cpuTime(b *testing.B) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// TestSnapshotCopy: a Snapshot copy encodes exactly as the model did when
+// it was taken, whatever the model does afterwards, and a reused copy is
+// as good as a new one.
+func TestSnapshotCopy(t *testing.T) {
+	evs := testStream(3000, 6)
+	for _, cfg := range allModes {
+		t.Run(configName(cfg), func(t *testing.T) {
+			m, _ := New(cfg, rand.NewPCG(4, 4))
+			runScores(t, m, evs[:1000])
+			want := encode(t, m)
+			cp := m.Snapshot(nil)
+			runScores(t, m, evs[1000:2000]) // the model goes on; the copy must not
+			if got := encode(t, cp); !bytes.Equal(got, want) {
+				t.Fatal("the copy changed as the model learned")
+			}
+			want2 := encode(t, m)
+			cp2 := m.Snapshot(cp) // reuse
+			runScores(t, m, evs[2000:])
+			if got := encode(t, cp2); !bytes.Equal(got, want2) {
+				t.Fatal("a reused copy differs from the model it copied")
+			}
+			var sc Score
+			if err := cp2.Step(evs[0], &sc); !errors.Is(err, ErrFrozen) {
+				t.Fatalf("Step on a copy: %v", err)
+			}
+			if s := cp2.Summary(); s.Events != 2000 {
+				t.Fatalf("copy summary events %d", s.Events)
+			}
+		})
+	}
+}
+
+// BenchmarkCheckpointPause compares what a checkpoint costs the model
+// goroutine: encoding the model there, or copying it for another goroutine
+// to encode. 50,000 users and 10,000 items at d=32.
+func BenchmarkCheckpointPause(b *testing.B) {
+	m, _ := New(Config{}, rand.NewPCG(1, 1))
+	var sc Score
+	r := rand.New(rand.NewPCG(2, 2))
+	for j := 0; j < 100000; j++ {
+		m.Step(Event{User: fmt.Sprint("u", j%50000), Item: fmt.Sprint("i", r.IntN(10000))}, &sc)
+	}
+	b.Run("encode", func(b *testing.B) {
+		var buf bytes.Buffer
+		for j := 0; j < b.N; j++ {
+			buf.Reset()
+			m.WriteTo(&buf)
+		}
+		b.ReportMetric(float64(buf.Len())/1e6, "MB")
+	})
+	b.Run("copy", func(b *testing.B) {
+		var cp *Model
+		for j := 0; j < b.N; j++ {
+			cp = m.Snapshot(cp)
+		}
+	})
+}

@@ -35,13 +35,14 @@ type partitionKey struct {
 // checkpointer takes checkpoints. Its fields without a lock belong to the
 // model goroutine: it tracks the next input position of every partition
 // the model has read, and every EveryEvents records (or on a timer task)
-// it flushes the output, serialises the model into a buffer and hands
-// buffer and positions to its saver goroutine, which commits them to the
-// store, then commits the offsets to the group. The model loop pauses for
-// the flush and the serialisation only, never for the store. While a save
+// it flushes the output, copies the model (online.Model.Snapshot, a memory
+// copy into a reused shadow model) and hands the copy and the positions to
+// its saver goroutine, which encodes the copy, commits it to the store,
+// then commits the offsets to the group. The model loop pauses for the
+// flush and the copy only, not for the encoding or the store. While a save
 // is in flight, a due checkpoint is postponed to the next record, so the
-// one buffer is never written while the store reads it (state.Store.Save
-// does not copy the model).
+// shadow and the saver's buffer are never reused while in use
+// (state.Store.Save does not copy the model bytes).
 type checkpointer struct {
 	store   saver
 	model   *online.Model
@@ -56,10 +57,11 @@ type checkpointer struct {
 	lastNext  *int64       // ...and its entry: most records follow one of the same partition
 	pending   int          // records since the last checkpoint
 	saving    bool
-	buf       bytes.Buffer
-	last      time.Time // when the last checkpoint was taken
+	shadow    *online.Model // the copy a save in flight encodes
+	buf       bytes.Buffer  // the saver goroutine's encoding buffer
+	last      time.Time     // when the last checkpoint was taken
 
-	jobs      chan state.Checkpoint
+	jobs      chan saveJob
 	results   chan error
 	wg        sync.WaitGroup
 	failing   atomic.Bool   // the last save failed
@@ -72,7 +74,7 @@ func newCheckpointer(store saver, model *online.Model, commit committer, m *metr
 		store: store, model: model, commit: commit, metrics: m, log: log, every: every, timeout: timeout,
 		positions: map[partitionKey]*int64{},
 		last:      time.Now(),
-		jobs:      make(chan state.Checkpoint),
+		jobs:      make(chan saveJob),
 		results:   make(chan error, 1),
 	}
 	for _, p := range positions {
@@ -161,13 +163,17 @@ func (c *checkpointer) checkpoint(ctx context.Context, out consumer.Flusher) err
 	return nil
 }
 
-// snapshot serialises the model into the buffer and copies the positions.
-func (c *checkpointer) snapshot() (state.Checkpoint, error) {
-	c.buf.Reset()
-	if _, err := c.model.WriteTo(&c.buf); err != nil {
-		return state.Checkpoint{}, fmt.Errorf("checkpoint: serialise model: %w", err)
-	}
-	return state.Checkpoint{Model: c.buf.Bytes(), Positions: c.statePositions(), Version: c.model.Version()}, nil
+// saveJob is a checkpoint for the saver goroutine: the model copy to
+// encode into cp.Model, and the rest of the checkpoint.
+type saveJob struct {
+	model *online.Model
+	cp    state.Checkpoint
+}
+
+// snapshot copies the model into the shadow and copies the positions.
+func (c *checkpointer) snapshot() (saveJob, error) {
+	c.shadow = c.model.Snapshot(c.shadow)
+	return saveJob{c.shadow, state.Checkpoint{Positions: c.statePositions(), Version: c.model.Version()}}, nil
 }
 
 // statePositions returns the positions, sorted.
@@ -185,8 +191,17 @@ func (c *checkpointer) statePositions() []state.Position {
 // saveLoop runs on the saver goroutine.
 func (c *checkpointer) saveLoop() {
 	defer c.wg.Done()
-	for cp := range c.jobs {
-		c.results <- c.save(cp)
+	for job := range c.jobs {
+		c.buf.Reset()
+		if _, err := job.model.WriteTo(&c.buf); err != nil {
+			c.failing.Store(true)
+			c.metrics.checkpointFailures.Inc()
+			c.log.Error("checkpoint failed", "err", err, "model_version", job.cp.Version)
+			c.results <- fmt.Errorf("checkpoint: serialise model: %w", err)
+			continue
+		}
+		job.cp.Model = c.buf.Bytes()
+		c.results <- c.save(job.cp)
 	}
 }
 
