@@ -87,7 +87,8 @@ type ExportResult struct {
 	Checksum     string `json:"crc32c"`
 	ModelVersion uint64 `json:"model_version"`
 	Positions    int    `json:"positions"`
-	// Paused is how long the stream was held: output flush plus encoding.
+	// Paused is how long the stream was held: output flush plus a memory
+	// copy of the model (the encoding runs beside the stream).
 	Paused time.Duration `json:"paused_ns"`
 }
 
@@ -157,6 +158,8 @@ func (l *Live) run(ctx context.Context, out Flusher, path string, done chan<- re
 	res := ExportResult{Path: path, Positions: len(c.Positions)}
 	if c.Model != nil {
 		res.ModelVersion = c.Model.Version()
+		// A memory copy: the stream goes on while the copy is encoded.
+		c.Model = c.Model.Snapshot(nil)
 	}
 	if res.Path == "" {
 		if l.opts.Dir == "" {
@@ -166,27 +169,26 @@ func (l *Live) run(ctx context.Context, out Flusher, path string, done chan<- re
 		res.Path = filepath.Join(l.opts.Dir, fmt.Sprintf("snapshot-%d-%s.snap",
 			res.ModelVersion, c.Meta.CreatedAt.Format("20060102T150405.000Z")))
 	}
-	f, err := atomicfile.Create(res.Path)
-	if err != nil {
-		fail(err)
-		return
-	}
-	info, err := Write(f, c)
-	if err != nil {
-		fail(errors.Join(err, f.Abort()))
-		return
-	}
 	res.Paused = time.Since(start)
-	res.Info, res.Checksum = info, info.ChecksumHex()
-	// The model is no longer needed: make the file durable beside the
-	// stream.
+	// Encode the copy and make the file durable beside the stream.
 	go func() {
-		defer release()
+		f, err := atomicfile.Create(res.Path)
+		if err != nil {
+			fail(err)
+			return
+		}
+		info, err := Write(f, c)
+		if err != nil {
+			fail(errors.Join(err, f.Abort()))
+			return
+		}
+		res.Info, res.Checksum = info, info.ChecksumHex()
 		if err := f.Commit(); err != nil {
-			done <- result{err: fmt.Errorf("export live snapshot: %w", err)}
+			fail(err)
 			return
 		}
 		done <- result{res: res}
+		release()
 	}()
 }
 
