@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"os"
 	"time"
 
@@ -178,7 +179,16 @@ func Run(ctx context.Context, opts Options) (rep report.Report, err error) {
 		st.Records, st.Scored, st.Rejected, last.Sub(first).Seconds())
 
 	collector := report.NewCollector(*truth, nil)
-	if err := readBack(ctx, brokers, int(st.Scored), collector); err != nil {
+	// The loss baseline: a plain model (the service's configuration with
+	// plain: true) learning, test-then-train, from the scored records as
+	// they are read back, as replay's does beside its model.
+	bcfg := model.Config()
+	bcfg.Plain = true
+	baseline, err := online.New(bcfg, rand.NewPCG(1, 1^0x9e3779b97f4a7c15))
+	if err != nil {
+		return rep, fmt.Errorf("demo: baseline: %w", err)
+	}
+	if err := readBack(ctx, brokers, int(st.Scored), collector, baseline); err != nil {
 		return rep, fmt.Errorf("demo: %w", err)
 	}
 	fmt.Fprintf(progress, "demo: read %d scored records back from %q\n", collector.Scored(), OutputTopic)
@@ -187,6 +197,7 @@ func Run(ctx context.Context, opts Options) (rep report.Report, err error) {
 		Collector: collector,
 		Stats:     st,
 		Model:     model.Summary(),
+		Baseline:  ptr(baseline.Summary()),
 		Elapsed:   last.Sub(first),
 	}), nil
 }
@@ -281,7 +292,7 @@ type scored struct {
 
 // readBack reads n records of the scored topic with a consumer of its own
 // and hands them to the collector.
-func readBack(ctx context.Context, brokers []string, n int, c *report.Collector) (err error) {
+func readBack(ctx context.Context, brokers []string, n int, c *report.Collector, baseline *online.Model) (err error) {
 	src, err := consumer.NewKafkaSource(consumer.KafkaConfig{
 		Brokers: brokers, Topic: OutputTopic, Group: group + "-readback",
 		SessionTimeout: 6 * time.Second, HeartbeatInterval: 500 * time.Millisecond, RebalanceTimeout: 5 * time.Second,
@@ -318,6 +329,9 @@ func readBack(ctx context.Context, brokers []string, n int, c *report.Collector)
 		if s.Distilled != nil {
 			r.Score.Distilled = *s.Distilled
 		}
+		if err := baseline.Step(r.Event.Model(), &r.Shadow); err == nil || errors.Is(err, online.ErrNumerical) {
+			r.HasShadow = true
+		}
 		if err := c.Write(ctx, &r); err != nil {
 			return err
 		}
@@ -331,3 +345,5 @@ func orNaN(p *float64) float64 {
 	}
 	return *p
 }
+
+func ptr[T any](v T) *T { return &v }

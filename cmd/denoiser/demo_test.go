@@ -42,16 +42,17 @@ func TestDemo(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	delete(r, "baseline") // the demo runs no plain baseline model
 	if dk, rk := slices.Sorted(maps.Keys(d)), slices.Sorted(maps.Keys(r)); !slices.Equal(dk, rk) {
 		t.Errorf("demo report keys %v, replay's %v", dk, rk)
 	}
 	if d["events"] != float64(replayLines) || d["invalid"] != 2.0 || d["blank"] != 1.0 || d["events_per_sec"].(float64) <= 0 {
 		t.Errorf("demo report: events %v invalid %v blank %v events/s %v", d["events"], d["invalid"], d["blank"], d["events_per_sec"])
 	}
-	auc := d["auc"].(map[string]any)["p_clean"]
-	if v, ok := auc.(float64); !ok || v <= 0.5 || v >= 1 {
-		t.Errorf("demo ROC-AUC of p_clean = %v, want in (0.5, 1)", auc)
+	for _, k := range []string{"p_clean", "loss_baseline"} {
+		auc := d["auc"].(map[string]any)[k]
+		if v, ok := auc.(float64); !ok || v <= 0.5 || v >= 1 {
+			t.Errorf("demo ROC-AUC of %s = %v, want in (0.5, 1)", k, auc)
+		}
 	}
 }
 
