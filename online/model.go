@@ -506,14 +506,29 @@ func (m *Model) grads(u, i int32, y, ystar int, w, weight, auxWeight float64) (t
 func embeddingGrads(dp, dq, dz, p, q []float64, l2, c float64) (dp2, dq2 float64) {
 	n := len(dz)
 	dp, dq, p, q = dp[:n], dq[:n], p[:n], q[:n]
-	for j, g := range dz {
-		a := g*q[j] + l2*p[j]
-		b := g*p[j] + l2*q[j]
-		dp[j], dq[j] = a, b
-		dp2 += a * a
-		dq2 += b * b
+	// Two accumulators per sum: the additions of one chain wait for each
+	// other, two chains overlap.
+	var p0, p1, q0, q1 float64
+	j := 0
+	for ; j+2 <= n; j += 2 {
+		a0 := dz[j]*q[j] + l2*p[j]
+		b0 := dz[j]*p[j] + l2*q[j]
+		a1 := dz[j+1]*q[j+1] + l2*p[j+1]
+		b1 := dz[j+1]*p[j+1] + l2*q[j+1]
+		dp[j], dq[j], dp[j+1], dq[j+1] = a0, b0, a1, b1
+		p0 += a0 * a0
+		q0 += b0 * b0
+		p1 += a1 * a1
+		q1 += b1 * b1
 	}
-	return clipTo(dp, dp2, c), clipTo(dq, dq2, c)
+	for ; j < n; j++ {
+		a := dz[j]*q[j] + l2*p[j]
+		b := dz[j]*p[j] + l2*q[j]
+		dp[j], dq[j] = a, b
+		p0 += a * a
+		q0 += b * b
+	}
+	return clipTo(dp, p0+p1, c), clipTo(dq, q0+q1, c)
 }
 
 // apply takes one step along the gradients grads left in the scratch
