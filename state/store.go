@@ -140,6 +140,11 @@ func Open(dir string, opts Options) (*Store, error) {
 		WithBlockCacheSize(8 << 20).
 		WithNumCompactors(2)
 
+	// A crash can leave empty log files that Badger refuses; see
+	// removeEmptyLogs.
+	if _, err := removeEmptyLogs(dir, opts.Logger); err != nil {
+		return nil, fmt.Errorf("state: open %s: %w", dir, err)
+	}
 	db, err := badger.Open(bopts)
 	if err != nil {
 		return nil, fmt.Errorf("state: open %s: %w", dir, err)

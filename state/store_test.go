@@ -291,3 +291,62 @@ func checkGenCheckpoint(cp Checkpoint) error {
 	}
 	return nil
 }
+
+// TestOpenAfterCrashLeftEmptyLogs reproduces what a SIGKILL between Badger's
+// creating a log file and sizing it leaves behind: a zero-length .vlog or
+// .mem file, which badger.Open (v4.9.6) refuses: "Open existing file:
+// ...000042.vlog: Create a new file". Open removes them and opens.
+func TestOpenAfterCrashLeftEmptyLogs(t *testing.T) {
+	ctx := context.Background()
+	for _, name := range []string{"000042.vlog", "00042.mem"} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			cp := genCheckpoint(5, chunkSize+1000)
+			s := openT(t, dir, noGC)
+			if err := s.Save(ctx, cp); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			empty := filepath.Join(dir, name)
+			if err := os.WriteFile(empty, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+
+			s = openT(t, dir, noGC)
+			got, ok, err := s.Load(ctx)
+			if err != nil || !ok {
+				t.Fatalf("Load: ok=%v err=%v", ok, err)
+			}
+			if err := checkGenCheckpoint(got); err != nil || got.Version != 5 {
+				t.Fatalf("Load: version %d, %v", got.Version, err)
+			}
+			if err := s.Save(ctx, genCheckpoint(6, chunkSize+2000)); err != nil {
+				t.Fatalf("Save after repair: %v", err)
+			}
+		})
+	}
+}
+
+// TestRemoveEmptyLogsLeavesAnOpenStoreAlone checks that the repair never
+// touches the directory of a running Badger: a file it is creating is empty
+// for a moment too.
+func TestRemoveEmptyLogsLeavesAnOpenStoreAlone(t *testing.T) {
+	dir := t.TempDir()
+	openT(t, dir, noGC)
+	empty := filepath.Join(dir, "000077.vlog")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := removeEmptyLogs(dir, slog.New(slog.DiscardHandler))
+	if err != nil || len(removed) != 0 {
+		t.Fatalf("removeEmptyLogs on an open store: removed %v, err %v", removed, err)
+	}
+	if _, err := os.Stat(empty); err != nil {
+		t.Fatalf("the empty file is gone: %v", err)
+	}
+	if err := os.Remove(empty); err != nil {
+		t.Fatal(err)
+	}
+}
