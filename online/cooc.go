@@ -30,9 +30,11 @@ type cooccurrence interface {
 	add(u, i int32, r *rand.Rand)
 	// grow makes room for users < nu and items < ni.
 	grow(nu, ni int)
-	// copyInto copies the estimator into dst if it is of the same kind
-	// (reusing its buffers), or into a new one, and returns the copy.
-	copyInto(dst cooccurrence) cooccurrence
+	// copyInto copies the estimator into dst and returns the copy. If dst
+	// is of the same kind and holds the first nu users and ni items as
+	// they were, only the listed users and items and the new ones are
+	// copied; nu = ni = 0 copies all.
+	copyInto(dst cooccurrence, users, items []rowSpan, nu, ni int) cooccurrence
 }
 
 // mix64 is the splitmix64 finalizer: a fixed, seedless hash.
@@ -202,33 +204,43 @@ func (c *exactCooc) add(u, i int32, _ *rand.Rand) {
 	c.itemUsers[i] = insertSorted(c.itemUsers[i], u)
 }
 
-func (c *sketchCooc) copyInto(dst cooccurrence) cooccurrence {
+func (c *sketchCooc) copyInto(dst cooccurrence, users, items []rowSpan, nu, ni int) cooccurrence {
 	d, ok := dst.(*sketchCooc)
 	if !ok {
 		d = &sketchCooc{}
+		nu, ni, users, items = 0, 0, nil, nil
 	}
 	d.s, d.h = c.s, c.h
-	d.itemN = append(d.itemN[:0], c.itemN...)
-	d.itemRes = append(d.itemRes[:0], c.itemRes...)
-	d.userN = append(d.userN[:0], c.userN...)
-	d.userSig = append(d.userSig[:0], c.userSig...)
+	d.itemN = syncRows(d.itemN, c.itemN, 1, items, ni)
+	d.itemRes = syncRows(d.itemRes, c.itemRes, c.s, items, ni)
+	d.userN = syncRows(d.userN, c.userN, 1, users, nu)
+	d.userSig = syncRows(d.userSig, c.userSig, c.h/4, users, nu)
 	d.hashSeeds = append(d.hashSeeds[:0], c.hashSeeds...)
 	return d
 }
 
-func (c *exactCooc) copyInto(dst cooccurrence) cooccurrence {
+func (c *exactCooc) copyInto(dst cooccurrence, users, items []rowSpan, nu, ni int) cooccurrence {
 	d, ok := dst.(*exactCooc)
 	if !ok {
 		d = &exactCooc{}
+		nu, ni, users, items = 0, 0, nil, nil
 	}
-	copyAll := func(dst, src [][]int32) [][]int32 {
-		dst = dst[:0]
-		for _, s := range src {
-			dst = append(dst, append([]int32(nil), s...))
-		}
-		return dst
-	}
-	d.userItems = copyAll(d.userItems, c.userItems)
-	d.itemUsers = copyAll(d.itemUsers, c.itemUsers)
+	d.userItems = syncSets(d.userItems, c.userItems, users, nu)
+	d.itemUsers = syncSets(d.itemUsers, c.itemUsers, items, ni)
 	return d
+}
+
+// syncSets is syncRows for rows of varying length: the listed and the new
+// rows are copied into dst's own slices.
+func syncSets(dst, src [][]int32, spans []rowSpan, n int) [][]int32 {
+	for _, s := range spans {
+		for r := s.lo; r < s.hi; r++ {
+			dst[r] = append(dst[r][:0], src[r]...)
+		}
+	}
+	dst = dst[:n]
+	for _, s := range src[n:] {
+		dst = append(dst, append([]int32(nil), s...))
+	}
+	return dst
 }

@@ -100,4 +100,13 @@
 // with T̂ held at the identity; nothing is distilled. Scores during warm-up
 // use the untrained, near-identity T̂, so they are not all tied at
 // p_clean = 1.
+//
+// Copies. [Model.Snapshot] gives a frozen copy another goroutine can
+// encode while the model learns. The model stamps each user and item row
+// with the epoch (one per Snapshot) in which it last changed; a copy
+// refreshed from the same model copies only the rows stamped since its
+// last refresh, the new rows and the small shared parameters. Each writer
+// of a row (apply, remember) stamps what it writes; TestSnapshotIncremental
+// compares the refreshed copy's encoding with the model's after every
+// chunk, in every mode. The stamps are not part of the encoding.
 package online

@@ -456,6 +456,7 @@ func ReadModel(r io.Reader) (*Model, error) {
 	m.accP = d.floats(nu)
 	m.recentN = d.uint32s(nu)
 	m.recent = d.int32s(nu * recentItems)
+	m.userEpoch = make([]uint64, nu)
 
 	d.section("ITEM")
 	m.items = d.ids()
@@ -463,6 +464,7 @@ func ReadModel(r io.Reader) (*Model, error) {
 	m.q = d.floats(ni * dim)
 	m.accQ = d.floats(ni)
 	m.ti = d.floats(ni * k * k)
+	m.itemEpoch = make([]uint64, ni)
 
 	d.section("CLSF")
 	m.w, m.b = d.floats(k*dim), d.floats(k)

@@ -65,6 +65,16 @@ type Model struct {
 
 	frozen bool // a Snapshot copy: WriteTo and Summary only
 
+	// Change tracking for Snapshot. userEpoch[u] and itemEpoch[i] hold the
+	// epoch in which the row last changed; every Snapshot starts a new
+	// epoch. On a copy, origin is the model it copies and synced the first
+	// epoch whose changes it lacks.
+	userEpoch, itemEpoch []uint64
+	epoch                uint64
+	origin               *Model
+	synced               uint64
+	dirtyU, dirtyI       []rowSpan // a copy's scratch: the rows to copy
+
 	// scratch, reused by every Step
 	z, f, fn, t, g, gn, gt, dz, dp, dq, eye []float64
 	dp2, dq2                                float64 // squared norms of dp, dq
@@ -204,6 +214,7 @@ func (m *Model) userID(id string) int32 {
 		m.p = append(m.p, m.rnd.NormFloat64()*m.cfg.InitScale)
 	}
 	m.accP = append(m.accP, 0)
+	m.userEpoch = append(m.userEpoch, m.epoch)
 	m.recentN = append(m.recentN, 0)
 	for i := 0; i < recentItems; i++ {
 		m.recent = append(m.recent, -1)
@@ -223,6 +234,7 @@ func (m *Model) itemID(id string) int32 {
 		m.q = append(m.q, m.rnd.NormFloat64()*m.cfg.InitScale)
 	}
 	m.accQ = append(m.accQ, 0)
+	m.itemEpoch = append(m.itemEpoch, m.epoch)
 	for j := 0; j < m.k*m.k; j++ {
 		m.ti = append(m.ti, 0)
 	}
@@ -547,6 +559,7 @@ func (m *Model) apply(u, i int32, ystar int, trans, aux bool) {
 			m.bn[k] -= lr * m.gn[k]
 		}
 	}
+	m.userEpoch[u], m.itemEpoch[i] = m.epoch, m.epoch
 	m.accP[u] += m.dp2 / float64(d)
 	m.accQ[i] += m.dq2 / float64(d)
 	le := m.cfg.EmbeddingRate
@@ -599,6 +612,7 @@ func (m *Model) seen(u, i int32) bool {
 // remember records (u,i) in the co-occurrence estimator, the user's recent
 // items and the popularity ring.
 func (m *Model) remember(u, i int32) {
+	m.userEpoch[u], m.itemEpoch[i] = m.epoch, m.epoch
 	m.cooc.add(u, i, m.rnd)
 	m.recent[int(u)*recentItems+int(m.recentN[u]%recentItems)] = i
 	m.recentN[u]++
@@ -679,34 +693,57 @@ func (m *Model) Summary() Summary {
 	return s
 }
 
-// Snapshot copies the model's state, everything WriteTo encodes, into dst
-// (nil: a new model), reusing dst's buffers, and returns dst. The copy
-// shares nothing that m goes on changing (ids are immutable strings and are
-// shared), so another goroutine may encode it while m learns: a checkpoint
-// pauses the stream for a memory copy, not for the encoding. The copy
-// supports WriteTo and Summary; Step refuses it with ErrFrozen.
+// Snapshot copies m into dst (nil: a new model), reusing dst's buffers, and
+// returns dst. The copy shares nothing that m goes on changing (ids are
+// immutable strings and are shared), so another goroutine may encode it
+// while m learns: a checkpoint pauses the stream for a memory copy, not for
+// the encoding. The copy supports WriteTo and Summary; Step refuses it with
+// ErrFrozen.
+//
+// When dst is the last Snapshot of m, only what changed since is copied:
+// the user and item rows that m touched in between (their embeddings,
+// step accumulators, transition offsets, recent items and co-occurrence
+// state), the new rows, and the model's shared parameters, which are small.
+// A model kept in two copies alternately works too: each copy knows which
+// epoch it was synced at.
 func (m *Model) Snapshot(dst *Model) *Model {
 	if dst == nil {
 		dst = &Model{src: &rand.PCG{}}
 	}
+	// Rows dst already holds; those that changed since are listed.
+	nu, ni := 0, 0
+	dst.dirtyU, dst.dirtyI = dst.dirtyU[:0], dst.dirtyI[:0]
+	if dst.origin == m && !m.frozen {
+		nu, ni = len(dst.users), len(dst.items)
+		dst.dirtyU = changedRows(dst.dirtyU, m.userEpoch[:nu], dst.synced)
+		dst.dirtyI = changedRows(dst.dirtyI, m.itemEpoch[:ni], dst.synced)
+	}
+	m.epoch++
+	dst.origin, dst.synced = m, m.epoch
+	du, di := dst.dirtyU, dst.dirtyI
+
 	dst.frozen = true
 	dst.cfg, dst.k, dst.d = m.cfg, m.k, m.d
 	*dst.src = *m.src
 	dst.users = m.users[:len(m.users):len(m.users)]
 	dst.items = m.items[:len(m.items):len(m.items)]
+	d, kk := m.d, m.k*m.k
+	dst.p, dst.accP = syncRows(dst.p, m.p, d, du, nu), syncRows(dst.accP, m.accP, 1, du, nu)
+	dst.recent = syncRows(dst.recent, m.recent, recentItems, du, nu)
+	dst.recentN = syncRows(dst.recentN, m.recentN, 1, du, nu)
+	dst.q, dst.accQ = syncRows(dst.q, m.q, d, di, ni), syncRows(dst.accQ, m.accQ, 1, di, ni)
+	dst.ti = syncRows(dst.ti, m.ti, kk, di, ni)
+	dst.cooc = m.cooc.copyInto(dst.cooc, du, di, nu, ni)
+
 	cp := func(dst, src []float64) []float64 { return append(dst[:0], src...) }
-	dst.p, dst.q, dst.accP, dst.accQ = cp(dst.p, m.p), cp(dst.q, m.q), cp(dst.accP, m.accP), cp(dst.accQ, m.accQ)
 	dst.w, dst.b, dst.wn, dst.bn = cp(dst.w, m.w), cp(dst.b, m.b), cp(dst.wn, m.wn), cp(dst.bn, m.bn)
-	dst.a, dst.c, dst.ti = cp(dst.a, m.a), cp(dst.c, m.c), cp(dst.ti, m.ti)
+	dst.a, dst.c = cp(dst.a, m.a), cp(dst.c, m.c)
 	dst.win, dst.sumT, dst.meanT = cp(dst.win, m.win), cp(dst.sumT, m.sumT), cp(dst.meanT, m.meanT)
-	dst.recent = append(dst.recent[:0], m.recent...)
-	dst.recentN = append(dst.recentN[:0], m.recentN...)
 	if m.pop != nil {
 		dst.pop = append(dst.pop[:0], m.pop...)
 	} else {
 		dst.pop = nil
 	}
-	dst.cooc = m.cooc.copyInto(dst.cooc)
 	dst.mix = m.mix
 	dst.winN, dst.winPos, dst.rho = m.winN, m.winPos, m.rho
 	dst.nT, dst.hasMeanT, dst.popN = m.nT, m.hasMeanT, m.popN
@@ -715,6 +752,35 @@ func (m *Model) Snapshot(dst *Model) *Model {
 		dst.eye = cp(dst.eye, m.eye)
 	}
 	return dst
+}
+
+// rowSpan is the rows [lo, hi) of a table.
+type rowSpan struct{ lo, hi int32 }
+
+// changedRows appends to dst the spans of consecutive rows whose epoch is
+// at least since: a table whose rows all changed is copied in one piece.
+func changedRows(dst []rowSpan, epochs []uint64, since uint64) []rowSpan {
+	for r, e := range epochs {
+		if e < since {
+			continue
+		}
+		if n := len(dst); n > 0 && dst[n-1].hi == int32(r) {
+			dst[n-1].hi++
+		} else {
+			dst = append(dst, rowSpan{int32(r), int32(r) + 1})
+		}
+	}
+	return dst
+}
+
+// syncRows makes dst, which holds the first n rows (w values each) of src
+// as they were at its last sync, a copy of src: it copies the listed spans
+// and appends the rows dst lacks.
+func syncRows[T any](dst, src []T, w int, spans []rowSpan, n int) []T {
+	for _, s := range spans {
+		copy(dst[int(s.lo)*w:int(s.hi)*w], src[int(s.lo)*w:int(s.hi)*w])
+	}
+	return append(dst[:n*w], src[n*w:]...)
 }
 
 // pair looks up (user, item) and leaves their z = p_u ⊙ q_i in the scratch
