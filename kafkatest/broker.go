@@ -19,6 +19,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // EnvBrokers names the environment variable holding the bootstrap address
@@ -38,7 +39,9 @@ type Broker struct {
 	dir     string
 	lock    *os.File
 	excl    bool
-	stopped bool // a real broker this test stopped and has not started again
+	stopped bool        // a real broker this test stopped and has not started again
+	paused  bool        // a real broker this test paused and has not resumed
+	frozen  atomic.Bool // embedded: requests are swallowed, never answered
 }
 
 // New returns the broker for t: the real one when KAFKA_BROKERS is set, a
@@ -57,6 +60,10 @@ func start(t testing.TB, exclusive bool) *Broker {
 		// Registered after the lock's cleanup, so it runs before it: a
 		// test that failed with the broker stopped leaves it running.
 		t.Cleanup(func() {
+			if b.paused {
+				t.Log("kafkatest: resuming the broker this test left paused")
+				b.script(t, "resume")
+			}
 			if b.stopped {
 				t.Log("kafkatest: starting the broker this test left stopped")
 				b.script(t, "start")
@@ -97,6 +104,12 @@ func (b *Broker) startEmbedded(t testing.TB) {
 	if err != nil {
 		t.Fatalf("start embedded broker: %v", err)
 	}
+	// While frozen, every request is taken and never answered: the
+	// connections stay open and the client waits, as on a hung broker.
+	c.Control(func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		return nil, nil, b.frozen.Load()
+	})
 	addrs := c.ListenAddrs()
 	_, portStr, _ := strings.Cut(addrs[0], ":")
 	b.port, _ = strconv.Atoi(portStr)
@@ -155,6 +168,32 @@ func (b *Broker) Start(t testing.TB) {
 		return
 	}
 	b.startEmbedded(t)
+}
+
+// Freeze makes the broker hang: connections stay open, new ones are
+// accepted, but no request is answered (a real broker is sent SIGSTOP). Only
+// for an Exclusive broker; Thaw undoes it, and so does the end of the test.
+func (b *Broker) Freeze(t testing.TB) {
+	t.Helper()
+	b.needExclusive(t)
+	if b.Real {
+		b.script(t, "pause")
+		b.paused = true
+		return
+	}
+	b.frozen.Store(true)
+}
+
+// Thaw makes a frozen broker answer again. Requests it swallowed while
+// frozen stay unanswered; clients time out and retry them.
+func (b *Broker) Thaw(t testing.TB) {
+	t.Helper()
+	if b.Real {
+		b.script(t, "resume")
+		b.paused = false
+		return
+	}
+	b.frozen.Store(false)
 }
 
 // Restart stops and starts the broker, keeping its data.

@@ -5,7 +5,7 @@
 # build machine only reaches package registries), then runs ONE combined
 # broker+controller in KRaft mode on 127.0.0.1 with small test settings.
 #
-# Usage: scripts/kafka.sh install|start|stop|restart|status|reset|logs
+# Usage: scripts/kafka.sh install|start|stop|restart|pause|resume|status|reset|logs
 #
 #   install   fetch the broker jars into $KAFKA_HOME_DIR/libs (idempotent)
 #   start     install if needed, format storage if new, start in the
@@ -13,6 +13,9 @@
 #   stop      SIGTERM, wait up to $KAFKA_STOP_TIMEOUT s, then SIGKILL;
 #             idempotent
 #   restart   stop then start; data is kept (storage is never re-formatted)
+#   pause     SIGSTOP the broker: its sockets stay open and accept, but
+#             nothing answers (a hung broker, for shutdown tests)
+#   resume    SIGCONT a paused broker
 #   status    print state; exit 0 only if running and answering
 #   reset     stop and delete $KAFKA_RUN_DIR (all topics and data)
 #   logs      print the last 100 lines of the broker log
@@ -329,6 +332,14 @@ cmd_stop() {
 	log "stopped"
 }
 
+# signal_broker sends signal $1 to the running broker, logging $2.
+signal_broker() {
+	local p
+	p=$(pid) || die "not running"
+	kill "-$1" "$p"
+	log "$2 pid $p"
+}
+
 cmd_status() {
 	local p
 	if p=$(pid); then
@@ -360,6 +371,8 @@ restart)
 	cmd_stop
 	cmd_start
 	;;
+pause) signal_broker STOP paused ;;
+resume) signal_broker CONT resumed ;;
 status) cmd_status ;;
 reset) cmd_reset ;;
 logs) tail -n 100 "$LOG_FILE" ;;

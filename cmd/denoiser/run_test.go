@@ -361,11 +361,22 @@ func TestRunCrashRecovery(t *testing.T) {
 // its shutdown bound (10s). After the broker is back, a new run resumes
 // and every input offset gets its output.
 func TestRunShutdownBrokerGone(t *testing.T) {
+	testShutdownBrokerDown(t, "gone", (*kafkatest.Broker).Stop, (*kafkatest.Broker).Start)
+}
+
+// TestRunShutdownBrokerHung is TestRunShutdownBrokerGone with a broker that
+// hangs instead: its connections stay open and accept requests, but nothing
+// answers (SIGSTOP for the real broker), so no call fails fast.
+func TestRunShutdownBrokerHung(t *testing.T) {
+	testShutdownBrokerDown(t, "hung", (*kafkatest.Broker).Freeze, (*kafkatest.Broker).Thaw)
+}
+
+func testShutdownBrokerDown(t *testing.T, name string, down, up func(*kafkatest.Broker, testing.TB)) {
 	if testing.Short() {
 		t.Skip("stops the broker")
 	}
 	b := kafkatest.Exclusive(t)
-	in := b.Topic(t, "gone", 1)
+	in := b.Topic(t, name, 1)
 	b.CreateTopic(t, in+".scored", 1)
 	b.CreateTopic(t, in+".dead-letter", 1)
 	dir := t.TempDir()
@@ -377,7 +388,7 @@ func TestRunShutdownBrokerGone(t *testing.T) {
 	c := startChild(t, filepath.Join(dir, "run-1.log"), "run", "--config", cfg)
 	out := b.NewReader(t, in+".scored")
 	out.Until(t, 90*time.Second, kafkatest.AtLeast(1))
-	b.Stop(t)
+	down(b, t)
 	time.Sleep(500 * time.Millisecond)
 	start := time.Now()
 	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -387,15 +398,15 @@ func TestRunShutdownBrokerGone(t *testing.T) {
 	select {
 	case exitErr = <-c.done:
 	case <-time.After(30 * time.Second):
-		t.Fatalf("still running 30s after SIGTERM with the broker gone:\n%s", c.tail())
+		t.Fatalf("still running 30s after SIGTERM with the broker %s:\n%s", name, c.tail())
 	}
 	took := time.Since(start)
-	t.Logf("SIGTERM with the broker gone: exit after %v (%v)", took.Round(time.Millisecond), exitErr)
+	t.Logf("SIGTERM with the broker %s: exit after %v (%v)", name, took.Round(time.Millisecond), exitErr)
 	if took > 10*time.Second {
 		t.Errorf("shutdown took %v, bound 10s\n%s", took, c.tail())
 	}
 
-	b.Start(t)
+	up(b, t)
 	dead := b.NewReader(t, in+".dead-letter")
 	c2 := startChild(t, filepath.Join(dir, "run-2.log"), "run", "--config", cfg)
 	deadline := time.Now().Add(3 * time.Minute)
