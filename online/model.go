@@ -710,16 +710,21 @@ func (m *Model) Snapshot(dst *Model) *Model {
 	if dst == nil {
 		dst = &Model{src: &rand.PCG{}}
 	}
-	// Rows dst already holds; those that changed since are listed.
+	// Rows dst already holds; those that changed since are listed. A
+	// frozen m does not change, has no stamps and is only read.
 	nu, ni := 0, 0
 	dst.dirtyU, dst.dirtyI = dst.dirtyU[:0], dst.dirtyI[:0]
-	if dst.origin == m && !m.frozen {
-		nu, ni = len(dst.users), len(dst.items)
-		dst.dirtyU = changedRows(dst.dirtyU, m.userEpoch[:nu], dst.synced)
-		dst.dirtyI = changedRows(dst.dirtyI, m.itemEpoch[:ni], dst.synced)
+	if m.frozen {
+		dst.origin = nil
+	} else {
+		if dst.origin == m {
+			nu, ni = len(dst.users), len(dst.items)
+			dst.dirtyU = changedRows(dst.dirtyU, m.userEpoch[:nu], dst.synced)
+			dst.dirtyI = changedRows(dst.dirtyI, m.itemEpoch[:ni], dst.synced)
+		}
+		m.epoch++
+		dst.origin, dst.synced = m, m.epoch
 	}
-	m.epoch++
-	dst.origin, dst.synced = m, m.epoch
 	du, di := dst.dirtyU, dst.dirtyI
 
 	dst.frozen = true
