@@ -37,8 +37,10 @@ import (
 //	  END.  empty; the last section
 //
 // Counts are checked against what the configuration and the section length
-// allow, an id is at most 64 KiB, and slices grow as data arrives, so a
-// corrupt length cannot cause an unbounded allocation. The reader must hold
+// allow, an id is at most 64 KiB, and a table is allocated at its declared
+// size only if the input (a Lener) can still deliver that many bytes;
+// otherwise it grows as data arrives. So a corrupt length cannot cause an
+// allocation beyond the input's own size. The reader must hold
 // exactly one model: bytes after END. are refused. The same model always
 // encodes to the same bytes.
 
@@ -243,10 +245,20 @@ func boolByte(b bool) uint8 {
 // decoder reads one section at a time; left is what remains of it.
 type decoder struct {
 	r    *bufio.Reader
-	left uint64
-	err  error
-	buf  [8]byte
+	left uint64 // bytes left in the section, as declared
+	// avail bounds the bytes the input can still deliver, if it says
+	// (Lener); -1 if unknown.
+	avail int64
+	err   error
+	buf   [8]byte
 }
+
+// Lener is an input that knows an upper bound of the bytes it can still
+// deliver, as bytes.Reader's Len does; a negative Len means unknown.
+// ReadModel then allocates each table whose declared size the input can
+// still back at once, instead of growing it as data arrives: decoding
+// needs about the model's own memory, not twice that.
+type Lener interface{ Len() int }
 
 func (d *decoder) fail(format string, args ...any) {
 	if d.err == nil {
@@ -271,6 +283,9 @@ func (d *decoder) read(b []byte) {
 		return
 	}
 	d.left -= uint64(len(b))
+	if d.avail >= 0 {
+		d.avail -= int64(len(b))
+	}
 }
 
 func (d *decoder) u8() uint8 {
@@ -327,13 +342,23 @@ func (d *decoder) uint32s(n int) []uint32 { return readSlice(d, n, 4, binary.Lit
 
 func (d *decoder) uint64s(n int) []uint64 { return readSlice(d, n, 8, binary.LittleEndian.Uint64) }
 
+// capFor is the capacity to allocate for n values of size bytes: all n if
+// the input can still deliver them, else one chunk, so that what a
+// declared count costs is bounded by the bytes actually there.
+func (d *decoder) capFor(n, size int) int {
+	if d.avail >= 0 && uint64(n)*uint64(size) <= uint64(d.avail) {
+		return n
+	}
+	return min(n, chunk)
+}
+
 // readSlice reads n values of size bytes each, decoding each with conv,
-// a chunk at a time; the slice grows as data arrives.
+// a chunk at a time; the slice grows as data arrives (see capFor).
 func readSlice[T any](d *decoder, n, size int, conv func([]byte) T) []T {
 	if !d.fits(n, size) {
 		return nil
 	}
-	v := make([]T, 0, min(n, chunk))
+	v := make([]T, 0, d.capFor(n, size))
 	buf := make([]byte, min(n, chunk)*size)
 	for len(v) < n && d.err == nil {
 		b := buf[:min(n-len(v), chunk)*size]
@@ -353,7 +378,7 @@ func (d *decoder) ids() []string {
 	if !d.fits(n, 4) {
 		return nil
 	}
-	v := make([]string, 0, min(n, chunk))
+	v := make([]string, 0, d.capFor(n, 4))
 	for len(v) < n && d.err == nil {
 		l := int(d.u32())
 		if l > maxIDBytes {
@@ -393,9 +418,13 @@ func (d *decoder) section(tag string) {
 }
 
 // ReadModel reads a model written by WriteTo. The returned model continues
-// exactly where the written one stopped, random source included.
+// exactly where the written one stopped, random source included. If r is a
+// Lener, its tables are allocated once rather than grown.
 func ReadModel(r io.Reader) (*Model, error) {
-	d := &decoder{r: bufio.NewReaderSize(r, 1<<16), left: 12}
+	d := &decoder{r: bufio.NewReaderSize(r, 1<<16), left: 12, avail: -1}
+	if l, ok := r.(Lener); ok {
+		d.avail = int64(l.Len())
+	}
 	var magic [8]byte
 	d.read(magic[:])
 	if d.err == nil && magic != modelMagic {

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -135,6 +137,41 @@ func TestRoundTripContinues(t *testing.T) {
 
 // TestReadModelRejectsDamage: every truncation and a spread of bit flips
 // are refused with an error, never a panic.
+// TestReadModelAllocatesOnce: from an input that knows its length
+// (bytes.Reader), decoding allocates its tables once; from one that does
+// not, they grow as data arrives, which costs more. Both give the same
+// model.
+func TestReadModelAllocatesOnce(t *testing.T) {
+	m, _ := New(Config{Dim: 32}, rand.NewPCG(1, 1))
+	var sc Score
+	for j := 0; j < 60000; j++ {
+		m.Step(Event{User: fmt.Sprint("u", j), Item: fmt.Sprint("i", j%3000)}, &sc)
+	}
+	b := encode(t, m)
+	allocated := func(r io.Reader) (uint64, []byte) {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		got, err := ReadModel(r)
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return after.TotalAlloc - before.TotalAlloc, encode(t, got)
+	}
+	sized, enc1 := allocated(bytes.NewReader(b))
+	grown, enc2 := allocated(struct{ io.Reader }{bytes.NewReader(b)})
+	if !bytes.Equal(enc1, b) || !bytes.Equal(enc2, b) {
+		t.Fatal("a decoded model does not encode as the original")
+	}
+	t.Logf("encoded %d bytes; allocated %d with the length known, %d without", len(b), sized, grown)
+	if float64(sized) > 0.8*float64(grown) {
+		t.Errorf("knowing the length saved little: %d bytes allocated against %d", sized, grown)
+	}
+	if sized > uint64(len(b))*3/2 {
+		t.Errorf("allocated %d bytes to decode %d", sized, len(b))
+	}
+}
+
 func TestReadModelRejectsDamage(t *testing.T) {
 	m, _ := New(smallConfig(ModeBinary), rand.NewPCG(1, 2))
 	runScores(t, m, testStream(500, 3))

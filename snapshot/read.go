@@ -41,7 +41,9 @@ var readers = map[uint32]func(*reader, *Snapshot) error{
 // every checksum. It reads r to its end and refuses trailing data. Errors
 // wrap one of ErrBadMagic, ErrUnsupportedVersion, ErrTruncated, ErrChecksum
 // or ErrCorrupt (see FORMAT.md), or are I/O errors of r. Memory grows only
-// with the bytes actually read, whatever lengths the file declares.
+// with the bytes actually read, whatever lengths the file declares; when r
+// is a regular file or knows its length (online.Lener), the model's tables
+// are allocated once, at their size, instead of grown.
 func Read(r io.Reader) (*Snapshot, error) {
 	s, err := read(r)
 	if err != nil {
@@ -65,7 +67,7 @@ func ReadFile(path string) (*Snapshot, error) {
 }
 
 func read(r io.Reader) (*Snapshot, error) {
-	rd := &reader{r: bufio.NewReaderSize(r, 1<<16), sum: crc32.New(castagnoli)}
+	rd := &reader{r: bufio.NewReaderSize(r, 1<<16), sum: crc32.New(castagnoli), size: inputSize(r)}
 	var h [headerLen]byte
 	if err := rd.readFull(h[:]); err != nil {
 		if n := min(int(rd.n), len(magic)); !bytes.Equal(h[:n], magic[:n]) {
@@ -105,10 +107,11 @@ func read(r io.Reader) (*Snapshot, error) {
 
 // reader reads frames, checksumming every byte it consumes.
 type reader struct {
-	r   *bufio.Reader
-	sum hash.Hash32
-	n   int64 // bytes consumed
-	buf []byte
+	r    *bufio.Reader
+	sum  hash.Hash32
+	n    int64 // bytes consumed
+	size int64 // bytes in the input from where reading began; -1 unknown
+	buf  []byte
 	// before is the CRC-32C of the bytes before the last frame read.
 	before uint32
 }
@@ -187,6 +190,27 @@ func (r *reader) frame(want ...string) (string, []byte, error) {
 	return tag, p, nil
 }
 
+// inputSize returns the bytes r can still deliver if it says (a
+// bytes.Reader, an online.Lener) or is a regular file, else -1.
+func inputSize(r io.Reader) int64 {
+	if l, ok := r.(online.Lener); ok {
+		return int64(l.Len())
+	}
+	f, ok := r.(*os.File)
+	if !ok {
+		return -1
+	}
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return -1
+	}
+	off, err := f.Seek(0, io.SeekCurrent)
+	if err != nil || off > fi.Size() {
+		return -1
+	}
+	return fi.Size() - off
+}
+
 // readV1 reads the frames of format version 1 after the header.
 func readV1(r *reader, s *Snapshot) error {
 	_, p, err := r.frame(tagMeta)
@@ -242,6 +266,16 @@ type modelReader struct {
 	err    error
 	head   [12]byte // the model encoding's magic and version
 	headN  int
+}
+
+// Len bounds the model bytes still to come by the input bytes still to
+// come, when the input's size is known (a file), so that online.ReadModel
+// can allocate each table once; -1 otherwise.
+func (m *modelReader) Len() int {
+	if m.r.size < 0 {
+		return -1
+	}
+	return len(m.cur) + int(max(m.r.size-m.r.n, 0))
 }
 
 func (m *modelReader) Read(p []byte) (int, error) {
