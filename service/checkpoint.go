@@ -1,10 +1,10 @@
 package service
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -24,7 +24,7 @@ type committer interface {
 
 // saver commits checkpoints (the state.Store).
 type saver interface {
-	Save(ctx context.Context, cp state.Checkpoint) error
+	SaveFrom(ctx context.Context, cp state.Checkpoint, write func(io.Writer) error) error
 }
 
 type partitionKey struct {
@@ -35,14 +35,14 @@ type partitionKey struct {
 // checkpointer takes checkpoints. Its fields without a lock belong to the
 // model goroutine: it tracks the next input position of every partition
 // the model has read, and every EveryEvents records (or on a timer task)
-// it flushes the output, copies the model (online.Model.Snapshot, a memory
-// copy into a reused shadow model) and hands the copy and the positions to
-// its saver goroutine, which encodes the copy, commits it to the store,
-// then commits the offsets to the group. The model loop pauses for the
-// flush and the copy only, not for the encoding or the store. While a save
-// is in flight, a due checkpoint is postponed to the next record, so the
-// shadow and the saver's buffer are never reused while in use
-// (state.Store.Save does not copy the model bytes).
+// it flushes the output, brings a reused shadow model up to date
+// (online.Model.Snapshot copies what changed) and hands the shadow and the
+// positions to its saver goroutine, which encodes the shadow straight into
+// the store (state.Store.SaveFrom, a chunk at a time), then commits the
+// offsets to the group. The model loop pauses for the flush and the copy
+// only, not for the encoding or the store. While a save is in flight, a
+// due checkpoint is postponed to the next record, so the shadow is never
+// updated while it is being encoded.
 type checkpointer struct {
 	store   saver
 	model   *online.Model
@@ -58,7 +58,6 @@ type checkpointer struct {
 	pending   int          // records since the last checkpoint
 	saving    bool
 	shadow    *online.Model // the copy a save in flight encodes
-	buf       bytes.Buffer  // the saver goroutine's encoding buffer
 	last      time.Time     // when the last checkpoint was taken
 
 	jobs      chan saveJob
@@ -192,22 +191,18 @@ func (c *checkpointer) statePositions() []state.Position {
 func (c *checkpointer) saveLoop() {
 	defer c.wg.Done()
 	for job := range c.jobs {
-		c.buf.Reset()
-		if _, err := job.model.WriteTo(&c.buf); err != nil {
-			c.failing.Store(true)
-			c.metrics.checkpointFailures.Inc()
-			c.log.Error("checkpoint failed", "err", err, "model_version", job.cp.Version)
-			c.results <- fmt.Errorf("checkpoint: serialise model: %w", err)
-			continue
-		}
-		job.cp.Model = c.buf.Bytes()
-		c.results <- c.save(job.cp)
+		c.results <- c.save(job)
 	}
 }
 
-func (c *checkpointer) save(cp state.Checkpoint) error {
+func (c *checkpointer) save(job saveJob) error {
+	cp := job.cp
 	start := time.Now()
-	err := c.store.Save(context.Background(), cp)
+	var size int64
+	err := c.store.SaveFrom(context.Background(), cp, func(w io.Writer) (err error) {
+		size, err = job.model.WriteTo(w)
+		return err
+	})
 	d := time.Since(start)
 	if err != nil {
 		c.failing.Store(true)
@@ -218,9 +213,9 @@ func (c *checkpointer) save(cp state.Checkpoint) error {
 	c.failing.Store(false)
 	c.metrics.checkpoints.Inc()
 	c.metrics.checkpointDuration.Observe(d.Seconds())
-	c.metrics.checkpointBytes.Set(float64(len(cp.Model)))
+	c.metrics.checkpointBytes.Set(float64(size))
 	c.metrics.saved(time.Now())
-	c.log.Debug("checkpoint saved", "model_version", cp.Version, "bytes", len(cp.Model), "positions", len(cp.Positions), "duration", d)
+	c.log.Debug("checkpoint saved", "model_version", cp.Version, "bytes", size, "positions", len(cp.Positions), "duration", d)
 	// Offsets follow the checkpoint; they serve lag monitoring and members
 	// without a checkpoint, so a failure is only logged.
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)

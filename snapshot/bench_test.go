@@ -8,11 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/metrics"
 	"sync"
 	"testing"
 	"time"
 
+	"denoiser/internal/heapstat"
 	"denoiser/online"
 )
 
@@ -61,36 +61,6 @@ func bigModel(b *testing.B) *online.Model {
 	return big.m
 }
 
-// heapPeak samples the live heap every millisecond until stop is called,
-// which returns the largest sample.
-func heapPeak() (stop func() uint64) {
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	var peak uint64
-	done, finished := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(time.Millisecond)
-		defer t.Stop()
-		for {
-			metrics.Read(s)
-			peak = max(peak, s[0].Value.Uint64())
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return func() uint64 { close(done); <-finished; return peak }
-}
-
-func heapNow() uint64 {
-	runtime.GC()
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(s)
-	return s[0].Value.Uint64()
-}
-
 // BenchmarkSnapshot1M exports (WriteFile: encode, frame, checksum, fsync,
 // rename) and imports (ReadFile: verify and decode) a model of 1,000,000
 // users and 100,000 items at d = 32. It reports the file size, the live
@@ -104,8 +74,8 @@ func BenchmarkSnapshot1M(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "big.snap")
 
 	b.Run("export", func(b *testing.B) {
-		base := heapNow()
-		stop := heapPeak()
+		base := heapstat.Now()
+		stop := heapstat.Peak()
 		var info Info
 		for b.Loop() {
 			var err error
@@ -166,8 +136,8 @@ func BenchmarkSnapshot1M(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		base := heapNow()
-		stop := heapPeak()
+		base := heapstat.Now()
+		stop := heapstat.Peak()
 		for b.Loop() {
 			s, err := ReadFile(path)
 			if err != nil {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -17,8 +18,9 @@ import (
 	"github.com/dgraph-io/badger/v4"
 )
 
-// MaxModelSize is the largest model Save accepts: one transaction is written
-// to one value-log file, whose offsets are 32-bit (see doc.go).
+// MaxModelSize is the largest model Save accepts. Load allocates the model
+// length a commit record states, so this also bounds what a damaged record
+// can make it allocate.
 const MaxModelSize = 2 << 30
 
 // maxTopicLen bounds topic names (Kafka allows 249 bytes; file sources may
@@ -222,12 +224,32 @@ func validate(cp *Checkpoint) error {
 	return nil
 }
 
-// Save commits cp as the new checkpoint, replacing the previous one, in one
-// Badger transaction (see doc.go). It returns once the transaction is
-// committed and, unless Options.NoSync, fsynced. ctx is checked before the
-// commit; the commit itself is not interrupted. cp.Generation and
-// cp.SavedAt are ignored. Saves are serialised.
+// Save commits cp as the new checkpoint, replacing the previous one (see
+// doc.go): it is SaveFrom with cp.Model as what is written.
 func (s *Store) Save(ctx context.Context, cp Checkpoint) error {
+	model := cp.Model
+	cp.Model = nil
+	return s.SaveFrom(ctx, cp, func(w io.Writer) error {
+		_, err := w.Write(model)
+		return err
+	})
+}
+
+// SaveFrom commits a new checkpoint, replacing the previous one: the model
+// is what write writes, the rest comes from cp (whose Model must be nil;
+// Generation and SavedAt are ignored). The model goes to the store as it is
+// written, a chunk at a time, each chunk in a transaction of its own, so a
+// checkpoint costs one chunk of memory and not a serialised copy of the
+// model; the positions and the commit record follow in one last
+// transaction, and only that makes the checkpoint visible (see doc.go). It
+// returns once that transaction is committed and, unless Options.NoSync,
+// fsynced. ctx is checked between chunks and before the last commit, not
+// during one. Saves are serialised. A failed SaveFrom leaves the previous
+// checkpoint in place; what it had written is collected as garbage.
+func (s *Store) SaveFrom(ctx context.Context, cp Checkpoint, write func(io.Writer) error) error {
+	if cp.Model != nil {
+		return fmt.Errorf("%w: SaveFrom with Model set", ErrInvalidCheckpoint)
+	}
 	if err := validate(&cp); err != nil {
 		return err
 	}
@@ -240,27 +262,109 @@ func (s *Store) Save(ctx context.Context, cp Checkpoint) error {
 		return ErrClosed
 	}
 
-	txn := s.db.NewTransaction(true)
-	defer txn.Discard()
-
-	prev, _, err := readRecord(txn)
-	if err != nil {
+	var prev record
+	if err := s.db.View(func(txn *badger.Txn) (err error) {
+		prev, _, err = readRecord(txn)
+		return err
+	}); err != nil {
 		return fmt.Errorf("state: save: %w", err)
 	}
+	gen := prev.generation + 1
+	cw := &chunkWriter{ctx: ctx, db: s.db, gen: gen, buf: s.chunkBuf[:0]}
+	if err := write(cw); err != nil {
+		if cw.err != nil {
+			err = cw.err
+		}
+		return fmt.Errorf("state: save generation %d: model: %w", gen, err)
+	}
+	if err := cw.flush(); err != nil {
+		return fmt.Errorf("state: save generation %d: model: %w", gen, err)
+	}
+	s.chunkBuf = cw.buf[:0]
 	rec := record{
-		generation: prev.generation + 1,
+		generation: gen,
 		version:    cp.Version,
 		savedAt:    time.Now().UnixNano(),
-		modelLen:   uint64(len(cp.Model)),
-		chunks:     uint32(chunksFor(uint64(len(cp.Model)))),
-		crc:        crc32.Checksum(cp.Model, castagnoli),
+		modelLen:   cw.n,
+		chunks:     uint32(cw.chunks),
+		crc:        cw.crc,
 		positions:  uint32(len(cp.Positions)),
 	}
+	return s.commit(ctx, rec, cp.Positions)
+}
 
-	// Positions absent from cp are deleted (invariant 3). Collect first:
-	// a read-write transaction allows one iterator and no writes under it.
-	keep := make(map[string]struct{}, len(cp.Positions))
-	for _, p := range cp.Positions {
+// chunkWriter writes a model into the store, chunkSize bytes to a
+// transaction, under its generation's prefix.
+type chunkWriter struct {
+	ctx    context.Context
+	db     *badger.DB
+	gen    uint64
+	buf    []byte // the chunk being filled
+	chunks int    // chunks written
+	n      uint64 // model bytes written
+	crc    uint32
+	err    error
+}
+
+func (w *chunkWriter) Write(p []byte) (int, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	if w.n+uint64(len(p)) > MaxModelSize {
+		w.err = fmt.Errorf("%w: model over %d bytes", ErrInvalidCheckpoint, MaxModelSize)
+		return 0, w.err
+	}
+	written := 0
+	for len(p) > 0 {
+		if w.buf == nil {
+			w.buf = make([]byte, 0, chunkSize)
+		}
+		k := copy(w.buf[len(w.buf):chunkSize], p)
+		w.buf = w.buf[:len(w.buf)+k]
+		w.crc = crc32.Update(w.crc, castagnoli, p[:k])
+		w.n += uint64(k)
+		p = p[k:]
+		written += k
+		if len(w.buf) == chunkSize {
+			if err := w.flush(); err != nil {
+				return written, err
+			}
+		}
+	}
+	return written, nil
+}
+
+// flush writes the chunk being filled, if any, in a transaction of its
+// own. Badger copies the value before Commit returns (into the value log,
+// or the memtable's arena for a short last chunk), so the buffer is reused.
+func (w *chunkWriter) flush() error {
+	if w.err != nil || len(w.buf) == 0 {
+		return w.err
+	}
+	if err := w.ctx.Err(); err != nil {
+		w.err = err
+		return err
+	}
+	w.err = w.db.Update(func(txn *badger.Txn) error {
+		return txn.Set(modelKey(w.gen, w.chunks), w.buf)
+	})
+	if w.err != nil {
+		return w.err
+	}
+	w.chunks++
+	w.buf = w.buf[:0]
+	return nil
+}
+
+// commit writes the positions and the commit record of rec in one
+// transaction, deleting the positions not in ps (invariant 3).
+func (s *Store) commit(ctx context.Context, rec record, ps []Position) error {
+	txn := s.db.NewTransaction(true)
+	defer txn.Discard()
+	// Collect first: a read-write transaction allows one iterator and no
+	// writes under it.
+	keep := make(map[string]struct{}, len(ps))
+	for _, p := range ps {
 		keep[string(posKey(p.Topic, p.Partition))] = struct{}{}
 	}
 	var stale [][]byte
@@ -276,7 +380,7 @@ func (s *Store) Save(ctx context.Context, cp Checkpoint) error {
 		err := txn.Set(k, v)
 		if errors.Is(err, badger.ErrTxnTooBig) {
 			return fmt.Errorf("state: save generation %d: %w (%d positions): %w",
-				rec.generation, ErrTooLarge, len(cp.Positions), err)
+				rec.generation, ErrTooLarge, len(ps), err)
 		}
 		if err != nil {
 			return fmt.Errorf("state: save generation %d: %w", rec.generation, err)
@@ -288,13 +392,7 @@ func (s *Store) Save(ctx context.Context, cp Checkpoint) error {
 			return fmt.Errorf("state: save: delete %q: %w", k, err)
 		}
 	}
-	for i := 0; i < int(rec.chunks); i++ {
-		end := min((i+1)*chunkSize, len(cp.Model))
-		if err := set(modelKey(rec.generation, i), cp.Model[i*chunkSize:end]); err != nil {
-			return err
-		}
-	}
-	for _, p := range cp.Positions {
+	for _, p := range ps {
 		if err := set(posKey(p.Topic, p.Partition), binary.BigEndian.AppendUint64(nil, uint64(p.Next))); err != nil {
 			return err
 		}

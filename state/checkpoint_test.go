@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -18,6 +19,8 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"denoiser/internal/heapstat"
 )
 
 func randModel(n int, seed uint64) []byte {
@@ -279,6 +282,73 @@ func TestSaveCanceled(t *testing.T) {
 	}
 }
 
+// TestSaveFromFailureKeepsPrevious: a SaveFrom that fails after writing
+// some chunks (the writer fails, or ctx ends between chunks) leaves the
+// previous checkpoint in place; the collector drops what it wrote, and the
+// next save takes the generation it would have had.
+func TestSaveFromFailureKeepsPrevious(t *testing.T) {
+	ctx := context.Background()
+	s := openT(t, t.TempDir(), noGC)
+	first := genCheckpoint(1, chunkSize+10)
+	if err := s.Save(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for _, tc := range []struct {
+		name  string
+		ctx   context.Context
+		write func(io.Writer) error
+		want  error
+	}{
+		{"writer fails", ctx, func(w io.Writer) error {
+			if _, err := w.Write(make([]byte, 2*chunkSize+5)); err != nil {
+				return err
+			}
+			return boom
+		}, boom},
+		{"ctx ends between chunks", cctx, func(w io.Writer) error {
+			if _, err := w.Write(make([]byte, chunkSize)); err != nil {
+				return err
+			}
+			cancel()
+			_, err := w.Write(make([]byte, chunkSize))
+			return err
+		}, context.Canceled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := s.SaveFrom(tc.ctx, Checkpoint{Version: 9}, tc.write)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("SaveFrom = %v, want %v", err, tc.want)
+			}
+			got, ok, err := s.Load(ctx)
+			if err != nil || !ok {
+				t.Fatalf("Load: ok=%v err=%v", ok, err)
+			}
+			equalCheckpoint(t, got, first)
+			if got.Generation != 1 {
+				t.Fatalf("generation %d, want 1", got.Generation)
+			}
+		})
+	}
+	if n, err := s.dropSuperseded(); err != nil || n != 1 {
+		t.Fatalf("collector dropped %d generations (%v), want the failed one", n, err)
+	}
+	second := genCheckpoint(2, 10)
+	if err := s.Save(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := s.Load(ctx)
+	if err != nil || got.Generation != 2 {
+		t.Fatalf("after a failed save: generation %d, %v", got.Generation, err)
+	}
+	equalCheckpoint(t, got, second)
+	if err := s.SaveFrom(ctx, Checkpoint{Model: []byte("x")}, func(io.Writer) error { return nil }); !errors.Is(err, ErrInvalidCheckpoint) {
+		t.Fatalf("SaveFrom with Model set = %v", err)
+	}
+}
+
 // TestLoadDetectsCorruption: damage behind the store's back is reported,
 // never returned as a checkpoint.
 func TestLoadDetectsCorruption(t *testing.T) {
@@ -408,7 +478,7 @@ func runSaver(dir string) int {
 		return 1
 	}
 	for v := cp.Version + 1; ; v++ {
-		if err := s.Save(ctx, genCheckpoint(v, chunkSize+int(v%5)*700_000)); err != nil {
+		if err := s.Save(ctx, genCheckpoint(v, 2*chunkSize+int(v%5)*1_500_000)); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
@@ -533,6 +603,56 @@ func BenchmarkSave(b *testing.B) {
 					b.StartTimer()
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkCheckpointMemory compares what saving a 256 MiB model costs in
+// heap beyond the model's source: encoding it into a buffer and saving
+// that (what the service did before SaveFrom), or SaveFrom, which writes
+// it into the store a chunk at a time as it is encoded.
+func BenchmarkCheckpointMemory(b *testing.B) {
+	const size = 256 << 20
+	piece := randModel(64<<10, 3)
+	encode := func(w io.Writer) error { // a 256 MiB model, 64 KiB per Write
+		for n := 0; n < size; n += len(piece) {
+			if _, err := w.Write(piece); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, streamed := range []bool{false, true} {
+		name := "encode-then-save"
+		if streamed {
+			name = "save-from"
+		}
+		b.Run(name, func(b *testing.B) {
+			s := openT(b, b.TempDir(), Options{GCInterval: -1, NoSync: true})
+			ctx := context.Background()
+			base := heapstat.Now()
+			stop := heapstat.Peak()
+			var buf *bytes.Buffer // the encoding buffer, reused as the service did
+			if !streamed {
+				buf = bytes.NewBuffer(make([]byte, 0, size))
+			}
+			for b.Loop() {
+				var err error
+				if streamed {
+					err = s.SaveFrom(ctx, Checkpoint{}, encode)
+				} else {
+					buf.Reset()
+					if err = encode(buf); err == nil {
+						err = s.Save(ctx, Checkpoint{Model: buf.Bytes()})
+					}
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			peak := stop()
+			b.SetBytes(size)
+			b.ReportMetric(float64(peak-min(peak, base))/(1<<20), "heap-peak-above-MiB")
 		})
 	}
 }

@@ -1,6 +1,6 @@
 // Package state keeps denoiser's checkpoints in Badger
 // (github.com/dgraph-io/badger/v4): the serialised model and the next input
-// position of every owned partition, written together, atomically, so that a
+// position of every owned partition, committed together, atomically, so that a
 // restart resumes exactly where the last checkpoint left off (DESIGN.md §4).
 //
 // # What it owns
@@ -14,12 +14,17 @@
 //
 // # Invariants
 //
-//  1. A checkpoint is all or nothing. [Store.Save] writes every key of a
-//     checkpoint — model chunks, positions, and the commit record — in ONE
-//     Badger read-write transaction. [Store.Load] reads them in ONE read-only
-//     transaction, i.e. one MVCC snapshot. Load therefore returns exactly the
-//     last checkpoint whose Save returned nil (or an older one if a Save was
-//     running concurrently and had not committed), never a mix.
+//  1. A checkpoint is all or nothing. [Store.SaveFrom] (and [Store.Save],
+//     which calls it) writes the model chunks under a new generation's key
+//     prefix, a chunk to a transaction, and then the positions and the
+//     commit record, which names that generation, in ONE last read-write
+//     transaction. Nothing reads a generation the commit record does not
+//     name, so the checkpoint appears with that transaction, whole, or not
+//     at all. [Store.Load] reads the commit record, the chunks it names and
+//     the positions in ONE read-only transaction, i.e. one MVCC snapshot.
+//     Load therefore returns exactly the last checkpoint whose Save
+//     returned nil (or an older one if a Save was running concurrently and
+//     had not committed), never a mix.
 //  2. Generations increase by one with every committed Save, starting at 1,
 //     across restarts. Load reports the generation it read.
 //  3. A checkpoint replaces the previous one entirely: positions absent from
@@ -28,10 +33,14 @@
 //     model length, CRC-32C of the model, number of positions) and returns
 //     [ErrCorrupt] rather than a damaged checkpoint.
 //  5. Save does not modify or retain the checkpoint it is given after it
-//     returns; the caller must not modify cp.Model while Save runs (the model
-//     chunks are handed to Badger without a copy).
+//     returns.
+//  6. A Save that fails, or a process killed during one, leaves the previous
+//     checkpoint in place. The chunks it wrote belong to a generation no
+//     commit record names: the collector drops them, or the next Save,
+//     which takes the same generation number, writes over them (Load reads
+//     only the chunks the commit record counts).
 //
-// # Why one transaction is enough, and why the model is chunked
+// # Why the model is written a chunk at a time, and what makes it safe
 //
 // Read from badger v4.9.6 (txn.go, value.go, memtable.go):
 //
@@ -39,25 +48,32 @@
 //     entry is marked bitTxn and the request ends with a bitFinTxn marker. On
 //     start-up, the memtable WAL replay (memtable.go, logFile.iterate) only
 //     applies entries whose transaction's finish marker was also written; a
-//     crash in the middle of a commit therefore loses the whole checkpoint,
+//     crash in the middle of a commit therefore loses the whole transaction,
 //     never part of it. Readers see a commit only once its timestamp is marked
 //     done, after all its entries are in the memtable (oracle watermarks).
+//     With SyncWrites (the default), a commit returns after its writes are
+//     fsynced, so every chunk is on disk before the commit record is written.
+//   - Commit returns after the value is copied: into the memory-mapped value
+//     log for values of at least ValueThreshold (1 MiB), into the memtable's
+//     arena below that. The chunk buffer is therefore reused for the next
+//     chunk: a save costs one 4 MiB buffer, not a copy of the model. (Before
+//     SaveFrom the service encoded the model into a buffer of its full size
+//     and handed that to one transaction; BenchmarkCheckpointMemory: a 256
+//     MiB model's save peaked at +550 MiB of heap that way, +44–48 MiB now.)
+//   - The value-log writer encodes each entry into a temporary buffer before
+//     copying it to the mmapped file, so one value costs its size again in
+//     heap while it is written: 4 MiB chunks keep that small. One value may
+//     not exceed ValueLogFileSize either.
 //   - The transaction size limit (ErrTxnTooBig: ~15% of MemTableSize, and a
-//     maximum entry count) counts a value stored in the value log as a 12-byte
-//     pointer, not its length. Values of at least ValueThreshold (1 MiB) go to
-//     the value log. So a large model does not hit the limit — as long as it
-//     is not stored as many small values.
-//   - One value may not exceed ValueLogFileSize, and the value-log writer
-//     encodes each entry into a temporary buffer before copying it to the
-//     mmapped file: a single 500 MB value costs another 500 MB of heap. All
-//     entries of one request go to the same value-log file, whose offsets are
-//     uint32, so one transaction must stay under 4 GiB.
+//     maximum entry count) bounds the last transaction: positions and the
+//     commit record. Tens of thousands of positions fit.
 //
-// Hence: the model is split into 4 MiB chunks (each ≥ ValueThreshold except
-// possibly the last, which is < 1 MiB and fits the limit inline), all set in
-// the same transaction; a model may be at most [MaxModelSize]. Badger's
-// WriteBatch is NOT used: it splits into several transactions when full and
-// is therefore not atomic.
+// Badger's WriteBatch is not used for the chunks: its own splitting into
+// transactions gains nothing here, and each chunk's commit is what orders
+// it before the commit record. The price of a transaction per chunk is an
+// fsync per 4 MiB (BenchmarkSave: 32 MiB in 73–79 ms against 60–67 ms as
+// one transaction), paid beside the stream. A model may be at most
+// [MaxModelSize].
 //
 // # Key layout (layout version 1)
 //
@@ -99,10 +115,12 @@
 //
 // # Durability
 //
-// By default every Save is fsynced before it returns (Badger SyncWrites).
+// By default every transaction of a Save is fsynced before the next one
+// starts, and the last before Save returns (Badger SyncWrites).
 // Options.NoSync trades that for speed: a process crash still loses nothing
-// (the data is in the page cache), a machine crash may lose the last
-// checkpoints — never tear one.
+// (the data is in the page cache); a machine crash may lose the last
+// checkpoints, or leave the last one with chunks missing, which Load then
+// reports as ErrCorrupt. It never returns a torn checkpoint as good.
 //
 // # Empty log files after a crash
 //

@@ -109,6 +109,8 @@ type Store struct {
 	writeMu sync.Mutex
 	readMu  sync.RWMutex
 	closed  bool
+
+	chunkBuf []byte // the model chunk buffer, reused by Saves (writeMu)
 }
 
 // Open opens (creating if needed) the checkpoint store in dir and starts its

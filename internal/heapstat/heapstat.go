@@ -1,0 +1,42 @@
+// Package heapstat measures the live heap for benchmarks that report
+// memory: the heap after a collection, and the peak while something runs.
+package heapstat
+
+import (
+	"runtime"
+	"runtime/metrics"
+	"time"
+)
+
+const heapObjects = "/memory/classes/heap/objects:bytes"
+
+// Now collects garbage and returns the bytes of live heap objects.
+func Now() uint64 {
+	runtime.GC()
+	s := []metrics.Sample{{Name: heapObjects}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// Peak samples the heap every millisecond until stop is called; stop
+// returns the largest value seen.
+func Peak() (stop func() uint64) {
+	s := []metrics.Sample{{Name: heapObjects}}
+	var peak uint64
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			metrics.Read(s)
+			peak = max(peak, s[0].Value.Uint64())
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() uint64 { close(done); <-finished; return peak }
+}
