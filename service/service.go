@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -246,11 +247,11 @@ func (s *Service) restore(ctx context.Context, initial Initial) ([]state.Positio
 		}
 	}
 	if s.model != nil {
-		var buf bytes.Buffer
-		if _, err := s.model.WriteTo(&buf); err != nil {
-			return nil, fmt.Errorf("service: initial state: %w", err)
+		write := func(w io.Writer) error {
+			_, err := s.model.WriteTo(w)
+			return err
 		}
-		if err := s.store.Save(ctx, state.Checkpoint{Model: buf.Bytes(), Positions: positions, Version: s.model.Version()}); err != nil {
+		if err := s.store.SaveFrom(ctx, state.Checkpoint{Positions: positions, Version: s.model.Version()}, write); err != nil {
 			return nil, fmt.Errorf("service: save initial state: %w", err)
 		}
 		s.log.Info("started from the initial state and saved it as the first checkpoint",

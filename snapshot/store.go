@@ -1,7 +1,6 @@
 package snapshot
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -27,9 +26,11 @@ type Loader interface {
 	Load(ctx context.Context) (cp Checkpoint, ok bool, err error)
 }
 
-// Saver commits a checkpoint atomically.
+// Saver commits a checkpoint atomically, its model being what write
+// writes (cp.Model is nil), as state.Store.SaveFrom does: the model goes to
+// the store as it is encoded, never as a second copy in memory.
 type Saver interface {
-	Save(ctx context.Context, cp Checkpoint) error
+	SaveFrom(ctx context.Context, cp Checkpoint, write func(io.Writer) error) error
 }
 
 // LoadSaver is a checkpoint store Import can check and write.
@@ -111,13 +112,11 @@ func Import(ctx context.Context, path string, store LoadSaver, opts ImportOption
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("import snapshot: %w", err)
 	}
-	var buf bytes.Buffer
-	buf.Grow(int(s.ModelBytes))
-	if _, err := s.Model.WriteTo(&buf); err != nil {
-		return nil, fmt.Errorf("import snapshot: %w", err)
-	}
-	cp := Checkpoint{Model: buf.Bytes(), Positions: s.Positions, Version: s.Model.Version()}
-	if err := store.Save(ctx, cp); err != nil {
+	cp := Checkpoint{Positions: s.Positions, Version: s.Model.Version()}
+	if err := store.SaveFrom(ctx, cp, func(w io.Writer) error {
+		_, err := s.Model.WriteTo(w)
+		return err
+	}); err != nil {
 		return nil, fmt.Errorf("import snapshot: save: %w", err)
 	}
 	return s, nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -28,15 +29,24 @@ func (s *memStore) Load(ctx context.Context) (Checkpoint, bool, error) {
 	return s.cp, s.ok, nil
 }
 
-func (s *memStore) Save(ctx context.Context, cp Checkpoint) error {
+func (s *memStore) SaveFrom(ctx context.Context, cp Checkpoint, write func(io.Writer) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	var buf bytes.Buffer
+	if err := write(&buf); err != nil {
+		return err
+	}
+	cp.Model = buf.Bytes()
+	s.put(cp)
+	return nil
+}
+
+// put stores cp as the next checkpoint.
+func (s *memStore) put(cp Checkpoint) {
 	s.saves++
-	cp.Model = bytes.Clone(cp.Model)
 	cp.Generation = s.cp.Generation + 1
 	s.cp, s.ok = cp, true
-	return nil
 }
 
 // TestExportImport: a checkpoint exported and imported into another store
@@ -48,8 +58,8 @@ func TestExportImport(t *testing.T) {
 	m := newModel(t, smallConfig(online.ModeBinary))
 	step(t, m, testStream(1500, 10))
 	from := &memStore{}
-	from.Save(ctx, Checkpoint{Model: encodeModel(t, m), Positions: testPositions[:2], Version: m.Version()})
-	from.Save(ctx, Checkpoint{Model: encodeModel(t, m), Positions: testPositions, Version: m.Version()})
+	from.put(Checkpoint{Model: encodeModel(t, m), Positions: testPositions[:2], Version: m.Version()})
+	from.put(Checkpoint{Model: encodeModel(t, m), Positions: testPositions, Version: m.Version()})
 
 	path := filepath.Join(dir, "m.snap")
 	exp, err := Export(ctx, from, path, Meta{Source: "state test"})
@@ -95,7 +105,7 @@ func TestExportRefuses(t *testing.T) {
 		t.Fatalf("export of an empty store: %v", err)
 	}
 	bad := &memStore{}
-	bad.Save(ctx, Checkpoint{Model: []byte("RGBTMODL garbage")})
+	bad.put(Checkpoint{Model: []byte("RGBTMODL garbage")})
 	if _, err := Export(ctx, bad, path, Meta{}); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("export of an undecodable checkpoint: %v", err)
 	}

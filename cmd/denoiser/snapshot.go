@@ -245,10 +245,10 @@ func (a stateStore) Load(ctx context.Context) (snapshot.Checkpoint, bool, error)
 	return snapshot.Checkpoint{Model: cp.Model, Positions: ps, Version: cp.Version, Generation: cp.Generation}, true, nil
 }
 
-func (a stateStore) Save(ctx context.Context, cp snapshot.Checkpoint) error {
+func (a stateStore) SaveFrom(ctx context.Context, cp snapshot.Checkpoint, write func(io.Writer) error) error {
 	ps := make([]state.Position, len(cp.Positions))
 	for i, p := range cp.Positions {
 		ps[i] = state.Position{Topic: p.Topic, Partition: p.Partition, Next: p.Next}
 	}
-	return a.s.Save(ctx, state.Checkpoint{Model: cp.Model, Positions: ps, Version: cp.Version})
+	return a.s.SaveFrom(ctx, state.Checkpoint{Model: cp.Model, Positions: ps, Version: cp.Version}, write)
 }

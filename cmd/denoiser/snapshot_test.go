@@ -11,13 +11,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime"
-	"runtime/metrics"
 	"strings"
 	"testing"
-	"time"
 
 	"denoiser/consumer"
+	"denoiser/internal/heapstat"
 	"denoiser/online"
 	"denoiser/producer"
 	"denoiser/snapshot"
@@ -302,30 +300,14 @@ func BenchmarkSnapshotState1M(b *testing.B) {
 	// measure runs the command and reports the peak of the live heap
 	// (sampled every millisecond) above what was live before.
 	measure := func(b *testing.B, args ...string) {
-		runtime.GC()
-		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-		metrics.Read(sample)
-		base, peak := sample[0].Value.Uint64(), uint64(0)
-		done, sampled := make(chan struct{}), make(chan struct{})
-		go func() {
-			defer close(sampled)
-			for {
-				metrics.Read(sample)
-				peak = max(peak, sample[0].Value.Uint64())
-				select {
-				case <-done:
-					return
-				case <-time.After(time.Millisecond):
-				}
-			}
-		}()
+		base := heapstat.Now()
+		stop := heapstat.Peak()
 		for b.Loop() {
 			if code, _, stderr := cli2(args...); code != 0 {
 				b.Fatalf("exit %d: %s", code, stderr)
 			}
 		}
-		close(done)
-		<-sampled
+		peak := stop()
 		b.ReportMetric(float64(peak-min(peak, base))/(1<<20), "heap-peak-MiB")
 	}
 	b.Run("export", func(b *testing.B) { measure(b, "snapshot", "export", "--state", stateA, "--out", file) })
