@@ -45,7 +45,7 @@ var readers = map[uint32]func(*reader, *Snapshot) error{
 // is a regular file or knows its length (online.Lener), the model's tables
 // are allocated once, at their size, instead of grown.
 func Read(r io.Reader) (*Snapshot, error) {
-	s, err := read(r)
+	s, err := read(r, inputSize(r))
 	if err != nil {
 		return nil, fmt.Errorf("read snapshot: %w", err)
 	}
@@ -59,15 +59,17 @@ func ReadFile(path string) (*Snapshot, error) {
 		return nil, fmt.Errorf("read snapshot: %w", err)
 	}
 	defer f.Close()
-	s, err := read(f)
+	s, err := read(f, inputSize(f))
 	if err != nil {
 		return nil, fmt.Errorf("read snapshot %s: %w", path, err)
 	}
 	return s, nil
 }
 
-func read(r io.Reader) (*Snapshot, error) {
-	rd := &reader{r: bufio.NewReaderSize(r, 1<<16), sum: crc32.New(castagnoli), size: inputSize(r)}
+// read reads a snapshot from r, which holds at most size bytes (-1:
+// unknown).
+func read(r io.Reader, size int64) (*Snapshot, error) {
+	rd := &reader{r: bufio.NewReaderSize(r, 1<<16), sum: crc32.New(castagnoli), size: size}
 	var h [headerLen]byte
 	if err := rd.readFull(h[:]); err != nil {
 		if n := min(int(rd.n), len(magic)); !bytes.Equal(h[:n], magic[:n]) {
@@ -190,8 +192,33 @@ func (r *reader) frame(want ...string) (string, []byte, error) {
 	return tag, p, nil
 }
 
+// WithLength returns r, telling Read, ReadFile's and CopyFile's reader that
+// it delivers at most n bytes (an HTTP Content-Length, say), so that the
+// model's tables are allocated once instead of grown. A wrong n costs
+// memory, never correctness: too small and tables grow, too large and a
+// damaged file's declared counts may be allocated up to n bytes.
+func WithLength(r io.Reader, n int64) io.Reader {
+	if n < 0 {
+		return r
+	}
+	return &lengthReader{r: r, left: n}
+}
+
+type lengthReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (l *lengthReader) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	l.left = max(l.left-int64(n), 0)
+	return n, err
+}
+
+func (l *lengthReader) Len() int { return int(l.left) }
+
 // inputSize returns the bytes r can still deliver if it says (a
-// bytes.Reader, an online.Lener) or is a regular file, else -1.
+// bytes.Reader, an online.Lener, WithLength) or is a regular file, else -1.
 func inputSize(r io.Reader) int64 {
 	if l, ok := r.(online.Lener); ok {
 		return int64(l.Len())

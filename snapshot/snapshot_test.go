@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -101,6 +103,48 @@ func TestFramesCutAtOneMiB(t *testing.T) {
 	}
 	if s.Model.NumUsers() != m.NumUsers() || s.ModelBytes != info.ModelBytes {
 		t.Fatalf("read %d users, %d model bytes; wrote %d, %d", s.Model.NumUsers(), s.ModelBytes, m.NumUsers(), info.ModelBytes)
+	}
+}
+
+// TestWithLength: a stream that tells its length (WithLength, as an HTTP
+// download or Export's pipe does) is read with the model's tables
+// allocated once; a wrong length changes what is allocated, never what is
+// read.
+func TestWithLength(t *testing.T) {
+	cfg := smallConfig(online.ModeBinary)
+	cfg.Dim = 64
+	m := newModel(t, cfg)
+	evs := make([]online.Event, 6000)
+	for j := range evs {
+		evs[j] = online.Event{User: fmt.Sprint("user-", j), Item: fmt.Sprint("item-", j%50)}
+	}
+	step(t, m, evs)
+	var b bytes.Buffer
+	if _, err := Write(&b, Contents{Model: m}); err != nil {
+		t.Fatal(err)
+	}
+	want := encodeModel(t, m)
+	read := func(r io.Reader) uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		s, err := Read(r)
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(encodeModel(t, s.Model), want) {
+			t.Fatal("the model read differs from the one written")
+		}
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	plain := func() io.Reader { return struct{ io.Reader }{bytes.NewReader(b.Bytes())} }
+	unknown := read(plain())
+	exact := read(WithLength(plain(), int64(b.Len())))
+	read(WithLength(plain(), int64(b.Len()/2)))
+	read(WithLength(plain(), 10*int64(b.Len())))
+	t.Logf("%d-byte snapshot: %d bytes allocated with the length, %d without", b.Len(), exact, unknown)
+	if float64(exact) > 0.8*float64(unknown) {
+		t.Errorf("the length saved little: %d bytes allocated against %d", exact, unknown)
 	}
 }
 

@@ -72,7 +72,11 @@ func Export(ctx context.Context, store Loader, path string, meta Meta) (*Snapsho
 		pw.CloseWithError(err) // nil: EOF
 		wrote <- err
 	}()
-	s, err := CopyFile(path, pr)
+	// What Write writes is at most the model plus its framing, the meta and
+	// the positions: tell the verifying reader, so that it sizes the
+	// model's tables at once.
+	bound := int64(len(cp.Model)) + 1<<20 + int64(len(cp.Model))/64 + int64(len(cp.Positions))*(MaxTopicLen+64)
+	s, err := CopyFile(path, WithLength(pr, bound))
 	pr.CloseWithError(io.ErrClosedPipe) // unblocks the writer if the reader stopped early
 	if werr := <-wrote; werr != nil && err == nil {
 		err = werr

@@ -170,14 +170,18 @@ func WriteFile(path string, c Contents) (Info, error) {
 // CopyFile copies the snapshot streamed by r (a download, a pipe) to path,
 // atomically as WriteFile, once Read has verified it whole while it was
 // copied: a damaged or truncated stream leaves path as it was. It returns
-// the snapshot as read.
+// the snapshot as read. If r knows its length (see WithLength), the model's
+// tables are allocated once.
 func CopyFile(path string, r io.Reader) (*Snapshot, error) {
 	f, err := atomicfile.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("copy snapshot: %w", err)
 	}
 	w := bufio.NewWriterSize(f, 1<<16)
-	s, err := Read(io.TeeReader(r, w))
+	s, err := read(io.TeeReader(r, w), inputSize(r))
+	if err != nil {
+		err = fmt.Errorf("read snapshot: %w", err)
+	}
 	if err == nil {
 		err = w.Flush()
 	}

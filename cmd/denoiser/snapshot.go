@@ -120,7 +120,7 @@ func download(ctx context.Context, url, path string) (*snapshot.Snapshot, error)
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
 		return nil, fmt.Errorf("download %s: %s: %s", url, resp.Status, msg)
 	}
-	return snapshot.CopyFile(path, resp.Body)
+	return snapshot.CopyFile(path, snapshot.WithLength(resp.Body, resp.ContentLength))
 }
 
 func snapshotImport(ctx context.Context, args []string, stderr io.Writer) error {
