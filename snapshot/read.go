@@ -192,11 +192,13 @@ func (r *reader) frame(want ...string) (string, []byte, error) {
 	return tag, p, nil
 }
 
-// WithLength returns r, telling Read, ReadFile's and CopyFile's reader that
-// it delivers at most n bytes (an HTTP Content-Length, say), so that the
-// model's tables are allocated once instead of grown. A wrong n costs
-// memory, never correctness: too small and tables grow, too large and a
-// damaged file's declared counts may be allocated up to n bytes.
+// WithLength returns r, telling Read's and CopyFile's reader that it
+// delivers at most n bytes, so that the model's tables are allocated once
+// instead of grown. n must be a length you trust (Export knows the size of
+// the checkpoint it streams; an HTTP Content-Length is the sender's word):
+// a wrong n costs memory, never correctness. Too small, and tables grow;
+// too large, and a damaged file's declared counts may be allocated up to n
+// bytes.
 func WithLength(r io.Reader, n int64) io.Reader {
 	if n < 0 {
 		return r

@@ -120,7 +120,9 @@ func download(ctx context.Context, url, path string) (*snapshot.Snapshot, error)
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
 		return nil, fmt.Errorf("download %s: %s: %s", url, resp.Status, msg)
 	}
-	return snapshot.CopyFile(path, snapshot.WithLength(resp.Body, resp.ContentLength))
+	// No WithLength(resp.ContentLength): a length the server states is not
+	// to be trusted with the size of allocations.
+	return snapshot.CopyFile(path, resp.Body)
 }
 
 func snapshotImport(ctx context.Context, args []string, stderr io.Writer) error {
