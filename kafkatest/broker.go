@@ -40,8 +40,7 @@ type Broker struct {
 	lock    *os.File
 	excl    bool
 	stopped bool        // a real broker this test stopped and has not started again
-	paused  bool        // a real broker this test paused and has not resumed
-	frozen  atomic.Bool // embedded: requests are swallowed, never answered
+	frozen  atomic.Bool // not answering: the real broker paused, the embedded one swallowing requests
 }
 
 // New returns the broker for t: the real one when KAFKA_BROKERS is set, a
@@ -60,7 +59,7 @@ func start(t testing.TB, exclusive bool) *Broker {
 		// Registered after the lock's cleanup, so it runs before it: a
 		// test that failed with the broker stopped leaves it running.
 		t.Cleanup(func() {
-			if b.paused {
+			if b.frozen.Load() {
 				t.Log("kafkatest: resuming the broker this test left paused")
 				b.script(t, "resume")
 			}
@@ -176,24 +175,28 @@ func (b *Broker) Start(t testing.TB) {
 func (b *Broker) Freeze(t testing.TB) {
 	t.Helper()
 	b.needExclusive(t)
-	if b.Real {
-		b.script(t, "pause")
-		b.paused = true
-		return
-	}
-	b.frozen.Store(true)
+	b.setFrozen(t, true)
 }
 
 // Thaw makes a frozen broker answer again. Requests it swallowed while
 // frozen stay unanswered; clients time out and retry them.
 func (b *Broker) Thaw(t testing.TB) {
 	t.Helper()
+	b.setFrozen(t, false)
+}
+
+// setFrozen pauses or resumes the real broker's process, or switches the
+// embedded broker's control function.
+func (b *Broker) setFrozen(t testing.TB, on bool) {
+	t.Helper()
 	if b.Real {
-		b.script(t, "resume")
-		b.paused = false
-		return
+		cmd := "resume"
+		if on {
+			cmd = "pause"
+		}
+		b.script(t, cmd)
 	}
-	b.frozen.Store(false)
+	b.frozen.Store(on)
 }
 
 // Restart stops and starts the broker, keeping its data.

@@ -7,10 +7,11 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"syscall"
 	"testing"
 	"time"
+
+	"denoiser/internal/heapstat"
 )
 
 // testStream is a small deterministic binary stream with some structure.
@@ -149,14 +150,13 @@ func TestReadModelAllocatesOnce(t *testing.T) {
 	}
 	b := encode(t, m)
 	allocated := func(r io.Reader) (uint64, []byte) {
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		got, err := ReadModel(r)
-		runtime.ReadMemStats(&after)
+		var got *Model
+		var err error
+		n := heapstat.Allocated(func() { got, err = ReadModel(r) })
 		if err != nil {
 			t.Fatal(err)
 		}
-		return after.TotalAlloc - before.TotalAlloc, encode(t, got)
+		return n, encode(t, got)
 	}
 	sized, enc1 := allocated(bytes.NewReader(b))
 	grown, enc2 := allocated(struct{ io.Reader }{bytes.NewReader(b)})

@@ -8,10 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"slices"
 	"testing"
 
+	"denoiser/internal/heapstat"
 	"denoiser/online"
 )
 
@@ -64,17 +64,25 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
-// TestFramesCutAtOneMiB: a model larger than a frame is cut into full
-// 1 MiB MODL frames and a shorter last one, and reads back.
-func TestFramesCutAtOneMiB(t *testing.T) {
+// manyUsers returns a binary model at d=64 that has seen users users once
+// each, over items items: its encoding spans several MODL frames.
+func manyUsers(t *testing.T, users, items int) *online.Model {
+	t.Helper()
 	cfg := smallConfig(online.ModeBinary)
 	cfg.Dim = 64
 	m := newModel(t, cfg)
-	evs := make([]online.Event, 3000)
+	evs := make([]online.Event, users)
 	for j := range evs {
-		evs[j] = online.Event{User: fmt.Sprint("user-", j), Item: fmt.Sprint("item-", j%7)}
+		evs[j] = online.Event{User: fmt.Sprint("user-", j), Item: fmt.Sprint("item-", j%items)}
 	}
 	step(t, m, evs)
+	return m
+}
+
+// TestFramesCutAtOneMiB: a model larger than a frame is cut into full
+// 1 MiB MODL frames and a shorter last one, and reads back.
+func TestFramesCutAtOneMiB(t *testing.T) {
+	m := manyUsers(t, 3000, 7)
 	var b bytes.Buffer
 	info, err := Write(&b, Contents{Model: m})
 	if err != nil {
@@ -111,31 +119,23 @@ func TestFramesCutAtOneMiB(t *testing.T) {
 // allocated once; a wrong length changes what is allocated, never what is
 // read.
 func TestWithLength(t *testing.T) {
-	cfg := smallConfig(online.ModeBinary)
-	cfg.Dim = 64
-	m := newModel(t, cfg)
-	evs := make([]online.Event, 6000)
-	for j := range evs {
-		evs[j] = online.Event{User: fmt.Sprint("user-", j), Item: fmt.Sprint("item-", j%50)}
-	}
-	step(t, m, evs)
+	m := manyUsers(t, 6000, 50)
 	var b bytes.Buffer
 	if _, err := Write(&b, Contents{Model: m}); err != nil {
 		t.Fatal(err)
 	}
 	want := encodeModel(t, m)
 	read := func(r io.Reader) uint64 {
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		s, err := Read(r)
-		runtime.ReadMemStats(&after)
+		var s *Snapshot
+		var err error
+		n := heapstat.Allocated(func() { s, err = Read(r) })
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(encodeModel(t, s.Model), want) {
 			t.Fatal("the model read differs from the one written")
 		}
-		return after.TotalAlloc - before.TotalAlloc
+		return n
 	}
 	plain := func() io.Reader { return struct{ io.Reader }{bytes.NewReader(b.Bytes())} }
 	unknown := read(plain())
