@@ -48,7 +48,7 @@ bench:
 # at a few dozen executions.
 FUZZTIME ?= 1m
 FUZZMINIMIZETIME ?= 1s
-FUZZERS := consumer:FuzzDecode online:FuzzReadModel snapshot:FuzzRead movielens:FuzzRead
+FUZZERS := consumer:FuzzDecode online:FuzzReadModel snapshot:FuzzRead internal/movielens:FuzzRead
 fuzz:
 	@set -e; for f in $(FUZZERS); do \
 		echo "fuzz $${f%%:*} $${f##*:} for $(FUZZTIME)"; \

@@ -13,7 +13,7 @@ import (
 
 	"denoiser/consumer"
 	"denoiser/consumer/consumertest"
-	"denoiser/kafkatest"
+	"denoiser/internal/kafkatest"
 )
 
 // newKafkaSource starts a source on topic in a fresh group, closed when t

@@ -3,7 +3,7 @@ package producer
 import (
 	"bufio"
 	"context"
-	"denoiser/atomicfile"
+	"denoiser/internal/atomicfile"
 	"errors"
 	"fmt"
 

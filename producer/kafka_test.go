@@ -12,7 +12,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"denoiser/consumer"
-	"denoiser/kafkatest"
+	"denoiser/internal/kafkatest"
 	"denoiser/online"
 	"denoiser/producer"
 )

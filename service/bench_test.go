@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
-	"denoiser/kafkatest"
+	"denoiser/internal/kafkatest"
 	"denoiser/service"
 )
 

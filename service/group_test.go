@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"denoiser/kafkatest"
+	"denoiser/internal/kafkatest"
 )
 
 // waitFor polls cond every 50ms until it holds, failing t after timeout.

@@ -17,12 +17,12 @@ import (
 	"go.uber.org/goleak"
 
 	"denoiser/consumer"
-	"denoiser/kafkatest"
+	"denoiser/internal/kafkatest"
 	"denoiser/online"
 	"denoiser/producer"
 	"denoiser/service"
 	"denoiser/state"
-	"denoiser/synth"
+	"denoiser/internal/synth"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"denoiser/atomicfile"
+	"denoiser/internal/atomicfile"
 )
 
 // Flusher waits until every output record handed on so far is written and

@@ -10,7 +10,7 @@ import (
 	"hash/crc32"
 	"io"
 
-	"denoiser/atomicfile"
+	"denoiser/internal/atomicfile"
 	"denoiser/online"
 )
 

@@ -7,8 +7,8 @@ import (
 	"io"
 	"log/slog"
 
-	"denoiser/demo"
-	"denoiser/report"
+	"denoiser/internal/demo"
+	"denoiser/internal/report"
 	"denoiser/service"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"golang.org/x/term"
 
-	"denoiser/eval"
-	"denoiser/report"
+	"denoiser/internal/eval"
+	"denoiser/internal/report"
 )
 
 // defaultData is u.data relative to the repository root.

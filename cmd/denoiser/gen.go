@@ -2,15 +2,15 @@ package main
 
 import (
 	"context"
-	"denoiser/atomicfile"
+	"denoiser/internal/atomicfile"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 
-	"denoiser/movielens"
-	"denoiser/synth"
+	"denoiser/internal/movielens"
+	"denoiser/internal/synth"
 )
 
 // runGen implements

@@ -19,7 +19,7 @@ import (
 	"denoiser/consumer"
 	"denoiser/online"
 	"denoiser/producer"
-	"denoiser/report"
+	"denoiser/internal/report"
 )
 
 // seedStream is xored into the seed to form the second PCG word.

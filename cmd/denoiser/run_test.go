@@ -23,12 +23,12 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"denoiser/consumer"
-	"denoiser/kafkatest"
+	"denoiser/internal/kafkatest"
 	"denoiser/online"
 	"denoiser/producer"
 	"denoiser/service"
 	"denoiser/state"
-	"denoiser/synth"
+	"denoiser/internal/synth"
 )
 
 func TestRunConfigErrors(t *testing.T) {

@@ -90,7 +90,7 @@ func ml100k() string {
 	if p := os.Getenv("DENOISER_ML100K"); p != "" {
 		return p
 	}
-	return "../../shared/datasets/ml-100k/u.data"
+	return "../../../shared/datasets/ml-100k/u.data"
 }
 
 func TestConvertML100k(t *testing.T) {

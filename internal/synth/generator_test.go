@@ -274,7 +274,7 @@ func TestWriteHonoursContext(t *testing.T) {
 	}
 }
 
-const goldenPath = "../testdata/synthetic-20k.jsonl"
+const goldenPath = "../../testdata/synthetic-20k.jsonl"
 
 // TestGolden keeps the recorded log reproducible: it is exactly what
 // `denoiser gen --events 20000 --noise 0.2 --seed 1` writes. Refresh with

@@ -3,7 +3,7 @@ package eval
 import (
 	"io"
 
-	"denoiser/atomicfile"
+	"denoiser/internal/atomicfile"
 	"fmt"
 	"os"
 	"path/filepath"

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"denoiser/movielens"
+	"denoiser/internal/movielens"
 )
 
 // tinyRatings makes a small ordinal rating set: rating = round(3 + user

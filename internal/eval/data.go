@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strconv"
 
-	"denoiser/movielens"
+	"denoiser/internal/movielens"
 )
 
 // seedStream is xored into a seed to form the second PCG word.

@@ -1,7 +1,7 @@
 package report
 
 import (
-	"denoiser/atomicfile"
+	"denoiser/internal/atomicfile"
 	"encoding/json"
 	"fmt"
 	"io"

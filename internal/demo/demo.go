@@ -18,7 +18,7 @@ import (
 
 	"denoiser/consumer"
 	"denoiser/online"
-	"denoiser/report"
+	"denoiser/internal/report"
 	"denoiser/service"
 )
 

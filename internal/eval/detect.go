@@ -7,8 +7,8 @@ import (
 	"strconv"
 
 	"denoiser/online"
-	"denoiser/report"
-	"denoiser/synth"
+	"denoiser/internal/report"
+	"denoiser/internal/synth"
 )
 
 // Scores compared by the detect experiment.

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"denoiser/movielens"
+	"denoiser/internal/movielens"
 )
 
 func TestNoiseMatrixDefinition(t *testing.T) {

@@ -2,7 +2,7 @@ package eval
 
 import (
 	"bytes"
-	"denoiser/atomicfile"
+	"denoiser/internal/atomicfile"
 	"encoding/json"
 	"fmt"
 	"image/color"
