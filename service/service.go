@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"reflect"
@@ -25,10 +24,6 @@ import (
 	"denoiser/producer"
 	"denoiser/state"
 )
-
-// seedStream is xored into the seed to form the second PCG word, as in
-// `denoiser replay`, so that the same seed gives the same model.
-const seedStream = 0x9e3779b97f4a7c15
 
 // Errors.
 var (
@@ -259,7 +254,7 @@ func (s *Service) restore(ctx context.Context, initial Initial) ([]state.Positio
 		return positions, nil
 	}
 	seed := s.cfg.Seed
-	s.model, err = online.New(s.cfg.Model, rand.NewPCG(seed, seed^seedStream))
+	s.model, err = online.New(s.cfg.Model, online.NewSource(seed))
 	if err != nil {
 		return nil, fmt.Errorf("service: %w", err)
 	}

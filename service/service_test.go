@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -18,11 +17,11 @@ import (
 
 	"denoiser/consumer"
 	"denoiser/internal/kafkatest"
+	"denoiser/internal/synth"
 	"denoiser/online"
 	"denoiser/producer"
 	"denoiser/service"
 	"denoiser/state"
-	"denoiser/internal/synth"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -151,7 +150,7 @@ func covers(t testing.TB, end map[int]int64) func([]kafka.Message) bool {
 func reference(t testing.TB, cfg service.Config, topic string, lines [][]byte) ([][]byte, []byte) {
 	t.Helper()
 	c := cfg.WithDefaults()
-	m, err := online.New(c.Model, rand.NewPCG(c.Seed, c.Seed^0x9e3779b97f4a7c15))
+	m, err := online.New(c.Model, online.NewSource(c.Seed))
 	if err != nil {
 		t.Fatal(err)
 	}

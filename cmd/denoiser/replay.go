@@ -7,9 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,13 +17,10 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"denoiser/consumer"
+	"denoiser/internal/report"
 	"denoiser/online"
 	"denoiser/producer"
-	"denoiser/internal/report"
 )
-
-// seedStream is xored into the seed to form the second PCG word.
-const seedStream = 0x9e3779b97f4a7c15
 
 // replayConfig is the YAML file given to --config.
 type replayConfig struct {
@@ -57,6 +54,34 @@ func loadReplayConfig(path string) (replayConfig, error) {
 	return c, nil
 }
 
+// seedOverride is the --seed flag of replay and demo: when given, it
+// replaces the configuration file's seed.
+type seedOverride struct {
+	set   bool
+	value uint64
+}
+
+// seedFlag registers --seed on fs.
+func seedFlag(fs *flag.FlagSet) *seedOverride {
+	s := &seedOverride{}
+	fs.Func("seed", "seed of the models' random sources (`N`, default: the config's seed:, else 1)", func(v string) error {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("want a non-negative integer")
+		}
+		s.set, s.value = true, n
+		return nil
+	})
+	return s
+}
+
+// apply writes the flag's seed into dst when the flag was given.
+func (s *seedOverride) apply(dst *uint64) {
+	if s.set {
+		*dst = s.value
+	}
+}
+
 // runReplay implements
 //
 //	denoiser replay --in FILE --out FILE [--dead-letter FILE] [--truth MODE] [--report FILE.json] [--config FILE]
@@ -74,6 +99,7 @@ func runReplay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		truthMode  = fs.String("truth", "field", "ground truth for the report: field, dwell:MS (dwell_ms < MS is noise) or rating:R (rating <= R is noise)")
 		reportPath = fs.String("report", "", "write the JSON report to `file`")
 		configPath = fs.String("config", "", "YAML `file` with seed: and model: (online.Config)")
+		seed       = seedFlag(fs)
 	)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: denoiser replay --in FILE --out FILE [--dead-letter FILE] [--truth MODE] [--report FILE.json] [--config FILE]\n\n"+
@@ -101,13 +127,14 @@ func runReplay(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
-	model, err := online.New(cfg.Model, rand.NewPCG(cfg.Seed, cfg.Seed^seedStream))
+	seed.apply(&cfg.Seed)
+	model, err := online.New(cfg.Model, online.NewSource(cfg.Seed))
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
 	plain := cfg.Model
 	plain.Plain = true
-	baseline, err := online.New(plain, rand.NewPCG(cfg.Seed, cfg.Seed^seedStream))
+	baseline, err := online.New(plain, online.NewSource(cfg.Seed))
 	if err != nil {
 		return fmt.Errorf("replay: baseline: %w", err)
 	}

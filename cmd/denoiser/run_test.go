@@ -24,11 +24,11 @@ import (
 
 	"denoiser/consumer"
 	"denoiser/internal/kafkatest"
+	"denoiser/internal/synth"
 	"denoiser/online"
 	"denoiser/producer"
 	"denoiser/service"
 	"denoiser/state"
-	"denoiser/internal/synth"
 )
 
 func TestRunConfigErrors(t *testing.T) {
@@ -161,7 +161,7 @@ func crashInput(t *testing.T, n int) [][]byte {
 func referenceModel(t *testing.T, topic string, lines [][]byte) ([]byte, map[int64][]byte) {
 	t.Helper()
 	cfg := service.Config{}.WithDefaults()
-	m, err := online.New(cfg.Model, rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
+	m, err := online.New(cfg.Model, online.NewSource(cfg.Seed))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,7 +87,7 @@ func TestSnapshotExportImportContinues(t *testing.T) {
 	}
 	cfg := online.Config{Dim: 8, WarmUp: 200, RefitEvery: 200, GMMMinSamples: 64, GMMWindow: 512}
 	newModel := func() *online.Model {
-		m, err := online.New(cfg, rand.NewPCG(3, 3^seedStream))
+		m, err := online.New(cfg, online.NewSource(3))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"math/rand/v2"
 	"os"
 	"time"
 
@@ -17,8 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"denoiser/consumer"
-	"denoiser/online"
 	"denoiser/internal/report"
+	"denoiser/online"
 	"denoiser/service"
 )
 
@@ -184,7 +183,7 @@ func Run(ctx context.Context, opts Options) (rep report.Report, err error) {
 	// they are read back, as replay's does beside its model.
 	bcfg := model.Config()
 	bcfg.Plain = true
-	baseline, err := online.New(bcfg, rand.NewPCG(1, 1^0x9e3779b97f4a7c15))
+	baseline, err := online.New(bcfg, online.NewSource(opts.Seed))
 	if err != nil {
 		return rep, fmt.Errorf("demo: baseline: %w", err)
 	}

@@ -10,15 +10,13 @@ import (
 	"strconv"
 
 	"denoiser/internal/movielens"
+	"denoiser/online"
 )
-
-// seedStream is xored into a seed to form the second PCG word.
-const seedStream = 0x9e3779b97f4a7c15
 
 // newRand returns the generator for seed and a purpose tag, so that the
 // split, the noise and every model draw from independent streams.
 func newRand(seed, tag uint64) *rand.Rand {
-	return rand.New(rand.NewPCG(seed^tag*0x2545f4914f6cdd1d, seed^seedStream^tag))
+	return rand.New(rand.NewPCG(seed^tag*0x2545f4914f6cdd1d, seed^online.SeedStream^tag))
 }
 
 // Interaction is one rating with dense user and item indices.

@@ -3,12 +3,11 @@ package eval
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 
-	"denoiser/online"
 	"denoiser/internal/report"
 	"denoiser/internal/synth"
+	"denoiser/online"
 )
 
 // Scores compared by the detect experiment.
@@ -155,13 +154,13 @@ func RunDetect(ctx context.Context, d *Dataset, cfg DetectConfig) (*DetectResult
 		j := jobs[n]
 		s := streams[j.stream]
 		seed := uint64(j.seed)
-		m, err := online.New(cfg.Model, rand.NewPCG(seed, seed^seedStream))
+		m, err := online.New(cfg.Model, online.NewSource(seed))
 		if err != nil {
 			return out{}, err
 		}
 		pc := cfg.Model
 		pc.Plain = true
-		base, err := online.New(pc, rand.NewPCG(seed, seed^seedStream))
+		base, err := online.New(pc, online.NewSource(seed))
 		if err != nil {
 			return out{}, err
 		}

@@ -3,7 +3,6 @@ package eval
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 
 	"denoiser/online"
 )
@@ -284,7 +283,7 @@ func RunRecommend(ctx context.Context, d *Dataset, cfg RecommendConfig) (*Recomm
 // with its classifier f, and trains the downstream GMF on the positives
 // weighted by its last-pass scores.
 func runVariant(cfg RecommendConfig, d *Dataset, v Variant, sp Split, test []Interaction, seed uint64) (recOut, error) {
-	m, err := online.New(v.Config, rand.NewPCG(seed, seed^seedStream))
+	m, err := online.New(v.Config, online.NewSource(seed))
 	if err != nil {
 		return recOut{}, err
 	}

@@ -3,7 +3,6 @@ package eval
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"sync/atomic"
 
@@ -282,7 +281,7 @@ func identity(k int) []float64 {
 // stream and returns the mean L1 error of T̂(x) over held-out instances
 // the model knows, the mean T̂, and the distilled share.
 func rgbtTransition(cfg TransitionConfig, train, held []Interaction, T []float64, seed uint64) (l1 float64, mean []float64, distilled float64, err error) {
-	m, err := online.New(cfg.Model, rand.NewPCG(seed, seed^seedStream))
+	m, err := online.New(cfg.Model, online.NewSource(seed))
 	if err != nil {
 		return 0, nil, 0, err
 	}
@@ -339,7 +338,7 @@ func replay(m *online.Model, rows []Interaction, passes int, score func(n int, s
 func anchorTransition(cfg TransitionConfig, train []Interaction, k int, seed uint64) ([]float64, error) {
 	pc := cfg.Model
 	pc.Plain = true
-	m, err := online.New(pc, rand.NewPCG(seed, seed^seedStream))
+	m, err := online.New(pc, online.NewSource(seed))
 	if err != nil {
 		return nil, err
 	}
