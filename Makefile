@@ -5,12 +5,17 @@
 
 GO      ?= go
 BIN     := bin/denoiser
+LAB     := bin/denoiser-lab
 OUT     ?= out
 
 .PHONY: build demo test test-short bench fuzz kafka-start kafka-stop clean eval
 
+# Two binaries: the service (run, replay, snapshot) and the lab (demo,
+# eval, gen, convert), so that the service links neither plotting nor the
+# embedded broker.
 build:
 	$(GO) build -o $(BIN) ./cmd/denoiser
+	$(GO) build -o $(LAB) ./cmd/denoiser-lab
 
 # The main job on the embedded default: the stream service against an
 # embedded Kafka broker (no Java, no network): the shipped synthetic log is
@@ -18,16 +23,16 @@ build:
 # group member, read back from the scored topic and reported.
 demo: build
 	@mkdir -p $(OUT)
-	$(BIN) demo --in testdata/synthetic-20k.jsonl --report $(OUT)/report.json
+	$(LAB) demo --in testdata/synthetic-20k.jsonl --report $(OUT)/report.json
 
 # Reproduce the paper's experiments on ML-100k (docs/results/: Markdown
 # reports, PNG figures, JSON numbers). About 10 minutes on 2 cores.
 DATA    ?= ../shared/datasets/ml-100k/u.data
 RESULTS ?= docs/results
 eval: build
-	$(BIN) eval transition --data $(DATA) --out $(RESULTS) --report $(RESULTS)/transition.json
-	$(BIN) eval recommend --data $(DATA) --out $(RESULTS) --report $(RESULTS)/recommend.json
-	$(BIN) eval detect --data $(DATA) --out $(RESULTS) --report $(RESULTS)/detect.json
+	$(LAB) eval transition --data $(DATA) --out $(RESULTS) --report $(RESULTS)/transition.json
+	$(LAB) eval recommend --data $(DATA) --out $(RESULTS) --report $(RESULTS)/recommend.json
+	$(LAB) eval detect --data $(DATA) --out $(RESULTS) --report $(RESULTS)/detect.json
 
 # The whole suite, bounded fuzzing included.
 test:

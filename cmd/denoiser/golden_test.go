@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	command "denoiser/internal/cli"
 	"flag"
 	"io"
 	"os"
@@ -34,7 +35,7 @@ func TestReplayGolden(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "scored.jsonl")
 	var stderr bytes.Buffer
 	args := []string{"--in", goldenLog, "--out", out, "--dead-letter", filepath.Join(t.TempDir(), "dl.jsonl")}
-	if err := runReplay(context.Background(), args, io.Discard, &stderr); err != nil {
+	if err := command.Replay(context.Background(), args, io.Discard, &stderr); err != nil {
 		t.Fatalf("replay: %v\n%s", err, stderr.String())
 	}
 	got, err := os.ReadFile(out)

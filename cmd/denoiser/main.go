@@ -3,53 +3,42 @@
 //
 // Subcommands:
 //
-//	denoiser replay --in FILE --out FILE [--dead-letter FILE] [--truth MODE] [--report FILE.json] [--config FILE]
-//	denoiser gen --out FILE --events N --noise RATE --seed S
-//	denoiser convert movielens --in u.data --out FILE
 //	denoiser run [--config FILE] [--set PATH=VALUE]... [flags]
-//	denoiser demo [--in FILE] [--report FILE.json] [--http ADDR]
-//	denoiser eval transition|recommend|detect [flags]
+//	denoiser replay --in FILE --out FILE [--dead-letter FILE] [--truth MODE] [--report FILE.json] [--config FILE] [--seed N]
 //	denoiser snapshot export|import|inspect|diff [flags]
 //
-// This package wires packages together; it holds no logic of its own.
+// The lab (demo, eval, gen, convert) is the separate binary
+// cmd/denoiser-lab, so that this one links neither plotting nor the
+// embedded broker. This package wires packages together; it holds no logic
+// of its own.
 package main
 
 import (
 	"context"
-	"errors"
-	"flag"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
+
+	command "denoiser/internal/cli"
 )
 
-// commands maps a subcommand to its entry point. Each parses its own flags
-// from args, writes data to stdout (when asked for "-") and messages to
-// stderr.
-var commands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) error{
-	"replay":   runReplay,
-	"gen":      runGen,
-	"convert":  runConvert,
-	"eval":     runEval,
+// commands maps a subcommand to its entry point.
+var commands = map[string]command.Command{
 	"run":      runRun,
-	"demo":     runDemo,
+	"replay":   command.Replay,
 	"snapshot": runSnapshot,
 }
 
 const usage = `usage: denoiser <command> [flags]
 
 commands:
-  replay    score a recorded JSON-lines event log, file to file, and report
-  gen       write a synthetic click stream with ground truth
-  convert   convert a dataset (movielens) into the event format
-  eval      reproduce the paper's experiments (transition, recommend, detect)
   run       the stream service: Kafka topic in, scored topic out, checkpoints, metrics
-  demo      the stream service against an embedded Kafka broker, with a report
+  replay    score a recorded JSON-lines event log, file to file, and report
   snapshot  export, import, inspect and diff portable model snapshots
 
-Run "denoiser <command> -h" for a command's flags.
+Run "denoiser <command> -h" for a command's flags. The demo and the
+evaluation lab are the separate binary denoiser-lab (make demo builds it).
 `
 
 func main() {
@@ -59,37 +48,10 @@ func main() {
 	os.Exit(code)
 }
 
-// run dispatches to a subcommand and returns the process exit code: 0 on
-// success (and for -h), 2 for a usage error, 1 for a failure.
+// run is main without the process: it returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
-	}
-	switch args[0] {
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	}
-	cmd, ok := commands[args[0]]
-	if !ok {
-		fmt.Fprintf(stderr, "denoiser: unknown command %q\n\n%s", args[0], usage)
-		return 2
-	}
-	err := cmd(ctx, args[1:], stdout, stderr)
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.Is(err, errUsage):
-		fmt.Fprintf(stderr, "denoiser: %v\n", err)
-		return 2
-	default:
-		fmt.Fprintf(stderr, "denoiser: %v\n", err)
-		return 1
-	}
+	return command.Main(ctx, "denoiser", usage, commands, args, stdout, stderr)
 }
 
 // errUsage marks an error in how a command was called.
-var errUsage = errors.New("usage")
+var errUsage = command.ErrUsage

@@ -53,6 +53,15 @@ func writeFile(t *testing.T, path, content string) string {
 	return path
 }
 
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 func TestReplay(t *testing.T) {
 	dir := t.TempDir()
 	in := replayInput(t, dir)

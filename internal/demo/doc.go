@@ -5,7 +5,7 @@
 // topic, the service (package service) as a member of a consumer group,
 // and the scored topic read back into the same report `denoiser replay`
 // prints (ROC-AUC and PR-AUC against the ground truth, T̂, the GMM). It is
-// what `denoiser demo` and `make demo` run.
+// what `denoiser-lab demo` and `make demo` run.
 //
 // It owns nothing the service does not: it only wires a broker, a producer
 // and a reader around it. It must not be used as a broker for anything

@@ -277,7 +277,7 @@ func TestWriteHonoursContext(t *testing.T) {
 const goldenPath = "../../testdata/synthetic-20k.jsonl"
 
 // TestGolden keeps the recorded log reproducible: it is exactly what
-// `denoiser gen --events 20000 --noise 0.2 --seed 1` writes. Refresh with
+// `denoiser-lab gen --events 20000 --noise 0.2 --seed 1` writes. Refresh with
 // go test ./synth -run TestGolden -update.
 func TestGolden(t *testing.T) {
 	got, st := generate(t, Config{Events: 20000, Noise: 0.2, Seed: 1})

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/term"
 
+	"denoiser/internal/cli"
 	"denoiser/internal/eval"
 	"denoiser/internal/report"
 )
@@ -19,7 +20,7 @@ import (
 // defaultData is u.data relative to the repository root.
 const defaultData = "../shared/datasets/ml-100k/u.data"
 
-const evalUsage = `usage: denoiser eval <transition|recommend|detect> [flags]
+const evalUsage = `usage: denoiser-lab eval <transition|recommend|detect> [flags]
 
   transition   RQ2: error of the transition-matrix estimate under injected flip noise
   recommend    RQ1/RQ3/RQ4: downstream GMF on Normal, T-CE and denoiser-weighted streams
@@ -32,7 +33,7 @@ Each writes a Markdown report and PNG figures into --out (default docs/results).
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, evalUsage)
-		return fmt.Errorf("eval: missing subcommand: %w", errUsage)
+		return fmt.Errorf("eval: missing subcommand: %w", cli.ErrUsage)
 	}
 	sub := map[string]func(context.Context, []string, io.Writer) error{
 		"transition": runEvalTransition,
@@ -47,7 +48,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fn, ok := sub[args[0]]
 	if !ok {
 		fmt.Fprint(stderr, evalUsage)
-		return fmt.Errorf("eval: unknown subcommand %q: %w", args[0], errUsage)
+		return fmt.Errorf("eval: unknown subcommand %q: %w", args[0], cli.ErrUsage)
 	}
 	return fn(ctx, args[1:], stderr)
 }
@@ -70,7 +71,7 @@ func parseRates(s string) ([]float64, error) {
 	for _, v := range strings.Split(s, ",") {
 		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 		if err != nil {
-			return nil, fmt.Errorf("rates: %q is not a number: %w", v, errUsage)
+			return nil, fmt.Errorf("rates: %q is not a number: %w", v, cli.ErrUsage)
 		}
 		out = append(out, f)
 	}
@@ -79,7 +80,7 @@ func parseRates(s string) ([]float64, error) {
 
 // commandLine is how the report names the command that produced it.
 func commandLine(sub string, args []string) string {
-	return strings.Join(append([]string{"denoiser", "eval", sub}, args...), " ")
+	return strings.Join(append([]string{"denoiser-lab", "eval", sub}, args...), " ")
 }
 
 // withProgress shows a bar of finished runs on a terminal while fn runs.
@@ -96,7 +97,7 @@ func newEvalFlags(name string, stderr io.Writer, usage string) *flag.FlagSet {
 	fs := flag.NewFlagSet("eval "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: denoiser eval %s %s\n\n", name, usage)
+		fmt.Fprintf(fs.Output(), "usage: denoiser-lab eval %s %s\n\n", name, usage)
 		fs.PrintDefaults()
 	}
 	return fs
@@ -120,7 +121,7 @@ func runEvalTransition(ctx context.Context, args []string, stderr io.Writer) err
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("eval transition: unexpected arguments %q: %w", fs.Args(), errUsage)
+		return fmt.Errorf("eval transition: unexpected arguments %q: %w", fs.Args(), cli.ErrUsage)
 	}
 	rs, err := parseRates(*rates)
 	if err != nil {
@@ -183,7 +184,7 @@ func runEvalRecommend(ctx context.Context, args []string, stderr io.Writer) erro
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("eval recommend: unexpected arguments %q: %w", fs.Args(), errUsage)
+		return fmt.Errorf("eval recommend: unexpected arguments %q: %w", fs.Args(), cli.ErrUsage)
 	}
 	start := time.Now()
 	d, err := eval.LoadMovieLens(ctx, *data)
@@ -222,7 +223,7 @@ func runEvalDetect(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("eval detect: unexpected arguments %q: %w", fs.Args(), errUsage)
+		return fmt.Errorf("eval detect: unexpected arguments %q: %w", fs.Args(), cli.ErrUsage)
 	}
 	noise, err := parseRates(*synthNoise)
 	if err != nil {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -22,18 +22,18 @@ import (
 	"denoiser/producer"
 )
 
-// replayConfig is the YAML file given to --config.
-type replayConfig struct {
+// ReplayConfig is the YAML file given to replay's and demo's --config.
+type ReplayConfig struct {
 	// Seed seeds the models' random sources (default 1).
 	Seed uint64 `yaml:"seed"`
 	// Model configures the model; see online.Config for fields and defaults.
 	Model online.Config `yaml:"model"`
 }
 
-// loadReplayConfig reads path ("" = all defaults). Unknown keys are errors,
+// LoadReplayConfig reads path ("" = all defaults). Unknown keys are errors,
 // so that a typo does not silently fall back to a default.
-func loadReplayConfig(path string) (replayConfig, error) {
-	var c replayConfig
+func LoadReplayConfig(path string) (ReplayConfig, error) {
+	var c ReplayConfig
 	if path != "" {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -54,16 +54,16 @@ func loadReplayConfig(path string) (replayConfig, error) {
 	return c, nil
 }
 
-// seedOverride is the --seed flag of replay and demo: when given, it
+// SeedOverride is the --seed flag of replay and demo: when given, it
 // replaces the configuration file's seed.
-type seedOverride struct {
+type SeedOverride struct {
 	set   bool
 	value uint64
 }
 
-// seedFlag registers --seed on fs.
-func seedFlag(fs *flag.FlagSet) *seedOverride {
-	s := &seedOverride{}
+// SeedFlag registers --seed on fs.
+func SeedFlag(fs *flag.FlagSet) *SeedOverride {
+	s := &SeedOverride{}
 	fs.Func("seed", "seed of the models' random sources (`N`, default: the config's seed:, else 1)", func(v string) error {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
@@ -75,21 +75,21 @@ func seedFlag(fs *flag.FlagSet) *seedOverride {
 	return s
 }
 
-// apply writes the flag's seed into dst when the flag was given.
-func (s *seedOverride) apply(dst *uint64) {
+// Apply writes the flag's seed into dst when the flag was given.
+func (s *SeedOverride) Apply(dst *uint64) {
 	if s.set {
 		*dst = s.value
 	}
 }
 
-// runReplay implements
+// Replay implements
 //
 //	denoiser replay --in FILE --out FILE [--dead-letter FILE] [--truth MODE] [--report FILE.json] [--config FILE]
 //
 // It runs the stream pipeline (consumer.Run) from a JSON-lines file to a
 // JSON-lines file, with a plain model beside the main one as the
 // loss_baseline, and reports how well the scores find the noise.
-func runReplay(ctx context.Context, args []string, _, stderr io.Writer) error {
+func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
@@ -99,7 +99,7 @@ func runReplay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		truthMode  = fs.String("truth", "field", "ground truth for the report: field, dwell:MS (dwell_ms < MS is noise) or rating:R (rating <= R is noise)")
 		reportPath = fs.String("report", "", "write the JSON report to `file`")
 		configPath = fs.String("config", "", "YAML `file` with seed: and model: (online.Config)")
-		seed       = seedFlag(fs)
+		seed       = SeedFlag(fs)
 	)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: denoiser replay --in FILE --out FILE [--dead-letter FILE] [--truth MODE] [--report FILE.json] [--config FILE]\n\n"+
@@ -112,9 +112,9 @@ func runReplay(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	switch {
 	case fs.NArg() > 0:
-		return fmt.Errorf("replay: unexpected arguments %q: %w", fs.Args(), errUsage)
+		return fmt.Errorf("replay: unexpected arguments %q: %w", fs.Args(), ErrUsage)
 	case *in == "" || *out == "":
-		return fmt.Errorf("replay: --in and --out are required: %w", errUsage)
+		return fmt.Errorf("replay: --in and --out are required: %w", ErrUsage)
 	}
 	if *deadLetter == "" {
 		*deadLetter = strings.TrimSuffix(*out, filepath.Ext(*out)) + ".dead-letter.jsonl"
@@ -123,11 +123,11 @@ func runReplay(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
-	cfg, err := loadReplayConfig(*configPath)
+	cfg, err := LoadReplayConfig(*configPath)
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
-	seed.apply(&cfg.Seed)
+	seed.Apply(&cfg.Seed)
 	model, err := online.New(cfg.Model, online.NewSource(cfg.Seed))
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)

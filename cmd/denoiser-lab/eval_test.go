@@ -64,7 +64,7 @@ func TestEvalCommands(t *testing.T) {
 				}
 			}
 			md, _ := os.ReadFile(filepath.Join(dir, tc.files[0]))
-			if !bytes.Contains(md, []byte("Produced by `denoiser eval "+tc.args[0])) {
+			if !bytes.Contains(md, []byte("Produced by `denoiser-lab eval "+tc.args[0])) {
 				t.Errorf("report does not name its command:\n%.300s", md)
 			}
 			var js map[string]json.RawMessage

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 
+	"denoiser/internal/cli"
 	"denoiser/internal/demo"
 	"denoiser/internal/report"
 	"denoiser/service"
@@ -14,7 +15,7 @@ import (
 
 // runDemo implements
 //
-//	denoiser demo [--in FILE] [--partitions N] [--truth MODE] [--report FILE.json] [--http ADDR] [--config FILE] [--log-level LEVEL]
+//	denoiser-lab demo [--in FILE] [--partitions N] [--truth MODE] [--report FILE.json] [--http ADDR] [--config FILE] [--log-level LEVEL]
 //
 // It runs the stream service against an embedded Kafka broker (package
 // demo) and prints the report.
@@ -28,12 +29,12 @@ func runDemo(ctx context.Context, args []string, _, stderr io.Writer) error {
 		reportPath = fs.String("report", "", "write the JSON report (the fields of replay's) to `file`")
 		httpAddr   = fs.String("http", service.DefaultHTTPAddr, "listen `address` of /metrics, /healthz, /readyz while the demo runs (off: none)")
 		configPath = fs.String("config", "", "YAML `file` with seed: and model: (as for replay)")
-		seed       = seedFlag(fs)
+		seed       = cli.SeedFlag(fs)
 		stateDir   = fs.String("state-dir", "", "Badger state `directory` (default: a temporary one)")
 		logLevel   = fs.String("log-level", "warn", "log level of the service: debug, info, warn or error")
 	)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: denoiser demo [flags]\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: denoiser-lab demo [flags]\n\n"+
 			"Starts an embedded Kafka broker, produces the event log into a topic, runs the\n"+
 			"stream service (denoiser run) as a consumer-group member, reads the scored topic\n"+
 			"back and prints the report. Needs nothing but this binary.\n\n")
@@ -43,20 +44,20 @@ func runDemo(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("demo: unexpected arguments %q: %w", fs.Args(), errUsage)
+		return fmt.Errorf("demo: unexpected arguments %q: %w", fs.Args(), cli.ErrUsage)
 	}
 	truth, err := report.ParseTruth(*truthMode)
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	cfg, err := loadReplayConfig(*configPath)
+	cfg, err := cli.LoadReplayConfig(*configPath)
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	seed.apply(&cfg.Seed)
+	seed.Apply(&cfg.Seed)
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("demo: --log-level: %w: %w", err, errUsage)
+		return fmt.Errorf("demo: --log-level: %w: %w", err, cli.ErrUsage)
 	}
 	rep, err := demo.Run(ctx, demo.Options{
 		Input: *in, Partitions: *partitions, Truth: &truth, HTTPAddr: *httpAddr, StateDir: *stateDir,

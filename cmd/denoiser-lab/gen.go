@@ -15,7 +15,7 @@ import (
 
 // runGen implements
 //
-//	denoiser gen --out FILE --events N --noise RATE --seed S [--users U --items I --topics K ...]
+//	denoiser-lab gen --out FILE --events N --noise RATE --seed S [--users U --items I --topics K ...]
 //
 // It writes a synthetic click stream with ground truth (package synth) to
 // FILE atomically, or to stdout when FILE is "-".
@@ -36,7 +36,7 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		epoch     = fs.Int64("epoch", synth.DefaultEpochMS, "unix `ms` of the start of the stream")
 	)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: denoiser gen --out FILE [--events N] [--noise RATE] [--seed S] [flags]\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: denoiser-lab gen --out FILE [--events N] [--noise RATE] [--seed S] [flags]\n\n"+
 			"Writes a synthetic click/dwell stream in which every event carries its ground truth.\n\n")
 		fs.PrintDefaults()
 	}
@@ -82,14 +82,14 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 // runConvert implements
 //
-//	denoiser convert movielens --in u.data --out FILE
+//	denoiser-lab convert movielens --in u.data --out FILE
 //
 // It converts a MovieLens rating file into the event format (package
 // movielens), sorted by (ts, user, item), writing FILE atomically or stdout
 // when FILE is "-".
 func runConvert(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	usage := func(w io.Writer) {
-		fmt.Fprintf(w, "usage: denoiser convert movielens --in u.data --out FILE\n\n"+
+		fmt.Fprintf(w, "usage: denoiser-lab convert movielens --in u.data --out FILE\n\n"+
 			"Converts MovieLens ratings (user item rating unix_seconds per line) into events:\n"+
 			"event \"rating\", rating kept, ts in ms, no truth field, sorted by (ts, user, item).\n\n")
 	}
