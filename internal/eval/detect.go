@@ -10,8 +10,18 @@ import (
 	"denoiser/online"
 )
 
-// Scores compared by the detect experiment.
-var detectScores = []string{"p_clean", "reliability", "loss baseline"}
+// Scores compared by the detect experiment: the model's, then the
+// label-free baselines of package report (each in its better direction,
+// per seed).
+var detectScores = []string{"p_clean", "reliability", report.BaselineLoss,
+	report.BaselineItemPopularity, report.BaselineUserActivity, report.BaselinePairCount, report.BaselineDwell}
+
+// firstBaseline is the index in detectScores of the first baseline.
+const firstBaseline = 2
+
+// dwellScore is the index in detectScores of the dwell baseline, which is
+// reported only where at least half the events carry a dwell time.
+const dwellScore = 6
 
 // DetectConfig configures the detection experiment.
 type DetectConfig struct {
@@ -80,6 +90,9 @@ type DetectCase struct {
 	Events     int            `json:"events"`
 	NoiseShare float64        `json:"noise_share"`
 	Metrics    []DetectMetric `json:"metrics"`
+	// BestBaseline names the label-free baseline with the highest mean
+	// ROC-AUC.
+	BestBaseline string `json:"best_baseline"`
 	// HistGenuine and HistNoise are the reliability histograms (shares of
 	// each class per bin over [0,1]) of the first seed.
 	HistGenuine []float64 `json:"hist_genuine"`
@@ -148,7 +161,8 @@ func RunDetect(ctx context.Context, d *Dataset, cfg DetectConfig) (*DetectResult
 		cfg.Progress.Total.Store(int64(len(jobs)))
 	}
 	type out struct {
-		scores [3][]float64 // p_clean, reliability, −loss of the plain model
+		scores     [7][]float64 // in detectScores order
+		dwellShare float64
 	}
 	outs, err := parallel(ctx, len(jobs), cfg.Workers, func(n int) (out, error) {
 		j := jobs[n]
@@ -168,6 +182,14 @@ func RunDetect(ctx context.Context, d *Dataset, cfg DetectConfig) (*DetectResult
 		for k := range o.scores {
 			o.scores[k] = make([]float64, len(s.events))
 		}
+		counter := report.NewCounter()
+		for e, ev := range s.events {
+			c := counter.Observe(ev.User, ev.Item, ev.DwellMS, ev.HasDwell)
+			for k, v := range c {
+				o.scores[firstBaseline+1+k][e] = v
+			}
+		}
+		o.dwellShare = counter.DwellShare()
 		var sc, sb online.Score
 		for pass := range cfg.Passes {
 			for e, ev := range s.events {
@@ -203,13 +225,17 @@ func RunDetect(ctx context.Context, d *Dataset, cfg DetectConfig) (*DetectResult
 			}
 		}
 		c.NoiseShare /= float64(len(s.genuine))
+		best := 0.0
 		for k, name := range detectScores {
 			var roc, ap, apn []float64
 			for n, j := range jobs {
-				if j.stream != si {
+				if j.stream != si || (k == dwellScore && outs[n].dwellShare < 0.5) {
 					continue
 				}
 				sc := outs[n].scores[k]
+				if k >= firstBaseline {
+					sc, _ = report.BetterDirection(sc, s.genuine)
+				}
 				a, err := report.ROCAUC(sc, s.genuine)
 				if err != nil {
 					return nil, fmt.Errorf("detect %s %s: %w", s.name, name, err)
@@ -222,11 +248,17 @@ func RunDetect(ctx context.Context, d *Dataset, cfg DetectConfig) (*DetectResult
 				pn, _ := report.AveragePrecision(neg, noise)
 				roc, ap, apn = append(roc, a), append(ap, p), append(apn, pn)
 			}
+			if len(roc) == 0 {
+				continue
+			}
 			dm := DetectMetric{Score: name}
 			dm.ROCAUC, dm.ROCAUCStd = MeanStd(roc)
 			dm.PRAUC, dm.PRAUCStd = MeanStd(ap)
 			dm.PRAUCNoise, dm.PRAUCNoiseS = MeanStd(apn)
 			c.Metrics = append(c.Metrics, dm)
+			if k >= firstBaseline && (c.BestBaseline == "" || dm.ROCAUC > best) {
+				c.BestBaseline, best = name, dm.ROCAUC
+			}
 		}
 		for n, j := range jobs {
 			if j.stream == si && j.seed == 1 {

@@ -15,11 +15,18 @@ func (r *DetectResult) WriteReport(dir string, meta Meta) error {
 		"uses). Scores are the stream stage's own: each event is scored before the model learns from it (%d pass(es), scores "+
 		"from the last). Mean ± std over %d seeds. ROC-AUC is the probability that a genuine event scores above a noisy one; "+
 		"PR-AUC is average precision with genuine events as the positive class (as in the replay report), and PR-AUC(noise) "+
-		"with noisy events as the positive class and the score negated.\n\n", r.Passes, r.Seeds)
+		"with noisy events as the positive class and the score negated. The label-free baselines count what the stream "+
+		"itself tells, each from the events before the one it scores: the item's popularity, the user's activity, the "+
+		"(user, item) repeat count, and dwell where at least half the events carry it; each is taken in its better "+
+		"direction per seed, so the comparison is conservative. The best baseline of each stream is marked.\n\n", r.Passes, r.Seeds)
 	fmt.Fprintf(&b, "| stream | noise share | score | ROC-AUC | PR-AUC (genuine) | PR-AUC (noise) |\n|---|---|---|---|---|---|\n")
 	for _, c := range r.Cases {
 		for _, m := range c.Metrics {
-			fmt.Fprintf(&b, "| %s | %.3f | %s | %s | %s | %s |\n", c.Name, c.NoiseShare, m.Score, pm(m.ROCAUC, m.ROCAUCStd), pm(m.PRAUC, m.PRAUCStd), pm(m.PRAUCNoise, m.PRAUCNoiseS))
+			name := m.Score
+			if name == c.BestBaseline {
+				name += " (best baseline)"
+			}
+			fmt.Fprintf(&b, "| %s | %.3f | %s | %s | %s | %s |\n", c.Name, c.NoiseShare, name, pm(m.ROCAUC, m.ROCAUCStd), pm(m.PRAUC, m.PRAUCStd), pm(m.PRAUCNoise, m.PRAUCNoiseS))
 		}
 	}
 	fmt.Fprintf(&b, "\nA score that does not separate the classes has ROC-AUC 0.5 and PR-AUC equal to the class's share.\n\n")

@@ -151,12 +151,17 @@ func TestDetectEndToEnd(t *testing.T) {
 		t.Errorf("synthetic noise share %v", syn.NoiseShare)
 	}
 	for _, c := range res.Cases {
-		if len(c.Metrics) != 3 {
+		// No stream here carries dwell: every score but the dwell baseline.
+		if len(c.Metrics) != len(detectScores)-1 {
 			t.Fatalf("%s: %d metrics", c.Name, len(c.Metrics))
 		}
-		for _, m := range c.Metrics {
+		for k, m := range c.Metrics {
 			if !(m.ROCAUC >= 0 && m.ROCAUC <= 1 && m.PRAUC > 0 && m.PRAUC <= 1) {
 				t.Errorf("%s %s: %+v", c.Name, m.Score, m)
+			}
+			// Baselines are reported in their better direction.
+			if k >= firstBaseline && m.ROCAUC < 0.5 {
+				t.Errorf("%s %s: ROC-AUC %v below 0.5", c.Name, m.Score, m.ROCAUC)
 			}
 		}
 		sum := 0.0

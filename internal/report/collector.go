@@ -27,12 +27,15 @@ type Collector struct {
 	reliability  []float64
 	negLoss      []float64 // −(baseline loss); valid where hasShadow
 	hasShadow    []bool
+
+	counter *Counter
+	counts  [len(countBaselines)][]float64 // the counting baselines' scores
 }
 
 // NewCollector returns a Collector that passes records on to next (nil: to
 // nothing).
 func NewCollector(truth Truth, next consumer.Sink) *Collector {
-	return &Collector{truth: truth, next: next}
+	return &Collector{truth: truth, next: next, counter: NewCounter()}
 }
 
 // Write records r and passes it on.
@@ -41,7 +44,12 @@ func (c *Collector) Write(ctx context.Context, r *consumer.Result) error {
 	if r.Score.Distilled >= 0 {
 		c.distilled++
 	}
-	if g, ok := c.truth.Genuine(&r.Event); ok {
+	ev := &r.Event
+	counts := c.counter.Observe(ev.User, ev.Item, ev.DwellMS, ev.HasDwell)
+	if g, ok := c.truth.Genuine(ev); ok {
+		for k, v := range counts {
+			c.counts[k] = append(c.counts[k], v)
+		}
 		c.genuine = append(c.genuine, g)
 		c.pClean = append(c.pClean, r.Score.PClean)
 		c.reliability = append(c.reliability, r.Score.Reliability)

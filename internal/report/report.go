@@ -13,13 +13,40 @@ import (
 	"denoiser/online"
 )
 
-// Metrics holds one ranking metric for each score. A nil value means the
-// metric is undefined (one class only, or no baseline).
+// Metrics holds one ranking metric for each score: the model's, then the
+// label-free baselines (see baselines.go), each in its better direction. A
+// nil value means the metric is undefined (one class only, no baseline
+// model, or too few dwell times).
 type Metrics struct {
-	PClean       *float64 `json:"p_clean"`
-	Reliability  *float64 `json:"reliability"`
-	LossBaseline *float64 `json:"loss_baseline"`
+	PClean         *float64 `json:"p_clean"`
+	Reliability    *float64 `json:"reliability"`
+	LossBaseline   *float64 `json:"loss_baseline"`
+	ItemPopularity *float64 `json:"item_popularity"`
+	UserActivity   *float64 `json:"user_activity"`
+	PairCount      *float64 `json:"pair_count"`
+	Dwell          *float64 `json:"dwell"`
 }
+
+// baseline returns the field of m that holds the named baseline.
+func (m *Metrics) baseline(name string) **float64 {
+	switch name {
+	case BaselineLoss:
+		return &m.LossBaseline
+	case BaselineItemPopularity:
+		return &m.ItemPopularity
+	case BaselineUserActivity:
+		return &m.UserActivity
+	case BaselinePairCount:
+		return &m.PairCount
+	case BaselineDwell:
+		return &m.Dwell
+	}
+	panic("report: unknown baseline " + name)
+}
+
+// minDwellShare is the share of events that must carry dwell_ms for the
+// dwell baseline to be reported.
+const minDwellShare = 0.5
 
 // Report is the result of a replay.
 type Report struct {
@@ -45,6 +72,11 @@ type Report struct {
 
 	AUC   Metrics `json:"auc"`    // ROC-AUC, genuine = positive
 	PRAUC Metrics `json:"pr_auc"` // average precision, genuine = positive
+	// BestBaseline names the baseline with the highest ROC-AUC ("" when
+	// none is defined); BaselineDirection says, per baseline reported,
+	// whether a higher or a lower value was taken as genuine.
+	BestBaseline      string            `json:"best_baseline"`
+	BaselineDirection map[string]string `json:"baseline_direction"`
 
 	GMM            online.GMMSummary `json:"gmm"`
 	MeanTransition [][]float64       `json:"mean_transition"`
@@ -109,9 +141,36 @@ func Build(in Inputs) Report {
 				g = append(g, c.genuine[i])
 			}
 		}
-		r.AUC.LossBaseline, r.PRAUC.LossBaseline = metrics(s, g)
+		r.baseline(BaselineLoss, s, g)
+	}
+	for k, name := range countBaselines {
+		if name == BaselineDwell && (c.counter.DwellShare() < minDwellShare || c.truth.Mode == TruthDwell) {
+			continue // too few dwell times, or dwell is the truth itself
+		}
+		r.baseline(name, c.counts[k], c.genuine)
 	}
 	return r
+}
+
+// baseline records the metrics of the named baseline's scores s against
+// genuine, in the better direction, and keeps BestBaseline up to date.
+func (r *Report) baseline(name string, s []float64, genuine []bool) {
+	s, negated := BetterDirection(s, genuine)
+	auc, ap := metrics(s, genuine)
+	*r.AUC.baseline(name), *r.PRAUC.baseline(name) = auc, ap
+	if auc == nil {
+		return
+	}
+	if r.BaselineDirection == nil {
+		r.BaselineDirection = map[string]string{}
+	}
+	r.BaselineDirection[name] = "higher_is_genuine"
+	if negated {
+		r.BaselineDirection[name] = "lower_is_genuine"
+	}
+	if r.BestBaseline == "" || *auc > **r.AUC.baseline(r.BestBaseline) {
+		r.BestBaseline = name
+	}
 }
 
 func metrics(s []float64, g []bool) (auc, ap *float64) {
@@ -173,13 +232,23 @@ func (r *Report) PrintAs(w io.Writer, command string) error {
 	}
 	fmt.Fprintf(&b, "distilled: %.1f%% of events; rho %.3g; %d GMM refits\n", 100*r.DistilledShare, r.Model.Rho, r.Model.Refits)
 	fmt.Fprintf(&b, "truth %s: %d events (%d genuine, %d noise), %d without truth\n", r.Truth, r.WithTruth, r.Genuine, r.Noise, r.WithoutTruth)
-	fmt.Fprintf(&b, "  %-14s %8s %8s\n", "score", "ROC-AUC", "PR-AUC")
+	fmt.Fprintf(&b, "  %-16s %8s %8s\n", "score", "ROC-AUC", "PR-AUC")
 	row := func(name string, auc, ap *float64) {
-		fmt.Fprintf(&b, "  %-14s %8s %8s\n", name, num(auc), num(ap))
+		fmt.Fprintf(&b, "  %-16s %8s %8s\n", name, num(auc), num(ap))
 	}
 	row("p_clean", r.AUC.PClean, r.PRAUC.PClean)
 	row("reliability", r.AUC.Reliability, r.PRAUC.Reliability)
-	row("loss_baseline", r.AUC.LossBaseline, r.PRAUC.LossBaseline)
+	for _, name := range baselineNames {
+		auc, ap := *r.AUC.baseline(name), *r.PRAUC.baseline(name)
+		if auc == nil && name != BaselineLoss {
+			continue
+		}
+		tag := ""
+		if name == r.BestBaseline {
+			tag = "  (best baseline)"
+		}
+		fmt.Fprintf(&b, "  %-16s %8s %8s%s\n", name, num(auc), num(ap), tag)
+	}
 	if g := r.GMM; g.Fitted {
 		for i, c := range g.Components {
 			tag := ""

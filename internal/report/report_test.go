@@ -166,7 +166,7 @@ func TestCollectorAndBuild(t *testing.T) {
 	if err := r.Print(&human); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"5 events scored, 1 invalid (not_json 1)", "p_clean          1.0000   1.0000", "(reliable)", "0.900 0.100"} {
+	for _, want := range []string{"5 events scored, 1 invalid (not_json 1)", "p_clean            1.0000   1.0000", "(reliable)", "0.900 0.100"} {
 		if !strings.Contains(human.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, human.String())
 		}

@@ -1,0 +1,90 @@
+package report
+
+import "math"
+
+// Label-free baselines: what a user can count from the stream itself, with
+// no model. Each is prequential (computed from the events before the one
+// it scores), so it is as honest as the model's test-then-train scores.
+// They are reported beside p_clean so that a score is never judged alone.
+const (
+	BaselineLoss           = "loss_baseline"   // −loss of a plain model (T-CE's signal)
+	BaselineItemPopularity = "item_popularity" // the item's count so far
+	BaselineUserActivity   = "user_activity"   // the user's count so far
+	BaselinePairCount      = "pair_count"      // the (user, item) count so far
+	BaselineDwell          = "dwell"           // the event's dwell_ms
+)
+
+// baselineNames are every baseline, in the order reports list them.
+var baselineNames = [...]string{BaselineLoss, BaselineItemPopularity, BaselineUserActivity, BaselinePairCount, BaselineDwell}
+
+// countBaselines are the baselines Counter computes, in its Observe order.
+var countBaselines = [...]string{BaselineItemPopularity, BaselineUserActivity, BaselinePairCount, BaselineDwell}
+
+// Counter computes the counting baselines of a stream, event by event.
+// Memory grows with the distinct users, items and pairs: it is a lab tool
+// for reports, not part of the service.
+type Counter struct {
+	users, items map[string]uint32
+	pairs        map[[2]string]uint32
+
+	// Dwell: events with one, and the running mean of log(1+dwell) that
+	// stands in for a missing one (so a missing dwell ranks in the middle,
+	// favouring neither side).
+	withDwell, events uint64
+	logDwellSum       float64
+}
+
+// NewCounter returns an empty Counter.
+func NewCounter() *Counter {
+	return &Counter{users: map[string]uint32{}, items: map[string]uint32{}, pairs: map[[2]string]uint32{}}
+}
+
+// Observe returns the baselines' scores of an event from the events before
+// it (item popularity, user activity, pair count, log dwell), then counts
+// it.
+func (c *Counter) Observe(user, item string, dwellMS int64, hasDwell bool) [len(countBaselines)]float64 {
+	pair := [2]string{user, item}
+	var s [len(countBaselines)]float64
+	s[0] = float64(c.items[item])
+	s[1] = float64(c.users[user])
+	s[2] = float64(c.pairs[pair])
+	if hasDwell {
+		s[3] = math.Log1p(float64(max(dwellMS, 0)))
+	} else if c.withDwell > 0 {
+		s[3] = c.logDwellSum / float64(c.withDwell)
+	}
+	c.items[item]++
+	c.users[user]++
+	c.pairs[pair]++
+	c.events++
+	if hasDwell {
+		c.withDwell++
+		c.logDwellSum += s[3]
+	}
+	return s
+}
+
+// DwellShare is the share of observed events that carried a dwell time.
+func (c *Counter) DwellShare() float64 {
+	if c.events == 0 {
+		return 0
+	}
+	return float64(c.withDwell) / float64(c.events)
+}
+
+// BetterDirection returns s or its negation, whichever has the higher
+// ROC-AUC against genuine, and whether it negated. A baseline is reported
+// in its better direction so that comparing a model with it is
+// conservative: the model must beat the baseline as a user would have
+// oriented it with hindsight.
+func BetterDirection(s []float64, genuine []bool) ([]float64, bool) {
+	auc, err := ROCAUC(s, genuine)
+	if err != nil || auc >= 0.5 {
+		return s, false
+	}
+	neg := make([]float64, len(s))
+	for i, v := range s {
+		neg[i] = -v
+	}
+	return neg, true
+}
