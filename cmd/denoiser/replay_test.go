@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -186,4 +187,64 @@ func TestHelp(t *testing.T) {
 	if code := run(context.Background(), []string{"help"}, &stdout, &bytes.Buffer{}); code != 0 || !strings.Contains(stdout.String(), "replay") {
 		t.Fatalf("help: exit %d, %q", code, stdout.String())
 	}
+}
+
+// TestReplayStdio: "-" reads standard input and writes standard output, and
+// an input named again as an output is refused before anything is written.
+func TestReplayStdio(t *testing.T) {
+	dir := t.TempDir()
+	in := replayInput(t, dir)
+	orig := readFile(t, in)
+	cfg := writeFile(t, filepath.Join(dir, "c.yaml"), smallConfig)
+	dead := filepath.Join(dir, "dead.jsonl")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"in is out", []string{"--in", in, "--out", in}, "same file"},
+		{"in is dead letter", []string{"--in", in, "--out", filepath.Join(dir, "o.jsonl"), "--dead-letter", in}, "same file"},
+		{"in is report, through a link", []string{"--in", in, "--out", filepath.Join(dir, "o.jsonl"), "--report", symlink(t, in, filepath.Join(dir, "l.json"))}, "same file"},
+		{"stdout without dead letter", []string{"--in", in, "--out", "-"}, "--dead-letter"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			code := run(context.Background(), append([]string{"replay", "--config", cfg}, tc.args...), &bytes.Buffer{}, &stderr)
+			if code != 2 || !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr.String(), tc.want)
+			}
+			if readFile(t, in) != orig {
+				t.Fatal("the input was changed")
+			}
+		})
+	}
+
+	// The whole pipeline through standard input and output, in a child
+	// process so that its standard streams are real files.
+	cmd := exec.Command(os.Args[0], "replay", "--in", "-", "--out", "-", "--dead-letter", dead, "--config", cfg)
+	cmd.Env = append(os.Environ(), envAsDenoiser+"=1")
+	stdin, err := os.Open(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("replay - -: %v\n%s", err, stderr.String())
+	}
+	if n := bytes.Count(stdout.Bytes(), []byte("\n")); n != replayLines {
+		t.Errorf("standard output has %d lines, want %d", n, replayLines)
+	}
+	if !strings.Contains(readFile(t, dead), `"file":"stdin"`) {
+		t.Errorf("dead letters do not name stdin: %s", readFile(t, dead))
+	}
+}
+
+func symlink(t *testing.T, target, link string) string {
+	t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	return link
 }

@@ -4,6 +4,13 @@
 // written; the directory is then synced so that the rename is durable.
 // On any failure, or on Abort, the temporary file is removed and the
 // destination is left as it was.
+//
+// Only a regular file is ever replaced. A destination that is a symbolic
+// link is resolved, and the file it names is replaced (the link stays). A
+// destination that exists and is not a regular file (a device such as
+// /dev/stdout, a FIFO) is written straight through, with no temporary file
+// and no rename: such a stream cannot be replaced whole. The name "-" is
+// standard output, written straight through and never closed.
 package atomicfile
 
 import (
@@ -20,11 +27,39 @@ type File struct {
 	f    *os.File
 	path string
 	done bool
+	// direct: f is the destination itself (standard output, a device, a
+	// FIFO), written straight through; keepOpen: f is standard output.
+	direct, keepOpen bool
 }
 
-// Create starts writing path. The temporary file is created in path's
-// directory, so that the rename stays on one file system.
+// Stdout is the name that means standard output.
+const Stdout = "-"
+
+// Create starts writing path. The temporary file is created in the
+// directory of the regular file path names (after symbolic links), so that
+// the rename stays on one file system. See the package comment for "-",
+// devices and FIFOs.
 func Create(path string) (*File, error) {
+	if path == Stdout {
+		return &File{f: os.Stdout, path: path, direct: true, keepOpen: true}, nil
+	}
+	switch fi, err := os.Stat(path); {
+	case err == nil && fi.IsDir():
+		return nil, fmt.Errorf("create %s: is a directory", path)
+	case err == nil && fi.Mode().IsRegular():
+		// A link to a regular file: replace the file, keep the link. A
+		// link that names no path (/dev/stdout redirected to a file names
+		// /proc/self/fd/1) is written through.
+		target, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			return openDirect(path)
+		}
+		path = target
+	case err == nil:
+		return openDirect(path) // a device, a FIFO, a socket
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -40,8 +75,14 @@ func Create(path string) (*File, error) {
 func (f *File) Write(p []byte) (int, error) { return f.f.Write(p) }
 
 // Sync flushes what was written so far to stable storage (under the
-// temporary name).
-func (f *File) Sync() error { return f.f.Sync() }
+// temporary name). A destination written straight through is not synced
+// (a pipe or a terminal cannot be).
+func (f *File) Sync() error {
+	if f.direct {
+		return nil
+	}
+	return f.f.Sync()
+}
 
 // Path is the destination.
 func (f *File) Path() string { return f.path }
@@ -54,6 +95,9 @@ func (f *File) Commit() error {
 		return nil
 	}
 	f.done = true
+	if f.direct {
+		return f.closeDirect()
+	}
 	err := f.f.Chmod(0o644)
 	if err == nil {
 		err = f.f.Sync()
@@ -72,12 +116,38 @@ func (f *File) Commit() error {
 }
 
 // Abort discards what was written.
+// A destination written straight through keeps what was written: a stream
+// cannot be taken back.
 func (f *File) Abort() error {
 	if f.done {
 		return nil
 	}
 	f.done = true
+	if f.direct {
+		return f.closeDirect()
+	}
 	return errors.Join(f.f.Close(), remove(f.f.Name()))
+}
+
+// openDirect opens an existing non-regular destination to write straight
+// through.
+func openDirect(path string) (*File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	return &File{f: f, path: path, direct: true}, nil
+}
+
+// closeDirect ends a write straight through: standard output stays open.
+func (f *File) closeDirect() error {
+	if f.keepOpen {
+		return nil
+	}
+	if err := f.f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", f.path, err)
+	}
+	return nil
 }
 
 // WriteFile writes path atomically with write.

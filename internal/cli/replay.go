@@ -17,6 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"denoiser/consumer"
+	"denoiser/internal/atomicfile"
 	"denoiser/internal/report"
 	"denoiser/online"
 	"denoiser/producer"
@@ -93,9 +94,9 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		in         = fs.String("in", "", "input `file` of JSON-lines events (required)")
-		out        = fs.String("out", "", "output `file` of scored events (required)")
-		deadLetter = fs.String("dead-letter", "", "dead-letter `file` for bad records (default: OUT with .dead-letter.jsonl for its extension)")
+		in         = fs.String("in", "", "input `file` of JSON-lines events, - for standard input (required)")
+		out        = fs.String("out", "", "output `file` of scored events, - for standard output (required)")
+		deadLetter = fs.String("dead-letter", "", "dead-letter `file` for bad records (default: OUT with .dead-letter.jsonl for its extension; required with --out -)")
 		truthMode  = fs.String("truth", "field", "ground truth for the report: field, dwell:MS (dwell_ms < MS is noise) or rating:R (rating <= R is noise)")
 		reportPath = fs.String("report", "", "write the JSON report to `file`")
 		configPath = fs.String("config", "", "YAML `file` with seed: and model: (online.Config)")
@@ -117,7 +118,13 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return fmt.Errorf("replay: --in and --out are required: %w", ErrUsage)
 	}
 	if *deadLetter == "" {
+		if *out == atomicfile.Stdout {
+			return fmt.Errorf("replay: --out - needs --dead-letter FILE: %w", ErrUsage)
+		}
 		*deadLetter = strings.TrimSuffix(*out, filepath.Ext(*out)) + ".dead-letter.jsonl"
+	}
+	if err := distinctPaths(*in, *out, *deadLetter, *reportPath); err != nil {
+		return fmt.Errorf("replay: %w: %w", err, ErrUsage)
 	}
 	truth, err := report.ParseTruth(*truthMode)
 	if err != nil {
@@ -139,7 +146,7 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return fmt.Errorf("replay: baseline: %w", err)
 	}
 
-	src, err := consumer.OpenFile(*in)
+	src, err := openInput(*in)
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
@@ -184,6 +191,47 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "replay: wrote %s (%d scored) and %s (%d dead-lettered)\n", *out, st.Scored, *deadLetter, st.Rejected)
 	if err := rep.Print(stderr); err != nil {
 		return fmt.Errorf("replay: %w", err)
+	}
+	return nil
+}
+
+// stdinName is the file name the positions of events read from standard
+// input carry.
+const stdinName = "stdin"
+
+// openInput opens the event log, "-" for standard input.
+func openInput(path string) (*consumer.FileSource, error) {
+	if path == "-" {
+		return consumer.NewFileSource(os.Stdin, stdinName), nil
+	}
+	return consumer.OpenFile(path)
+}
+
+// distinctPaths refuses an input that is also an output, and one output
+// given twice ("" is a flag not given): writing would destroy what is read, or interleave two
+// outputs. Names that do not exist yet are distinct from everything.
+func distinctPaths(in, out, deadLetter, report string) error {
+	named := []struct{ flag, path string }{{"--in", in}, {"--out", out}, {"--dead-letter", deadLetter}, {"--report", report}}
+	for i, a := range named {
+		for _, b := range named[i+1:] {
+			if a.path == "" || b.path == "" {
+				continue
+			}
+			if a.path == "-" || b.path == "-" {
+				if a.path == b.path && a.flag != "--in" {
+					return fmt.Errorf("%s and %s are both standard output", a.flag, b.flag)
+				}
+				continue
+			}
+			if a.path == b.path {
+				return fmt.Errorf("%s and %s are the same file %s", a.flag, b.flag, a.path)
+			}
+			fa, errA := os.Stat(a.path)
+			fb, errB := os.Stat(b.path)
+			if errA == nil && errB == nil && os.SameFile(fa, fb) && fa.Mode().IsRegular() {
+				return fmt.Errorf("%s %s and %s %s are the same file", a.flag, a.path, b.flag, b.path)
+			}
+		}
 	}
 	return nil
 }
