@@ -14,8 +14,8 @@ OUT     ?= out
 # eval, gen, convert), so that the service links neither plotting nor the
 # embedded broker.
 build:
-	$(GO) build -o $(BIN) ./cmd/denoiser
-	$(GO) build -o $(LAB) ./cmd/denoiser-lab
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/denoiser
+	$(GO) build -buildvcs=auto -o $(LAB) ./cmd/denoiser-lab
 
 # The main job on the embedded default: the stream service against an
 # embedded Kafka broker (no Java, no network): the shipped synthetic log is

@@ -30,6 +30,7 @@ var commands = map[string]cli.Command{
 	"eval":    runEval,
 	"gen":     runGen,
 	"convert": runConvert,
+	"version": cli.Version,
 }
 
 const usage = `usage: denoiser-lab <command> [flags]
@@ -39,6 +40,7 @@ commands:
   eval      reproduce the paper's experiments (transition, recommend, detect)
   gen       write a synthetic click stream with ground truth
   convert   convert a dataset (movielens) into the event format
+  version   print the commit and Go version this binary was built from
 
 Run "denoiser-lab <command> -h" for a command's flags. The service itself
 (run, replay, snapshot) is the binary denoiser.

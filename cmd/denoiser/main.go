@@ -28,6 +28,7 @@ var commands = map[string]command.Command{
 	"run":      runRun,
 	"replay":   command.Replay,
 	"snapshot": runSnapshot,
+	"version":  command.Version,
 }
 
 const usage = `usage: denoiser <command> [flags]
@@ -36,6 +37,7 @@ commands:
   run       the stream service: Kafka topic in, scored topic out, checkpoints, metrics
   replay    score a recorded JSON-lines event log, file to file, and report
   snapshot  export, import, inspect and diff portable model snapshots
+  version   print the commit and Go version this binary was built from
 
 Run "denoiser <command> -h" for a command's flags. The demo and the
 evaluation lab are the separate binary denoiser-lab (make demo builds it).
