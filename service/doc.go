@@ -21,6 +21,10 @@
 //     the serialisation, never for the Badger write.
 //   - Metrics (denoiser_*, on an injected or private registry), /metrics,
 //     /healthz, /readyz, and a hook for more routes (Options.Handlers).
+//   - Live snapshots (LiveSnapshots, Options.LiveSnapshots): /snapshot
+//     writes or downloads a snapshot of the running model, taken on the
+//     model goroutine between two records; package snapshot writes the
+//     file.
 //   - Tasks on the model goroutine (Submit, ModelState): the way for
 //     another component (a live snapshot) to read the model consistently.
 //

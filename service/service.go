@@ -63,8 +63,11 @@ type Options struct {
 	// first checkpoint at once.
 	Initial Initial
 	// Handlers are extra HTTP routes on the service's server, by pattern
-	// ("/snapshot", "POST /snapshot"); see Submit and ModelState.
+	// ("/debug/x", "POST /x"); see Submit and ModelState.
 	Handlers map[string]http.Handler
+	// LiveSnapshots, if set, serves live snapshots of the running model at
+	// /snapshot (see LiveSnapshots.ServeHTTP). Default nil: no /snapshot.
+	LiveSnapshots *LiveSnapshotOptions
 }
 
 // Service is the stream stage: a consumer-group member that scores every
@@ -80,6 +83,7 @@ type Service struct {
 	dlq   *producer.KafkaDeadLetter
 	cp    *checkpointer
 	m     *metrics
+	live  *LiveSnapshots // nil without Options.LiveSnapshots
 
 	server *http.Server
 	ln     net.Listener
@@ -195,6 +199,13 @@ func New(cfg Config, opts Options) (s *Service, err error) {
 	s.cp = newCheckpointer(s.store, s.model, s.src, s.m, log.With("component", "checkpoint"),
 		cfg.Checkpoint.EveryEvents, k.RequestTimeout, positions)
 	cleanup = append(cleanup, func() error { s.cp.close(); return nil })
+
+	if opts.LiveSnapshots != nil {
+		if s.live, err = NewLiveSnapshots(s, *opts.LiveSnapshots); err != nil {
+			return nil, fmt.Errorf("service: %w", err)
+		}
+		cleanup = append(cleanup, s.live.Close)
+	}
 
 	if cfg.HTTP.Addr != HTTPOff {
 		s.ln, err = net.Listen("tcp", cfg.HTTP.Addr)
@@ -403,6 +414,9 @@ func (s *Service) close(ctx context.Context, graceful bool) error {
 			}
 			<-s.served
 		}
+		if s.live != nil {
+			errs = append(errs, s.live.Close())
+		}
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
@@ -497,6 +511,9 @@ func (s *Service) handler(g prometheus.Gatherer, extra map[string]http.Handler) 
 		}
 		_, _ = w.Write([]byte(why + "\n"))
 	})
+	if s.live != nil {
+		mux.Handle("/snapshot", s.live)
+	}
 	for pattern, h := range extra {
 		mux.Handle(pattern, h)
 	}

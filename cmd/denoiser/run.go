@@ -7,14 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"strings"
-	"sync/atomic"
 
 	"gopkg.in/yaml.v3"
 
-	"denoiser/consumer"
 	"denoiser/online"
 	"denoiser/service"
 	"denoiser/snapshot"
@@ -117,7 +114,6 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		log.Warn("ignoring an environment variable that names no setting", "variable", name)
 	}
 
-	var svcp atomic.Pointer[service.Service]
 	opts := service.Options{Logger: log}
 	if *fromSnapshot != "" {
 		opts.Initial = func(context.Context) (*online.Model, []state.Position, error) {
@@ -133,35 +129,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return s.Model, pos, nil
 		}
 	}
-	live, err := snapshot.NewLive(snapshot.LiveOptions{
-		Dir: *snapshotDir,
-		Contents: func() snapshot.Contents {
-			m, ps := svcp.Load().ModelState()
-			pos := make([]snapshot.Position, len(ps))
-			for i, p := range ps {
-				pos[i] = snapshot.Position{Topic: p.Topic, Partition: p.Partition, Next: p.Next}
-			}
-			return snapshot.Contents{Model: m, Positions: pos}
-		},
-		Submit: func(ctx context.Context, t snapshot.Task) error {
-			svc := svcp.Load()
-			if svc == nil {
-				return service.ErrNotRunning
-			}
-			return svc.Submit(ctx, func(ctx context.Context, out consumer.Flusher) error { return t(ctx, out) })
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("run: %w", err)
-	}
-	defer live.Close()
-	opts.Handlers = map[string]http.Handler{"/snapshot": live}
+	opts.LiveSnapshots = &service.LiveSnapshotOptions{Dir: *snapshotDir}
 
 	svc, err := service.New(cfg, opts)
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
-	svcp.Store(svc)
 	if err := svc.Run(ctx); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
