@@ -142,11 +142,11 @@ func step(t testing.TB, m *online.Model, evs []online.Event) {
 	}
 }
 
-// TestLiveSnapshotsIsConsistent: snapshots taken from a running stream hold
+// TestLiveSnapshotsAreConsistent: snapshots taken from a running stream hold
 // the model exactly at their positions: a model restored from any of them
 // and fed the stream from its position scores every later event as the
 // stream did. Output is flushed before each snapshot; the stream goes on.
-func TestLiveSnapshotsIsConsistent(t *testing.T) {
+func TestLiveSnapshotsAreConsistent(t *testing.T) {
 	evs := testStream(3000, 11)
 	dir := t.TempDir()
 	o := &owner{m: newModel(t, smallConfig(online.ModeBinary)), tasks: make(chan service.Task),
@@ -223,10 +223,10 @@ func TestLiveSnapshotsIsConsistent(t *testing.T) {
 	}
 }
 
-// TestLiveSnapshotsFailures: a failed flush or a missing directory goes to the
+// TestLiveSnapshotFailures: a failed flush or a missing directory goes to the
 // requester, not the stream; a request the owner never runs ends with its
 // context and does not hold Close; after Close, Export refuses.
-func TestLiveSnapshotsFailures(t *testing.T) {
+func TestLiveSnapshotFailures(t *testing.T) {
 	ctx := context.Background()
 	o := &owner{m: newModel(t, smallConfig(online.ModeBinary)), tasks: make(chan service.Task, 1)}
 	live, err := service.NewLiveSnapshots(o, service.LiveSnapshotOptions{})
@@ -271,10 +271,10 @@ func TestLiveSnapshotsFailures(t *testing.T) {
 	}
 }
 
-// TestLiveSnapshotsHTTP: POST writes a snapshot into the directory and answers its
+// TestLiveSnapshotHTTP: POST writes a snapshot into the directory and answers its
 // description; GET streams one and leaves nothing behind; other methods
 // are refused.
-func TestLiveSnapshotsHTTP(t *testing.T) {
+func TestLiveSnapshotHTTP(t *testing.T) {
 	dir := t.TempDir()
 	o := &owner{m: newModel(t, smallConfig(online.ModeBinary)), tasks: make(chan service.Task)}
 	step(t, o.m, testStream(800, 12))

@@ -2,15 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"strings"
-
-	"gopkg.in/yaml.v3"
 
 	"denoiser/online"
 	"denoiser/service"
@@ -70,35 +66,18 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("run: unexpected arguments %q: %w", fs.Args(), errUsage)
 	}
 
-	cfg, err := service.LoadConfig(*configPath)
-	if err != nil {
-		return fmt.Errorf("run: %w: %w", err, errUsage)
-	}
-	unknownEnv, err := cfg.ApplyEnv(os.Environ())
-	if err != nil {
-		return fmt.Errorf("run: %w: %w", err, errUsage)
-	}
-	var setErr error
+	flags := map[string]string{}
 	fs.Visit(func(f *flag.Flag) {
 		if path, ok := shorthands[f.Name]; ok {
-			setErr = errors.Join(setErr, cfg.Set(path, f.Value.String()))
+			flags[path] = f.Value.String()
 		}
 	})
-	for _, s := range sets {
-		path, value, ok := strings.Cut(s, "=")
-		if !ok {
-			setErr = errors.Join(setErr, fmt.Errorf("--set %q: want PATH=VALUE", s))
-			continue
-		}
-		setErr = errors.Join(setErr, cfg.Set(path, value))
-	}
-	if setErr != nil {
-		return fmt.Errorf("run: %w: %w", setErr, errUsage)
+	cfg, unknownEnv, err := service.Layers{File: *configPath, Environ: os.Environ(), Flags: flags, Sets: sets}.Load()
+	if err != nil {
+		return fmt.Errorf("run: %w: %w", err, errUsage)
 	}
 	if *printConfig {
-		c := cfg.WithDefaults()
-		c.Model = c.Model.WithDefaults()
-		b, err := yaml.Marshal(c)
+		b, err := cfg.EffectiveYAML()
 		if err != nil {
 			return fmt.Errorf("run: %w", err)
 		}
@@ -108,8 +87,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("run: %w: %w", err, errUsage)
 	}
-	cfg = cfg.WithDefaults()
-	log := newLogger(cfg.Log, stderr)
+	log := service.NewLogger(cfg.Log, stderr)
 	for _, name := range unknownEnv {
 		log.Warn("ignoring an environment variable that names no setting", "variable", name)
 	}
@@ -139,15 +117,4 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("run: %w", err)
 	}
 	return nil
-}
-
-// newLogger returns the process logger for cfg, writing to w.
-func newLogger(cfg service.LogConfig, w io.Writer) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(cfg.Level)) // validated already
-	opts := &slog.HandlerOptions{Level: level}
-	if cfg.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
 }
