@@ -61,7 +61,7 @@ type LiveSnapshots struct {
 // ErrSnapshotsClosed is returned by LiveSnapshots.Export after Close.
 var ErrSnapshotsClosed = errors.New("live snapshots closed")
 
-// NewLiveSnapshots returns the live snapshots of the model owner owns.
+// NewLiveSnapshots returns the live snapshots of the model that owner owns.
 func NewLiveSnapshots(owner ModelOwner, opts LiveSnapshotOptions) (*LiveSnapshots, error) {
 	if owner == nil {
 		return nil, errors.New("new live snapshots: a model owner is required")

@@ -8,10 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"denoiser/online"
 	"denoiser/service"
-	"denoiser/snapshot"
-	"denoiser/state"
 )
 
 // setFlags collects repeated --set PATH=VALUE flags.
@@ -94,22 +91,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 	opts := service.Options{Logger: log}
 	if *fromSnapshot != "" {
-		opts.Initial = func(context.Context) (*online.Model, []state.Position, error) {
-			s, err := snapshot.ReadFile(*fromSnapshot)
-			if err != nil {
-				return nil, nil, err
-			}
-			pos := make([]state.Position, len(s.Positions))
-			for i, p := range s.Positions {
-				pos[i] = state.Position{Topic: p.Topic, Partition: p.Partition, Next: p.Next}
-			}
-			log.Info("starting from a snapshot", "file", *fromSnapshot, "model_version", s.Model.Version())
-			return s.Model, pos, nil
-		}
+		opts.Initial = service.FromSnapshot(*fromSnapshot, log)
 	}
 	opts.LiveSnapshots = &service.LiveSnapshotOptions{Dir: *snapshotDir}
 
-	svc, err := service.New(cfg, opts)
+	svc, err := service.New(ctx, cfg, opts)
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
