@@ -120,7 +120,7 @@ func denoiserRun(b *testing.B, br *kafkatest.Broker, in string, n int) (float64,
 		HTTP:       service.HTTPConfig{Addr: service.HTTPOff},
 	}
 	reg := prometheus.NewRegistry()
-	svc, err := service.New(cfg, service.Options{Registerer: reg, Gatherer: reg})
+	svc, err := service.New(context.Background(), cfg, service.Options{Registerer: reg, Gatherer: reg})
 	if err != nil {
 		b.Fatal(err)
 	}

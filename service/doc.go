@@ -10,7 +10,11 @@
 //
 //   - Config: the YAML configuration with defaults, Validate (errors name
 //     the field and how to set it), DENOISER_* environment overrides
-//     (ApplyEnv) and dotted-path overrides for flags (Set).
+//     (ApplyEnv) and dotted-path overrides for flags (Set); Layers applies
+//     them in order (file, environment, flags, --set) for `denoiser run`.
+//   - The start: New restores the model from the last checkpoint, an
+//     Initial (FromSnapshot) or the configuration, and stops when its
+//     context ends.
 //   - The checkpoint schedule: every Checkpoint.EveryEvents records, and
 //     every Checkpoint.Interval while records arrive. On the model
 //     goroutine a checkpoint flushes the output (so that it never covers a
@@ -21,6 +25,10 @@
 //     the serialisation, never for the Badger write.
 //   - Metrics (denoiser_*, on an injected or private registry), /metrics,
 //     /healthz, /readyz, and a hook for more routes (Options.Handlers).
+//   - Live snapshots (LiveSnapshots, Options.LiveSnapshots): /snapshot
+//     writes or downloads a snapshot of the running model, taken on the
+//     model goroutine between two records; package snapshot writes the
+//     file.
 //   - Tasks on the model goroutine (Submit, ModelState): the way for
 //     another component (a live snapshot) to read the model consistently.
 //

@@ -1,15 +1,12 @@
 package service
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -63,8 +60,11 @@ type Options struct {
 	// first checkpoint at once.
 	Initial Initial
 	// Handlers are extra HTTP routes on the service's server, by pattern
-	// ("/snapshot", "POST /snapshot"); see Submit and ModelState.
+	// ("/debug/x", "POST /x"); see Submit and ModelState.
 	Handlers map[string]http.Handler
+	// LiveSnapshots, if set, serves live snapshots of the running model at
+	// /snapshot (see LiveSnapshots.ServeHTTP). Default nil: no /snapshot.
+	LiveSnapshots *LiveSnapshotOptions
 }
 
 // Service is the stream stage: a consumer-group member that scores every
@@ -80,6 +80,7 @@ type Service struct {
 	dlq   *producer.KafkaDeadLetter
 	cp    *checkpointer
 	m     *metrics
+	live  *LiveSnapshots // nil without Options.LiveSnapshots
 
 	server *http.Server
 	ln     net.Listener
@@ -100,9 +101,17 @@ type Service struct {
 // checkpoint (or Options.Initial, or a new model), starts the HTTP server
 // and starts joining the consumer group in the background; Run processes
 // the records. Call Run, or Close if Run will not be called.
-func New(cfg Config, opts Options) (s *Service, err error) {
+//
+// ctx bounds only the start, mostly a long restore (a large checkpoint or
+// snapshot): once it ends, New stops between two chunks read and returns
+// an error wrapping ctx's, having released what it opened. Run's context
+// governs the service afterwards.
+func New(ctx context.Context, cfg Config, opts Options) (s *Service, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("service: %w", err)
 	}
 	cfg = cfg.WithDefaults()
 	log := opts.Logger
@@ -141,7 +150,6 @@ func New(cfg Config, opts Options) (s *Service, err error) {
 	}
 	cleanup = append(cleanup, s.store.Close)
 
-	ctx := context.Background()
 	positions, err := s.restore(ctx, opts.Initial)
 	if err != nil {
 		return nil, err
@@ -196,6 +204,13 @@ func New(cfg Config, opts Options) (s *Service, err error) {
 		cfg.Checkpoint.EveryEvents, k.RequestTimeout, positions)
 	cleanup = append(cleanup, func() error { s.cp.close(); return nil })
 
+	if opts.LiveSnapshots != nil {
+		if s.live, err = NewLiveSnapshots(s, *opts.LiveSnapshots); err != nil {
+			return nil, fmt.Errorf("service: %w", err)
+		}
+		cleanup = append(cleanup, s.live.Close)
+	}
+
 	if cfg.HTTP.Addr != HTTPOff {
 		s.ln, err = net.Listen("tcp", cfg.HTTP.Addr)
 		if err != nil {
@@ -213,53 +228,6 @@ func New(cfg Config, opts Options) (s *Service, err error) {
 		close(s.served)
 	}
 	return s, nil
-}
-
-// restore sets s.model from the last checkpoint, Initial or the config,
-// and returns the positions it has consumed up to.
-func (s *Service) restore(ctx context.Context, initial Initial) ([]state.Position, error) {
-	cp, ok, err := s.store.Load(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("service: restore: %w", err)
-	}
-	if ok {
-		s.model, err = online.ReadModel(bytes.NewReader(cp.Model))
-		if err != nil {
-			return nil, fmt.Errorf("service: restore checkpoint generation %d: %w", cp.Generation, err)
-		}
-		s.log.Info("restored checkpoint", "generation", cp.Generation, "model_version", cp.Version,
-			"saved_at", cp.SavedAt, "positions", positionsString(cp.Positions))
-		if want := s.cfg.Model.WithDefaults(); !reflect.DeepEqual(want, s.model.Config()) {
-			s.log.Warn("the restored model keeps its own configuration; the model section of the config is ignored (start with an empty state directory to apply it)")
-		}
-		return cp.Positions, nil
-	}
-	var positions []state.Position
-	if initial != nil {
-		s.model, positions, err = initial(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("service: initial state: %w", err)
-		}
-	}
-	if s.model != nil {
-		write := func(w io.Writer) error {
-			_, err := s.model.WriteTo(w)
-			return err
-		}
-		if err := s.store.SaveFrom(ctx, state.Checkpoint{Positions: positions, Version: s.model.Version()}, write); err != nil {
-			return nil, fmt.Errorf("service: save initial state: %w", err)
-		}
-		s.log.Info("started from the initial state and saved it as the first checkpoint",
-			"model_version", s.model.Version(), "positions", positionsString(positions))
-		return positions, nil
-	}
-	seed := s.cfg.Seed
-	s.model, err = online.New(s.cfg.Model, online.NewSource(seed))
-	if err != nil {
-		return nil, fmt.Errorf("service: %w", err)
-	}
-	s.log.Info("no checkpoint: starting a new model", "seed", seed, "mode", s.model.Config().Mode)
-	return nil, nil
 }
 
 func positionsString(ps []state.Position) string {
@@ -403,6 +371,9 @@ func (s *Service) close(ctx context.Context, graceful bool) error {
 			}
 			<-s.served
 		}
+		if s.live != nil {
+			errs = append(errs, s.live.Close())
+		}
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
@@ -497,6 +468,9 @@ func (s *Service) handler(g prometheus.Gatherer, extra map[string]http.Handler) 
 		}
 		_, _ = w.Write([]byte(why + "\n"))
 	})
+	if s.live != nil {
+		mux.Handle("/snapshot", s.live)
+	}
 	for pattern, h := range extra {
 		mux.Handle(pattern, h)
 	}

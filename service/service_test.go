@@ -77,7 +77,7 @@ type running struct {
 
 func start(t *testing.T, cfg service.Config) *running {
 	t.Helper()
-	svc, err := service.New(cfg, service.Options{})
+	svc, err := service.New(context.Background(), cfg, service.Options{})
 	if err != nil {
 		t.Fatalf("service.New: %v", err)
 	}

@@ -11,9 +11,6 @@
 //     rename) and [Read] / [ReadFile], one reader per format version.
 //   - Export from and import into a checkpoint store ([Export], [Import]),
 //     through the small [Loader] / [Saver] interfaces.
-//   - Live export from a running stream ([Live]): an HTTP endpoint and a
-//     method a signal handler can call, running on the model's goroutine
-//     between two events.
 //   - Inspection ([Inspect], [Diff]) for `denoiser snapshot inspect|diff`.
 //
 // # Invariants
@@ -36,7 +33,8 @@
 // # What it must not do
 //
 // It must not depend on Badger or Kafka: checkpoint stores are reached
-// through [Loader] and [Saver] (cmd/denoiser adapts *state.Store), a running
-// stream through [LiveOptions.Submit]. It must not Step a model: a snapshot
-// only reads it.
+// through [Loader] and [Saver] (cmd/denoiser adapts *state.Store). It must
+// not serve HTTP: live snapshots of a running stream (/snapshot) are
+// package service's, which writes them with [WriteFile]. It must not Step a
+// model: a snapshot only reads it.
 package snapshot

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -54,16 +55,43 @@ func Read(r io.Reader) (*Snapshot, error) {
 
 // ReadFile reads the snapshot file at path (see Read).
 func ReadFile(path string) (*Snapshot, error) {
+	return ReadFileContext(context.Background(), path)
+}
+
+// ReadFileContext is ReadFile, which stops between two reads of the file
+// once ctx ends, with an error wrapping ctx's: a large snapshot's read can
+// be interrupted.
+func ReadFileContext(ctx context.Context, path string) (*Snapshot, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("read snapshot %s: %w", path, err)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read snapshot: %w", err)
 	}
 	defer f.Close()
-	s, err := read(f, inputSize(f))
+	var r io.Reader = f
+	if ctx.Done() != nil {
+		r = ctxReader{ctx: ctx, r: f}
+	}
+	s, err := read(r, inputSize(f))
 	if err != nil {
 		return nil, fmt.Errorf("read snapshot %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// ctxReader reads r until ctx ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // read reads a snapshot from r, which holds at most size bytes (-1:

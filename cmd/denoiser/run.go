@@ -2,23 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"net/http"
 	"os"
 	"strings"
-	"sync/atomic"
 
-	"gopkg.in/yaml.v3"
-
-	"denoiser/consumer"
-	"denoiser/online"
 	"denoiser/service"
-	"denoiser/snapshot"
-	"denoiser/state"
 )
 
 // setFlags collects repeated --set PATH=VALUE flags.
@@ -73,35 +63,18 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("run: unexpected arguments %q: %w", fs.Args(), errUsage)
 	}
 
-	cfg, err := service.LoadConfig(*configPath)
-	if err != nil {
-		return fmt.Errorf("run: %w: %w", err, errUsage)
-	}
-	unknownEnv, err := cfg.ApplyEnv(os.Environ())
-	if err != nil {
-		return fmt.Errorf("run: %w: %w", err, errUsage)
-	}
-	var setErr error
+	flags := map[string]string{}
 	fs.Visit(func(f *flag.Flag) {
 		if path, ok := shorthands[f.Name]; ok {
-			setErr = errors.Join(setErr, cfg.Set(path, f.Value.String()))
+			flags[path] = f.Value.String()
 		}
 	})
-	for _, s := range sets {
-		path, value, ok := strings.Cut(s, "=")
-		if !ok {
-			setErr = errors.Join(setErr, fmt.Errorf("--set %q: want PATH=VALUE", s))
-			continue
-		}
-		setErr = errors.Join(setErr, cfg.Set(path, value))
-	}
-	if setErr != nil {
-		return fmt.Errorf("run: %w: %w", setErr, errUsage)
+	cfg, unknownEnv, err := service.Layers{File: *configPath, Environ: os.Environ(), Flags: flags, Sets: sets}.Load()
+	if err != nil {
+		return fmt.Errorf("run: %w: %w", err, errUsage)
 	}
 	if *printConfig {
-		c := cfg.WithDefaults()
-		c.Model = c.Model.WithDefaults()
-		b, err := yaml.Marshal(c)
+		b, err := cfg.EffectiveYAML()
 		if err != nil {
 			return fmt.Errorf("run: %w", err)
 		}
@@ -111,70 +84,23 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("run: %w: %w", err, errUsage)
 	}
-	cfg = cfg.WithDefaults()
-	log := newLogger(cfg.Log, stderr)
+	log := service.NewLogger(cfg.Log, stderr)
 	for _, name := range unknownEnv {
 		log.Warn("ignoring an environment variable that names no setting", "variable", name)
 	}
 
-	var svcp atomic.Pointer[service.Service]
 	opts := service.Options{Logger: log}
 	if *fromSnapshot != "" {
-		opts.Initial = func(context.Context) (*online.Model, []state.Position, error) {
-			s, err := snapshot.ReadFile(*fromSnapshot)
-			if err != nil {
-				return nil, nil, err
-			}
-			pos := make([]state.Position, len(s.Positions))
-			for i, p := range s.Positions {
-				pos[i] = state.Position{Topic: p.Topic, Partition: p.Partition, Next: p.Next}
-			}
-			log.Info("starting from a snapshot", "file", *fromSnapshot, "model_version", s.Model.Version())
-			return s.Model, pos, nil
-		}
+		opts.Initial = service.FromSnapshot(*fromSnapshot, log)
 	}
-	live, err := snapshot.NewLive(snapshot.LiveOptions{
-		Dir: *snapshotDir,
-		Contents: func() snapshot.Contents {
-			m, ps := svcp.Load().ModelState()
-			pos := make([]snapshot.Position, len(ps))
-			for i, p := range ps {
-				pos[i] = snapshot.Position{Topic: p.Topic, Partition: p.Partition, Next: p.Next}
-			}
-			return snapshot.Contents{Model: m, Positions: pos}
-		},
-		Submit: func(ctx context.Context, t snapshot.Task) error {
-			svc := svcp.Load()
-			if svc == nil {
-				return service.ErrNotRunning
-			}
-			return svc.Submit(ctx, func(ctx context.Context, out consumer.Flusher) error { return t(ctx, out) })
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("run: %w", err)
-	}
-	defer live.Close()
-	opts.Handlers = map[string]http.Handler{"/snapshot": live}
+	opts.LiveSnapshots = &service.LiveSnapshotOptions{Dir: *snapshotDir}
 
-	svc, err := service.New(cfg, opts)
+	svc, err := service.New(ctx, cfg, opts)
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
-	svcp.Store(svc)
 	if err := svc.Run(ctx); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
 	return nil
-}
-
-// newLogger returns the process logger for cfg, writing to w.
-func newLogger(cfg service.LogConfig, w io.Writer) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(cfg.Level)) // validated already
-	opts := &slog.HandlerOptions{Level: level}
-	if cfg.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
 }

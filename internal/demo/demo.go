@@ -134,7 +134,7 @@ func Run(ctx context.Context, opts Options) (rep report.Report, err error) {
 		Seed:       opts.Seed,
 		Model:      opts.Model,
 	}
-	svc, err := service.New(cfg, service.Options{Logger: opts.Logger})
+	svc, err := service.New(ctx, cfg, service.Options{Logger: opts.Logger})
 	if err != nil {
 		return rep, fmt.Errorf("demo: %w", err)
 	}

@@ -1,11 +1,13 @@
-package snapshot
+package service_test
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,16 +17,19 @@ import (
 	"time"
 
 	"denoiser/online"
+	"denoiser/service"
+	"denoiser/snapshot"
+	"denoiser/state"
 )
 
 // owner plays the stream's model goroutine, as consumer.Run with
 // Options.Tasks does: it steps events and, between two of them and while
-// idle, runs the tasks it is handed.
+// idle, runs the tasks it is handed. It is a service.ModelOwner.
 type owner struct {
 	m        *online.Model
 	next     int64 // position: events stepped
 	scores   []byte
-	tasks    chan func(context.Context, Flusher) error
+	tasks    chan service.Task
 	flushes  atomic.Int64
 	flushErr error
 	idle     chan struct{} // closed when every event is stepped
@@ -32,13 +37,13 @@ type owner struct {
 
 func (o *owner) Flush(context.Context) error { o.flushes.Add(1); return o.flushErr }
 
-func (o *owner) contents() Contents {
-	return Contents{Model: o.m, Positions: []Position{{Topic: "clicks", Partition: 0, Next: o.next}}}
+func (o *owner) ModelState() (*online.Model, []state.Position) {
+	return o.m, []state.Position{{Topic: "clicks", Partition: 0, Next: o.next}}
 }
 
-func (o *owner) submit(ctx context.Context, t Task) error {
+func (o *owner) Submit(ctx context.Context, t service.Task) error {
 	select {
-	case o.tasks <- func(ctx context.Context, out Flusher) error { return t(ctx, out) }:
+	case o.tasks <- t:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -94,16 +99,59 @@ func fmtScore(b []byte, sc online.Score) []byte {
 	return append(append(b, s...), '\n')
 }
 
-// TestLiveExportIsConsistent: snapshots taken from a running stream hold
+// smallConfig makes every phase of the model happen within a few thousand
+// events, with small buffers, so that test snapshots stay small.
+func smallConfig(mode string) online.Config {
+	return online.Config{Mode: mode, Dim: 8, WarmUp: 300, RefitEvery: 100, GMMMinSamples: 32, GMMWindow: 256}
+}
+
+// testStream is a deterministic stream of n events over 60 users in four
+// taste groups, 40 items, with ratings and dwell times.
+func testStream(n int, seed uint64) []online.Event {
+	r := rand.New(rand.NewPCG(seed, seed+1))
+	evs := make([]online.Event, n)
+	for j := range evs {
+		u := r.IntN(60)
+		i := (u%4)*10 + r.IntN(10)
+		if r.Float64() < 0.2 {
+			i = r.IntN(40)
+		}
+		evs[j] = online.Event{User: fmt.Sprint("u", u), Item: fmt.Sprint("i", i),
+			Rating: 1 + r.IntN(5), DwellMS: int64(r.IntN(60000)), HasDwell: true}
+	}
+	return evs
+}
+
+func newModel(t testing.TB, cfg online.Config) *online.Model {
+	t.Helper()
+	m, err := online.New(cfg, rand.NewPCG(1, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// step runs evs through m.
+func step(t testing.TB, m *online.Model, evs []online.Event) {
+	t.Helper()
+	var sc online.Score
+	for j, ev := range evs {
+		if err := m.Step(ev, &sc); err != nil {
+			t.Fatalf("event %d: %v", j, err)
+		}
+	}
+}
+
+// TestLiveSnapshotsAreConsistent: snapshots taken from a running stream hold
 // the model exactly at their positions: a model restored from any of them
 // and fed the stream from its position scores every later event as the
 // stream did. Output is flushed before each snapshot; the stream goes on.
-func TestLiveExportIsConsistent(t *testing.T) {
+func TestLiveSnapshotsAreConsistent(t *testing.T) {
 	evs := testStream(3000, 11)
 	dir := t.TempDir()
-	o := &owner{m: newModel(t, smallConfig(online.ModeBinary)), tasks: make(chan func(context.Context, Flusher) error),
+	o := &owner{m: newModel(t, smallConfig(online.ModeBinary)), tasks: make(chan service.Task),
 		idle: make(chan struct{})}
-	live, err := NewLive(LiveOptions{Contents: o.contents, Submit: o.submit, Dir: dir,
+	live, err := service.NewLiveSnapshots(o, service.LiveSnapshotOptions{Dir: dir,
 		Now: func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) }})
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +161,7 @@ func TestLiveExportIsConsistent(t *testing.T) {
 	stopped := make(chan struct{})
 	go func() { defer close(stopped); o.run(ctx, t, evs, 700, paused) }()
 
-	var results []ExportResult
+	var results []service.SnapshotResult
 	for range 4 { // at 700, 1400, 2100, 2800 events
 		at := <-paused
 		// The owner is between two events, waiting for one task: this
@@ -153,7 +201,7 @@ func TestLiveExportIsConsistent(t *testing.T) {
 
 	whole := o.scores
 	for _, res := range results {
-		s, err := ReadFile(res.Path)
+		s, err := snapshot.ReadFile(res.Path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -175,13 +223,13 @@ func TestLiveExportIsConsistent(t *testing.T) {
 	}
 }
 
-// TestLiveExportFailures: a failed flush or a missing directory goes to the
+// TestLiveSnapshotFailures: a failed flush or a missing directory goes to the
 // requester, not the stream; a request the owner never runs ends with its
 // context and does not hold Close; after Close, Export refuses.
-func TestLiveExportFailures(t *testing.T) {
+func TestLiveSnapshotFailures(t *testing.T) {
 	ctx := context.Background()
-	o := &owner{m: newModel(t, smallConfig(online.ModeBinary)), tasks: make(chan func(context.Context, Flusher) error, 1)}
-	live, err := NewLive(LiveOptions{Contents: o.contents, Submit: o.submit})
+	o := &owner{m: newModel(t, smallConfig(online.ModeBinary)), tasks: make(chan service.Task, 1)}
+	live, err := service.NewLiveSnapshots(o, service.LiveSnapshotOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,23 +263,23 @@ func TestLiveExportFailures(t *testing.T) {
 		t.Fatal("Close waits for an abandoned request")
 	}
 	serveOne() // the abandoned task runs late and does nothing
-	if _, err := live.Export(ctx, ""); !errors.Is(err, ErrClosed) {
+	if _, err := live.Export(ctx, ""); !errors.Is(err, service.ErrSnapshotsClosed) {
 		t.Fatalf("export after Close: %v", err)
 	}
-	if _, err := NewLive(LiveOptions{}); err == nil {
-		t.Fatal("NewLive without Contents and Submit succeeded")
+	if _, err := service.NewLiveSnapshots(nil, service.LiveSnapshotOptions{}); err == nil {
+		t.Fatal("NewLiveSnapshots without a model owner succeeded")
 	}
 }
 
-// TestLiveHTTP: POST writes a snapshot into the directory and answers its
+// TestLiveSnapshotHTTP: POST writes a snapshot into the directory and answers its
 // description; GET streams one and leaves nothing behind; other methods
 // are refused.
-func TestLiveHTTP(t *testing.T) {
+func TestLiveSnapshotHTTP(t *testing.T) {
 	dir := t.TempDir()
-	o := &owner{m: newModel(t, smallConfig(online.ModeBinary)), tasks: make(chan func(context.Context, Flusher) error)}
+	o := &owner{m: newModel(t, smallConfig(online.ModeBinary)), tasks: make(chan service.Task)}
 	step(t, o.m, testStream(800, 12))
 	o.next = 800
-	live, err := NewLive(LiveOptions{Contents: o.contents, Submit: o.submit, Dir: dir})
+	live, err := service.NewLiveSnapshots(o, service.LiveSnapshotOptions{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,12 +294,12 @@ func TestLiveHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res ExportResult
+	var res service.SnapshotResult
 	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("POST: %d %v", resp.StatusCode, err)
 	}
 	resp.Body.Close()
-	if s, err := ReadFile(res.Path); err != nil || s.Model.Version() != 800 || filepath.Dir(res.Path) != dir {
+	if s, err := snapshot.ReadFile(res.Path); err != nil || s.Model.Version() != 800 || filepath.Dir(res.Path) != dir {
 		t.Fatalf("POSTed snapshot %s: %v", res.Path, err)
 	}
 
@@ -264,7 +312,7 @@ func TestLiveHTTP(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET: %d %v", resp.StatusCode, err)
 	}
-	s, err := Read(bytes.NewReader(body))
+	s, err := snapshot.Read(bytes.NewReader(body))
 	if err != nil || s.Model.Version() != 800 || resp.Header.Get("X-Denoiser-Snapshot-Crc32c") != s.ChecksumHex() {
 		t.Fatalf("downloaded snapshot: %v", err)
 	}

@@ -1,4 +1,4 @@
-package snapshot
+package service
 
 import (
 	"context"
@@ -14,47 +14,42 @@ import (
 	"sync/atomic"
 	"time"
 
-	"denoiser/internal/atomicfile"
+	"denoiser/consumer"
+	"denoiser/online"
+	"denoiser/snapshot"
+	"denoiser/state"
 )
 
-// Flusher waits until every output record handed on so far is written and
-// flushed (consumer.Flusher has this method).
-type Flusher interface {
-	Flush(ctx context.Context) error
+// ModelOwner is the goroutine that owns a running model, as *Service is:
+// Submit runs a task on it between two records, and inside that task
+// ModelState returns the model and the positions it has consumed up to.
+type ModelOwner interface {
+	Submit(ctx context.Context, task Task) error
+	ModelState() (*online.Model, []state.Position)
 }
 
-// Task runs on the goroutine that owns the model, between two events. It
-// matches the tasks consumer.Options.Tasks runs; a Live task always returns
-// nil, so that a failed snapshot never stops the stream (the requester gets
-// the error).
-type Task func(ctx context.Context, out Flusher) error
+var _ ModelOwner = (*Service)(nil)
 
-// LiveOptions configures Live.
-type LiveOptions struct {
-	// Contents returns the model and the positions it has consumed up to.
-	// Required. It is called on the model goroutine, inside a Task, where
-	// the two are consistent.
-	Contents func() Contents
-	// Submit hands a task to the model goroutine (for example by sending
-	// it on the channel given to consumer.Options.Tasks). Required. It
-	// returns an error if ctx ends first.
-	Submit func(ctx context.Context, t Task) error
-	// Dir is where snapshots requested without a path (HTTP, signals) are
-	// written, as snapshot-<model version>-<UTC time>.snap. Default "":
-	// such requests fail.
+// LiveSnapshotOptions configures LiveSnapshots.
+type LiveSnapshotOptions struct {
+	// Dir is where snapshots requested without a path (POST /snapshot,
+	// signals) are written, as snapshot-<model version>-<UTC time>.snap.
+	// Default "": such requests fail.
 	Dir string
-	// Source is written to Meta.Source (default "live").
+	// Source is written to snapshot.Meta.Source (default "live").
 	Source string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
 
-// Live writes consistent snapshots of a running stream's model without
-// stopping it: the stream pauses only while the model is encoded into a
-// temporary file; fsync and rename happen beside the stream. Any goroutine
-// may call Export; Close waits for writes under way.
-type Live struct {
-	opts LiveOptions
+// LiveSnapshots writes consistent snapshots of a running stream's model
+// without stopping it: the stream pauses only while the output is flushed
+// and the model copied in memory; encoding, fsync and rename happen beside
+// the stream (snapshot.WriteFile). Any goroutine may call Export; Close
+// waits for writes under way. It serves /snapshot (ServeHTTP).
+type LiveSnapshots struct {
+	owner ModelOwner
+	opts  LiveSnapshotOptions
 
 	mu struct {
 		sync.Mutex
@@ -63,13 +58,13 @@ type Live struct {
 	wg sync.WaitGroup
 }
 
-// ErrClosed is returned by Live.Export after Close.
-var ErrClosed = errors.New("live snapshots closed")
+// ErrSnapshotsClosed is returned by LiveSnapshots.Export after Close.
+var ErrSnapshotsClosed = errors.New("live snapshots closed")
 
-// NewLive returns a Live for opts.
-func NewLive(opts LiveOptions) (*Live, error) {
-	if opts.Contents == nil || opts.Submit == nil {
-		return nil, errors.New("new live snapshots: Contents and Submit are required")
+// NewLiveSnapshots returns the live snapshots of the model that owner owns.
+func NewLiveSnapshots(owner ModelOwner, opts LiveSnapshotOptions) (*LiveSnapshots, error) {
+	if owner == nil {
+		return nil, errors.New("new live snapshots: a model owner is required")
 	}
 	if opts.Source == "" {
 		opts.Source = "live"
@@ -77,13 +72,14 @@ func NewLive(opts LiveOptions) (*Live, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Live{opts: opts}, nil
+	return &LiveSnapshots{owner: owner, opts: opts}, nil
 }
 
-// ExportResult describes a snapshot a running instance wrote.
-type ExportResult struct {
+// SnapshotResult describes a snapshot a running instance wrote; it is the
+// JSON answer of POST /snapshot.
+type SnapshotResult struct {
 	Path string `json:"path"`
-	Info
+	snapshot.Info
 	Checksum     string `json:"crc32c"`
 	ModelVersion uint64 `json:"model_version"`
 	Positions    int    `json:"positions"`
@@ -93,31 +89,33 @@ type ExportResult struct {
 }
 
 // Export writes a snapshot of the running model to path ("" = a new file
-// in LiveOptions.Dir) and returns once it is durable, or when ctx ends.
-func (l *Live) Export(ctx context.Context, path string) (ExportResult, error) {
+// in LiveSnapshotOptions.Dir) and returns once it is durable, or when ctx
+// ends. A failed snapshot never stops the stream: the error goes to the
+// caller.
+func (l *LiveSnapshots) Export(ctx context.Context, path string) (SnapshotResult, error) {
 	l.mu.Lock()
 	if l.mu.closed {
 		l.mu.Unlock()
-		return ExportResult{}, fmt.Errorf("export live snapshot: %w", ErrClosed)
+		return SnapshotResult{}, fmt.Errorf("export live snapshot: %w", ErrSnapshotsClosed)
 	}
 	l.wg.Add(1) // released by the task's commit, or below if it never runs
 	l.mu.Unlock()
 
-	done := make(chan result, 1)
+	done := make(chan liveResult, 1)
 	var once sync.Once
 	release := func() { once.Do(l.wg.Done) }
 	// state: 0 waiting, 1 running (the task releases wg), 2 abandoned by
 	// Export (which released wg; the task does nothing if it runs late).
 	var state atomic.Int32
-	task := func(ctx context.Context, out Flusher) error {
+	task := func(ctx context.Context, out consumer.Flusher) error {
 		if state.CompareAndSwap(0, 1) {
 			l.run(ctx, out, path, done, release)
 		}
-		return nil
+		return nil // a failed snapshot must not stop the stream
 	}
-	if err := l.opts.Submit(ctx, task); err != nil {
+	if err := l.owner.Submit(ctx, task); err != nil {
 		release()
-		return ExportResult{}, fmt.Errorf("export live snapshot: %w", err)
+		return SnapshotResult{}, fmt.Errorf("export live snapshot: %w", err)
 	}
 	select {
 	case r := <-done:
@@ -128,20 +126,20 @@ func (l *Live) Export(ctx context.Context, path string) (ExportResult, error) {
 		if state.CompareAndSwap(0, 2) {
 			release()
 		}
-		return ExportResult{}, fmt.Errorf("export live snapshot: %w", ctx.Err())
+		return SnapshotResult{}, fmt.Errorf("export live snapshot: %w", ctx.Err())
 	}
 }
 
-type result struct {
-	res ExportResult
+type liveResult struct {
+	res SnapshotResult
 	err error
 }
 
 // run is the task body, on the model goroutine.
-func (l *Live) run(ctx context.Context, out Flusher, path string, done chan<- result, release func()) {
+func (l *LiveSnapshots) run(ctx context.Context, out consumer.Flusher, path string, done chan<- liveResult, release func()) {
 	start := time.Now()
 	fail := func(err error) {
-		done <- result{err: fmt.Errorf("export live snapshot: %w", err)}
+		done <- liveResult{err: fmt.Errorf("export live snapshot: %w", err)}
 		release()
 	}
 	// The positions say every event before them is in the model; flush
@@ -153,9 +151,13 @@ func (l *Live) run(ctx context.Context, out Flusher, path string, done chan<- re
 			return
 		}
 	}
-	c := l.opts.Contents()
+	m, ps := l.owner.ModelState()
+	c := snapshot.Contents{Model: m, Positions: make([]snapshot.Position, len(ps))}
+	for i, p := range ps {
+		c.Positions[i] = snapshot.Position{Topic: p.Topic, Partition: p.Partition, Next: p.Next}
+	}
 	c.Meta.Source, c.Meta.CreatedAt = l.opts.Source, l.opts.Now().UTC()
-	res := ExportResult{Path: path, Positions: len(c.Positions)}
+	res := SnapshotResult{Path: path, Positions: len(c.Positions)}
 	if c.Model != nil {
 		res.ModelVersion = c.Model.Version()
 		// A memory copy: the stream goes on while the copy is encoded.
@@ -172,22 +174,13 @@ func (l *Live) run(ctx context.Context, out Flusher, path string, done chan<- re
 	res.Paused = time.Since(start)
 	// Encode the copy and make the file durable beside the stream.
 	go func() {
-		f, err := atomicfile.Create(res.Path)
+		info, err := snapshot.WriteFile(res.Path, c)
 		if err != nil {
 			fail(err)
-			return
-		}
-		info, err := Write(f, c)
-		if err != nil {
-			fail(errors.Join(err, f.Abort()))
 			return
 		}
 		res.Info, res.Checksum = info, info.ChecksumHex()
-		if err := f.Commit(); err != nil {
-			fail(err)
-			return
-		}
-		done <- result{res: res}
+		done <- liveResult{res: res}
 		release()
 	}()
 }
@@ -195,7 +188,7 @@ func (l *Live) run(ctx context.Context, out Flusher, path string, done chan<- re
 // Close refuses new exports and waits for those under way to finish
 // (those whose task has not run yet end when their Export's ctx does). It
 // is idempotent.
-func (l *Live) Close() error {
+func (l *LiveSnapshots) Close() error {
 	l.mu.Lock()
 	l.mu.closed = true
 	l.mu.Unlock()
@@ -205,17 +198,17 @@ func (l *Live) Close() error {
 
 // ServeHTTP serves the live export endpoint:
 //
-//	POST /snapshot   write a snapshot into LiveOptions.Dir; the response is
-//	                 the ExportResult as JSON
+//	POST /snapshot   write a snapshot into LiveSnapshotOptions.Dir; the
+//	                 response is the SnapshotResult as JSON
 //	GET  /snapshot   write one to a temporary file in Dir and stream it as
 //	                 the response body (application/octet-stream), then
 //	                 remove it: `denoiser snapshot export --url` uses this
-func (l *Live) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (l *LiveSnapshots) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodPost:
 		res, err := l.Export(r.Context(), "")
 		if err != nil {
-			http.Error(w, err.Error(), statusOf(err))
+			http.Error(w, err.Error(), snapshotStatus(err))
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -235,7 +228,7 @@ func (l *Live) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer os.Remove(name)
 		res, err := l.Export(r.Context(), name)
 		if err != nil {
-			http.Error(w, err.Error(), statusOf(err))
+			http.Error(w, err.Error(), snapshotStatus(err))
 			return
 		}
 		f, err = os.Open(name)
@@ -256,9 +249,9 @@ func (l *Live) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func statusOf(err error) int {
+func snapshotStatus(err error) int {
 	switch {
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrClosed):
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrSnapshotsClosed):
 		return http.StatusServiceUnavailable
 	default:
 		return http.StatusInternalServerError

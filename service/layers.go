@@ -1,0 +1,82 @@
+package service
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Layers are the sources of the configuration of `denoiser run`, each
+// applied over the ones before it: the file, then the environment, then
+// flags, then --set overrides.
+type Layers struct {
+	// File is the YAML configuration file (see LoadConfig); "" for none.
+	File string
+	// Environ holds "KEY=value" entries, as os.Environ returns; each
+	// DENOISER_* variable sets the setting it names (see ApplyEnv).
+	Environ []string
+	// Flags maps setting paths ("kafka.brokers") to the values of the flags
+	// that stand for them (--brokers).
+	Flags map[string]string
+	// Sets are "PATH=VALUE" overrides (--set), applied last, in order.
+	Sets []string
+}
+
+// Load returns the configuration the layers make, without defaults and
+// not validated (see Config.Validate; New validates), and the DENOISER_*
+// variables that name no setting, so that the caller can warn about them
+// once it has a logger. Errors wrap ErrConfig, or are the file's I/O
+// errors; every wrong flag and --set is reported, not only the first.
+func (l Layers) Load() (cfg Config, unknownEnv []string, err error) {
+	cfg, err = LoadConfig(l.File)
+	if err != nil {
+		return cfg, nil, err
+	}
+	unknownEnv, err = cfg.ApplyEnv(l.Environ)
+	if err != nil {
+		return cfg, unknownEnv, err
+	}
+	var setErr error
+	for _, path := range slices.Sorted(maps.Keys(l.Flags)) {
+		setErr = errors.Join(setErr, cfg.Set(path, l.Flags[path]))
+	}
+	for _, s := range l.Sets {
+		path, value, ok := strings.Cut(s, "=")
+		if !ok {
+			setErr = errors.Join(setErr, fmt.Errorf("--set %q: want PATH=VALUE", s))
+			continue
+		}
+		setErr = errors.Join(setErr, cfg.Set(path, value))
+	}
+	return cfg, unknownEnv, setErr
+}
+
+// EffectiveYAML is c with every default filled in, the model's included,
+// as YAML: what `denoiser run --print-config` prints.
+func (c Config) EffectiveYAML() ([]byte, error) {
+	c = c.WithDefaults()
+	c.Model = c.Model.WithDefaults()
+	b, err := yaml.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("encode config: %w", err)
+	}
+	return b, nil
+}
+
+// NewLogger returns the process logger for c (zero fields: their
+// defaults), writing to w.
+func NewLogger(c LogConfig, w io.Writer) *slog.Logger {
+	var level slog.Level // info, also for "" (the default)
+	_ = level.UnmarshalText([]byte(c.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

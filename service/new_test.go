@@ -1,0 +1,95 @@
+package service_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"denoiser/online"
+	"denoiser/service"
+	"denoiser/snapshot"
+	"denoiser/state"
+)
+
+// TestNewCancelled: once its context ends, New returns promptly with an
+// error wrapping context.Canceled, wherever the start is (before it
+// begins, in an Initial that waits, reading a snapshot), having closed the
+// state (it opens again) and leaving no goroutine behind. It needs no
+// broker: New gives up before it reaches Kafka.
+func TestNewCancelled(t *testing.T) {
+	snap := filepath.Join(t.TempDir(), "start.snap")
+	m, err := online.New(online.Config{}.WithDefaults(), online.NewSource(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := snapshot.WriteFile(snap, snapshot.Contents{Model: m,
+		Positions: []snapshot.Position{{Topic: "t", Partition: 0, Next: 5}}}); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		name string
+		// start cancels ctx at some point of New, through Initial if it
+		// returns one.
+		start func(cancel context.CancelFunc) service.Initial
+	}{
+		{"before New", func(cancel context.CancelFunc) service.Initial {
+			cancel()
+			return nil
+		}},
+		{"in a waiting Initial", func(cancel context.CancelFunc) service.Initial {
+			time.AfterFunc(50*time.Millisecond, cancel)
+			return func(ctx context.Context) (*online.Model, []state.Position, error) {
+				<-ctx.Done()
+				return nil, nil, ctx.Err()
+			}
+		}},
+		{"reading a snapshot", func(cancel context.CancelFunc) service.Initial {
+			from := service.FromSnapshot(snap, nil)
+			return func(ctx context.Context) (*online.Model, []state.Position, error) {
+				cancel()
+				return from(ctx)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+			cfg := service.Config{
+				Kafka:      service.KafkaConfig{Brokers: []string{"127.0.0.1:1"}, InputTopic: "t"},
+				Checkpoint: service.CheckpointConfig{Dir: t.TempDir(), NoSync: true},
+				HTTP:       service.HTTPConfig{Addr: "127.0.0.1:0"},
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			opts := service.Options{Initial: tc.start(cancel)}
+			begin := time.Now()
+			svc, err := service.New(ctx, cfg, opts)
+			if took := time.Since(begin); took > 5*time.Second {
+				t.Errorf("New took %v after its context ended", took)
+			}
+			if !errors.Is(err, context.Canceled) {
+				if svc != nil {
+					svc.Close()
+				}
+				t.Fatalf("New = %v, want an error wrapping context.Canceled", err)
+			}
+			if svc != nil {
+				t.Fatal("New returned a service with its error")
+			}
+			st, err := state.Open(cfg.Checkpoint.Dir, state.Options{GCInterval: -1})
+			if err != nil {
+				t.Fatalf("the state is still held after New failed: %v", err)
+			}
+			if _, ok, err := st.Load(context.Background()); ok || err != nil {
+				t.Errorf("a cancelled start saved a checkpoint: %v %v", ok, err)
+			}
+			if err := st.Close(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

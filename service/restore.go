@@ -1,0 +1,101 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"reflect"
+
+	"denoiser/online"
+	"denoiser/snapshot"
+	"denoiser/state"
+)
+
+// restore sets s.model from the last checkpoint, Initial or the config,
+// and returns the positions it has consumed up to.
+func (s *Service) restore(ctx context.Context, initial Initial) ([]state.Position, error) {
+	cp, ok, err := s.store.Load(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("service: restore: %w", err)
+	}
+	if ok {
+		s.model, err = online.ReadModel(&ctxReader{ctx: ctx, r: bytes.NewReader(cp.Model)})
+		if err != nil {
+			return nil, fmt.Errorf("service: restore checkpoint generation %d: %w", cp.Generation, err)
+		}
+		s.log.Info("restored checkpoint", "generation", cp.Generation, "model_version", cp.Version,
+			"saved_at", cp.SavedAt, "positions", positionsString(cp.Positions))
+		if want := s.cfg.Model.WithDefaults(); !reflect.DeepEqual(want, s.model.Config()) {
+			s.log.Warn("the restored model keeps its own configuration; the model section of the config is ignored (start with an empty state directory to apply it)")
+		}
+		return cp.Positions, nil
+	}
+	var positions []state.Position
+	if initial != nil {
+		s.model, positions, err = initial(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("service: initial state: %w", err)
+		}
+	}
+	if s.model != nil {
+		write := func(w io.Writer) error {
+			_, err := s.model.WriteTo(w)
+			return err
+		}
+		if err := s.store.SaveFrom(ctx, state.Checkpoint{Positions: positions, Version: s.model.Version()}, write); err != nil {
+			return nil, fmt.Errorf("service: save initial state: %w", err)
+		}
+		s.log.Info("started from the initial state and saved it as the first checkpoint",
+			"model_version", s.model.Version(), "positions", positionsString(positions))
+		return positions, nil
+	}
+	seed := s.cfg.Seed
+	s.model, err = online.New(s.cfg.Model, online.NewSource(seed))
+	if err != nil {
+		return nil, fmt.Errorf("service: %w", err)
+	}
+	s.log.Info("no checkpoint: starting a new model", "seed", seed, "mode", s.model.Config().Mode)
+	return nil, nil
+}
+
+// FromSnapshot is an Initial that starts from the snapshot file at path
+// (`denoiser run --from-snapshot`), read until ctx ends. log (nil: discard)
+// says which file and model version it starts from.
+func FromSnapshot(path string, log *slog.Logger) Initial {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return func(ctx context.Context) (*online.Model, []state.Position, error) {
+		s, err := snapshot.ReadFileContext(ctx, path)
+		if err != nil {
+			return nil, nil, err
+		}
+		pos := make([]state.Position, len(s.Positions))
+		for i, p := range s.Positions {
+			pos[i] = state.Position{Topic: p.Topic, Partition: p.Partition, Next: p.Next}
+		}
+		log.Info("starting from a snapshot", "file", path, "model_version", s.Model.Version())
+		return s.Model, pos, nil
+	}
+}
+
+// ctxReader reads r until ctx ends, so that a long decode stops between two
+// reads. It passes on r's Len (online.Lener), so that the decoder still
+// sizes the model's tables at once.
+type ctxReader struct {
+	ctx context.Context
+	r   *bytes.Reader
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+func (c *ctxReader) Len() int { return c.r.Len() }
+
+var _ online.Lener = (*ctxReader)(nil)

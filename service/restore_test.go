@@ -1,0 +1,53 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+
+	"denoiser/online"
+	"denoiser/state"
+)
+
+// TestRestoreCancelled: restoring a checkpoint stops once the context
+// ends, in the store's read and in the model's decoding, with an error
+// wrapping the context's.
+func TestRestoreCancelled(t *testing.T) {
+	m, err := online.New(online.Config{}.WithDefaults(), online.NewSource(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var model bytes.Buffer
+	if _, err := m.WriteTo(&model); err != nil {
+		t.Fatal(err)
+	}
+	store, err := state.Open(t.TempDir(), state.Options{GCInterval: -1, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if err := store.Save(context.Background(), state.Checkpoint{Model: model.Bytes(),
+		Positions: []state.Position{{Topic: "t", Next: 3}}}); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	s := &Service{log: slog.New(slog.DiscardHandler), store: store}
+	if _, err := s.restore(ctx, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("restore with a cancelled context: %v", err)
+	}
+	if _, err := online.ReadModel(&ctxReader{ctx: ctx, r: bytes.NewReader(model.Bytes())}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("decode with a cancelled context: %v", err)
+	}
+	// Not cancelled, the same reader decodes the model whole.
+	got, err := online.ReadModel(&ctxReader{ctx: context.Background(), r: bytes.NewReader(model.Bytes())})
+	if err != nil || got.Version() != m.Version() {
+		t.Fatalf("decode: %v", err)
+	}
+	if ps, err := s.restore(context.Background(), nil); err != nil || len(ps) != 1 || ps[0].Next != 3 {
+		t.Fatalf("restore: %v %v", ps, err)
+	}
+}
