@@ -66,6 +66,14 @@ func NewLiveSnapshots(owner ModelOwner, opts LiveSnapshotOptions) (*LiveSnapshot
 	if owner == nil {
 		return nil, errors.New("new live snapshots: a model owner is required")
 	}
+	if opts.Dir != "" {
+		// Found out at start rather than at the first request.
+		if fi, err := os.Stat(opts.Dir); err != nil {
+			return nil, fmt.Errorf("new live snapshots: %w", err)
+		} else if !fi.IsDir() {
+			return nil, fmt.Errorf("new live snapshots: %s is not a directory", opts.Dir)
+		}
+	}
 	if opts.Source == "" {
 		opts.Source = "live"
 	}

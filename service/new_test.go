@@ -3,10 +3,14 @@ package service_test
 import (
 	"context"
 	"errors"
+	"net"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
 	"denoiser/online"
@@ -89,6 +93,71 @@ func TestNewCancelled(t *testing.T) {
 			}
 			if err := st.Close(); err != nil {
 				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// failingRegisterer refuses every collector.
+type failingRegisterer struct{ prometheus.Registry }
+
+func (*failingRegisterer) Register(prometheus.Collector) error {
+	return errors.New("registry refuses")
+}
+
+// TestNewFailurePaths: every way New can fail after it opened something
+// returns an error (no panic), closes what it opened (the state directory
+// opens again) and leaves no goroutine behind. None needs a broker: the
+// Kafka clients connect lazily.
+func TestNewFailurePaths(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	notADir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notADir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*service.Config, *service.Options)
+		want string
+	}{
+		{"state directory is a file", func(c *service.Config, _ *service.Options) { c.Checkpoint.Dir = notADir }, "state"},
+		{"metrics refused", func(_ *service.Config, o *service.Options) { o.Registerer = &failingRegisterer{} }, "registry refuses"},
+		{"live snapshot directory is a file", func(_ *service.Config, o *service.Options) {
+			o.LiveSnapshots = &service.LiveSnapshotOptions{Dir: notADir}
+		}, "snapshot"},
+		{"HTTP address taken", func(c *service.Config, _ *service.Options) { c.HTTP.Addr = taken.Addr().String() }, "address already in use"},
+		{"HTTP address garbage", func(c *service.Config, _ *service.Options) { c.HTTP.Addr = "garbage" }, "http"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+			cfg := service.Config{
+				Kafka:      service.KafkaConfig{Brokers: []string{"127.0.0.1:1"}, InputTopic: "t"},
+				Checkpoint: service.CheckpointConfig{Dir: t.TempDir(), NoSync: true},
+				HTTP:       service.HTTPConfig{Addr: "127.0.0.1:0"},
+			}
+			var opts service.Options
+			tc.edit(&cfg, &opts)
+			if opts.Registerer != nil {
+				opts.Gatherer = prometheus.NewRegistry()
+			}
+			svc, err := service.New(context.Background(), cfg, opts)
+			if err == nil {
+				svc.Close()
+				t.Fatal("New succeeded")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("New = %v, want an error about %q", err, tc.want)
+			}
+			if cfg.Checkpoint.Dir != notADir {
+				st, err := state.Open(cfg.Checkpoint.Dir, state.Options{NoSync: true})
+				if err != nil {
+					t.Fatalf("state left locked: %v", err)
+				}
+				st.Close()
 			}
 		})
 	}

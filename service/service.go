@@ -106,7 +106,7 @@ type Service struct {
 // snapshot): once it ends, New stops between two chunks read and returns
 // an error wrapping ctx's, having released what it opened. Run's context
 // governs the service afterwards.
-func New(ctx context.Context, cfg Config, opts Options) (s *Service, err error) {
+func New(ctx context.Context, cfg Config, opts Options) (_ *Service, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -132,7 +132,9 @@ func New(ctx context.Context, cfg Config, opts Options) (s *Service, err error) 
 		gath = g
 	}
 
-	s = &Service{cfg: cfg, log: log, tasks: make(chan Task, 1), loopDone: make(chan struct{}), served: make(chan struct{})}
+	// s is local, not the named result: a failed New returns nil, and the
+	// cleanups below must still reach what was opened.
+	s := &Service{cfg: cfg, log: log, tasks: make(chan Task, 1), loopDone: make(chan struct{}), served: make(chan struct{})}
 	var cleanup []func() error
 	defer func() {
 		if err != nil {
