@@ -37,7 +37,9 @@
 //
 // "raw" is the record as read when it is valid UTF-8, otherwise "raw_base64"
 // holds it base64-encoded; a record over consumer.MaxRawBytes is cut there and
-// carries "raw_truncated":true and "raw_bytes" (its full length).
+// carries "raw_truncated":true and "raw_bytes" (its length as read: a file
+// line over consumer.MaxLineBytes is read to MaxLineBytes+1 bytes). Both
+// formats, field by field, with the Kafka keys and headers: FORMAT.md.
 //
 // Invariants: the encoding is deterministic, the same record gives the same
 // bytes (floats are formatted by strconv 'g' with the shortest exact

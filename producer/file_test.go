@@ -17,6 +17,7 @@ import (
 	"denoiser/consumer"
 	"denoiser/online"
 	"denoiser/producer"
+	"denoiser/producer/producertest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -173,6 +174,57 @@ func TestFileRoundTrip(t *testing.T) {
 	}
 }
 
+func TestFileSinkSuite(t *testing.T) {
+	producertest.RunSinkSuite(t, func(t *testing.T) (consumer.Sink, producertest.Harness) {
+		path := filepath.Join(t.TempDir(), "scored.jsonl")
+		s, err := producer.CreateFileSink(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Abort() })
+		return s, fileHarness(path, s.Close, s.Records)
+	})
+}
+
+func TestFileDeadLetterSuite(t *testing.T) {
+	producertest.RunDeadLetterSuite(t, func(t *testing.T) (consumer.DeadLetter, producertest.Harness) {
+		path := filepath.Join(t.TempDir(), "dead.jsonl")
+		d, err := producer.CreateFileDeadLetter(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Abort() })
+		return d, fileHarness(path, d.Close, d.Records)
+	})
+}
+
+// fileHarness reads a closed JSON-lines output back: one stream, every
+// line ended by a newline.
+func fileHarness(path string, closeFile func() error, records func() uint64) producertest.Harness {
+	return producertest.Harness{
+		Close:     func(context.Context) error { return closeFile() },
+		Delivered: records,
+		ErrClosed: producer.ErrClosed,
+		ReadBack: func(t *testing.T, n int) []producertest.Output {
+			t.Helper()
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(data) > 0 && data[len(data)-1] != '\n' {
+				t.Fatalf("%s does not end with a newline", path)
+			}
+			var out []producertest.Output
+			for line := range bytes.Lines(data) {
+				out = append(out, producertest.Output{Value: bytes.TrimSuffix(line, []byte("\n"))})
+			}
+			return out
+		},
+	}
+}
+
+// TestFileSinkAtomic holds what only files do: the output appears under its
+// name on Close, not before, with mode 0644; Abort leaves nothing behind.
 func TestFileSinkAtomic(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "out.jsonl")
@@ -193,18 +245,11 @@ func TestFileSinkAtomic(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatalf("second Close: %v", err)
+	if err := s.Abort(); err != nil {
+		t.Fatalf("Abort after Close: %v", err)
 	}
-	if err := s.Write(context.Background(), r); !errors.Is(err, producer.ErrClosed) {
-		t.Fatalf("Write after Close = %v", err)
-	}
-	got, err := os.ReadFile(path)
-	if err != nil || string(got) != string(producer.AppendScored(nil, r))+"\n" || s.Records() != 1 {
-		t.Fatalf("file = %q, %v", got, err)
-	}
-	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o644 {
-		t.Fatalf("mode %v", fi.Mode())
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Fatalf("after Close and Abort: %v, %v", fi, err)
 	}
 
 	// Abort leaves nothing behind, not even the temporary file.
@@ -212,8 +257,14 @@ func TestFileSinkAtomic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := d.Reject(context.Background(), &consumer.Result{Reason: consumer.ReasonNotJSON, Raw: []byte("x"), RawSize: 1}); err != nil {
+		t.Fatal(err)
+	}
 	if err := errors.Join(d.Abort(), d.Abort(), d.Close()); err != nil {
 		t.Fatal(err)
+	}
+	if err := d.Reject(context.Background(), &consumer.Result{Reason: consumer.ReasonNotJSON}); !errors.Is(err, producer.ErrClosed) {
+		t.Fatalf("Reject after Abort = %v, want ErrClosed", err)
 	}
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 1 {
@@ -221,5 +272,8 @@ func TestFileSinkAtomic(t *testing.T) {
 	}
 	if _, err := producer.CreateFileSink(filepath.Join(dir, "missing", "out.jsonl")); err == nil {
 		t.Fatal("CreateFileSink in a missing directory succeeded")
+	}
+	if _, err := producer.CreateFileDeadLetter(filepath.Join(dir, "missing", "dead.jsonl")); err == nil {
+		t.Fatal("CreateFileDeadLetter in a missing directory succeeded")
 	}
 }

@@ -4,152 +4,116 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"denoiser/consumer"
 	"denoiser/internal/kafkatest"
-	"denoiser/online"
 	"denoiser/producer"
+	"denoiser/producer/producertest"
 )
 
-// scored returns a scored result at topic/partition@offset.
-func scored(i int) *consumer.Result {
-	return &consumer.Result{
-		Pos:   consumer.Position{Topic: "in", Partition: int32(i % 3), Offset: int64(i)},
-		Event: consumer.Event{User: fmt.Sprintf("u%d", i%41), Item: fmt.Sprintf("i%d", i), TS: int64(i), HasTS: true, Truth: "genuine"},
-		Score: online.Score{Reliability: 0.5, PClean: float64(i%100) / 100, Posterior: []float64{0.25, 0.75}, Label: 1, Distilled: -1, Version: uint64(i)},
-	}
-}
-
-func header(t *testing.T, m kafka.Message, key string) string {
-	t.Helper()
-	v, ok := kafkatest.Header(m, key)
-	if !ok {
-		t.Fatalf("record %s/%d@%d has no header %q", m.Topic, m.Partition, m.Offset, key)
-	}
-	return v
-}
-
-func TestKafkaSink(t *testing.T) {
-	b := kafkatest.New(t)
-	topic := b.Topic(t, "scored", 3)
-	delivered := 0
-	sink, err := producer.NewKafkaSink(producer.KafkaConfig{
-		Brokers: b.Addrs, Topic: topic, BatchSize: 100, MaxBatches: 2,
-		OnDelivered: func(n int) { delivered += n },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	const n = 2500
-	for i := range n {
-		if err := sink.Write(ctx, scored(i)); err != nil {
-			t.Fatalf("Write %d: %v", i, err)
-		}
-	}
-	if err := sink.Flush(ctx); err != nil {
-		t.Fatalf("Flush: %v", err)
-	}
-	if delivered != n {
-		t.Errorf("OnDelivered counted %d records after Flush, want %d", delivered, n)
-	}
-	if err := sink.Close(ctx); err != nil {
-		t.Fatalf("Close: %v", err)
-	}
-	if err := sink.Close(ctx); err != nil {
-		t.Fatalf("second Close: %v", err)
-	}
-	if err := sink.Write(ctx, scored(0)); !errors.Is(err, producer.ErrWriterClosed) {
-		t.Fatalf("Write after Close = %v, want ErrWriterClosed", err)
-	}
-
-	msgs := b.NewReader(t, topic).Until(t, 30*time.Second, kafkatest.AtLeast(n))
-	if len(msgs) != n {
-		t.Fatalf("read %d records, want %d", len(msgs), n)
-	}
-	partitionOf := map[string]int{}
-	seen := map[int]bool{}
-	for _, m := range msgs {
-		off, err := strconv.Atoi(header(t, m, producer.HeaderSourceOffset))
-		if err != nil || off < 0 || off >= n || seen[off] {
-			t.Fatalf("bad or repeated source offset header in %+v", m.Headers)
-		}
-		seen[off] = true
-		r := scored(off)
-		if want := producer.AppendScored(nil, r); !bytes.Equal(m.Value, want) {
-			t.Fatalf("value %s, want %s", m.Value, want)
-		}
-		if string(m.Key) != r.Event.User {
-			t.Fatalf("key %q, want the user %q", m.Key, r.Event.User)
-		}
-		if p, ok := partitionOf[string(m.Key)]; ok && p != m.Partition {
-			t.Fatalf("user %s in partitions %d and %d", m.Key, p, m.Partition)
-		}
-		partitionOf[string(m.Key)] = m.Partition
-		for key, want := range map[string]string{
-			producer.HeaderSourceTopic:     "in",
-			producer.HeaderSourcePartition: strconv.Itoa(off % 3),
-			producer.HeaderModelVersion:    strconv.Itoa(off),
-		} {
-			if got := header(t, m, key); got != want {
-				t.Fatalf("header %s = %q, want %q", key, got, want)
+// kafkaHarness reads a topic back: one stream per partition, in offset
+// order. Each caller gets a fresh topic.
+func kafkaHarness(b *kafkatest.Broker, topic string, partitions int, closeWriter func(context.Context) error, delivered *atomic.Uint64) producertest.Harness {
+	return producertest.Harness{
+		Close:     closeWriter,
+		Delivered: delivered.Load,
+		ErrClosed: producer.ErrWriterClosed,
+		Streams:   partitions,
+		Kafka:     true,
+		ReadBack: func(t *testing.T, n int) []producertest.Output {
+			t.Helper()
+			var out []producertest.Output
+			for _, m := range b.NewReader(t, topic).Until(t, 30*time.Second, kafkatest.AtLeast(n)) {
+				o := producertest.Output{Value: m.Value, Key: m.Key, Headers: map[string]string{}, Stream: strconv.Itoa(m.Partition)}
+				for _, h := range m.Headers {
+					if _, dup := o.Headers[h.Key]; dup {
+						t.Fatalf("record %s/%d@%d: header %q twice", m.Topic, m.Partition, m.Offset, h.Key)
+					}
+					o.Headers[h.Key] = string(h.Value)
+				}
+				out = append(out, o)
 			}
-		}
-	}
-	if len(partitionOf) < 2 {
-		t.Errorf("all users in one partition: keys do not spread")
+			return out
+		},
 	}
 }
 
-func TestKafkaDeadLetter(t *testing.T) {
+// closeAtEnd closes a writer when t ends, so that no test leaks its
+// goroutine.
+func closeAtEnd(t *testing.T, closeWriter func(context.Context) error) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if err := closeWriter(ctx); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+}
+
+func TestKafkaSinkSuite(t *testing.T) {
+	b := kafkatest.New(t)
+	producertest.RunSinkSuite(t, func(t *testing.T) (consumer.Sink, producertest.Harness) {
+		const partitions = 3
+		topic := b.Topic(t, "scored", partitions)
+		var delivered atomic.Uint64
+		// Small batches, few of them: the suite's 600 records take many.
+		s, err := producer.NewKafkaSink(producer.KafkaConfig{
+			Brokers: b.Addrs, Topic: topic, BatchSize: 100, MaxBatches: 2,
+			OnDelivered: func(n int) { delivered.Add(uint64(n)) },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		closeAtEnd(t, s.Close)
+		return s, kafkaHarness(b, topic, partitions, s.Close, &delivered)
+	})
+}
+
+func TestKafkaDeadLetterSuite(t *testing.T) {
+	b := kafkatest.New(t)
+	producertest.RunDeadLetterSuite(t, func(t *testing.T) (consumer.DeadLetter, producertest.Harness) {
+		// One partition: dead letters have no key, and kafka-go's murmur2
+		// balancer sends keyless records to random partitions.
+		topic := b.Topic(t, "dlq", 1)
+		var delivered atomic.Uint64
+		d, err := producer.NewKafkaDeadLetter(producer.KafkaConfig{
+			Brokers: b.Addrs, Topic: topic, BatchSize: 100, MaxBatches: 2,
+			OnDelivered: func(n int) { delivered.Add(uint64(n)) },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		closeAtEnd(t, d.Close)
+		return d, kafkaHarness(b, topic, 1, d.Close, &delivered)
+	})
+}
+
+// TestKafkaBatchTimeout: without Flush, the batch timeout alone sends a
+// partial batch.
+func TestKafkaBatchTimeout(t *testing.T) {
 	b := kafkatest.New(t)
 	topic := b.Topic(t, "dlq", 1)
 	dlq, err := producer.NewKafkaDeadLetter(producer.KafkaConfig{Brokers: b.Addrs, Topic: topic})
 	if err != nil {
 		t.Fatal(err)
 	}
+	closeAtEnd(t, dlq.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	bad := []*consumer.Result{
-		{Pos: consumer.Position{Topic: "in", Partition: 2, Offset: 7}, Raw: []byte("not json"), RawSize: 8,
-			Reason: consumer.ReasonNotJSON, Err: &consumer.RecordError{Reason: consumer.ReasonNotJSON, Msg: "not valid JSON"}},
-		{Pos: consumer.Position{File: "f.jsonl", Line: 3}, Raw: []byte(`{"user":1}`), RawSize: 10,
-			Reason: consumer.ReasonMissingField, Err: &consumer.RecordError{Reason: consumer.ReasonMissingField, Field: "item", Msg: "missing"}},
-	}
+	bad := []*consumer.Result{producertest.Rejected(0), producertest.Rejected(1)}
 	for _, r := range bad {
 		if err := dlq.Reject(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// No Flush: the batch timeout alone must send a partial batch.
 	msgs := b.NewReader(t, topic).Until(t, 30*time.Second, kafkatest.AtLeast(2))
-	if err := dlq.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	want := []map[string]string{
-		{producer.HeaderReason: "not_json", producer.HeaderError: "not valid JSON", producer.HeaderSourceTopic: "in",
-			producer.HeaderSourcePartition: "2", producer.HeaderSourceOffset: "7"},
-		{producer.HeaderReason: "missing_field", producer.HeaderError: "item: missing", producer.HeaderSourceFile: "f.jsonl",
-			producer.HeaderSourceLine: "3"},
-	}
 	for i, m := range msgs {
-		for k, v := range want[i] {
-			if got := header(t, m, k); got != v {
-				t.Errorf("record %d: header %s = %q, want %q", i, k, got, v)
-			}
-		}
-		if wantV := producer.AppendRejected(nil, bad[i]); !bytes.Equal(m.Value, wantV) {
-			t.Errorf("record %d: value %s, want %s", i, m.Value, wantV)
-		}
-		if m.Key != nil {
-			t.Errorf("record %d: key %q, want none", i, m.Key)
+		if want := producer.AppendRejected(nil, bad[i]); !bytes.Equal(m.Value, want) {
+			t.Errorf("record %d: value %s, want %s", i, m.Value, want)
 		}
 	}
 }
@@ -166,7 +130,7 @@ func TestKafkaWriterGivesUp(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := sink.Write(ctx, scored(1)); err != nil {
+	if err := sink.Write(ctx, producertest.Scored(1)); err != nil {
 		t.Fatalf("first Write: %v", err)
 	}
 	start := time.Now()
@@ -176,7 +140,7 @@ func TestKafkaWriterGivesUp(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("gave up after %v, RetryFor is 300ms", d)
 	}
-	if err := sink.Write(ctx, scored(2)); !errors.Is(err, producer.ErrWriterFailed) {
+	if err := sink.Write(ctx, producertest.Scored(2)); !errors.Is(err, producer.ErrWriterFailed) {
 		t.Fatalf("Write after failure = %v, want ErrWriterFailed", err)
 	}
 	if err := sink.Close(ctx); err != nil {
@@ -194,13 +158,13 @@ func TestKafkaWriterBackpressure(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for i := range 2 {
-		if err := sink.Write(ctx, scored(i)); err != nil {
+		if err := sink.Write(ctx, producertest.Scored(i)); err != nil {
 			t.Fatalf("Write %d: %v", i, err)
 		}
 	}
 	short, cancelShort := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancelShort()
-	if err := sink.Write(short, scored(3)); !errors.Is(err, context.DeadlineExceeded) {
+	if err := sink.Write(short, producertest.Scored(3)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("third Write with both batches taken = %v, want it to block until its deadline", err)
 	}
 	closeCtx, cancelClose := context.WithTimeout(ctx, 300*time.Millisecond)

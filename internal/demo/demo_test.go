@@ -1,0 +1,65 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the tests if a goroutine outlives them: the demo runs the
+// service on a goroutine of its own, beside an embedded broker, and both
+// must be gone when Run returns.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// writeLog writes n events of 20 users, two of them invalid.
+func writeLog(t *testing.T, n int) string {
+	t.Helper()
+	var b bytes.Buffer
+	for i := range n {
+		switch i {
+		case 7:
+			b.WriteString("not json\n")
+		case 11:
+			b.WriteString(`{"user":"u1","item":"i1","dwell_ms":-1}` + "\n")
+		default:
+			truth := "genuine"
+			if i%5 == 0 {
+				truth = "noise"
+			}
+			fmt.Fprintf(&b, `{"user":"u%d","item":"i%d","dwell_ms":%d,"truth":%q}`+"\n", i%20, i%37, 1000+i*17%9000, truth)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "in.jsonl")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestRun(t *testing.T) {
+	const n = 400
+	rep, err := Run(context.Background(), Options{Input: writeLog(t, n), Partitions: 2, HTTPAddr: "off", Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Events != n-2 || rep.Invalid != 2 {
+		t.Fatalf("report: %d events, %d invalid; want %d and 2", rep.Events, rep.Invalid, n-2)
+	}
+}
+
+// TestRunCancelled: a demo cancelled while the service starts returns the
+// context's error and leaves nothing running.
+func TestRunCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err := Run(ctx, Options{Input: writeLog(t, 50), HTTPAddr: "off", Started: func(string, string) { cancel() }})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run cancelled = %v, want context.Canceled", err)
+	}
+}
