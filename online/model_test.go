@@ -505,8 +505,8 @@ func BenchmarkCheckpointPause(b *testing.B) {
 					}
 					return n
 				}
-				b.ReportMetric(float64(rows(cp.dirtyU)), "users-copied")
-				b.ReportMetric(float64(rows(cp.dirtyI)), "items-copied")
+				b.ReportMetric(float64(rows(cp.changedUsers)), "users-copied")
+				b.ReportMetric(float64(rows(cp.changedItems)), "items-copied")
 			})
 		}
 	}
