@@ -159,7 +159,7 @@ func (l *Live) run(ctx context.Context, out Flusher, path string, done chan<- re
 	if c.Model != nil {
 		res.ModelVersion = c.Model.Version()
 		// A memory copy: the stream goes on while the copy is encoded.
-		c.Model = c.Model.Snapshot(nil)
+		c.Model = c.Model.FrozenCopy(nil)
 	}
 	if res.Path == "" {
 		if l.opts.Dir == "" {
