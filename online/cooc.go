@@ -35,6 +35,12 @@ type cooccurrence interface {
 	// they were, only the listed users and items and the new ones are
 	// copied; nu = ni = 0 copies all.
 	copyInto(dst cooccurrence, users, items []rowSpan, nu, ni int) cooccurrence
+	// kind is the byte the encoding names the estimator by.
+	kind() uint8
+	// encode writes the estimator's state; decode reads it, for nu users
+	// and ni items, and checks the indices it holds.
+	encode(e *encoder)
+	decode(d *decoder, nu, ni int)
 }
 
 // mix64 is the splitmix64 finalizer: a fixed, seedless hash.
@@ -243,4 +249,57 @@ func syncSets(dst, src [][]int32, spans []rowSpan, n int) [][]int32 {
 		dst = append(dst, append([]int32(nil), s...))
 	}
 	return dst
+}
+
+// Encodings of the estimators (FORMAT.md, section COOC).
+const (
+	coocKindSketch uint8 = 0
+	coocKindExact  uint8 = 1
+)
+
+func (c *sketchCooc) kind() uint8 { return coocKindSketch }
+
+func (c *sketchCooc) encode(e *encoder) {
+	e.uint32s(c.itemN)
+	e.int32s(c.itemRes)
+	e.uint32s(c.userN)
+	e.uint64s(c.userSig)
+}
+
+func (c *sketchCooc) decode(d *decoder, nu, ni int) {
+	c.itemN = d.uint32s(ni)
+	c.itemRes = d.int32s(ni * c.s)
+	c.userN = d.uint32s(nu)
+	c.userSig = d.uint64s(nu * c.h / 4)
+	for _, v := range c.itemRes {
+		if v < -1 || int(v) >= nu {
+			d.fail("user index %d in sketch", v)
+			return
+		}
+	}
+}
+
+func (c *exactCooc) kind() uint8 { return coocKindExact }
+
+func (c *exactCooc) encode(e *encoder) {
+	for _, s := range c.userItems {
+		e.u32(uint32(len(s)))
+		e.int32s(s)
+	}
+	for _, s := range c.itemUsers {
+		e.u32(uint32(len(s)))
+		e.int32s(s)
+	}
+}
+
+func (c *exactCooc) decode(d *decoder, nu, ni int) {
+	c.grow(nu, ni)
+	for u := 0; u < nu && d.err == nil; u++ {
+		c.userItems[u] = d.int32s(int(d.u32()))
+		checkIndices(d, c.userItems[u], ni)
+	}
+	for i := 0; i < ni && d.err == nil; i++ {
+		c.itemUsers[i] = d.int32s(int(d.u32()))
+		checkIndices(d, c.itemUsers[i], nu)
+	}
 }

@@ -61,7 +61,7 @@ var ErrInvalidEvent = errors.New("invalid event")
 // Summary.NumericalErrors.
 var ErrNumerical = errors.New("numerical failure")
 
-// ErrFrozen is returned by Step on a copy made by Snapshot.
+// ErrFrozen is returned by Step on a frozen copy (Model.FrozenCopy).
 var ErrFrozen = errors.New("model is a snapshot copy")
 
 func invalid(format string, args ...any) error {

@@ -124,53 +124,53 @@ func TestPairGradFiniteDifference(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := rand.New(rand.NewPCG(7, 8))
-			for j := range m.w {
-				m.w[j] = r.NormFloat64()
-				m.wn[j] = r.NormFloat64()
+			for j := range m.classifier.weights {
+				m.classifier.weights[j] = r.NormFloat64()
+				m.noisyHead.weights[j] = r.NormFloat64()
 			}
-			u, i := m.userIdx["u"], m.itemIdx["i"]
+			u, i := m.users.index["u"], m.items.index["i"]
 			y, ystar, w := 1, 0, 0.6
 			m.forward(u, i)
-			tFixed := append([]float64(nil), m.t...)
-			p, q := m.row(m.p, u), m.row(m.q, i)
+			tFixed := append([]float64(nil), m.scratch.t...)
+			p, q := m.users.row(u), m.items.row(i)
 			fn := make([]float64, m.k)
 			// noisyLoss is the noisy head's cross-entropy; it reaches p and
 			// q only when the head trains the embeddings.
 			noisyLoss := func() float64 {
-				classForward(fn, m.wn, m.bn, m.z)
+				m.noisyHead.forward(fn, m.scratch.z)
 				return -math.Log(fn[y])
 			}
 			loss := func() float64 {
-				hadamard(m.z, p, q)
-				classForward(m.f, m.w, m.b, m.z)
-				l := tc.weight * classLoss(m.f, tFixed, m.k, y, ystar, m.cfg.Lambda*w)
+				hadamard(m.scratch.z, p, q)
+				m.classifier.forward(m.scratch.f, m.scratch.z)
+				l := tc.weight * classLoss(m.scratch.f, tFixed, m.k, y, ystar, m.cfg.Lambda*w)
 				if tc.noisyEmbed {
 					l += tc.weight * noisyLoss()
 				}
 				return l + m.cfg.L2/2*(dot(p, p)+dot(q, q))
 			}
 			loss()
-			classForward(m.fn, m.wn, m.bn, m.z)
-			copy(m.t, tFixed)
+			m.noisyHead.forward(m.scratch.noisy, m.scratch.z)
+			copy(m.scratch.t, tFixed)
 			if _, ok := m.grads(u, i, y, ystar, w, tc.weight, tc.weight); !ok {
 				t.Fatal("gradients not finite")
 			}
-			g, z := append([]float64(nil), m.g...), append([]float64(nil), m.z...)
-			gn := append([]float64(nil), m.gn...)
-			headLoss := func() float64 { hadamard(m.z, p, q); return tc.weight * noisyLoss() }
+			g, z := append([]float64(nil), m.scratch.dClass...), append([]float64(nil), m.scratch.z...)
+			gn := append([]float64(nil), m.scratch.dNoisy...)
+			headLoss := func() float64 { hadamard(m.scratch.z, p, q); return tc.weight * noisyLoss() }
 			// Row 0 is the reference class: not a parameter, no gradient.
 			for j := 0; j < m.d; j++ {
-				if g := numGrad(m.w, j, loss); g != 0 {
+				if g := numGrad(m.classifier.weights, j, loss); g != 0 {
 					t.Fatalf("reference row of W has gradient %g", g)
 				}
 			}
 			for k := 1; k < m.k; k++ {
-				closeTo(t, "dL/dbn", gn[k], numGrad(m.bn, k, headLoss))
+				closeTo(t, "dL/dbn", gn[k], numGrad(m.noisyHead.bias, k, headLoss))
 				for j := 0; j < m.d; j++ {
-					closeTo(t, "dL/dWn", gn[k]*z[j], numGrad(m.wn, k*m.d+j, headLoss))
+					closeTo(t, "dL/dWn", gn[k]*z[j], numGrad(m.noisyHead.weights, k*m.d+j, headLoss))
 				}
 			}
-			dp, dq := append([]float64(nil), m.dp...), append([]float64(nil), m.dq...)
+			dp, dq := append([]float64(nil), m.scratch.dUser...), append([]float64(nil), m.scratch.dItem...)
 			// The weight decay is not scaled by the pair's weight.
 			reg := func() float64 { return m.cfg.L2 / 2 * (dot(p, p) + dot(q, q)) }
 			full := func() float64 { return loss() }
@@ -180,9 +180,9 @@ func TestPairGradFiniteDifference(t *testing.T) {
 				closeTo(t, "dL/dq", dq[j], numGrad(q, j, loss))
 			}
 			for k := 1; k < m.k; k++ {
-				closeTo(t, "dL/db", g[k], numGrad(m.b, k, loss))
+				closeTo(t, "dL/db", g[k], numGrad(m.classifier.bias, k, loss))
 				for j := 0; j < m.d; j++ {
-					closeTo(t, "dL/dW", g[k]*z[j], numGrad(m.w, k*m.d+j, loss))
+					closeTo(t, "dL/dW", g[k]*z[j], numGrad(m.classifier.weights, k*m.d+j, loss))
 				}
 			}
 		})
@@ -202,31 +202,31 @@ func TestTransitionChainFiniteDifference(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	u, i := m.userIdx["u"], m.itemIdx["i"]
+	u, i := m.users.index["u"], m.items.index["i"]
 	y, ystar := 2, 0
 	m.forward(u, i)
 	trans, ok := m.grads(u, i, y, ystar, 1, 1, 1)
 	if !trans || !ok {
 		t.Fatalf("transition not active (%v) or gradient not finite (%v)", trans, ok)
 	}
-	gt, z := append([]float64(nil), m.gt...), append([]float64(nil), m.z...)
+	gt, z := append([]float64(nil), m.scratch.dTrans...), append([]float64(nil), m.scratch.z...)
 	tm := make([]float64, m.k*m.k)
 	loss := func() float64 {
-		copy(m.z, z)
-		m.transition(tm)
+		copy(m.scratch.z, z)
+		m.transition.forward(tm, m.scratch.z, i)
 		return -math.Log(tm[ystar*m.k+y])
 	}
 	k, d := m.k, m.d
-	ti := m.ti[int(i)*k*k : int(i+1)*k*k]
-	if g := numGrad(m.c, ystar*k, loss); g != 0 {
+	ti := m.transition.itemOffsets(i)
+	if g := numGrad(m.transition.bias, ystar*k, loss); g != 0 {
 		t.Fatalf("reference column of C has gradient %g", g)
 	}
 	for c := 1; c < k; c++ {
 		r := ystar*k + c
-		closeTo(t, "dL/dC", gt[c], numGrad(m.c, r, loss))
+		closeTo(t, "dL/dC", gt[c], numGrad(m.transition.bias, r, loss))
 		closeTo(t, "dL/d(item offset)", gt[c], numGrad(ti, r, loss))
 		for j := 0; j < d; j++ {
-			closeTo(t, "dL/dA", gt[c]*z[j], numGrad(m.a, r*d+j, loss))
+			closeTo(t, "dL/dA", gt[c]*z[j], numGrad(m.transition.weights, r*d+j, loss))
 		}
 	}
 }

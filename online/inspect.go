@@ -10,38 +10,38 @@ func (m *Model) Dim() int { return m.d }
 
 // NumUsers is the number of users the model knows; user indices are
 // 0..NumUsers()-1, in order of first appearance.
-func (m *Model) NumUsers() int { return len(m.users) }
+func (m *Model) NumUsers() int { return m.users.len() }
 
 // NumItems is the number of items the model knows; item indices are
 // 0..NumItems()-1, in order of first appearance.
-func (m *Model) NumItems() int { return len(m.items) }
+func (m *Model) NumItems() int { return m.items.len() }
 
 // UserID returns the id of user index u (0 <= u < NumUsers()).
-func (m *Model) UserID(u int) string { return m.users[u] }
+func (m *Model) UserID(u int) string { return m.users.ids[u] }
 
 // ItemID returns the id of item index i (0 <= i < NumItems()).
-func (m *Model) ItemID(i int) string { return m.items[i] }
+func (m *Model) ItemID(i int) string { return m.items.ids[i] }
 
 // UserIndex returns the index of the user with the given id.
 func (m *Model) UserIndex(id string) (int, bool) {
-	u, ok := m.userIdx[id]
+	u, ok := m.users.index[id]
 	return int(u), ok
 }
 
 // ItemIndex returns the index of the item with the given id.
 func (m *Model) ItemIndex(id string) (int, bool) {
-	i, ok := m.itemIdx[id]
+	i, ok := m.items.index[id]
 	return int(i), ok
 }
 
 // UserEmbedding copies p_u, the embedding of user index u, into dst (reusing
 // its capacity) and returns it.
 func (m *Model) UserEmbedding(dst []float64, u int) []float64 {
-	return append(dst[:0], m.p[u*m.d:(u+1)*m.d]...)
+	return append(dst[:0], m.users.row(int32(u))...)
 }
 
 // ItemEmbedding copies q_i, the embedding of item index i, into dst (reusing
 // its capacity) and returns it.
 func (m *Model) ItemEmbedding(dst []float64, i int) []float64 {
-	return append(dst[:0], m.q[i*m.d:(i+1)*m.d]...)
+	return append(dst[:0], m.items.row(int32(i))...)
 }

@@ -15,7 +15,7 @@ func TestInspectAccessors(t *testing.T) {
 	runScores(t, m, testStream(800, 3))
 	before := encode(t, m)
 
-	if m.Dim() != 8 || m.NumUsers() != len(m.users) || m.NumItems() != len(m.items) || m.NumUsers() == 0 {
+	if m.Dim() != 8 || m.NumUsers() != m.users.len() || m.NumItems() != m.items.len() || m.NumUsers() == 0 {
 		t.Fatalf("dim %d, %d users, %d items", m.Dim(), m.NumUsers(), m.NumItems())
 	}
 	var row []float64
@@ -25,7 +25,7 @@ func TestInspectAccessors(t *testing.T) {
 			t.Fatalf("user %d: id %q maps back to %d %v", u, m.UserID(u), j, ok)
 		}
 		row = m.UserEmbedding(row, u)
-		if !slices.Equal(row, m.p[u*m.d:(u+1)*m.d]) {
+		if !slices.Equal(row, m.users.vectors[u*m.d:(u+1)*m.d]) {
 			t.Fatalf("user %d: embedding %v", u, row)
 		}
 		row[0] += 1 // a copy: the model must not change
@@ -36,7 +36,7 @@ func TestInspectAccessors(t *testing.T) {
 			t.Fatalf("item %d: id %q maps back to %d %v", i, m.ItemID(i), j, ok)
 		}
 		got := m.ItemEmbedding(make([]float64, 0, 1), i)
-		if !slices.Equal(got, m.q[i*m.d:(i+1)*m.d]) {
+		if !slices.Equal(got, m.items.vectors[i*m.d:(i+1)*m.d]) {
 			t.Fatalf("item %d: embedding %v", i, got)
 		}
 	}

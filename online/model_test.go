@@ -347,6 +347,51 @@ func BenchmarkStep(b *testing.B) {
 	}
 }
 
+// TestStepDoesNotAllocate: on a warm model (past warm-up, mixture fitted,
+// every id known), Step allocates nothing, in binary mode with negatives
+// and in rating mode. The measured events fall between two refits: a
+// refit (every RefitEvery events) allocates in gonum's Cholesky, about 50
+// times, which BenchmarkStep's allocs/op averages away.
+func TestStepDoesNotAllocate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"binary", Config{Mode: ModeBinary, Dim: 16, Negatives: 4, WarmUp: 300, RefitEvery: 100, GMMMinSamples: 32, GMMWindow: 256}},
+		{"rating", Config{Mode: ModeRating, Dim: 16, WarmUp: 300, RefitEvery: 100, GMMMinSamples: 32, GMMWindow: 256}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := New(tc.cfg, rand.NewPCG(1, 2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			evs := testStream(4000, 12)
+			for j := range evs { // a rating the item decides: learnable
+				id := evs[j].Item
+				evs[j].Rating = 1 + int(id[len(id)-1]-'0')%5
+			}
+			var sc Score
+			for _, ev := range evs { // warm: every id known, refits done
+				if err := m.Step(ev, &sc); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if s := m.Summary(); !s.GMM.Fitted || s.Distilled == 0 {
+				t.Fatalf("model not warm: %+v", s)
+			}
+			// 4000 events end on a refit; 1 + 98 more stay before the next.
+			j := 0
+			allocs := testing.AllocsPerRun(98, func() {
+				m.Step(evs[j%len(evs)], &sc)
+				j++
+			})
+			if allocs != 0 {
+				t.Fatalf("Step allocates %v times per event on a warm model", allocs)
+			}
+		})
+	}
+}
+
 // TestWeightScalesLearning: an event weighted 2 moves the model as two
 // events' worth of gradient would, on the positive; weight 0 is weight 1.
 func TestWeightScalesLearning(t *testing.T) {
@@ -387,13 +432,13 @@ func TestSnapshotCopy(t *testing.T) {
 			m, _ := New(cfg, rand.NewPCG(4, 4))
 			runScores(t, m, evs[:1000])
 			want := encode(t, m)
-			cp := m.Snapshot(nil)
+			cp := m.FrozenCopy(nil)
 			runScores(t, m, evs[1000:2000]) // the model goes on; the copy must not
 			if got := encode(t, cp); !bytes.Equal(got, want) {
 				t.Fatal("the copy changed as the model learned")
 			}
 			want2 := encode(t, m)
-			cp2 := m.Snapshot(cp) // reuse
+			cp2 := m.FrozenCopy(cp) // reuse
 			runScores(t, m, evs[2000:])
 			if got := encode(t, cp2); !bytes.Equal(got, want2) {
 				t.Fatal("a reused copy differs from the model it copied")
@@ -431,7 +476,7 @@ func TestSnapshotIncremental(t *testing.T) {
 				runScores(t, m, evs[n:end])
 				n = end
 				c := &copies[chunk%2]
-				*c = m.Snapshot(*c)
+				*c = m.FrozenCopy(*c)
 				if got, want := encode(t, *c), encode(t, m); !bytes.Equal(got, want) {
 					t.Fatalf("after %d events (chunk %d of %d): the copy differs from the model", n, chunk, size)
 				}
@@ -442,12 +487,12 @@ func TestSnapshotIncremental(t *testing.T) {
 				t.Fatal(err)
 			}
 			runScores(t, other, evs[:50])
-			copies[0] = other.Snapshot(copies[0])
+			copies[0] = other.FrozenCopy(copies[0])
 			if !bytes.Equal(encode(t, copies[0]), encode(t, other)) {
 				t.Fatal("a copy switched to another model differs from it")
 			}
 			// So is a copy of a copy.
-			cc := copies[0].Snapshot(copies[1])
+			cc := copies[0].FrozenCopy(copies[1])
 			if !bytes.Equal(encode(t, cc), encode(t, other)) {
 				t.Fatal("a copy of a copy differs")
 			}
@@ -489,7 +534,7 @@ func BenchmarkCheckpointPause(b *testing.B) {
 				name = "copy-whole"
 			}
 			b.Run(fmt.Sprintf("users=%d/%s", users, name), func(b *testing.B) {
-				cp := m.Snapshot(nil)
+				cp := m.FrozenCopy(nil)
 				for j := 0; j < b.N; j++ {
 					b.StopTimer()
 					step(between)
@@ -497,7 +542,7 @@ func BenchmarkCheckpointPause(b *testing.B) {
 						cp.origin = nil // forget the last sync: copy all
 					}
 					b.StartTimer()
-					cp = m.Snapshot(cp)
+					cp = m.FrozenCopy(cp)
 				}
 				rows := func(spans []rowSpan) (n int) {
 					for _, s := range spans {
@@ -505,8 +550,8 @@ func BenchmarkCheckpointPause(b *testing.B) {
 					}
 					return n
 				}
-				b.ReportMetric(float64(rows(cp.dirtyU)), "users-copied")
-				b.ReportMetric(float64(rows(cp.dirtyI)), "items-copied")
+				b.ReportMetric(float64(rows(cp.changedUsers)), "users-copied")
+				b.ReportMetric(float64(rows(cp.changedItems)), "items-copied")
 			})
 		}
 	}

@@ -18,7 +18,7 @@ type Summary struct {
 }
 
 // GMMSummary describes the fitted two-component mixture over the
-// reliability features (score p_u·q_i, log(1 + c_ui)).
+// reliability features (score f_ỹ(x), log(1 + c_ui)).
 type GMMSummary struct {
 	Fitted     bool            `json:"fitted"`
 	Reliable   int             `json:"reliable"` // index of the reliable component

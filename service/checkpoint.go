@@ -171,7 +171,7 @@ type saveJob struct {
 
 // snapshot copies the model into the shadow and copies the positions.
 func (c *checkpointer) snapshot() (saveJob, error) {
-	c.shadow = c.model.Snapshot(c.shadow)
+	c.shadow = c.model.FrozenCopy(c.shadow)
 	return saveJob{c.shadow, state.Checkpoint{Positions: c.statePositions(), Version: c.model.Version()}}, nil
 }
 

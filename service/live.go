@@ -169,7 +169,7 @@ func (l *LiveSnapshots) run(ctx context.Context, out consumer.Flusher, path stri
 	if c.Model != nil {
 		res.ModelVersion = c.Model.Version()
 		// A memory copy: the stream goes on while the copy is encoded.
-		c.Model = c.Model.Snapshot(nil)
+		c.Model = c.Model.FrozenCopy(nil)
 	}
 	if res.Path == "" {
 		if l.opts.Dir == "" {

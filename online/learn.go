@@ -1,0 +1,188 @@
+package online
+
+import "math"
+
+// The forward pass and the SGD step of one pair (u, i), through the
+// scratch buffers.
+
+// transitionActive reports whether T̂ is used (and trained) now.
+func (m *Model) transitionActive() bool {
+	return !m.cfg.Plain && !m.cfg.NoTransition && m.schedule.events >= uint64(m.cfg.WarmUp)
+}
+
+func (m *Model) distilling() bool {
+	return !m.cfg.Plain && m.schedule.events >= uint64(m.cfg.WarmUp)
+}
+
+// forward computes z, f and T̂ for the pair (u,i) into the scratch buffers
+// and returns p·q. During warm-up T̂ is the untrained network, near the
+// identity, so that warm-up scores are not all tied at p_clean = 1; learning
+// then holds it at the identity (see grads).
+func (m *Model) forward(u, i int32) float64 {
+	s := &m.scratch
+	pq := hadamard(s.z, m.users.row(u), m.items.row(i))
+	m.classifier.forward(s.f, s.z)
+	if !m.cfg.Plain {
+		m.noisyHead.forward(s.noisy, s.z)
+	}
+	if m.cfg.Plain || m.cfg.NoTransition {
+		copy(s.t, s.identity)
+	} else {
+		m.transition.forward(s.t, s.z, i)
+	}
+	return pq
+}
+
+// forwardNegative is forward for a sampled negative j in binary mode. With
+// T̂ one-sided, an observed 0 means a clean 0, so the corrected loss of a
+// negative is the plain cross-entropy whatever T̂ is, and T̂ is computed only
+// when the negative trains η̃ and T̂ (aux) and is distilled. It returns y*,
+// which is -1 for a negative that does not train them.
+func (m *Model) forwardNegative(u, j int32, aux bool) int {
+	s := &m.scratch
+	hadamard(s.z, m.users.row(u), m.items.row(j))
+	m.classifier.forward(s.f, s.z)
+	copy(s.t, s.identity)
+	if m.cfg.Plain || !aux {
+		return -1
+	}
+	m.noisyHead.forward(s.noisy, s.z)
+	ystar := m.distill()
+	if ystar == 0 && m.transitionActive() && !m.cfg.NoTransition {
+		m.transition.forward(s.t, s.z, j)
+	}
+	return ystar
+}
+
+// distill returns the distilled label y* = argmax η̃(x) if
+// max η̃(x) > (1+ρ)/2, else -1. η̃ is the noisy-posterior head, trained with
+// plain cross-entropy on the observed labels: BLTM's rule reads the noisy
+// posterior (if η̃_y(x) > (1+ρ)/2 then y is the Bayes label of x when the
+// noise rate is below ρ). Distilling from f instead closes a loop (f
+// trains T̂ trains f) whose fixed point explains every event as noise.
+func (m *Model) distill() int {
+	if !m.distilling() {
+		return -1
+	}
+	noisy := m.scratch.noisy
+	best := 0
+	for j, v := range noisy {
+		if v > noisy[best] {
+			best = j
+		}
+	}
+	if noisy[best] > (1+m.schedule.rho)/2 {
+		return best
+	}
+	return -1
+}
+
+// learnPair applies one SGD step for the pair whose forward pass is in the
+// scratch buffers. It reports false, and changes nothing, if a gradient is
+// not finite.
+func (m *Model) learnPair(u, i int32, y, ystar int, w, weight, auxWeight float64) bool {
+	trans, ok := m.grads(u, i, y, ystar, w, weight, auxWeight)
+	if !ok {
+		return false
+	}
+	m.apply(u, i, ystar, trans, auxWeight > 0)
+	return true
+}
+
+// grads fills the scratch gradients for the pair in the forward buffers:
+// dClass (classifier logits; dW_k = g_k z, db = g) and dUser, dItem
+// (embedding rows, with weight decay), scaled by weight; dNoisy (the noisy
+// head η̃'s logits, plain cross-entropy on the observed label) and, when
+// trans is true, dTrans (row ystar of the transition logits), scaled by
+// auxWeight, and zero when auxWeight is 0. Each is clipped to Config.Clip.
+// ok is false if any is not finite.
+func (m *Model) grads(u, i int32, y, ystar int, w, weight, auxWeight float64) (trans, ok bool) {
+	cfg, s := &m.cfg, &m.scratch
+	lw := 0.0
+	if ystar >= 0 {
+		lw = cfg.Lambda * w // w = 0 for sampled negatives: no L_cal
+	}
+	t := s.t
+	if !m.transitionActive() {
+		t = s.identity // warm-up: f learns the noisy labels with T̂ = I
+	}
+	classGrad(s.dClass, s.f, t, m.k, y, ystar, lw)
+	for j := range s.dClass {
+		s.dClass[j] *= weight
+	}
+	clipNorm(s.dClass, cfg.Clip)
+	clear(s.dz)
+	m.classifier.backprop(s.dz, s.dClass)
+	clear(s.dNoisy)
+	if !cfg.Plain && auxWeight > 0 {
+		for j := range s.dNoisy {
+			s.dNoisy[j] = auxWeight * s.noisy[j]
+		}
+		s.dNoisy[y] -= auxWeight
+		clipNorm(s.dNoisy, cfg.Clip)
+		if cfg.NoisyHeadTrainsEmbeddings {
+			m.noisyHead.backprop(s.dz, s.dNoisy)
+		}
+	}
+	s.dUserNorm2, s.dItemNorm2 = embeddingGrads(s.dUser, s.dItem, s.dz, m.users.row(u), m.items.row(i), cfg.L2, cfg.Clip)
+	trans = ystar >= 0 && auxWeight > 0 && m.transitionActive() && !(cfg.Mode == ModeBinary && ystar == 1)
+	if trans {
+		transGrad(s.dTrans, s.t, m.k, ystar, y)
+		for j := range s.dTrans {
+			s.dTrans[j] *= auxWeight
+		}
+		clipNorm(s.dTrans, cfg.Clip)
+	}
+	// A NaN or Inf in dUser or dItem shows in its squared norm.
+	n2 := s.dUserNorm2 + s.dItemNorm2
+	ok = finite(s.dClass, s.dNoisy, s.dTrans) && !math.IsNaN(n2) && !math.IsInf(n2, 0)
+	return trans, ok
+}
+
+// embeddingGrads writes dp = dz⊙q + l2·p and dq = dz⊙p + l2·q, clips each
+// to norm c, and returns their squared norms after clipping.
+func embeddingGrads(dp, dq, dz, p, q []float64, l2, c float64) (dp2, dq2 float64) {
+	n := len(dz)
+	dp, dq, p, q = dp[:n], dq[:n], p[:n], q[:n]
+	// Two accumulators per sum: the additions of one chain wait for each
+	// other, two chains overlap.
+	var p0, p1, q0, q1 float64
+	j := 0
+	for ; j+2 <= n; j += 2 {
+		a0 := dz[j]*q[j] + l2*p[j]
+		b0 := dz[j]*p[j] + l2*q[j]
+		a1 := dz[j+1]*q[j+1] + l2*p[j+1]
+		b1 := dz[j+1]*p[j+1] + l2*q[j+1]
+		dp[j], dq[j], dp[j+1], dq[j+1] = a0, b0, a1, b1
+		p0 += a0 * a0
+		q0 += b0 * b0
+		p1 += a1 * a1
+		q1 += b1 * b1
+	}
+	for ; j < n; j++ {
+		a := dz[j]*q[j] + l2*p[j]
+		b := dz[j]*p[j] + l2*q[j]
+		dp[j], dq[j] = a, b
+		p0 += a * a
+		q0 += b * b
+	}
+	return clipTo(dp, p0+p1, c), clipTo(dq, q0+q1, c)
+}
+
+// apply takes one step along the gradients grads left in the scratch
+// buffers: plain SGD for the networks (η̃ only if aux, T̂ only if trans), a
+// per-row adaptive step for the embeddings (table.step), so that rows seen
+// often move less.
+func (m *Model) apply(u, i int32, ystar int, trans, aux bool) {
+	s, lr := &m.scratch, m.cfg.LearningRate
+	m.classifier.step(s.dClass, s.z, lr)
+	if aux && !m.cfg.Plain {
+		m.noisyHead.step(s.dNoisy, s.z, lr)
+	}
+	m.users.stamps[u], m.items.stamps[i] = m.epoch, m.epoch
+	m.users.step(u, s.dUser, s.dUserNorm2, m.cfg.EmbeddingRate)
+	m.items.step(i, s.dItem, s.dItemNorm2, m.cfg.EmbeddingRate)
+	if trans {
+		m.transition.step(s.dTrans, s.z, i, ystar, lr*m.cfg.TransitionRate, lr)
+	}
+}
