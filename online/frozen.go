@@ -40,11 +40,6 @@ func (m *Model) FrozenCopy(dst *Model) *Model {
 	return dst
 }
 
-// Snapshot is the old name of FrozenCopy.
-//
-// Deprecated: use FrozenCopy; a snapshot is the file (package snapshot).
-func (m *Model) Snapshot(dst *Model) *Model { return m.FrozenCopy(dst) }
-
 // listChanges lists in dst.changedUsers and dst.changedItems the rows
 // that dst, as a copy of m, holds but that changed since its last sync,
 // and returns how many user and item rows dst holds: none unless dst is a
