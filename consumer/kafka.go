@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"denoiser/input"
 )
 
 // Where a partition with no known position starts.
@@ -40,7 +42,7 @@ type KafkaConfig struct {
 	// checkpoint the model was restored from (Offset is the NEXT offset).
 	// On assignment a partition starts there, not at the group's committed
 	// offset: the model, not the group, knows what it has learned.
-	Positions []Position
+	Positions []input.Position
 	// FetchMaxBytes bounds one fetch response (default 1 MiB).
 	FetchMaxBytes int
 	// FetchMaxWait is how long the broker holds a fetch when there is no new
@@ -510,7 +512,7 @@ func (s *KafkaSource) Next(ctx context.Context) (Message, error) {
 		}
 		s.mu.next[f.partition] = f.offset + 1
 		s.mu.Unlock()
-		return Message{Pos: Position{Topic: s.cfg.Topic, Partition: int32(f.partition), Offset: f.offset}, Value: f.value}, nil
+		return Message{Pos: input.Position{Topic: s.cfg.Topic, Partition: int32(f.partition), Offset: f.offset}, Value: f.value}, nil
 	}
 }
 
@@ -565,7 +567,7 @@ func (s *KafkaSource) Lag() []PartitionLag {
 // checkpoint of a partition; the checkpoint, not the commit, is where a
 // restarted member resumes. It returns when the coordinator answered,
 // RequestTimeout passed or ctx is done.
-func (s *KafkaSource) Commit(ctx context.Context, positions []Position) error {
+func (s *KafkaSource) Commit(ctx context.Context, positions []input.Position) error {
 	s.mu.Lock()
 	gen, assigned := s.mu.gen, s.mu.assigned
 	s.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"denoiser/consumer"
+	"denoiser/input"
 )
 
 // AppendScored appends the JSON encoding of a scored record to dst (without a
@@ -94,7 +95,7 @@ func AppendRejected(dst []byte, r *consumer.Result) []byte {
 
 // AppendPosition appends a source position: {"file":...,"line":...} for a
 // file, {"topic":...,"partition":...,"offset":...} for Kafka.
-func AppendPosition(dst []byte, p consumer.Position) []byte {
+func AppendPosition(dst []byte, p input.Position) []byte {
 	if p.IsFile() {
 		dst = append(dst, `{"file":`...)
 		dst = appendString(dst, p.File)

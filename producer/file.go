@@ -3,9 +3,10 @@ package producer
 import (
 	"bufio"
 	"context"
-	"denoiser/internal/atomicfile"
 	"errors"
 	"fmt"
+
+	"denoiser/internal/atomicfile"
 
 	"denoiser/consumer"
 )

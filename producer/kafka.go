@@ -13,6 +13,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"denoiser/consumer"
+	"denoiser/input"
 )
 
 // Header keys of the Kafka records written by KafkaSink and
@@ -249,7 +250,7 @@ func (b *batch) copy(p []byte) []byte {
 }
 
 // positionHeaders appends the source position headers.
-func (b *batch) positionHeaders(m *kafka.Message, p consumer.Position) {
+func (b *batch) positionHeaders(m *kafka.Message, p input.Position) {
 	add := func(k string, v []byte) {
 		m.Headers = append(m.Headers, kafka.Header{Key: k, Value: b.copy(v)})
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"denoiser/consumer"
+	"denoiser/input"
 	"denoiser/internal/kafkatest"
 	"denoiser/online"
 	"denoiser/producer"
@@ -20,7 +21,7 @@ import (
 // scored returns a scored result at topic/partition@offset.
 func scored(i int) *consumer.Result {
 	return &consumer.Result{
-		Pos:   consumer.Position{Topic: "in", Partition: int32(i % 3), Offset: int64(i)},
+		Pos:   input.Position{Topic: "in", Partition: int32(i % 3), Offset: int64(i)},
 		Event: consumer.Event{User: fmt.Sprintf("u%d", i%41), Item: fmt.Sprintf("i%d", i), TS: int64(i), HasTS: true, Truth: "genuine"},
 		Score: online.Score{Reliability: 0.5, PClean: float64(i%100) / 100, Posterior: []float64{0.25, 0.75}, Label: 1, Distilled: -1, Version: uint64(i)},
 	}
@@ -118,9 +119,9 @@ func TestKafkaDeadLetter(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	bad := []*consumer.Result{
-		{Pos: consumer.Position{Topic: "in", Partition: 2, Offset: 7}, Raw: []byte("not json"), RawSize: 8,
+		{Pos: input.Position{Topic: "in", Partition: 2, Offset: 7}, Raw: []byte("not json"), RawSize: 8,
 			Reason: consumer.ReasonNotJSON, Err: &consumer.RecordError{Reason: consumer.ReasonNotJSON, Msg: "not valid JSON"}},
-		{Pos: consumer.Position{File: "f.jsonl", Line: 3}, Raw: []byte(`{"user":1}`), RawSize: 10,
+		{Pos: input.Position{File: "f.jsonl", Line: 3}, Raw: []byte(`{"user":1}`), RawSize: 10,
 			Reason: consumer.ReasonMissingField, Err: &consumer.RecordError{Reason: consumer.ReasonMissingField, Field: "item", Msg: "missing"}},
 	}
 	for _, r := range bad {

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"denoiser/consumer"
+	"denoiser/input"
 	"denoiser/online"
 	"denoiser/producer"
 	"denoiser/state"
@@ -46,7 +47,7 @@ type Task = func(ctx context.Context, out consumer.Flusher) error
 // Initial supplies the model and positions to start from when the state
 // directory holds no checkpoint (for example from a snapshot file). A nil
 // model means: start a new one from the configuration.
-type Initial func(ctx context.Context) (*online.Model, []state.Position, error)
+type Initial func(ctx context.Context) (*online.Model, []input.Position, error)
 
 // Options are the service's dependencies.
 type Options struct {
@@ -148,12 +149,8 @@ func New(cfg Config, opts Options) (s *Service, err error) {
 	}
 
 	k := cfg.Kafka
-	srcPos := make([]consumer.Position, len(positions))
-	for i, p := range positions {
-		srcPos[i] = consumer.Position{Topic: p.Topic, Partition: int32(p.Partition), Offset: p.Next}
-	}
 	s.src, err = consumer.NewKafkaSource(consumer.KafkaConfig{
-		Brokers: k.Brokers, Topic: k.InputTopic, Group: k.Group, Start: k.Start, Positions: srcPos,
+		Brokers: k.Brokers, Topic: k.InputTopic, Group: k.Group, Start: k.Start, Positions: positions,
 		FetchMaxBytes: k.FetchMaxBytes, FetchMaxWait: k.FetchMaxWait, Buffer: k.FetchBuffer,
 		SessionTimeout: k.SessionTimeout, HeartbeatInterval: k.HeartbeatInterval,
 		RebalanceTimeout: k.RebalanceTimeout, RequestTimeout: k.RequestTimeout,
@@ -217,7 +214,7 @@ func New(cfg Config, opts Options) (s *Service, err error) {
 
 // restore sets s.model from the last checkpoint, Initial or the config,
 // and returns the positions it has consumed up to.
-func (s *Service) restore(ctx context.Context, initial Initial) ([]state.Position, error) {
+func (s *Service) restore(ctx context.Context, initial Initial) ([]input.Position, error) {
 	cp, ok, err := s.store.Load(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("service: restore: %w", err)
@@ -234,7 +231,7 @@ func (s *Service) restore(ctx context.Context, initial Initial) ([]state.Positio
 		}
 		return cp.Positions, nil
 	}
-	var positions []state.Position
+	var positions []input.Position
 	if initial != nil {
 		s.model, positions, err = initial(ctx)
 		if err != nil {
@@ -262,13 +259,13 @@ func (s *Service) restore(ctx context.Context, initial Initial) ([]state.Positio
 	return nil, nil
 }
 
-func positionsString(ps []state.Position) string {
+func positionsString(ps []input.Position) string {
 	var b strings.Builder
 	for i, p := range ps {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		fmt.Fprintf(&b, "%s/%d@%d", p.Topic, p.Partition, p.Next)
+		b.WriteString(p.String())
 	}
 	return b.String()
 }
@@ -444,7 +441,7 @@ func (s *Service) Submit(ctx context.Context, task Task) error {
 // ModelState returns the model and the next input position of every
 // partition it has consumed: a consistent pair. It may be called only on
 // the model goroutine, i.e. inside a Task, or while Run is not running.
-func (s *Service) ModelState() (*online.Model, []state.Position) {
+func (s *Service) ModelState() (*online.Model, []input.Position) {
 	return s.model, s.cp.currentPositions()
 }
 

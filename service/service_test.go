@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"denoiser/consumer"
+	"denoiser/input"
 	"denoiser/internal/kafkatest"
 	"denoiser/internal/synth"
 	"denoiser/online"
@@ -156,7 +157,7 @@ func reference(t testing.TB, cfg service.Config, topic string, lines [][]byte) (
 	}
 	var out [][]byte
 	for i, l := range lines {
-		r := consumer.Result{Pos: consumer.Position{Topic: topic, Offset: int64(i)}}
+		r := consumer.Result{Pos: input.Position{Topic: topic, Offset: int64(i)}}
 		if err := consumer.Decode(l, &r.Event); err != nil {
 			continue
 		}
@@ -339,7 +340,7 @@ func TestSubmitServesTasksWhileIdle(t *testing.T) {
 
 	type seen struct {
 		version   uint64
-		positions []state.Position
+		positions []input.Position
 	}
 	got := make(chan seen, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"denoiser/input"
 	"denoiser/online"
 )
 
@@ -33,7 +34,7 @@ type owner struct {
 func (o *owner) Flush(context.Context) error { o.flushes.Add(1); return o.flushErr }
 
 func (o *owner) contents() Contents {
-	return Contents{Model: o.m, Positions: []Position{{Topic: "clicks", Partition: 0, Next: o.next}}}
+	return Contents{Model: o.m, Positions: []input.Position{{Topic: "clicks", Partition: 0, Offset: o.next}}}
 }
 
 func (o *owner) submit(ctx context.Context, t Task) error {
@@ -157,7 +158,7 @@ func TestLiveExportIsConsistent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		next := s.Positions[0].Next
+		next := s.Positions[0].Offset
 		if s.Model.Version() != uint64(next) || s.ChecksumHex() != res.Checksum || s.Meta.Source != "live" {
 			t.Fatalf("%s: model version %d at position %d, meta %+v", res.Path, s.Model.Version(), next, s.Meta)
 		}

@@ -2,12 +2,13 @@ package main
 
 import (
 	"context"
-	"denoiser/internal/atomicfile"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+
+	"denoiser/internal/atomicfile"
 
 	"denoiser/internal/movielens"
 	"denoiser/internal/synth"

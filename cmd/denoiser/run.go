@@ -15,10 +15,10 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"denoiser/consumer"
+	"denoiser/input"
 	"denoiser/online"
 	"denoiser/service"
 	"denoiser/snapshot"
-	"denoiser/state"
 )
 
 // setFlags collects repeated --set PATH=VALUE flags.
@@ -120,28 +120,20 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var svcp atomic.Pointer[service.Service]
 	opts := service.Options{Logger: log}
 	if *fromSnapshot != "" {
-		opts.Initial = func(context.Context) (*online.Model, []state.Position, error) {
+		opts.Initial = func(context.Context) (*online.Model, []input.Position, error) {
 			s, err := snapshot.ReadFile(*fromSnapshot)
 			if err != nil {
 				return nil, nil, err
 			}
-			pos := make([]state.Position, len(s.Positions))
-			for i, p := range s.Positions {
-				pos[i] = state.Position{Topic: p.Topic, Partition: p.Partition, Next: p.Next}
-			}
 			log.Info("starting from a snapshot", "file", *fromSnapshot, "model_version", s.Model.Version())
-			return s.Model, pos, nil
+			return s.Model, s.Positions, nil
 		}
 	}
 	live, err := snapshot.NewLive(snapshot.LiveOptions{
 		Dir: *snapshotDir,
 		Contents: func() snapshot.Contents {
 			m, ps := svcp.Load().ModelState()
-			pos := make([]snapshot.Position, len(ps))
-			for i, p := range ps {
-				pos[i] = snapshot.Position{Topic: p.Topic, Partition: p.Partition, Next: p.Next}
-			}
-			return snapshot.Contents{Model: m, Positions: pos}
+			return snapshot.Contents{Model: m, Positions: ps}
 		},
 		Submit: func(ctx context.Context, t snapshot.Task) error {
 			svc := svcp.Load()

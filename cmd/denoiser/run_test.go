@@ -23,6 +23,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"denoiser/consumer"
+	"denoiser/input"
 	"denoiser/internal/kafkatest"
 	"denoiser/internal/synth"
 	"denoiser/online"
@@ -167,7 +168,7 @@ func referenceModel(t *testing.T, topic string, lines [][]byte) ([]byte, map[int
 	}
 	out := map[int64][]byte{}
 	for i, l := range lines {
-		r := consumer.Result{Pos: consumer.Position{Topic: topic, Offset: int64(i)}}
+		r := consumer.Result{Pos: input.Position{Topic: topic, Offset: int64(i)}}
 		if err := consumer.Decode(l, &r.Event); err != nil {
 			continue
 		}
