@@ -3,10 +3,9 @@ package producer
 import (
 	"bufio"
 	"context"
+	"denoiser/internal/atomicfile"
 	"errors"
 	"fmt"
-
-	"denoiser/internal/atomicfile"
 
 	"denoiser/consumer"
 )

@@ -2,13 +2,12 @@ package main
 
 import (
 	"context"
+	"denoiser/internal/atomicfile"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-
-	"denoiser/internal/atomicfile"
 
 	"denoiser/internal/movielens"
 	"denoiser/internal/synth"
