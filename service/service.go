@@ -149,13 +149,10 @@ func New(cfg Config, opts Options) (s *Service, err error) {
 	}
 
 	k := cfg.Kafka
-	s.src, err = consumer.NewKafkaSource(consumer.KafkaConfig{
-		Brokers: k.Brokers, Topic: k.InputTopic, Group: k.Group, Start: k.Start, Positions: positions,
-		FetchMaxBytes: k.FetchMaxBytes, FetchMaxWait: k.FetchMaxWait, Buffer: k.FetchBuffer,
-		SessionTimeout: k.SessionTimeout, HeartbeatInterval: k.HeartbeatInterval,
-		RebalanceTimeout: k.RebalanceTimeout, RequestTimeout: k.RequestTimeout,
-		Logger: log.With("component", "source"),
-	})
+	src := k.SourceConfig
+	src.Brokers, src.Topic, src.Group, src.Positions = k.Brokers, k.InputTopic, k.Group, positions
+	src.Logger = log.With("component", "source")
+	s.src, err = consumer.NewKafkaSource(src)
 	if err != nil {
 		return nil, fmt.Errorf("service: %w", err)
 	}
@@ -172,10 +169,8 @@ func New(cfg Config, opts Options) (s *Service, err error) {
 	s.m.mu.restoredAt = time.Now()
 	s.m.setSummary(s.model.Summary())
 
-	wcfg := producer.KafkaConfig{
-		Brokers: k.Brokers, BatchSize: k.BatchSize, BatchTimeout: k.BatchTimeout, MaxBatches: k.MaxBatches,
-		RetryFor: k.RetryFor, RequiredAcks: k.RequiredAcks, Compression: k.Compression, WriteTimeout: k.WriteTimeout,
-	}
+	wcfg := k.WriterConfig
+	wcfg.Brokers = k.Brokers
 	scfg := wcfg
 	scfg.Topic, scfg.Logger, scfg.OnDelivered = k.OutputTopic, log.With("component", "output"), func(n int) { s.m.emitted.Add(float64(n)) }
 	if s.sink, err = producer.NewKafkaSink(scfg); err != nil {

@@ -59,9 +59,11 @@ func testConfig(t testing.TB, b *kafkatest.Broker, in string) service.Config {
 	return service.Config{
 		Kafka: service.KafkaConfig{
 			Brokers: b.Addrs, InputTopic: in, Group: in + "-g",
-			SessionTimeout: 6 * time.Second, HeartbeatInterval: 500 * time.Millisecond,
-			RebalanceTimeout: 6 * time.Second, RequestTimeout: 3 * time.Second,
-			FetchMaxWait: 100 * time.Millisecond,
+			SourceConfig: service.SourceConfig{
+				SessionTimeout: 6 * time.Second, HeartbeatInterval: 500 * time.Millisecond,
+				RebalanceTimeout: 6 * time.Second, RequestTimeout: 3 * time.Second,
+				FetchMaxWait: 100 * time.Millisecond,
+			},
 		},
 		Checkpoint: service.CheckpointConfig{Dir: t.TempDir(), EveryEvents: 500, Interval: 200 * time.Millisecond, NoSync: true},
 		HTTP:       service.HTTPConfig{Addr: "127.0.0.1:0"},
