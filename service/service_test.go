@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -261,7 +261,7 @@ func TestEndToEnd(t *testing.T) {
 	if !bytes.Equal(cp.Model, wantModel) {
 		t.Errorf("checkpointed model (%d bytes, version %d) differs from the reference (%d bytes)", len(cp.Model), cp.Version, len(wantModel))
 	}
-	if fmt.Sprint(cp.Positions) != fmt.Sprintf("[{%s 0 %d}]", in, len(lines)) {
+	if !slices.Equal(cp.Positions, []input.Position{{Topic: in, Partition: 0, Offset: int64(len(lines))}}) {
 		t.Errorf("checkpoint positions %v, want %s/0 at %d", cp.Positions, in, len(lines))
 	}
 }
@@ -360,7 +360,7 @@ func TestSubmitServesTasksWhileIdle(t *testing.T) {
 	}
 	select {
 	case s := <-got:
-		if s.version != uint64(len(lines)) || fmt.Sprint(s.positions) != fmt.Sprintf("[{%s 0 %d}]", in, len(lines)) {
+		if s.version != uint64(len(lines)) || !slices.Equal(s.positions, []input.Position{{Topic: in, Partition: 0, Offset: int64(len(lines))}}) {
 			t.Fatalf("task saw version %d and positions %v, want %d and %s/0@%d", s.version, s.positions, len(lines), in, len(lines))
 		}
 	case <-ctx.Done():

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -346,7 +347,7 @@ func TestRunCrashRecovery(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("load final checkpoint: %v %v", ok, err)
 	}
-	if fmt.Sprint(cp.Positions) != fmt.Sprintf("[{%s 0 %d}]", in, n) {
+	if !slices.Equal(cp.Positions, []input.Position{{Topic: in, Partition: 0, Offset: int64(n)}}) {
 		t.Errorf("final positions %v, want %s/0 at %d", cp.Positions, in, n)
 	}
 	if !bytes.Equal(cp.Model, wantModel) {
