@@ -65,7 +65,7 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// record is the commit record of a checkpoint (see doc.go for its format).
+// record is the commit record of a checkpoint (see FORMAT.md for its format).
 type record struct {
 	generation uint64
 	version    uint64
