@@ -5,8 +5,8 @@
 //   - the JSON-lines event format: Decode parses and validates one line into
 //     an Event, and reports a bad line as a *RecordError whose Reason is one
 //     of a small fixed set (Reasons) usable as a metric label;
-//   - Position, a place in the input that is either file+line or
-//     topic+partition+offset, carried by every output record;
+//   - the position of every record (an input.Position, either file+line
+//     or topic+partition+offset), carried by every output record;
 //   - sources: FileSource reads JSON lines from a file or any io.Reader;
 //     KafkaSource reads a topic as a member of a consumer group
 //     (github.com/segmentio/kafka-go ConsumerGroup, explicit generations).

@@ -1,8 +1,6 @@
 package consumer
 
 import (
-	"strconv"
-
 	"denoiser/online"
 )
 
@@ -43,27 +41,4 @@ func (e *Event) Model() online.Event {
 		ev.Rating = e.Rating
 	}
 	return ev
-}
-
-// Position is a place in the input. A file position has File and Line set
-// (Line counts from 1; Offset is the byte offset of the line's start); a
-// Kafka position has Topic, Partition and Offset set and File empty.
-type Position struct {
-	File string
-	Line int64
-
-	Topic     string
-	Partition int32
-	Offset    int64
-}
-
-// IsFile reports whether p is a file position (as opposed to a Kafka one).
-func (p Position) IsFile() bool { return p.Topic == "" }
-
-// String formats p as "file:line" or "topic/partition@offset".
-func (p Position) String() string {
-	if p.IsFile() {
-		return p.File + ":" + strconv.FormatInt(p.Line, 10)
-	}
-	return p.Topic + "/" + strconv.FormatInt(int64(p.Partition), 10) + "@" + strconv.FormatInt(p.Offset, 10)
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"denoiser/consumer/input"
 )
 
 // Where a partition with no known position starts.
@@ -24,51 +26,58 @@ const (
 var ErrSourceClosed = errors.New("source closed")
 
 // KafkaConfig configures a KafkaSource. Zero values mean the default written
-// in each field's comment.
+// in each field's comment; WithDefaults applies them.
+//
+// The yaml tags are the keys of the settings in the kafka section of
+// `denoiser run`'s configuration, which embeds this struct (package
+// service). Fields tagged "-" are not settings there: the service sets
+// them itself.
 type KafkaConfig struct {
 	// Brokers are the bootstrap addresses, host:port (required).
-	Brokers []string
+	Brokers []string `yaml:"-"`
 	// Topic is the input topic (required).
-	Topic string
+	Topic string `yaml:"-"`
 	// Group is the consumer group id (required).
-	Group string
+	Group string `yaml:"-"`
 	// Start is where a partition starts that has neither a position in
 	// Positions nor a committed group offset: "earliest" (default) or
 	// "latest".
-	Start string
+	Start string `yaml:"start"`
 	// Positions are the next offsets to read, per partition, of the
 	// checkpoint the model was restored from (Offset is the NEXT offset).
 	// On assignment a partition starts there, not at the group's committed
 	// offset: the model, not the group, knows what it has learned.
-	Positions []Position
-	// FetchMaxBytes bounds one fetch response (default 1 MiB).
-	FetchMaxBytes int
+	Positions []input.Position `yaml:"-"`
+	// FetchMaxBytes bounds one fetch response (default 1048576: 1 MiB).
+	FetchMaxBytes int `yaml:"fetch_max_bytes"`
 	// FetchMaxWait is how long the broker holds a fetch when there is no new
-	// data (default 250 ms).
-	FetchMaxWait time.Duration
+	// data (default 250ms).
+	FetchMaxWait time.Duration `yaml:"fetch_max_wait"`
 	// Buffer is the number of records fetched ahead of Next, across all
 	// partitions (default 1024). With FetchMaxBytes it bounds memory.
-	Buffer int
+	Buffer int `yaml:"fetch_buffer"`
 	// SessionTimeout is the group session timeout: a member that stops
-	// heartbeating is removed after it (default 10 s; Kafka's default
-	// group.min.session.timeout.ms is 6 s).
-	SessionTimeout time.Duration
-	// HeartbeatInterval is the period of group heartbeats (default 1 s).
-	HeartbeatInterval time.Duration
+	// heartbeating is removed after it (default 10s; the broker's
+	// group.min.session.timeout.ms, 6s by default, is the floor).
+	SessionTimeout time.Duration `yaml:"session_timeout"`
+	// HeartbeatInterval is the period of group heartbeats (default 1s).
+	HeartbeatInterval time.Duration `yaml:"heartbeat_interval"`
 	// RebalanceTimeout is how long the coordinator waits for members to
-	// rejoin in a rebalance (default 10 s).
-	RebalanceTimeout time.Duration
+	// rejoin in a rebalance (default 10s).
+	RebalanceTimeout time.Duration `yaml:"rebalance_timeout"`
 	// RequestTimeout bounds every group request (join, sync, heartbeat,
-	// commit, leave) and every dial (default 5 s).
-	RequestTimeout time.Duration
+	// commit, leave) and every dial (default 5s).
+	RequestTimeout time.Duration `yaml:"request_timeout"`
 	// RetryBackoff is the longest wait between two failed fetches of a
-	// partition; waits start at 50 ms and double (default 2 s).
-	RetryBackoff time.Duration
+	// partition; waits start at 50 ms and double (default 2s).
+	RetryBackoff time.Duration `yaml:"-"`
 	// Logger receives the source's log lines (default: discard).
-	Logger *slog.Logger
+	Logger *slog.Logger `yaml:"-"`
 }
 
-func (c KafkaConfig) withDefaults() KafkaConfig {
+// WithDefaults returns c with every zero field that has a default set to
+// it; the required fields stay as they are.
+func (c KafkaConfig) WithDefaults() KafkaConfig {
 	if c.Start == "" {
 		c.Start = StartEarliest
 	}
@@ -119,7 +128,7 @@ func (c KafkaConfig) Validate() error {
 		c.RequestTimeout < 0, c.RetryBackoff < 0:
 		return errors.New("kafka source: durations must not be negative")
 	}
-	d := c.withDefaults()
+	d := c.WithDefaults()
 	if d.HeartbeatInterval >= d.SessionTimeout {
 		return fmt.Errorf("kafka source: HeartbeatInterval %v must be shorter than SessionTimeout %v", d.HeartbeatInterval, d.SessionTimeout)
 	}
@@ -202,7 +211,7 @@ func NewKafkaSource(cfg KafkaConfig) (*KafkaSource, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	log := cfg.Logger.With("topic", cfg.Topic, "group", cfg.Group)
 	tr := &kafka.Transport{DialTimeout: cfg.RequestTimeout, ClientID: "denoiser"}
 	dialer := &kafka.Dialer{Timeout: cfg.RequestTimeout, DualStack: true, ClientID: "denoiser"}
@@ -510,7 +519,7 @@ func (s *KafkaSource) Next(ctx context.Context) (Message, error) {
 		}
 		s.mu.next[f.partition] = f.offset + 1
 		s.mu.Unlock()
-		return Message{Pos: Position{Topic: s.cfg.Topic, Partition: int32(f.partition), Offset: f.offset}, Value: f.value}, nil
+		return Message{Pos: input.Position{Topic: s.cfg.Topic, Partition: int32(f.partition), Offset: f.offset}, Value: f.value}, nil
 	}
 }
 
@@ -565,7 +574,7 @@ func (s *KafkaSource) Lag() []PartitionLag {
 // checkpoint of a partition; the checkpoint, not the commit, is where a
 // restarted member resumes. It returns when the coordinator answered,
 // RequestTimeout passed or ctx is done.
-func (s *KafkaSource) Commit(ctx context.Context, positions []Position) error {
+func (s *KafkaSource) Commit(ctx context.Context, positions []input.Position) error {
 	s.mu.Lock()
 	gen, assigned := s.mu.gen, s.mu.assigned
 	s.mu.Unlock()

@@ -13,6 +13,7 @@ import (
 
 	"denoiser/consumer"
 	"denoiser/consumer/consumertest"
+	"denoiser/consumer/input"
 	"denoiser/internal/kafkatest"
 )
 
@@ -83,7 +84,7 @@ func TestKafkaSourceStartPosition(t *testing.T) {
 	// A first member reads everything and commits offset 7.
 	first := newKafkaSource(t, b, topic, group, nil)
 	readN(t, first, 10)
-	if err := first.Commit(context.Background(), []consumer.Position{{Topic: topic, Partition: 0, Offset: 7}}); err != nil {
+	if err := first.Commit(context.Background(), []input.Position{{Topic: topic, Partition: 0, Offset: 7}}); err != nil {
 		t.Fatalf("Commit: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
@@ -94,13 +95,13 @@ func TestKafkaSourceStartPosition(t *testing.T) {
 
 	for _, tc := range []struct {
 		name      string
-		positions []consumer.Position
+		positions []input.Position
 		start     string
 		want      int64
 	}{
-		{"checkpoint position wins over the committed offset", []consumer.Position{{Topic: topic, Partition: 0, Offset: 4}}, "", 4},
+		{"checkpoint position wins over the committed offset", []input.Position{{Topic: topic, Partition: 0, Offset: 4}}, "", 4},
 		{"committed offset without a checkpoint", nil, "", 7},
-		{"positions of another topic are ignored", []consumer.Position{{Topic: "other", Partition: 0, Offset: 2}}, consumer.StartLatest, 7},
+		{"positions of another topic are ignored", []input.Position{{Topic: "other", Partition: 0, Offset: 2}}, consumer.StartLatest, 7},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := newKafkaSource(t, b, topic, group, func(c *consumer.KafkaConfig) { c.Positions, c.Start = tc.positions, tc.start })
@@ -194,9 +195,9 @@ func TestKafkaSourcePartitionsAndStop(t *testing.T) {
 			t.Fatal("more records than were produced")
 		}
 	}
-	var pos []consumer.Position
+	var pos []input.Position
 	for p, off := range last {
-		pos = append(pos, consumer.Position{Topic: topic, Partition: p, Offset: off + 1})
+		pos = append(pos, input.Position{Topic: topic, Partition: p, Offset: off + 1})
 	}
 	if err := src.Commit(ctx, pos); err != nil {
 		t.Fatalf("Commit after StopFetching: %v", err)

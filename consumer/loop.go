@@ -8,6 +8,7 @@ import (
 	"io"
 	"sync"
 
+	"denoiser/consumer/input"
 	"denoiser/online"
 )
 
@@ -46,7 +47,7 @@ const MaxRawBytes = 64 << 10
 // Result is one processed input record, handed to the Sink (when scored) or
 // the DeadLetter (when rejected), and to Options.After.
 type Result struct {
-	Pos   Position
+	Pos   input.Position
 	Event Event // decoded fields; valid unless Reason is a decoding reason
 	// Raw is the record as read, up to MaxRawBytes (RawSize is its full
 	// length). It is kept for the dead-letter sink.

@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"denoiser/consumer/input"
 	"denoiser/online"
 )
 
@@ -223,7 +224,7 @@ func (e *endless) Next(ctx context.Context) (Message, error) {
 		return Message{}, err
 	}
 	e.n++
-	return Message{Pos: Position{Topic: "t", Partition: 1, Offset: e.n}, Value: []byte(`{"user":"u","item":"i"}`)}, nil
+	return Message{Pos: input.Position{Topic: "t", Partition: 1, Offset: e.n}, Value: []byte(`{"user":"u","item":"i"}`)}, nil
 }
 
 func TestRunCancel(t *testing.T) {
@@ -259,7 +260,7 @@ func (f *failing) Next(context.Context) (Message, error) {
 	if f.n > 2 {
 		return Message{}, io.ErrUnexpectedEOF
 	}
-	return Message{Pos: Position{File: "f", Line: int64(f.n)}, Value: []byte(`{"user":"u","item":"i"}`)}, nil
+	return Message{Pos: input.Position{File: "f", Line: int64(f.n)}, Value: []byte(`{"user":"u","item":"i"}`)}, nil
 }
 
 func TestRunReadErrorKeepsWhatWasRead(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"sync/atomic"
+
+	"denoiser/consumer/input"
 )
 
 // Source yields raw input records in order. Next returns io.EOF when a
@@ -19,7 +21,7 @@ type Source interface {
 
 // Message is one raw input record and where it came from.
 type Message struct {
-	Pos   Position
+	Pos   input.Position
 	Value []byte
 }
 
@@ -97,7 +99,7 @@ func (s *FileSource) Next(ctx context.Context) (Message, error) {
 	if len(v) > 0 && v[len(v)-1] == '\r' && n <= MaxLineBytes+2 {
 		v = v[:len(v)-1]
 	}
-	return Message{Pos: Position{File: s.name, Line: s.line, Offset: start}, Value: v}, nil
+	return Message{Pos: input.Position{File: s.name, Line: s.line, Offset: start}, Value: v}, nil
 }
 
 // BytesRead is the number of bytes consumed so far. It is safe to call from

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"denoiser/consumer"
+	"denoiser/consumer/input"
 	"denoiser/online"
 )
 
@@ -17,18 +18,18 @@ import (
 // message that is built already.
 func TestEncodeAllocs(t *testing.T) {
 	scored := &consumer.Result{
-		Pos: consumer.Position{Topic: "clicks", Partition: 3, Offset: 1234},
+		Pos: input.Position{Topic: "clicks", Partition: 3, Offset: 1234},
 		Event: consumer.Event{User: "u\"1234\n", Item: "i98765\u2028", TS: 1700000000000, HasTS: true, Kind: "click",
 			DwellMS: 8300, HasDwell: true, Rating: 4, HasRating: true, Truth: "noise"},
 		Score: online.Score{Reliability: 0.9312, PClean: 0.81234, Posterior: []float64{0.18766, 0.81234}, Label: 1, Distilled: 1, Version: 41},
 	}
 	text := &consumer.Result{
-		Pos: consumer.Position{File: "clicks.jsonl", Line: 7}, Reason: consumer.ReasonOutOfRange,
+		Pos: input.Position{File: "clicks.jsonl", Line: 7}, Reason: consumer.ReasonOutOfRange,
 		Err: &consumer.RecordError{Reason: consumer.ReasonOutOfRange, Msg: "dwell_ms: -5 is outside 0..86400000"},
 		Raw: []byte(`{"user":"u1234","item":"i98765","ts":1700000000000,"dwell_ms":-5}`), RawSize: 64,
 	}
 	binary := &consumer.Result{
-		Pos: consumer.Position{Topic: "clicks", Offset: 5}, Reason: consumer.ReasonNotJSON,
+		Pos: input.Position{Topic: "clicks", Offset: 5}, Reason: consumer.ReasonNotJSON,
 		Err: &consumer.RecordError{Reason: consumer.ReasonNotJSON, Msg: "not valid JSON"},
 		Raw: []byte{0xff, 0xfe, 'a'}, RawSize: 1 << 20,
 	}

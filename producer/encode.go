@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"denoiser/consumer"
+	"denoiser/consumer/input"
 )
 
 // AppendScored appends the JSON encoding of a scored record to dst (without a
@@ -97,7 +98,7 @@ func AppendRejected(dst []byte, r *consumer.Result) []byte {
 
 // AppendPosition appends a source position: {"file":...,"line":...} for a
 // file, {"topic":...,"partition":...,"offset":...} for Kafka.
-func AppendPosition(dst []byte, p consumer.Position) []byte {
+func AppendPosition(dst []byte, p input.Position) []byte {
 	if p.IsFile() {
 		dst = append(dst, `{"file":`...)
 		dst = appendString(dst, p.File)

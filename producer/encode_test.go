@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"denoiser/consumer"
+	"denoiser/consumer/input"
 	"denoiser/online"
 )
 
@@ -20,7 +21,7 @@ func TestAppendScored(t *testing.T) {
 		{
 			name: "all fields",
 			r: consumer.Result{
-				Pos: consumer.Position{File: "in.jsonl", Line: 42},
+				Pos: input.Position{File: "in.jsonl", Line: 42},
 				Event: consumer.Event{User: "u1", Item: "i9", TS: 1700000000000, HasTS: true, Kind: "click",
 					DwellMS: 8300, HasDwell: true, Rating: 4, HasRating: true, Truth: "noise"},
 				Score: online.Score{Reliability: 0.93, PClean: 1.0 / 3, Posterior: []float64{2.0 / 3, 1.0 / 3}, Label: 1, Distilled: -1, Version: 41},
@@ -32,7 +33,7 @@ func TestAppendScored(t *testing.T) {
 		{
 			name: "minimal, kafka source, zero values present",
 			r: consumer.Result{
-				Pos:   consumer.Position{Topic: "clicks", Partition: 3, Offset: 1234},
+				Pos:   input.Position{Topic: "clicks", Partition: 3, Offset: 1234},
 				Event: consumer.Event{User: "u", Item: "i", HasTS: true, HasDwell: true, HasRating: true},
 				Score: online.Score{Reliability: 1, PClean: 1e-7, Posterior: []float64{0, 1, 0}, Label: 2, Distilled: 0},
 			},
@@ -42,7 +43,7 @@ func TestAppendScored(t *testing.T) {
 		{
 			name: "escapes and non-finite",
 			r: consumer.Result{
-				Pos:   consumer.Position{File: "a\"b", Line: 1},
+				Pos:   input.Position{File: "a\"b", Line: 1},
 				Event: consumer.Event{User: "q\"\\\n\t\x01é\u2028", Item: "bad\xffutf8"},
 				Score: online.Score{Reliability: math.NaN(), PClean: math.Inf(1), Distilled: -1},
 			},
@@ -68,7 +69,7 @@ func TestAppendScored(t *testing.T) {
 
 func TestAppendScoredDecodesBack(t *testing.T) {
 	line := `{"user":"u1","item":"i9","ts":1700000000000,"event":"click","dwell_ms":8300,"rating":4,"truth":"noise"}`
-	r := consumer.Result{Pos: consumer.Position{File: "f", Line: 1}, Score: online.Score{Distilled: -1}}
+	r := consumer.Result{Pos: input.Position{File: "f", Line: 1}, Score: online.Score{Distilled: -1}}
 	if err := consumer.Decode([]byte(line), &r.Event); err != nil {
 		t.Fatal(err)
 	}
@@ -89,14 +90,14 @@ func TestAppendRejected(t *testing.T) {
 	}{
 		{
 			name: "text",
-			r: consumer.Result{Pos: consumer.Position{File: "in", Line: 7}, Reason: consumer.ReasonOutOfRange,
+			r: consumer.Result{Pos: input.Position{File: "in", Line: 7}, Reason: consumer.ReasonOutOfRange,
 				Err: &consumer.RecordError{Reason: consumer.ReasonOutOfRange, Field: "dwell_ms", Msg: "-5 is outside 0..86400000"},
 				Raw: []byte(`{"user":"u","dwell_ms":-5}`), RawSize: 26},
 			want: `{"reason":"out_of_range","error":"dwell_ms: -5 is outside 0..86400000","source":{"file":"in","line":7},"raw":"{\"user\":\"u\",\"dwell_ms\":-5}"}`,
 		},
 		{
 			name: "binary, truncated, kafka",
-			r: consumer.Result{Pos: consumer.Position{Topic: "t", Offset: 5}, Reason: consumer.ReasonModelRejected,
+			r: consumer.Result{Pos: input.Position{Topic: "t", Offset: 5}, Reason: consumer.ReasonModelRejected,
 				Err: errors.New("invalid event: no rating"), Raw: []byte{0xff, 0xfe, 'a'}, RawSize: 1 << 21},
 			want: `{"reason":"model_rejected","error":"invalid event: no rating","source":{"topic":"t","partition":0,"offset":5},"raw_base64":"//5h","raw_truncated":true,"raw_bytes":2097152}`,
 		},
@@ -132,7 +133,7 @@ func TestAppendStringMatchesEncodingJSON(t *testing.T) {
 
 func BenchmarkAppendScored(b *testing.B) {
 	r := consumer.Result{
-		Pos:   consumer.Position{File: "in.jsonl", Line: 42},
+		Pos:   input.Position{File: "in.jsonl", Line: 42},
 		Event: consumer.Event{User: "u1234", Item: "i98765", TS: 1700000000000, HasTS: true, Kind: "click", DwellMS: 8300, HasDwell: true, Truth: "noise"},
 		Score: online.Score{Reliability: 0.9312, PClean: 0.81234, Posterior: []float64{0.18766, 0.81234}, Label: 1, Distilled: 1, Version: 41},
 	}

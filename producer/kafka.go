@@ -13,6 +13,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"denoiser/consumer"
+	"denoiser/consumer/input"
 )
 
 // Header keys of the Kafka records written by KafkaSink and
@@ -37,39 +38,46 @@ var ErrWriterClosed = errors.New("kafka writer closed")
 var ErrWriterFailed = errors.New("kafka writer failed")
 
 // KafkaConfig configures a KafkaSink or KafkaDeadLetter. Zero values mean
-// the default written in each field's comment.
+// the default written in each field's comment; WithDefaults applies them.
+//
+// The yaml tags are the keys of the settings in the kafka section of
+// `denoiser run`'s configuration, which embeds this struct (package
+// service); the output and the dead-letter writer share them. Fields
+// tagged "-" are not settings there: the service sets them itself.
 type KafkaConfig struct {
 	// Brokers are the bootstrap addresses, host:port (required).
-	Brokers []string
+	Brokers []string `yaml:"-"`
 	// Topic is the output topic (required).
-	Topic string
+	Topic string `yaml:"-"`
 	// BatchSize is the number of records sent in one batch (default 1000).
-	BatchSize int
+	BatchSize int `yaml:"batch_size"`
 	// BatchTimeout is how long a partial batch waits for more records
-	// before it is sent (default 10 ms; kafka-go's own default is 1 s).
-	BatchTimeout time.Duration
+	// before it is sent (default 10ms; kafka-go's own default is 1s).
+	BatchTimeout time.Duration `yaml:"batch_timeout"`
 	// MaxBatches is the number of batches filling, queued or in flight;
 	// Write blocks when all are taken (default 4). Memory is bounded by
 	// MaxBatches × BatchSize records.
-	MaxBatches int
+	MaxBatches int `yaml:"max_batches"`
 	// RetryFor is how long a failing batch is retried before the writer
-	// gives up with ErrWriterFailed (default 1 min). It should cover a
+	// gives up with ErrWriterFailed (default 1m). It should cover a
 	// broker restart.
-	RetryFor time.Duration
+	RetryFor time.Duration `yaml:"retry_for"`
 	// RequiredAcks is "all" (default: every in-sync replica) or "leader".
-	RequiredAcks string
+	RequiredAcks string `yaml:"required_acks"`
 	// Compression is "none" (default), "gzip", "snappy", "lz4" or "zstd".
-	Compression string
-	// WriteTimeout bounds one produce request (default 10 s).
-	WriteTimeout time.Duration
+	Compression string `yaml:"compression"`
+	// WriteTimeout bounds one produce request (default 10s).
+	WriteTimeout time.Duration `yaml:"write_timeout"`
 	// Logger receives the writer's log lines (default: discard).
-	Logger *slog.Logger
+	Logger *slog.Logger `yaml:"-"`
 	// OnDelivered, if set, is called with the number of records of each
 	// batch the broker acknowledged, from the writer's goroutine.
-	OnDelivered func(records int)
+	OnDelivered func(records int) `yaml:"-"`
 }
 
-func (c KafkaConfig) withDefaults() KafkaConfig {
+// WithDefaults returns c with every zero field that has a default set to
+// it; the required fields stay as they are.
+func (c KafkaConfig) WithDefaults() KafkaConfig {
 	if c.BatchSize == 0 {
 		c.BatchSize = 1000
 	}
@@ -249,7 +257,7 @@ func (b *batch) copy(p []byte) []byte {
 }
 
 // positionHeaders appends the source position headers.
-func (b *batch) positionHeaders(m *kafka.Message, p consumer.Position) {
+func (b *batch) positionHeaders(m *kafka.Message, p input.Position) {
 	add := func(k string, v []byte) {
 		m.Headers = append(m.Headers, kafka.Header{Key: k, Value: b.copy(v)})
 	}
@@ -299,7 +307,7 @@ func newKafkaWriter(cfg KafkaConfig) (*kafkaWriter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	acks := kafka.RequireAll
 	if cfg.RequiredAcks == "leader" {
 		acks = kafka.RequireOne

@@ -114,7 +114,7 @@ func denoiserRun(b *testing.B, br *kafkatest.Broker, in string, n int) (float64,
 	cfg := service.Config{
 		Kafka: service.KafkaConfig{
 			Brokers: br.Addrs, InputTopic: in, Group: out + "-g", OutputTopic: out, DeadLetterTopic: out + ".dead",
-			SessionTimeout: 6 * time.Second,
+			SourceConfig: service.SourceConfig{SessionTimeout: 6 * time.Second},
 		},
 		Checkpoint: service.CheckpointConfig{Dir: b.TempDir()},
 		HTTP:       service.HTTPConfig{Addr: service.HTTPOff},

@@ -1,25 +1,24 @@
 package service
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"denoiser/consumer"
+	"denoiser/consumer/input"
 	"denoiser/online"
 	"denoiser/state"
 )
 
 // committer commits next offsets to the consumer group (the KafkaSource).
 type committer interface {
-	Commit(ctx context.Context, positions []consumer.Position) error
+	Commit(ctx context.Context, positions []input.Position) error
 }
 
 // saver commits checkpoints (the state.Store).
@@ -68,7 +67,7 @@ type checkpointer struct {
 }
 
 func newCheckpointer(store saver, model *online.Model, commit committer, m *metrics, log *slog.Logger,
-	every int, timeout time.Duration, positions []state.Position) *checkpointer {
+	every int, timeout time.Duration, positions []input.Position) *checkpointer {
 	c := &checkpointer{
 		store: store, model: model, commit: commit, metrics: m, log: log, every: every, timeout: timeout,
 		positions: map[partitionKey]*int64{},
@@ -77,8 +76,8 @@ func newCheckpointer(store saver, model *online.Model, commit committer, m *metr
 		results:   make(chan error, 1),
 	}
 	for _, p := range positions {
-		next := p.Next
-		c.positions[partitionKey{p.Topic, int32(p.Partition)}] = &next
+		next := p.Offset
+		c.positions[partitionKey{p.Topic, p.Partition}] = &next
 	}
 	c.wg.Add(1)
 	go c.saveLoop()
@@ -172,18 +171,16 @@ type saveJob struct {
 // snapshot copies the model into the shadow and copies the positions.
 func (c *checkpointer) snapshot() (saveJob, error) {
 	c.shadow = c.model.FrozenCopy(c.shadow)
-	return saveJob{c.shadow, state.Checkpoint{Positions: c.statePositions(), Version: c.model.Version()}}, nil
+	return saveJob{c.shadow, state.Checkpoint{Positions: c.sortedPositions(), Version: c.model.Version()}}, nil
 }
 
-// statePositions returns the positions, sorted.
-func (c *checkpointer) statePositions() []state.Position {
-	out := make([]state.Position, 0, len(c.positions))
+// sortedPositions returns the next position of every partition, sorted.
+func (c *checkpointer) sortedPositions() []input.Position {
+	out := make([]input.Position, 0, len(c.positions))
 	for k, next := range c.positions {
-		out = append(out, state.Position{Topic: k.topic, Partition: int(k.partition), Next: *next})
+		out = append(out, input.Position{Topic: k.topic, Partition: k.partition, Offset: *next})
 	}
-	slices.SortFunc(out, func(a, b state.Position) int {
-		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
-	})
+	slices.SortFunc(out, input.ComparePartitions)
 	return out
 }
 
@@ -220,11 +217,7 @@ func (c *checkpointer) save(job saveJob) error {
 	// without a checkpoint, so a failure is only logged.
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	pos := make([]consumer.Position, len(cp.Positions))
-	for i, p := range cp.Positions {
-		pos[i] = consumer.Position{Topic: p.Topic, Partition: int32(p.Partition), Offset: p.Next}
-	}
-	if err := c.commit.Commit(ctx, pos); err != nil {
+	if err := c.commit.Commit(ctx, cp.Positions); err != nil {
 		c.log.Warn("commit offsets (lag monitoring only)", "err", err)
 	}
 	return nil
@@ -277,4 +270,4 @@ func (c *checkpointer) close() {
 }
 
 // currentPositions returns the model's positions (model goroutine only).
-func (c *checkpointer) currentPositions() []state.Position { return c.statePositions() }
+func (c *checkpointer) currentPositions() []input.Position { return c.sortedPositions() }

@@ -42,7 +42,12 @@ type Config struct {
 	Model online.Config `yaml:"model"`
 }
 
-// KafkaConfig is the input, output and group configuration.
+// KafkaConfig is the input, output and group configuration. It embeds the
+// source's and the writers' own configurations, inline: their settings sit
+// directly under "kafka" (kafka.fetch_max_bytes, kafka.batch_size, ...),
+// and their defaults are the ones written, once, in consumer.KafkaConfig
+// and producer.KafkaConfig. New sets the brokers, topics, group, positions
+// and loggers of both from the fields declared here.
 type KafkaConfig struct {
 	// Brokers are the bootstrap addresses, host:port (required).
 	Brokers []string `yaml:"brokers"`
@@ -55,42 +60,23 @@ type KafkaConfig struct {
 	// DeadLetterTopic receives bad records (default InputTopic +
 	// ".dead-letter").
 	DeadLetterTopic string `yaml:"dead_letter_topic"`
-	// Start is where a partition starts that has no checkpointed position
-	// and no committed offset: "earliest" (default) or "latest".
-	Start string `yaml:"start"`
-	// FetchMaxBytes bounds one fetch response (default 1048576).
-	FetchMaxBytes int `yaml:"fetch_max_bytes"`
-	// FetchMaxWait is how long the broker holds an empty fetch (default 250ms).
-	FetchMaxWait time.Duration `yaml:"fetch_max_wait"`
-	// FetchBuffer is the number of records fetched ahead (default 1024).
-	FetchBuffer int `yaml:"fetch_buffer"`
-	// SessionTimeout of the group membership (default 10s; the broker's
-	// group.min.session.timeout.ms, 6s by default, is the floor).
-	SessionTimeout time.Duration `yaml:"session_timeout"`
-	// HeartbeatInterval of the group membership (default 1s).
-	HeartbeatInterval time.Duration `yaml:"heartbeat_interval"`
-	// RebalanceTimeout is how long a rebalance waits for members (default 10s).
-	RebalanceTimeout time.Duration `yaml:"rebalance_timeout"`
-	// RequestTimeout bounds group requests and dials (default 5s).
-	RequestTimeout time.Duration `yaml:"request_timeout"`
-	// BatchSize is the number of output records per batch (default 1000).
-	BatchSize int `yaml:"batch_size"`
-	// BatchTimeout is how long a partial output batch waits (default 10ms).
-	BatchTimeout time.Duration `yaml:"batch_timeout"`
-	// MaxBatches bounds output batches filling, queued or in flight
-	// (default 4).
-	MaxBatches int `yaml:"max_batches"`
-	// RetryFor is how long a failing output batch is retried before the
-	// service stops (default 1m).
-	RetryFor time.Duration `yaml:"retry_for"`
-	// RequiredAcks is "all" (default) or "leader".
-	RequiredAcks string `yaml:"required_acks"`
-	// Compression of output batches: "none" (default), "gzip", "snappy",
-	// "lz4" or "zstd".
-	Compression string `yaml:"compression"`
-	// WriteTimeout bounds one produce request (default 10s).
-	WriteTimeout time.Duration `yaml:"write_timeout"`
+
+	// SourceConfig holds the input's settings: start, fetch_max_bytes,
+	// fetch_max_wait, fetch_buffer, session_timeout, heartbeat_interval,
+	// rebalance_timeout, request_timeout.
+	SourceConfig `yaml:",inline"`
+	// WriterConfig holds the settings of the output and dead-letter
+	// writers: batch_size, batch_timeout, max_batches, retry_for,
+	// required_acks, compression, write_timeout.
+	WriterConfig `yaml:",inline"`
 }
+
+// SourceConfig and WriterConfig name the configurations KafkaConfig
+// embeds (both packages call theirs KafkaConfig).
+type (
+	SourceConfig = consumer.KafkaConfig
+	WriterConfig = producer.KafkaConfig
+)
 
 // CheckpointConfig configures the Badger state.
 type CheckpointConfig struct {
@@ -136,30 +122,15 @@ const (
 // WithDefaults returns c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
 	k := &c.Kafka
-	if k.Group == "" {
-		k.Group = DefaultGroup
-	}
+	setDefault(&k.Group, DefaultGroup)
 	if k.OutputTopic == "" && k.InputTopic != "" {
 		k.OutputTopic = k.InputTopic + ".scored"
 	}
 	if k.DeadLetterTopic == "" && k.InputTopic != "" {
 		k.DeadLetterTopic = k.InputTopic + ".dead-letter"
 	}
-	setDefault(&k.Start, consumer.StartEarliest)
-	setDefault(&k.FetchMaxBytes, 1<<20)
-	setDefault(&k.FetchMaxWait, 250*time.Millisecond)
-	setDefault(&k.FetchBuffer, 1024)
-	setDefault(&k.SessionTimeout, 10*time.Second)
-	setDefault(&k.HeartbeatInterval, time.Second)
-	setDefault(&k.RebalanceTimeout, 10*time.Second)
-	setDefault(&k.RequestTimeout, 5*time.Second)
-	setDefault(&k.BatchSize, 1000)
-	setDefault(&k.BatchTimeout, 10*time.Millisecond)
-	setDefault(&k.MaxBatches, 4)
-	setDefault(&k.RetryFor, time.Minute)
-	setDefault(&k.RequiredAcks, "all")
-	setDefault(&k.Compression, "none")
-	setDefault(&k.WriteTimeout, 10*time.Second)
+	k.SourceConfig = k.SourceConfig.WithDefaults()
+	k.WriterConfig = k.WriterConfig.WithDefaults()
 	setDefault(&c.Checkpoint.EveryEvents, DefaultEveryEvents)
 	setDefault(&c.Checkpoint.Interval, DefaultInterval)
 	setDefault(&c.Checkpoint.GCInterval, time.Minute)
@@ -209,7 +180,7 @@ func (c Config) Validate() error {
 		return fieldError("kafka.start", fmt.Sprintf("%q is not earliest or latest", k.Start), "earliest")
 	case k.FetchMaxBytes < 1024:
 		return fieldError("kafka.fetch_max_bytes", "must be at least 1024", "1048576")
-	case k.FetchBuffer < 1:
+	case k.Buffer < 1:
 		return fieldError("kafka.fetch_buffer", "must be at least 1", "1024")
 	case k.FetchMaxWait < 0 || k.FetchMaxWait > time.Minute:
 		return fieldError("kafka.fetch_max_wait", "must be in [0, 1m]", "250ms")
@@ -303,7 +274,12 @@ func walk(t reflect.Type, prefix string, fn func(path string, index []int)) {
 	rec = func(t reflect.Type, prefix string, index []int) {
 		for i := range t.NumField() {
 			f := t.Field(i)
-			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			idx := append(slices.Clone(index), i)
+			if name == "" && opts == "inline" && f.Type.Kind() == reflect.Struct {
+				rec(f.Type, prefix, idx) // an embedded config: its fields are this struct's
+				continue
+			}
 			if name == "" || name == "-" || !f.IsExported() {
 				continue
 			}
@@ -311,7 +287,6 @@ func walk(t reflect.Type, prefix string, fn func(path string, index []int)) {
 			if prefix != "" {
 				path = prefix + "." + name
 			}
-			idx := append(slices.Clone(index), i)
 			if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeOf(time.Duration(0)) {
 				rec(f.Type, path, idx)
 				continue

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"denoiser/consumer"
+	"denoiser/consumer/input"
 	"denoiser/online"
 	"denoiser/snapshot"
-	"denoiser/state"
 )
 
 // ModelOwner is the goroutine that owns a running model, as *Service is:
@@ -25,7 +25,7 @@ import (
 // ModelState returns the model and the positions it has consumed up to.
 type ModelOwner interface {
 	Submit(ctx context.Context, task Task) error
-	ModelState() (*online.Model, []state.Position)
+	ModelState() (*online.Model, []input.Position)
 }
 
 var _ ModelOwner = (*Service)(nil)
@@ -160,10 +160,7 @@ func (l *LiveSnapshots) run(ctx context.Context, out consumer.Flusher, path stri
 		}
 	}
 	m, ps := l.owner.ModelState()
-	c := snapshot.Contents{Model: m, Positions: make([]snapshot.Position, len(ps))}
-	for i, p := range ps {
-		c.Positions[i] = snapshot.Position{Topic: p.Topic, Partition: p.Partition, Next: p.Next}
-	}
+	c := snapshot.Contents{Model: m, Positions: ps}
 	c.Meta.Source, c.Meta.CreatedAt = l.opts.Source, l.opts.Now().UTC()
 	res := SnapshotResult{Path: path, Positions: len(c.Positions)}
 	if c.Model != nil {

@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"denoiser/consumer/input"
 	"denoiser/online"
 	"denoiser/service"
 	"denoiser/snapshot"
-	"denoiser/state"
 )
 
 // owner plays the stream's model goroutine, as consumer.Run with
@@ -37,8 +37,8 @@ type owner struct {
 
 func (o *owner) Flush(context.Context) error { o.flushes.Add(1); return o.flushErr }
 
-func (o *owner) ModelState() (*online.Model, []state.Position) {
-	return o.m, []state.Position{{Topic: "clicks", Partition: 0, Next: o.next}}
+func (o *owner) ModelState() (*online.Model, []input.Position) {
+	return o.m, []input.Position{{Topic: "clicks", Partition: 0, Offset: o.next}}
 }
 
 func (o *owner) Submit(ctx context.Context, t service.Task) error {
@@ -205,7 +205,7 @@ func TestLiveSnapshotsAreConsistent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		next := s.Positions[0].Next
+		next := s.Positions[0].Offset
 		if s.Model.Version() != uint64(next) || s.ChecksumHex() != res.Checksum || s.Meta.Source != "live" {
 			t.Fatalf("%s: model version %d at position %d, meta %+v", res.Path, s.Model.Version(), next, s.Meta)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
+	"denoiser/consumer/input"
 	"denoiser/online"
 	"denoiser/service"
 	"denoiser/snapshot"
@@ -31,7 +32,7 @@ func TestNewCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := snapshot.WriteFile(snap, snapshot.Contents{Model: m,
-		Positions: []snapshot.Position{{Topic: "t", Partition: 0, Next: 5}}}); err != nil {
+		Positions: []input.Position{{Topic: "t", Partition: 0, Offset: 5}}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -47,14 +48,14 @@ func TestNewCancelled(t *testing.T) {
 		}},
 		{"in a waiting Initial", func(cancel context.CancelFunc) service.Initial {
 			time.AfterFunc(50*time.Millisecond, cancel)
-			return func(ctx context.Context) (*online.Model, []state.Position, error) {
+			return func(ctx context.Context) (*online.Model, []input.Position, error) {
 				<-ctx.Done()
 				return nil, nil, ctx.Err()
 			}
 		}},
 		{"reading a snapshot", func(cancel context.CancelFunc) service.Initial {
 			from := service.FromSnapshot(snap, nil)
-			return func(ctx context.Context) (*online.Model, []state.Position, error) {
+			return func(ctx context.Context) (*online.Model, []input.Position, error) {
 				cancel()
 				return from(ctx)
 			}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"reflect"
 
+	"denoiser/consumer/input"
 	"denoiser/online"
 	"denoiser/snapshot"
 	"denoiser/state"
@@ -15,7 +16,7 @@ import (
 
 // restore sets s.model from the last checkpoint, Initial or the config,
 // and returns the positions it has consumed up to.
-func (s *Service) restore(ctx context.Context, initial Initial) ([]state.Position, error) {
+func (s *Service) restore(ctx context.Context, initial Initial) ([]input.Position, error) {
 	cp, ok, err := s.store.Load(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("service: restore: %w", err)
@@ -32,7 +33,7 @@ func (s *Service) restore(ctx context.Context, initial Initial) ([]state.Positio
 		}
 		return cp.Positions, nil
 	}
-	var positions []state.Position
+	var positions []input.Position
 	if initial != nil {
 		s.model, positions, err = initial(ctx)
 		if err != nil {
@@ -67,17 +68,13 @@ func FromSnapshot(path string, log *slog.Logger) Initial {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return func(ctx context.Context) (*online.Model, []state.Position, error) {
+	return func(ctx context.Context) (*online.Model, []input.Position, error) {
 		s, err := snapshot.ReadFileContext(ctx, path)
 		if err != nil {
 			return nil, nil, err
 		}
-		pos := make([]state.Position, len(s.Positions))
-		for i, p := range s.Positions {
-			pos[i] = state.Position{Topic: p.Topic, Partition: p.Partition, Next: p.Next}
-		}
 		log.Info("starting from a snapshot", "file", path, "model_version", s.Model.Version())
-		return s.Model, pos, nil
+		return s.Model, s.Positions, nil
 	}
 }
 

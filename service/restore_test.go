@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"testing"
 
+	"denoiser/consumer/input"
 	"denoiser/online"
 	"denoiser/state"
 )
@@ -29,7 +30,7 @@ func TestRestoreCancelled(t *testing.T) {
 	}
 	defer store.Close()
 	if err := store.Save(context.Background(), state.Checkpoint{Model: model.Bytes(),
-		Positions: []state.Position{{Topic: "t", Next: 3}}}); err != nil {
+		Positions: []input.Position{{Topic: "t", Offset: 3}}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -47,7 +48,7 @@ func TestRestoreCancelled(t *testing.T) {
 	if err != nil || got.Version() != m.Version() {
 		t.Fatalf("decode: %v", err)
 	}
-	if ps, err := s.restore(context.Background(), nil); err != nil || len(ps) != 1 || ps[0].Next != 3 {
+	if ps, err := s.restore(context.Background(), nil); err != nil || len(ps) != 1 || ps[0].Offset != 3 {
 		t.Fatalf("restore: %v %v", ps, err)
 	}
 }

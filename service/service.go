@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"denoiser/consumer"
+	"denoiser/consumer/input"
 	"denoiser/online"
 	"denoiser/producer"
 	"denoiser/state"
@@ -43,7 +44,7 @@ type Task = func(ctx context.Context, out consumer.Flusher) error
 // Initial supplies the model and positions to start from when the state
 // directory holds no checkpoint (for example from a snapshot file). A nil
 // model means: start a new one from the configuration.
-type Initial func(ctx context.Context) (*online.Model, []state.Position, error)
+type Initial func(ctx context.Context) (*online.Model, []input.Position, error)
 
 // Options are the service's dependencies.
 type Options struct {
@@ -158,17 +159,10 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Service, err error) 
 	}
 
 	k := cfg.Kafka
-	srcPos := make([]consumer.Position, len(positions))
-	for i, p := range positions {
-		srcPos[i] = consumer.Position{Topic: p.Topic, Partition: int32(p.Partition), Offset: p.Next}
-	}
-	s.src, err = consumer.NewKafkaSource(consumer.KafkaConfig{
-		Brokers: k.Brokers, Topic: k.InputTopic, Group: k.Group, Start: k.Start, Positions: srcPos,
-		FetchMaxBytes: k.FetchMaxBytes, FetchMaxWait: k.FetchMaxWait, Buffer: k.FetchBuffer,
-		SessionTimeout: k.SessionTimeout, HeartbeatInterval: k.HeartbeatInterval,
-		RebalanceTimeout: k.RebalanceTimeout, RequestTimeout: k.RequestTimeout,
-		Logger: log.With("component", "source"),
-	})
+	src := k.SourceConfig
+	src.Brokers, src.Topic, src.Group, src.Positions = k.Brokers, k.InputTopic, k.Group, positions
+	src.Logger = log.With("component", "source")
+	s.src, err = consumer.NewKafkaSource(src)
 	if err != nil {
 		return nil, fmt.Errorf("service: %w", err)
 	}
@@ -185,10 +179,8 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Service, err error) 
 	s.m.mu.restoredAt = time.Now()
 	s.m.setSummary(s.model.Summary())
 
-	wcfg := producer.KafkaConfig{
-		Brokers: k.Brokers, BatchSize: k.BatchSize, BatchTimeout: k.BatchTimeout, MaxBatches: k.MaxBatches,
-		RetryFor: k.RetryFor, RequiredAcks: k.RequiredAcks, Compression: k.Compression, WriteTimeout: k.WriteTimeout,
-	}
+	wcfg := k.WriterConfig
+	wcfg.Brokers = k.Brokers
 	scfg := wcfg
 	scfg.Topic, scfg.Logger, scfg.OnDelivered = k.OutputTopic, log.With("component", "output"), func(n int) { s.m.emitted.Add(float64(n)) }
 	if s.sink, err = producer.NewKafkaSink(scfg); err != nil {
@@ -232,13 +224,13 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Service, err error) 
 	return s, nil
 }
 
-func positionsString(ps []state.Position) string {
+func positionsString(ps []input.Position) string {
 	var b strings.Builder
 	for i, p := range ps {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		fmt.Fprintf(&b, "%s/%d@%d", p.Topic, p.Partition, p.Next)
+		b.WriteString(p.String())
 	}
 	return b.String()
 }
@@ -417,7 +409,7 @@ func (s *Service) Submit(ctx context.Context, task Task) error {
 // ModelState returns the model and the next input position of every
 // partition it has consumed: a consistent pair. It may be called only on
 // the model goroutine, i.e. inside a Task, or while Run is not running.
-func (s *Service) ModelState() (*online.Model, []state.Position) {
+func (s *Service) ModelState() (*online.Model, []input.Position) {
 	return s.model, s.cp.currentPositions()
 }
 

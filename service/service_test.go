@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"denoiser/consumer"
+	"denoiser/consumer/input"
 	"denoiser/internal/kafkatest"
 	"denoiser/internal/synth"
 	"denoiser/online"
@@ -58,9 +59,11 @@ func testConfig(t testing.TB, b *kafkatest.Broker, in string) service.Config {
 	return service.Config{
 		Kafka: service.KafkaConfig{
 			Brokers: b.Addrs, InputTopic: in, Group: in + "-g",
-			SessionTimeout: 6 * time.Second, HeartbeatInterval: 500 * time.Millisecond,
-			RebalanceTimeout: 6 * time.Second, RequestTimeout: 3 * time.Second,
-			FetchMaxWait: 100 * time.Millisecond,
+			SourceConfig: service.SourceConfig{
+				SessionTimeout: 6 * time.Second, HeartbeatInterval: 500 * time.Millisecond,
+				RebalanceTimeout: 6 * time.Second, RequestTimeout: 3 * time.Second,
+				FetchMaxWait: 100 * time.Millisecond,
+			},
 		},
 		Checkpoint: service.CheckpointConfig{Dir: t.TempDir(), EveryEvents: 500, Interval: 200 * time.Millisecond, NoSync: true},
 		HTTP:       service.HTTPConfig{Addr: "127.0.0.1:0"},
@@ -156,7 +159,7 @@ func reference(t testing.TB, cfg service.Config, topic string, lines [][]byte) (
 	}
 	var out [][]byte
 	for i, l := range lines {
-		r := consumer.Result{Pos: consumer.Position{Topic: topic, Offset: int64(i)}}
+		r := consumer.Result{Pos: input.Position{Topic: topic, Offset: int64(i)}}
 		if err := consumer.Decode(l, &r.Event); err != nil {
 			continue
 		}
@@ -258,7 +261,7 @@ func TestEndToEnd(t *testing.T) {
 	if !bytes.Equal(cp.Model, wantModel) {
 		t.Errorf("checkpointed model (%d bytes, version %d) differs from the reference (%d bytes)", len(cp.Model), cp.Version, len(wantModel))
 	}
-	if fmt.Sprint(cp.Positions) != fmt.Sprintf("[{%s 0 %d}]", in, len(lines)) {
+	if !slices.Equal(cp.Positions, []input.Position{{Topic: in, Partition: 0, Offset: int64(len(lines))}}) {
 		t.Errorf("checkpoint positions %v, want %s/0 at %d", cp.Positions, in, len(lines))
 	}
 }
@@ -339,7 +342,7 @@ func TestSubmitServesTasksWhileIdle(t *testing.T) {
 
 	type seen struct {
 		version   uint64
-		positions []state.Position
+		positions []input.Position
 	}
 	got := make(chan seen, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -357,7 +360,7 @@ func TestSubmitServesTasksWhileIdle(t *testing.T) {
 	}
 	select {
 	case s := <-got:
-		if s.version != uint64(len(lines)) || fmt.Sprint(s.positions) != fmt.Sprintf("[{%s 0 %d}]", in, len(lines)) {
+		if s.version != uint64(len(lines)) || !slices.Equal(s.positions, []input.Position{{Topic: in, Partition: 0, Offset: int64(len(lines))}}) {
 			t.Fatalf("task saw version %d and positions %v, want %d and %s/0@%d", s.version, s.positions, len(lines), in, len(lines))
 		}
 	case <-ctx.Done():

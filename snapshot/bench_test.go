@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"denoiser/consumer/input"
 	"denoiser/internal/heapstat"
 	"denoiser/online"
 )
@@ -79,7 +80,7 @@ func BenchmarkSnapshot1M(b *testing.B) {
 		var info Info
 		for b.Loop() {
 			var err error
-			if info, err = WriteFile(path, Contents{Model: m, Positions: []Position{{Topic: "clicks", Next: int64(m.Version())}}}); err != nil {
+			if info, err = WriteFile(path, Contents{Model: m, Positions: []input.Position{{Topic: "clicks", Offset: int64(m.Version())}}}); err != nil {
 				b.Fatal(err)
 			}
 		}

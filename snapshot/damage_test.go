@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"denoiser/consumer/input"
 	"denoiser/internal/heapstat"
 	"denoiser/online"
 )
@@ -104,9 +105,9 @@ func TestReadRejectsBadFiles(t *testing.T) {
 		{"positions count over payload", rebuild(header(1), frame(tagMeta, meta.payload),
 			frame(tagPosn, []byte{0xff, 0xff, 0xff, 0xff, 0, 0}), frame(tagModl, model), endFrame(uint64(len(model)))), ErrCorrupt, "positions"},
 		{"positions unsorted", rebuild(header(1), frame(tagMeta, meta.payload),
-			frame(tagPosn, appendPositionsRaw(Position{"b", 0, 1}, Position{"a", 0, 1})), frame(tagModl, model), endFrame(uint64(len(model)))), ErrCorrupt, "sorted"},
+			frame(tagPosn, appendPositionsRaw(input.Position{Topic: "b", Partition: 0, Offset: 1}, input.Position{Topic: "a", Partition: 0, Offset: 1})), frame(tagModl, model), endFrame(uint64(len(model)))), ErrCorrupt, "sorted"},
 		{"negative offset", rebuild(header(1), frame(tagMeta, meta.payload),
-			frame(tagPosn, appendPositionsRaw(Position{"a", 0, -5})), frame(tagModl, model), endFrame(uint64(len(model)))), ErrCorrupt, "negative"},
+			frame(tagPosn, appendPositionsRaw(input.Position{Topic: "a", Partition: 0, Offset: -5})), frame(tagModl, model), endFrame(uint64(len(model)))), ErrCorrupt, "negative"},
 		{"bad meta JSON", rebuild(header(1), frame(tagMeta, []byte("{")), frame(tagPosn, posn.payload),
 			frame(tagModl, model), endFrame(uint64(len(model)))), ErrCorrupt, "meta"},
 		{"frames out of order", rebuild(header(1), frame(tagPosn, posn.payload), frame(tagMeta, meta.payload),
@@ -152,7 +153,7 @@ func TestReadRejectsBadFiles(t *testing.T) {
 	}
 }
 
-func appendPositionsRaw(ps ...Position) []byte { return appendPositions(nil, ps) }
+func appendPositionsRaw(ps ...input.Position) []byte { return appendPositions(nil, ps) }
 
 // TestReadRejectsEveryTruncation: every prefix of a snapshot is refused as
 // truncated (all of the first and last 300 bytes, a spread in between).

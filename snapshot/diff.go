@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 
+	"denoiser/consumer/input"
 	"denoiser/online"
 )
 
@@ -62,7 +63,7 @@ type FieldChange struct {
 // PositionChange is one partition's next offset in A and B (-1 absent).
 type PositionChange struct {
 	Topic     string `json:"topic"`
-	Partition int    `json:"partition"`
+	Partition int32  `json:"partition"`
 	A         int64  `json:"a"`
 	B         int64  `json:"b"`
 }
@@ -150,19 +151,19 @@ func jsonName(f reflect.StructField) string {
 }
 
 // positionChanges merges two sorted position lists.
-func positionChanges(a, b []Position) []PositionChange {
+func positionChanges(a, b []input.Position) []PositionChange {
 	out := []PositionChange{}
 	i, j := 0, 0
 	for i < len(a) || j < len(b) {
 		switch {
-		case j == len(b) || (i < len(a) && comparePositions(a[i], b[j]) < 0):
-			out = append(out, PositionChange{Topic: a[i].Topic, Partition: a[i].Partition, A: a[i].Next, B: -1})
+		case j == len(b) || (i < len(a) && input.ComparePartitions(a[i], b[j]) < 0):
+			out = append(out, PositionChange{Topic: a[i].Topic, Partition: a[i].Partition, A: a[i].Offset, B: -1})
 			i++
-		case i == len(a) || comparePositions(a[i], b[j]) > 0:
-			out = append(out, PositionChange{Topic: b[j].Topic, Partition: b[j].Partition, A: -1, B: b[j].Next})
+		case i == len(a) || input.ComparePartitions(a[i], b[j]) > 0:
+			out = append(out, PositionChange{Topic: b[j].Topic, Partition: b[j].Partition, A: -1, B: b[j].Offset})
 			j++
 		default:
-			out = append(out, PositionChange{Topic: a[i].Topic, Partition: a[i].Partition, A: a[i].Next, B: b[j].Next})
+			out = append(out, PositionChange{Topic: a[i].Topic, Partition: a[i].Partition, A: a[i].Offset, B: b[j].Offset})
 			i++
 			j++
 		}

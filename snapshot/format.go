@@ -1,15 +1,14 @@
 package snapshot
 
 import (
-	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"math"
 	"slices"
-	"strings"
 	"time"
+
+	"denoiser/consumer/input"
 )
 
 // FormatVersion is the snapshot format version Write writes. Read reads
@@ -60,14 +59,6 @@ var (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// Position is the next input offset of one partition, as a checkpoint
-// store keeps it.
-type Position struct {
-	Topic     string `json:"topic"`
-	Partition int    `json:"partition"`
-	Next      int64  `json:"next"`
-}
-
 // Meta describes where a snapshot came from. It is informational: nothing
 // in it changes how the model is read.
 type Meta struct {
@@ -99,42 +90,38 @@ func (i Info) ChecksumHex() string { return fmt.Sprintf("%08x", i.Checksum) }
 
 // validatePositions checks ps as Write and Read require (see FORMAT.md)
 // and returns a sorted copy.
-func validatePositions(ps []Position) ([]Position, error) {
+func validatePositions(ps []input.Position) ([]input.Position, error) {
 	out := slices.Clone(ps)
-	slices.SortFunc(out, comparePositions)
+	slices.SortFunc(out, input.ComparePartitions)
 	for j, p := range out {
 		switch {
 		case p.Topic == "" || len(p.Topic) > MaxTopicLen:
 			return nil, fmt.Errorf("position %d: topic of %d bytes; use 1..%d", j, len(p.Topic), MaxTopicLen)
-		case p.Partition < 0 || p.Partition > math.MaxInt32:
+		case p.Partition < 0:
 			return nil, fmt.Errorf("position %s/%d: partition out of range", p.Topic, p.Partition)
-		case p.Next < 0:
-			return nil, fmt.Errorf("position %s/%d: negative next offset %d", p.Topic, p.Partition, p.Next)
-		case j > 0 && comparePositions(out[j-1], p) == 0:
+		case p.Offset < 0:
+			return nil, fmt.Errorf("position %s/%d: negative next offset %d", p.Topic, p.Partition, p.Offset)
+		case j > 0 && input.ComparePartitions(out[j-1], p) == 0:
 			return nil, fmt.Errorf("position %s/%d appears twice", p.Topic, p.Partition)
 		}
 	}
 	return out, nil
 }
 
-func comparePositions(a, b Position) int {
-	return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
-}
-
 // appendPositions appends the POSN payload of sorted, valid positions.
-func appendPositions(b []byte, ps []Position) []byte {
+func appendPositions(b []byte, ps []input.Position) []byte {
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(ps)))
 	for _, p := range ps {
 		b = binary.LittleEndian.AppendUint16(b, uint16(len(p.Topic)))
 		b = append(b, p.Topic...)
-		b = binary.LittleEndian.AppendUint32(b, uint32(int32(p.Partition)))
-		b = binary.LittleEndian.AppendUint64(b, uint64(p.Next))
+		b = binary.LittleEndian.AppendUint32(b, uint32(p.Partition))
+		b = binary.LittleEndian.AppendUint64(b, uint64(p.Offset))
 	}
 	return b
 }
 
 // parsePositions parses a POSN payload; the result is sorted and valid.
-func parsePositions(b []byte) ([]Position, error) {
+func parsePositions(b []byte) ([]input.Position, error) {
 	if len(b) < 4 {
 		return nil, errors.New("positions frame shorter than its count")
 	}
@@ -145,7 +132,7 @@ func parsePositions(b []byte) ([]Position, error) {
 	if uint64(n)*15 > uint64(len(b)) {
 		return nil, fmt.Errorf("%d positions cannot fit in %d bytes", n, len(b))
 	}
-	ps := make([]Position, 0, n)
+	ps := make([]input.Position, 0, n)
 	for j := uint32(0); j < n; j++ {
 		if len(b) < 2 {
 			return nil, fmt.Errorf("position %d truncated", j)
@@ -155,11 +142,11 @@ func parsePositions(b []byte) ([]Position, error) {
 		if len(b) < tl+12 {
 			return nil, fmt.Errorf("position %d truncated", j)
 		}
-		p := Position{Topic: string(b[:tl])}
-		p.Partition = int(int32(binary.LittleEndian.Uint32(b[tl:])))
-		p.Next = int64(binary.LittleEndian.Uint64(b[tl+4:]))
+		p := input.Position{Topic: string(b[:tl])}
+		p.Partition = int32(binary.LittleEndian.Uint32(b[tl:]))
+		p.Offset = int64(binary.LittleEndian.Uint64(b[tl+4:]))
 		b = b[tl+12:]
-		if j > 0 && comparePositions(ps[j-1], p) >= 0 {
+		if j > 0 && input.ComparePartitions(ps[j-1], p) >= 0 {
 			return nil, fmt.Errorf("positions not sorted or duplicated at %s/%d", p.Topic, p.Partition)
 		}
 		ps = append(ps, p)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"denoiser/consumer/input"
 	"denoiser/online"
 )
 
@@ -88,10 +89,10 @@ var testMeta = Meta{
 	Generation: 7,
 }
 
-var testPositions = []Position{
-	{Topic: "clicks", Partition: 1, Next: 500},
-	{Topic: "clicks", Partition: 0, Next: 1000},
-	{Topic: "views", Partition: 3, Next: 0},
+var testPositions = []input.Position{
+	{Topic: "clicks", Partition: 1, Offset: 500},
+	{Topic: "clicks", Partition: 0, Offset: 1000},
+	{Topic: "views", Partition: 3, Offset: 0},
 }
 
 // testSnapshot returns the bytes of a snapshot of a small binary model that

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"denoiser/consumer/input"
 	"denoiser/online"
 )
 
@@ -19,11 +20,11 @@ type Report struct {
 	Checksum      string `json:"crc32c"`
 	Meta          Meta   `json:"meta"`
 	// ModelVersion is the model's version: the number of events learned.
-	ModelVersion uint64        `json:"model_version"`
-	Config       online.Config `json:"config"`
-	K            int           `json:"k"`
-	Dim          int           `json:"dim"`
-	Positions    []Position    `json:"positions"`
+	ModelVersion uint64           `json:"model_version"`
+	Config       online.Config    `json:"config"`
+	K            int              `json:"k"`
+	Dim          int              `json:"dim"`
+	Positions    []input.Position `json:"positions"`
 	// Model holds the counts, ρ, the GMM components and the mean T̂.
 	Model online.Summary `json:"model"`
 	Norms struct {
@@ -63,7 +64,7 @@ func Inspect(s *Snapshot, file string) Report {
 		Model:         m.Summary(),
 	}
 	if r.Positions == nil {
-		r.Positions = []Position{}
+		r.Positions = []input.Position{}
 	}
 	r.Norms.Users = normStats(m.NumUsers(), m.UserEmbedding)
 	r.Norms.Items = normStats(m.NumItems(), m.ItemEmbedding)

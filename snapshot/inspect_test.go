@@ -7,10 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"denoiser/consumer/input"
 	"denoiser/online"
 )
 
-func readBack(t *testing.T, m *online.Model, ps []Position) *Snapshot {
+func readBack(t *testing.T, m *online.Model, ps []input.Position) *Snapshot {
 	t.Helper()
 	var b bytes.Buffer
 	if _, err := Write(&b, Contents{Model: m, Positions: ps, Meta: testMeta}); err != nil {
@@ -87,10 +88,10 @@ func TestDiff(t *testing.T) {
 	evs := testStream(3000, 9)
 	m := newModel(t, smallConfig(online.ModeBinary))
 	step(t, m, evs[:2000])
-	a := readBack(t, m, []Position{{Topic: "clicks", Partition: 0, Next: 2000}, {Topic: "old", Next: 5}})
+	a := readBack(t, m, []input.Position{{Topic: "clicks", Partition: 0, Offset: 2000}, {Topic: "old", Offset: 5}})
 	step(t, m, evs[2000:])
 	m.Step(online.Event{User: "new-user", Item: "new-item"}, &online.Score{})
-	b := readBack(t, m, []Position{{Topic: "clicks", Partition: 0, Next: 3001}, {Topic: "clicks", Partition: 1, Next: 9}})
+	b := readBack(t, m, []input.Position{{Topic: "clicks", Partition: 0, Offset: 3001}, {Topic: "clicks", Partition: 1, Offset: 9}})
 
 	same := Diff(a, "a", a, "a")
 	if same.Events.Delta != 0 || same.UserDrift.Max != 0 || same.ItemDrift.Max != 0 || same.MeanT.MaxAbsDelta != 0 ||

@@ -14,6 +14,7 @@ import (
 	"os"
 	"slices"
 
+	"denoiser/consumer/input"
 	"denoiser/online"
 )
 
@@ -26,7 +27,7 @@ type Snapshot struct {
 	ModelEncoding uint32 `json:"model_encoding"`
 	Meta          Meta   `json:"meta"`
 	// Positions are sorted by topic, then partition.
-	Positions []Position `json:"positions"`
+	Positions []input.Position `json:"positions"`
 	// Model continues exactly where the exported model stopped, random
 	// source included.
 	Model *online.Model `json:"-"`

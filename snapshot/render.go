@@ -47,7 +47,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		p("TOPIC\tPARTITION\tNEXT")
 		for _, ps := range r.Positions {
-			p("%s\t%d\t%d", ps.Topic, ps.Partition, ps.Next)
+			p("%s\t%d\t%d", ps.Topic, ps.Partition, ps.Offset)
 		}
 	})
 	t.section("mean T̂ (row: clean class, column: observed class)", func(p printer) { matrix(p, s.MeanTransition) })

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"testing"
 
+	"denoiser/consumer/input"
 	"denoiser/internal/heapstat"
 	"denoiser/online"
 )
@@ -42,7 +43,7 @@ func TestRoundTrip(t *testing.T) {
 				t.Fatal("the model read back encodes differently")
 			}
 			want := slices.Clone(testPositions)
-			slices.SortFunc(want, comparePositions)
+			slices.SortFunc(want, input.ComparePartitions)
 			if !reflect.DeepEqual(s.Positions, want) {
 				t.Fatalf("positions %v, want %v", s.Positions, want)
 			}
@@ -161,7 +162,7 @@ func TestContinueAfterSnapshot(t *testing.T) {
 			first := newModel(t, tc.cfg)
 			got := step(t, first, evs[:1234])
 			path := filepath.Join(t.TempDir(), "mid.snap")
-			if _, err := WriteFile(path, Contents{Model: first, Positions: []Position{{Topic: "t", Next: 1234}}}); err != nil {
+			if _, err := WriteFile(path, Contents{Model: first, Positions: []input.Position{{Topic: "t", Offset: 1234}}}); err != nil {
 				t.Fatal(err)
 			}
 			first = nil
@@ -169,10 +170,10 @@ func TestContinueAfterSnapshot(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s.Positions[0].Next != 1234 || s.Model.Version() != 1234 {
-				t.Fatalf("position %d, model version %d; want 1234", s.Positions[0].Next, s.Model.Version())
+			if s.Positions[0].Offset != 1234 || s.Model.Version() != 1234 {
+				t.Fatalf("position %d, model version %d; want 1234", s.Positions[0].Offset, s.Model.Version())
 			}
-			got = append(got, step(t, s.Model, evs[s.Positions[0].Next:])...)
+			got = append(got, step(t, s.Model, evs[s.Positions[0].Offset:])...)
 			if !bytes.Equal(got, want) {
 				t.Fatal("scores after the snapshot differ from the uninterrupted run")
 			}
@@ -196,7 +197,7 @@ func TestWriteFileAtomic(t *testing.T) {
 	old, _ := os.ReadFile(path)
 
 	step(t, m, testStream(100, 6))
-	bad := Contents{Model: m, Positions: []Position{{Topic: "", Next: 1}}}
+	bad := Contents{Model: m, Positions: []input.Position{{Topic: "", Offset: 1}}}
 	if _, err := WriteFile(path, bad); err == nil {
 		t.Fatal("WriteFile accepted an empty topic")
 	}
@@ -233,11 +234,11 @@ func TestWriteRefuses(t *testing.T) {
 		{"no model", Contents{}},
 		{"both models", Contents{Model: m, ModelBytes: []byte{1}}},
 		{"empty model bytes", Contents{ModelBytes: []byte{}}},
-		{"empty topic", Contents{Model: m, Positions: []Position{{Topic: ""}}}},
-		{"long topic", Contents{Model: m, Positions: []Position{{Topic: long}}}},
-		{"negative partition", Contents{Model: m, Positions: []Position{{Topic: "t", Partition: -1}}}},
-		{"negative offset", Contents{Model: m, Positions: []Position{{Topic: "t", Next: -1}}}},
-		{"duplicate", Contents{Model: m, Positions: []Position{{Topic: "t", Next: 1}, {Topic: "t", Next: 2}}}},
+		{"empty topic", Contents{Model: m, Positions: []input.Position{{Topic: ""}}}},
+		{"long topic", Contents{Model: m, Positions: []input.Position{{Topic: long}}}},
+		{"negative partition", Contents{Model: m, Positions: []input.Position{{Topic: "t", Partition: -1}}}},
+		{"negative offset", Contents{Model: m, Positions: []input.Position{{Topic: "t", Offset: -1}}}},
+		{"duplicate", Contents{Model: m, Positions: []input.Position{{Topic: "t", Offset: 1}, {Topic: "t", Offset: 2}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"denoiser/consumer/input"
 )
 
 // Checkpoint is a checkpoint as a store keeps it: the model encoding
@@ -13,7 +15,7 @@ import (
 // depend on Badger; cmd/denoiser adapts *state.Store to Loader and Saver.
 type Checkpoint struct {
 	Model     []byte
-	Positions []Position
+	Positions []input.Position
 	// Version is the model version (online.Model.Version: events learned).
 	Version uint64
 	// Generation is set by Load; Save ignores it.

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"testing"
 
+	"denoiser/consumer/input"
 	"denoiser/online"
 )
 
@@ -75,7 +76,7 @@ func TestExportImport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sorted := slices.SortedFunc(slices.Values(from.cp.Positions), comparePositions)
+	sorted := slices.SortedFunc(slices.Values(from.cp.Positions), input.ComparePartitions)
 	if !bytes.Equal(to.cp.Model, from.cp.Model) || to.cp.Version != 1500 || !reflect.DeepEqual(to.cp.Positions, sorted) {
 		t.Fatalf("imported checkpoint differs: version %d, positions %v", to.cp.Version, to.cp.Positions)
 	}

@@ -10,6 +10,7 @@ import (
 	"hash/crc32"
 	"io"
 
+	"denoiser/consumer/input"
 	"denoiser/internal/atomicfile"
 	"denoiser/online"
 )
@@ -25,7 +26,7 @@ type Contents struct {
 	ModelBytes []byte
 	// Positions are the next input offsets the model has consumed up to.
 	// Write stores them sorted; they must be valid (see FORMAT.md).
-	Positions []Position
+	Positions []input.Position
 	// Meta describes the snapshot's origin.
 	Meta Meta
 }

@@ -2,20 +2,20 @@ package state
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"denoiser/consumer/input"
 )
 
 // MaxModelSize is the largest model Save accepts. Load allocates the model
@@ -38,9 +38,11 @@ const chunkSize = 4 << 20
 type Checkpoint struct {
 	// Model is the serialised model, opaque to this package.
 	Model []byte
-	// Positions holds the next input offset of each partition. Save
-	// rejects duplicates; Load returns them sorted by topic, then partition.
-	Positions []Position
+	// Positions holds, for each partition, the position of the next record
+	// to read (Offset is the next offset; File and Line are not stored).
+	// Save rejects file positions and duplicates; Load returns them sorted
+	// by topic, then partition.
+	Positions []input.Position
 	// Version is the model version (for example the number of events
 	// learned), stored as given.
 	Version uint64
@@ -50,13 +52,6 @@ type Checkpoint struct {
 	Generation uint64
 	// SavedAt is the wall-clock time of the Save. Set by Load; ignored by Save.
 	SavedAt time.Time
-}
-
-// Position is the next offset to consume from one partition.
-type Position struct {
-	Topic     string
-	Partition int
-	Next      int64
 }
 
 const (
@@ -70,7 +65,7 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// record is the commit record of a checkpoint (see doc.go for its format).
+// record is the commit record of a checkpoint (see FORMAT.md for its format).
 type record struct {
 	generation uint64
 	version    uint64
@@ -171,18 +166,18 @@ func posTopicPrefix(topic string) []byte {
 	return []byte(posPrefix + topicEscaper.Replace(topic) + "/")
 }
 
-func posKey(topic string, partition int) []byte {
+func posKey(topic string, partition int32) []byte {
 	return fmt.Appendf(posTopicPrefix(topic), "%010d", partition)
 }
 
-func parsePosKey(k []byte) (topic string, partition int, err error) {
+func parsePosKey(k []byte) (topic string, partition int32, err error) {
 	rest, ok := bytes.CutPrefix(k, []byte(posPrefix))
 	i := bytes.LastIndexByte(rest, '/')
 	if ok && i > 0 {
 		var p uint64
 		p, err = strconv.ParseUint(string(rest[i+1:]), 10, 31)
 		if err == nil {
-			return topicUnescaper.Replace(string(rest[:i])), int(p), nil
+			return topicUnescaper.Replace(string(rest[:i])), int32(p), nil
 		}
 	}
 	return "", 0, fmt.Errorf("%w: position key %q", ErrCorrupt, k)
@@ -203,19 +198,19 @@ func validate(cp *Checkpoint) error {
 	if len(cp.Model) > MaxModelSize {
 		return fmt.Errorf("%w: model of %d bytes exceeds %d", ErrInvalidCheckpoint, len(cp.Model), MaxModelSize)
 	}
-	seen := make(map[Position]struct{}, len(cp.Positions))
+	seen := make(map[input.Position]struct{}, len(cp.Positions))
 	for _, p := range cp.Positions {
 		switch {
 		case p.Topic == "":
 			return fmt.Errorf("%w: empty topic", ErrInvalidCheckpoint)
 		case len(p.Topic) > maxTopicLen:
 			return fmt.Errorf("%w: topic of %d bytes exceeds %d", ErrInvalidCheckpoint, len(p.Topic), maxTopicLen)
-		case p.Partition < 0 || p.Partition > math.MaxInt32:
+		case p.Partition < 0:
 			return fmt.Errorf("%w: %s partition %d out of range", ErrInvalidCheckpoint, p.Topic, p.Partition)
-		case p.Next < 0:
-			return fmt.Errorf("%w: %s/%d next offset %d is negative", ErrInvalidCheckpoint, p.Topic, p.Partition, p.Next)
+		case p.Offset < 0:
+			return fmt.Errorf("%w: %s/%d next offset %d is negative", ErrInvalidCheckpoint, p.Topic, p.Partition, p.Offset)
 		}
-		tp := Position{Topic: p.Topic, Partition: p.Partition}
+		tp := input.Position{Topic: p.Topic, Partition: p.Partition}
 		if _, dup := seen[tp]; dup {
 			return fmt.Errorf("%w: %s/%d appears twice", ErrInvalidCheckpoint, p.Topic, p.Partition)
 		}
@@ -358,7 +353,7 @@ func (w *chunkWriter) flush() error {
 
 // commit writes the positions and the commit record of rec in one
 // transaction, deleting the positions not in ps (invariant 3).
-func (s *Store) commit(ctx context.Context, rec record, ps []Position) error {
+func (s *Store) commit(ctx context.Context, rec record, ps []input.Position) error {
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
 	// Collect first: a read-write transaction allows one iterator and no
@@ -393,7 +388,7 @@ func (s *Store) commit(ctx context.Context, rec record, ps []Position) error {
 		}
 	}
 	for _, p := range ps {
-		if err := set(posKey(p.Topic, p.Partition), binary.BigEndian.AppendUint64(nil, uint64(p.Next))); err != nil {
+		if err := set(posKey(p.Topic, p.Partition), binary.BigEndian.AppendUint64(nil, uint64(p.Offset))); err != nil {
 			return err
 		}
 	}
@@ -489,23 +484,21 @@ func loadIn(ctx context.Context, txn *badger.Txn, rec record) (Checkpoint, error
 		}); err != nil {
 			return Checkpoint{}, err
 		}
-		cp.Positions = append(cp.Positions, Position{Topic: topic, Partition: partition, Next: next})
+		cp.Positions = append(cp.Positions, input.Position{Topic: topic, Partition: partition, Offset: next})
 	}
 	if len(cp.Positions) != int(rec.positions) {
 		return Checkpoint{}, fmt.Errorf("%w: %d positions, commit record says %d", ErrCorrupt, len(cp.Positions), rec.positions)
 	}
 	// Keys sort by escaped topic, then zero-padded partition; escaping can
 	// reorder topics containing '%' or '/', so sort explicitly.
-	slices.SortFunc(cp.Positions, func(a, b Position) int {
-		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
-	})
+	slices.SortFunc(cp.Positions, input.ComparePartitions)
 	return cp, nil
 }
 
 // Position returns the next offset stored for one partition in the last
 // committed checkpoint; ok is false if it has none. It reads only that
 // partition's key.
-func (s *Store) Position(ctx context.Context, topic string, partition int) (next int64, ok bool, err error) {
+func (s *Store) Position(ctx context.Context, topic string, partition int32) (next int64, ok bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return 0, false, fmt.Errorf("state: position: %w", err)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"denoiser/consumer/input"
 	"denoiser/internal/heapstat"
 )
 
@@ -76,7 +77,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	}{
 		{"empty", Checkpoint{}},
 		{"model only", Checkpoint{Model: []byte("weights"), Version: 1}},
-		{"positions only", Checkpoint{Positions: []Position{{"clicks", 0, 17}}}},
+		{"positions only", Checkpoint{Positions: []input.Position{{Topic: "clicks", Partition: 0, Offset: 17}}}},
 		{"one chunk exactly", Checkpoint{Model: randModel(chunkSize, 1), Version: 7}},
 		{"chunk plus one byte", Checkpoint{Model: randModel(chunkSize+1, 2), Version: 8}},
 		{"two and a half chunks", Checkpoint{Model: randModel(chunkSize*5/2, 3), Version: 9}},
@@ -84,15 +85,15 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 		{"many partitions and topics", Checkpoint{
 			Model:   []byte{1, 2, 3},
 			Version: 1 << 40,
-			Positions: []Position{
-				{"clicks", 0, 0},
-				{"clicks", 1, 5},
-				{"clicks", 10, 1 << 50},
-				{"clicks", 2, 7},
-				{"views", 0, 3},
-				{"file:testdata/a/b.jsonl", 0, 12}, // '/' in a topic
-				{"odd%2Fname", 0, 1},               // looks escaped
-				{"odd/name", 0, 2},
+			Positions: []input.Position{
+				{Topic: "clicks", Partition: 0, Offset: 0},
+				{Topic: "clicks", Partition: 1, Offset: 5},
+				{Topic: "clicks", Partition: 10, Offset: 1 << 50},
+				{Topic: "clicks", Partition: 2, Offset: 7},
+				{Topic: "views", Partition: 0, Offset: 3},
+				{Topic: "file:testdata/a/b.jsonl", Partition: 0, Offset: 12}, // '/' in a topic
+				{Topic: "odd%2Fname", Partition: 0, Offset: 1},               // looks escaped
+				{Topic: "odd/name", Partition: 0, Offset: 2},
 			},
 		}},
 	} {
@@ -118,19 +119,19 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 			}
 			for _, p := range tc.cp.Positions {
 				next, ok, err := s.Position(ctx, p.Topic, p.Partition)
-				if err != nil || !ok || next != p.Next {
-					t.Errorf("Position(%q, %d) = %d, %v, %v; want %d", p.Topic, p.Partition, next, ok, err, p.Next)
+				if err != nil || !ok || next != p.Offset {
+					t.Errorf("Position(%q, %d) = %d, %v, %v; want %d", p.Topic, p.Partition, next, ok, err, p.Offset)
 				}
 			}
 		})
 	}
 }
 
-func sortedPositions(ps []Position) []Position {
+func sortedPositions(ps []input.Position) []input.Position {
 	if ps == nil {
 		return nil
 	}
-	out := append([]Position(nil), ps...)
+	out := append([]input.Position(nil), ps...)
 	for i := range out {
 		for j := i + 1; j < len(out); j++ {
 			a, b := out[i], out[j]
@@ -150,12 +151,12 @@ func TestOverwriteKeepsOnlyLatest(t *testing.T) {
 	first := Checkpoint{
 		Model:     randModel(3*chunkSize+5, 1),
 		Version:   100,
-		Positions: []Position{{"clicks", 0, 10}, {"clicks", 1, 11}, {"clicks", 2, 12}},
+		Positions: []input.Position{{Topic: "clicks", Partition: 0, Offset: 10}, {Topic: "clicks", Partition: 1, Offset: 11}, {Topic: "clicks", Partition: 2, Offset: 12}},
 	}
 	second := Checkpoint{
 		Model:     randModel(1000, 2),
 		Version:   200,
-		Positions: []Position{{"clicks", 1, 21}, {"views", 0, 1}},
+		Positions: []input.Position{{Topic: "clicks", Partition: 1, Offset: 21}, {Topic: "views", Partition: 0, Offset: 1}},
 	}
 	for _, cp := range []Checkpoint{first, second} {
 		if err := s.Save(ctx, cp); err != nil {
@@ -170,7 +171,7 @@ func TestOverwriteKeepsOnlyLatest(t *testing.T) {
 	if got.Generation != 2 {
 		t.Errorf("generation %d, want 2", got.Generation)
 	}
-	for _, p := range []int{0, 2} {
+	for _, p := range []int32{0, 2} {
 		if next, ok, err := s.Position(ctx, "clicks", p); ok || err != nil {
 			t.Errorf("clicks/%d still has a position (%d, %v) after it left the checkpoint", p, next, err)
 		}
@@ -191,7 +192,7 @@ func TestLargeModel(t *testing.T) {
 	}
 	s := openT(t, t.TempDir(), noGC)
 	ctx := context.Background()
-	cp := Checkpoint{Model: randModel(64<<20, 42), Version: 1, Positions: []Position{{"clicks", 0, 99}}}
+	cp := Checkpoint{Model: randModel(64<<20, 42), Version: 1, Positions: []input.Position{{Topic: "clicks", Partition: 0, Offset: 99}}}
 	start := time.Now()
 	if err := s.Save(ctx, cp); err != nil {
 		t.Fatal(err)
@@ -209,7 +210,7 @@ func TestLargeModel(t *testing.T) {
 func TestReopen(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	cp := Checkpoint{Model: randModel(chunkSize+123, 5), Version: 3, Positions: []Position{{"clicks", 0, 7}, {"clicks", 1, 8}}}
+	cp := Checkpoint{Model: randModel(chunkSize+123, 5), Version: 3, Positions: []input.Position{{Topic: "clicks", Partition: 0, Offset: 7}, {Topic: "clicks", Partition: 1, Offset: 8}}}
 
 	s, err := Open(dir, noGC)
 	if err != nil {
@@ -247,13 +248,13 @@ func TestSaveInvalid(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
-		ps   []Position
+		ps   []input.Position
 	}{
-		{"empty topic", []Position{{"", 0, 1}}},
-		{"negative partition", []Position{{"t", -1, 1}}},
-		{"negative offset", []Position{{"t", 0, -1}}},
-		{"duplicate partition", []Position{{"t", 0, 1}, {"t", 0, 2}}},
-		{"long topic", []Position{{string(make([]byte, maxTopicLen+1)), 0, 1}}},
+		{"empty topic", []input.Position{{Topic: "", Partition: 0, Offset: 1}}},
+		{"negative partition", []input.Position{{Topic: "t", Partition: -1, Offset: 1}}},
+		{"negative offset", []input.Position{{Topic: "t", Partition: 0, Offset: -1}}},
+		{"duplicate partition", []input.Position{{Topic: "t", Partition: 0, Offset: 1}, {Topic: "t", Partition: 0, Offset: 2}}},
+		{"long topic", []input.Position{{Topic: string(make([]byte, maxTopicLen+1)), Partition: 0, Offset: 1}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := s.Save(ctx, Checkpoint{Positions: tc.ps})
@@ -380,7 +381,7 @@ func TestLoadDetectsCorruption(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := openT(t, t.TempDir(), noGC)
 			ctx := context.Background()
-			cp := Checkpoint{Model: randModel(2*chunkSize+10, 1), Positions: []Position{{"clicks", 0, 5}}}
+			cp := Checkpoint{Model: randModel(2*chunkSize+10, 1), Positions: []input.Position{{Topic: "clicks", Partition: 0, Offset: 5}}}
 			if err := s.Save(ctx, cp); err != nil {
 				t.Fatal(err)
 			}
@@ -584,8 +585,8 @@ func BenchmarkSave(b *testing.B) {
 			s := openT(b, b.TempDir(), Options{GCInterval: -1, NoSync: bc.noSync})
 			ctx := context.Background()
 			cp := Checkpoint{Model: randModel(bc.size, 1)}
-			for p := range 16 {
-				cp.Positions = append(cp.Positions, Position{Topic: "clicks", Partition: p, Next: 1 << 20})
+			for p := range int32(16) {
+				cp.Positions = append(cp.Positions, input.Position{Topic: "clicks", Partition: p, Offset: 1 << 20})
 			}
 			b.SetBytes(int64(bc.size))
 			b.ReportAllocs()
@@ -661,7 +662,7 @@ func BenchmarkLoad(b *testing.B) {
 	s := openT(b, b.TempDir(), Options{GCInterval: -1})
 	ctx := context.Background()
 	const size = 32 << 20
-	if err := s.Save(ctx, Checkpoint{Model: randModel(size, 1), Positions: []Position{{"clicks", 0, 1}}}); err != nil {
+	if err := s.Save(ctx, Checkpoint{Model: randModel(size, 1), Positions: []input.Position{{Topic: "clicks", Partition: 0, Offset: 1}}}); err != nil {
 		b.Fatal(err)
 	}
 	b.SetBytes(size)
@@ -682,9 +683,9 @@ func TestSaveTooLarge(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := int(s.db.MaxBatchCount()) + 1
-	cp := Checkpoint{Version: 2, Positions: make([]Position, n)}
+	cp := Checkpoint{Version: 2, Positions: make([]input.Position, n)}
 	for i := range cp.Positions {
-		cp.Positions[i] = Position{Topic: "clicks", Partition: i, Next: 1}
+		cp.Positions[i] = input.Position{Topic: "clicks", Partition: int32(i), Offset: 1}
 	}
 	if err := s.Save(ctx, cp); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("Save of %d positions = %v, want ErrTooLarge", n, err)

@@ -239,7 +239,8 @@ func (s *Store) collect() gcResult {
 }
 
 // dropSuperseded removes every model generation other than the committed
-// one with DropPrefix. See doc.go for why this, and not a Delete in Save.
+// one with DropPrefix. See docs/design/state.md for why this, and not a
+// Delete in Save.
 func (s *Store) dropSuperseded() (int, error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"denoiser/consumer/input"
 )
 
 func TestMain(m *testing.M) {
@@ -271,7 +273,7 @@ func genCheckpoint(v uint64, modelSize int) Checkpoint {
 	}
 	cp := Checkpoint{Model: m, Version: v}
 	for p := range 1 + int(v%3) { // the set of partitions varies too
-		cp.Positions = append(cp.Positions, Position{Topic: "clicks", Partition: p, Next: int64(v)*1000 + int64(p)})
+		cp.Positions = append(cp.Positions, input.Position{Topic: "clicks", Partition: int32(p), Offset: int64(v)*1000 + int64(p)})
 	}
 	return cp
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"denoiser/consumer"
+	"denoiser/consumer/input"
 	"denoiser/internal/kafkatest"
 	"denoiser/internal/synth"
 	"denoiser/online"
@@ -167,7 +169,7 @@ func referenceModel(t *testing.T, topic string, lines [][]byte) ([]byte, map[int
 	}
 	out := map[int64][]byte{}
 	for i, l := range lines {
-		r := consumer.Result{Pos: consumer.Position{Topic: topic, Offset: int64(i)}}
+		r := consumer.Result{Pos: input.Position{Topic: topic, Offset: int64(i)}}
 		if err := consumer.Decode(l, &r.Event); err != nil {
 			continue
 		}
@@ -345,7 +347,7 @@ func TestRunCrashRecovery(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("load final checkpoint: %v %v", ok, err)
 	}
-	if fmt.Sprint(cp.Positions) != fmt.Sprintf("[{%s 0 %d}]", in, n) {
+	if !slices.Equal(cp.Positions, []input.Position{{Topic: in, Partition: 0, Offset: int64(n)}}) {
 		t.Errorf("final positions %v, want %s/0 at %d", cp.Positions, in, n)
 	}
 	if !bytes.Equal(cp.Model, wantModel) {

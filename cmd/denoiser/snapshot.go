@@ -240,17 +240,9 @@ func (a stateStore) Load(ctx context.Context) (snapshot.Checkpoint, bool, error)
 	if err != nil || !ok {
 		return snapshot.Checkpoint{}, ok, err
 	}
-	ps := make([]snapshot.Position, len(cp.Positions))
-	for i, p := range cp.Positions {
-		ps[i] = snapshot.Position{Topic: p.Topic, Partition: p.Partition, Next: p.Next}
-	}
-	return snapshot.Checkpoint{Model: cp.Model, Positions: ps, Version: cp.Version, Generation: cp.Generation}, true, nil
+	return snapshot.Checkpoint{Model: cp.Model, Positions: cp.Positions, Version: cp.Version, Generation: cp.Generation}, true, nil
 }
 
 func (a stateStore) SaveFrom(ctx context.Context, cp snapshot.Checkpoint, write func(io.Writer) error) error {
-	ps := make([]state.Position, len(cp.Positions))
-	for i, p := range cp.Positions {
-		ps[i] = state.Position{Topic: p.Topic, Partition: p.Partition, Next: p.Next}
-	}
-	return a.s.SaveFrom(ctx, state.Checkpoint{Model: cp.Model, Positions: ps, Version: cp.Version}, write)
+	return a.s.SaveFrom(ctx, state.Checkpoint{Model: cp.Model, Positions: cp.Positions, Version: cp.Version}, write)
 }

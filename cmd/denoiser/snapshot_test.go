@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"denoiser/consumer"
+	"denoiser/consumer/input"
 	"denoiser/internal/heapstat"
 	"denoiser/online"
 	"denoiser/producer"
@@ -117,7 +118,7 @@ func TestSnapshotExportImportContinues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pos := []state.Position{{Topic: "file:" + in, Partition: 0, Next: split}}
+	pos := []input.Position{{Topic: "file:" + in, Partition: 0, Offset: split}}
 	if err := a.Save(context.Background(), state.Checkpoint{Model: enc.Bytes(), Positions: pos, Version: m.Version()}); err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +158,7 @@ func TestSnapshotExportImportContinues(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := open()
-	for range cp.Positions[0].Next {
+	for range cp.Positions[0].Offset {
 		if _, err := src.Next(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -289,7 +290,7 @@ func BenchmarkSnapshotState1M(b *testing.B) {
 		b.Fatal(err)
 	}
 	if err := st.Save(context.Background(), state.Checkpoint{Model: enc.Bytes(), Version: 2_000_000,
-		Positions: []state.Position{{Topic: "clicks", Next: 2_000_000}}}); err != nil {
+		Positions: []input.Position{{Topic: "clicks", Offset: 2_000_000}}}); err != nil {
 		b.Fatal(err)
 	}
 	if err := st.Close(); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"denoiser/consumer"
+	"denoiser/consumer/input"
 )
 
 // SourceFactory returns a Source that yields records, in order, as its
@@ -27,7 +28,7 @@ func TestSource(t *testing.T, newSource SourceFactory) {
 		src, finite := newSource(t, records)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		var prev consumer.Position
+		var prev input.Position
 		for i, want := range records {
 			m, err := src.Next(ctx)
 			if err != nil {
@@ -60,7 +61,7 @@ func TestSource(t *testing.T, newSource SourceFactory) {
 }
 
 // after reports whether b comes after a in the same input.
-func after(b, a consumer.Position) bool {
+func after(b, a input.Position) bool {
 	if a.IsFile() != b.IsFile() {
 		return false
 	}

@@ -126,8 +126,10 @@ func Run(ctx context.Context, opts Options) (rep report.Report, err error) {
 	cfg := service.Config{
 		Kafka: service.KafkaConfig{
 			Brokers: brokers, InputTopic: InputTopic, Group: group, OutputTopic: OutputTopic, DeadLetterTopic: DeadLetterTopic,
-			SessionTimeout: 6 * time.Second, HeartbeatInterval: 500 * time.Millisecond, RebalanceTimeout: 5 * time.Second,
-			FetchMaxWait: 100 * time.Millisecond,
+			SourceConfig: service.SourceConfig{
+				SessionTimeout: 6 * time.Second, HeartbeatInterval: 500 * time.Millisecond, RebalanceTimeout: 5 * time.Second,
+				FetchMaxWait: 100 * time.Millisecond,
+			},
 		},
 		Checkpoint: service.CheckpointConfig{Dir: dir, EveryEvents: 5000, Interval: 2 * time.Second, NoSync: true},
 		HTTP:       service.HTTPConfig{Addr: httpAddr},

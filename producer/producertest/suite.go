@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"denoiser/consumer"
+	"denoiser/consumer/input"
 	"denoiser/online"
 	"denoiser/producer"
 )
@@ -71,9 +72,9 @@ func Scored(i int) *consumer.Result {
 		},
 	}
 	if i%40 < 30 {
-		r.Pos = consumer.Position{Topic: "clicks", Partition: int32(i % 3), Offset: int64(1000 + i)}
+		r.Pos = input.Position{Topic: "clicks", Partition: int32(i % 3), Offset: int64(1000 + i)}
 	} else {
-		r.Pos = consumer.Position{File: "clicks.jsonl", Line: int64(i + 1), Offset: int64(100 * i)}
+		r.Pos = input.Position{File: "clicks.jsonl", Line: int64(i + 1), Offset: int64(100 * i)}
 	}
 	ev := &r.Event
 	if i%2 == 0 {
@@ -117,9 +118,9 @@ func Rejected(i int) *consumer.Result {
 		Err:    &consumer.RecordError{Reason: reason, Field: "dwell_ms", Msg: fmt.Sprintf("case %d: \"quoted\"\n", i)},
 	}
 	if i%2 == 0 {
-		r.Pos = consumer.Position{Topic: "clicks", Partition: int32(i % 3), Offset: int64(i)}
+		r.Pos = input.Position{Topic: "clicks", Partition: int32(i % 3), Offset: int64(i)}
 	} else {
-		r.Pos = consumer.Position{File: "clicks.jsonl", Line: int64(i + 1)}
+		r.Pos = input.Position{File: "clicks.jsonl", Line: int64(i + 1)}
 	}
 	switch i % 5 {
 	case 0:
@@ -497,7 +498,7 @@ func checkRejected(t *testing.T, o Output, r *consumer.Result, h Harness) {
 	checkHeaders(t, r.Pos, o.Headers, want)
 }
 
-func positionHeaders(p consumer.Position) map[string]string {
+func positionHeaders(p input.Position) map[string]string {
 	if p.IsFile() {
 		return map[string]string{
 			producer.HeaderSourceFile: p.File,
@@ -511,7 +512,7 @@ func positionHeaders(p consumer.Position) map[string]string {
 	}
 }
 
-func checkHeaders(t *testing.T, pos consumer.Position, got, want map[string]string) {
+func checkHeaders(t *testing.T, pos input.Position, got, want map[string]string) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("record %s: headers %v, want %v", pos, got, want)
@@ -526,14 +527,14 @@ func checkHeaders(t *testing.T, pos consumer.Position, got, want map[string]stri
 // SourceOf returns the source position written in an output record's
 // "source" object: file and line, or topic, partition and offset, nothing
 // else. A file position's byte offset is not written; it is zero.
-func SourceOf(value []byte) (consumer.Position, error) {
+func SourceOf(value []byte) (input.Position, error) {
 	var rec struct {
 		Source map[string]json.RawMessage `json:"source"`
 	}
 	if err := json.Unmarshal(value, &rec); err != nil {
-		return consumer.Position{}, fmt.Errorf("read source: %w", err)
+		return input.Position{}, fmt.Errorf("read source: %w", err)
 	}
-	var p consumer.Position
+	var p input.Position
 	field := func(name string, v any) error {
 		raw, ok := rec.Source[name]
 		if !ok {
@@ -561,7 +562,7 @@ func SourceOf(value []byte) (consumer.Position, error) {
 
 // samePosition compares positions as an output carries them: a file
 // position without its byte offset.
-func samePosition(got, want consumer.Position) bool {
+func samePosition(got, want input.Position) bool {
 	if want.IsFile() {
 		want.Offset = 0
 	}
