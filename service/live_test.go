@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,6 +16,7 @@ import (
 
 	"denoiser/consumer/input"
 	"denoiser/online"
+	"denoiser/online/onlinetest"
 	"denoiser/service"
 	"denoiser/snapshot"
 )
@@ -99,57 +98,14 @@ func fmtScore(b []byte, sc online.Score) []byte {
 	return append(append(b, s...), '\n')
 }
 
-// smallConfig makes every phase of the model happen within a few thousand
-// events, with small buffers, so that test snapshots stay small.
-func smallConfig(mode string) online.Config {
-	return online.Config{Mode: mode, Dim: 8, WarmUp: 300, RefitEvery: 100, GMMMinSamples: 32, GMMWindow: 256}
-}
-
-// testStream is a deterministic stream of n events over 60 users in four
-// taste groups, 40 items, with ratings and dwell times.
-func testStream(n int, seed uint64) []online.Event {
-	r := rand.New(rand.NewPCG(seed, seed+1))
-	evs := make([]online.Event, n)
-	for j := range evs {
-		u := r.IntN(60)
-		i := (u%4)*10 + r.IntN(10)
-		if r.Float64() < 0.2 {
-			i = r.IntN(40)
-		}
-		evs[j] = online.Event{User: fmt.Sprint("u", u), Item: fmt.Sprint("i", i),
-			Rating: 1 + r.IntN(5), DwellMS: int64(r.IntN(60000)), HasDwell: true}
-	}
-	return evs
-}
-
-func newModel(t testing.TB, cfg online.Config) *online.Model {
-	t.Helper()
-	m, err := online.New(cfg, rand.NewPCG(1, 2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
-// step runs evs through m.
-func step(t testing.TB, m *online.Model, evs []online.Event) {
-	t.Helper()
-	var sc online.Score
-	for j, ev := range evs {
-		if err := m.Step(ev, &sc); err != nil {
-			t.Fatalf("event %d: %v", j, err)
-		}
-	}
-}
-
 // TestLiveSnapshotsAreConsistent: snapshots taken from a running stream hold
 // the model exactly at their positions: a model restored from any of them
 // and fed the stream from its position scores every later event as the
 // stream did. Output is flushed before each snapshot; the stream goes on.
 func TestLiveSnapshotsAreConsistent(t *testing.T) {
-	evs := testStream(3000, 11)
+	evs := onlinetest.Stream(3000, 11)
 	dir := t.TempDir()
-	o := &owner{m: newModel(t, smallConfig(online.ModeBinary)), tasks: make(chan service.Task),
+	o := &owner{m: onlinetest.New(t, onlinetest.SmallConfig(online.ModeBinary)), tasks: make(chan service.Task),
 		idle: make(chan struct{})}
 	live, err := service.NewLiveSnapshots(o, service.LiveSnapshotOptions{Dir: dir,
 		Now: func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) }})
@@ -228,7 +184,7 @@ func TestLiveSnapshotsAreConsistent(t *testing.T) {
 // context and does not hold Close; after Close, Export refuses.
 func TestLiveSnapshotFailures(t *testing.T) {
 	ctx := context.Background()
-	o := &owner{m: newModel(t, smallConfig(online.ModeBinary)), tasks: make(chan service.Task, 1)}
+	o := &owner{m: onlinetest.New(t, onlinetest.SmallConfig(online.ModeBinary)), tasks: make(chan service.Task, 1)}
 	live, err := service.NewLiveSnapshots(o, service.LiveSnapshotOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -276,8 +232,8 @@ func TestLiveSnapshotFailures(t *testing.T) {
 // are refused.
 func TestLiveSnapshotHTTP(t *testing.T) {
 	dir := t.TempDir()
-	o := &owner{m: newModel(t, smallConfig(online.ModeBinary)), tasks: make(chan service.Task)}
-	step(t, o.m, testStream(800, 12))
+	o := &owner{m: onlinetest.New(t, onlinetest.SmallConfig(online.ModeBinary)), tasks: make(chan service.Task)}
+	onlinetest.Step(t, o.m, onlinetest.Stream(800, 12))
 	o.next = 800
 	live, err := service.NewLiveSnapshots(o, service.LiveSnapshotOptions{Dir: dir})
 	if err != nil {

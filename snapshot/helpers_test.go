@@ -5,70 +5,33 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	"math/rand/v2"
 	"testing"
 	"time"
 
 	"denoiser/consumer/input"
 	"denoiser/online"
+	"denoiser/online/onlinetest"
 )
-
-// smallConfig makes every phase of the model (warm-up, distillation, GMM
-// refits, ρ relaxation) happen within a few thousand events, with small
-// buffers, so that test snapshots stay a few tens of kilobytes.
-func smallConfig(mode string) online.Config {
-	return online.Config{Mode: mode, Dim: 8, WarmUp: 300, RefitEvery: 100, GMMMinSamples: 32, GMMWindow: 256}
-}
 
 var testConfigs = []struct {
 	name string
 	cfg  online.Config
 }{
-	{"binary", smallConfig(online.ModeBinary)},
-	{"rating", smallConfig(online.ModeRating)},
-	{"dwell", smallConfig(online.ModeDwell)},
+	{"binary", onlinetest.SmallConfig(online.ModeBinary)},
+	{"rating", onlinetest.SmallConfig(online.ModeRating)},
+	{"dwell", onlinetest.SmallConfig(online.ModeDwell)},
 	{"binary-exact-popularity", func() online.Config {
-		c := smallConfig(online.ModeBinary)
+		c := onlinetest.SmallConfig(online.ModeBinary)
 		c.Cooccurrence, c.NegativeSampling = online.CoocExact, online.NegPopularity
 		return c
 	}()},
-}
-
-// testStream is a deterministic stream of n events over 60 users in four
-// taste groups, 40 items, with ratings and dwell times.
-func testStream(n int, seed uint64) []online.Event {
-	r := rand.New(rand.NewPCG(seed, seed+1))
-	evs := make([]online.Event, n)
-	for j := range evs {
-		u := r.IntN(60)
-		i := (u%4)*10 + r.IntN(10)
-		if r.Float64() < 0.2 {
-			i = r.IntN(40)
-		}
-		evs[j] = online.Event{User: fmt.Sprint("u", u), Item: fmt.Sprint("i", i),
-			Rating: 1 + r.IntN(5), DwellMS: int64(r.IntN(60000)), HasDwell: true}
-	}
-	return evs
-}
-
-func newModel(t testing.TB, cfg online.Config) *online.Model {
-	t.Helper()
-	m, err := online.New(cfg, rand.NewPCG(1, 2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
 }
 
 // step runs evs through m and returns the scores, formatted, one per line.
 func step(t testing.TB, m *online.Model, evs []online.Event) []byte {
 	t.Helper()
 	var out []byte
-	var sc online.Score
-	for j, ev := range evs {
-		if err := m.Step(ev, &sc); err != nil {
-			t.Fatalf("event %d: %v", j, err)
-		}
+	for _, sc := range onlinetest.Step(t, m, evs) {
 		out = fmt.Appendf(out, "%+v\n", sc)
 	}
 	return out
@@ -99,8 +62,8 @@ var testPositions = []input.Position{
 // has learned from 2000 events.
 func testSnapshot(t testing.TB) []byte {
 	t.Helper()
-	m := newModel(t, smallConfig(online.ModeBinary))
-	step(t, m, testStream(2000, 1))
+	m := onlinetest.New(t, onlinetest.SmallConfig(online.ModeBinary))
+	step(t, m, onlinetest.Stream(2000, 1))
 	var b bytes.Buffer
 	if _, err := Write(&b, Contents{Model: m, Positions: testPositions, Meta: testMeta}); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"denoiser/consumer/input"
 	"denoiser/online"
+	"denoiser/online/onlinetest"
 )
 
 func readBack(t *testing.T, m *online.Model, ps []input.Position) *Snapshot {
@@ -27,8 +28,8 @@ func readBack(t *testing.T, m *online.Model, ps []input.Position) *Snapshot {
 // TestInspect: the report matches the model it describes, norms are
 // computed from the embeddings, and both renderings carry every section.
 func TestInspect(t *testing.T) {
-	m := newModel(t, smallConfig(online.ModeRating))
-	step(t, m, testStream(2500, 8))
+	m := onlinetest.New(t, onlinetest.SmallConfig(online.ModeRating))
+	step(t, m, onlinetest.Stream(2500, 8))
 	s := readBack(t, m, testPositions)
 	r := Inspect(s, "x.snap")
 
@@ -85,8 +86,8 @@ func TestInspect(t *testing.T) {
 // TestDiff: a snapshot against itself shows no change; against a later one
 // of the same model it shows the events, positions and drift in between.
 func TestDiff(t *testing.T) {
-	evs := testStream(3000, 9)
-	m := newModel(t, smallConfig(online.ModeBinary))
+	evs := onlinetest.Stream(3000, 9)
+	m := onlinetest.New(t, onlinetest.SmallConfig(online.ModeBinary))
 	step(t, m, evs[:2000])
 	a := readBack(t, m, []input.Position{{Topic: "clicks", Partition: 0, Offset: 2000}, {Topic: "old", Offset: 5}})
 	step(t, m, evs[2000:])
@@ -130,9 +131,9 @@ func TestDiff(t *testing.T) {
 		t.Fatalf("mean T̂ change %+v", d.MeanT)
 	}
 
-	other := smallConfig(online.ModeRating)
+	other := onlinetest.SmallConfig(online.ModeRating)
 	other.Dim = 4
-	mr := newModel(t, other)
+	mr := onlinetest.New(t, other)
 	step(t, mr, evs[:500])
 	x := Diff(a, "a", readBack(t, mr, nil), "r")
 	if x.MeanT != nil || x.UserDrift.Comparable || len(x.ConfigChanges) < 2 {

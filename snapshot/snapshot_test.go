@@ -14,6 +14,7 @@ import (
 	"denoiser/consumer/input"
 	"denoiser/internal/heapstat"
 	"denoiser/online"
+	"denoiser/online/onlinetest"
 )
 
 // TestRoundTrip: what is written is read back, for every label mode and
@@ -23,8 +24,8 @@ import (
 func TestRoundTrip(t *testing.T) {
 	for _, tc := range testConfigs {
 		t.Run(tc.name, func(t *testing.T) {
-			m := newModel(t, tc.cfg)
-			step(t, m, testStream(1500, 3))
+			m := onlinetest.New(t, tc.cfg)
+			step(t, m, onlinetest.Stream(1500, 3))
 			var b bytes.Buffer
 			info, err := Write(&b, Contents{Model: m, Positions: testPositions, Meta: testMeta})
 			if err != nil {
@@ -69,9 +70,9 @@ func TestRoundTrip(t *testing.T) {
 // each, over items items: its encoding spans several MODL frames.
 func manyUsers(t *testing.T, users, items int) *online.Model {
 	t.Helper()
-	cfg := smallConfig(online.ModeBinary)
+	cfg := onlinetest.SmallConfig(online.ModeBinary)
 	cfg.Dim = 64
-	m := newModel(t, cfg)
+	m := onlinetest.New(t, cfg)
 	evs := make([]online.Event, users)
 	for j := range evs {
 		evs[j] = online.Event{User: fmt.Sprint("user-", j), Item: fmt.Sprint("item-", j%items)}
@@ -153,13 +154,13 @@ func TestWithLength(t *testing.T) {
 // back and fed the rest of the stream scores every later event exactly as
 // the model that never stopped, and ends in the same state.
 func TestContinueAfterSnapshot(t *testing.T) {
-	evs := testStream(3000, 4)
+	evs := onlinetest.Stream(3000, 4)
 	for _, tc := range testConfigs {
 		t.Run(tc.name, func(t *testing.T) {
-			whole := newModel(t, tc.cfg)
+			whole := onlinetest.New(t, tc.cfg)
 			want := step(t, whole, evs)
 
-			first := newModel(t, tc.cfg)
+			first := onlinetest.New(t, tc.cfg)
 			got := step(t, first, evs[:1234])
 			path := filepath.Join(t.TempDir(), "mid.snap")
 			if _, err := WriteFile(path, Contents{Model: first, Positions: []input.Position{{Topic: "t", Offset: 1234}}}); err != nil {
@@ -189,14 +190,14 @@ func TestContinueAfterSnapshot(t *testing.T) {
 func TestWriteFileAtomic(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "model.snap")
-	m := newModel(t, smallConfig(online.ModeBinary))
-	step(t, m, testStream(500, 5))
+	m := onlinetest.New(t, onlinetest.SmallConfig(online.ModeBinary))
+	step(t, m, onlinetest.Stream(500, 5))
 	if _, err := WriteFile(path, Contents{Model: m}); err != nil {
 		t.Fatal(err)
 	}
 	old, _ := os.ReadFile(path)
 
-	step(t, m, testStream(100, 6))
+	step(t, m, onlinetest.Stream(100, 6))
 	bad := Contents{Model: m, Positions: []input.Position{{Topic: "", Offset: 1}}}
 	if _, err := WriteFile(path, bad); err == nil {
 		t.Fatal("WriteFile accepted an empty topic")
@@ -225,7 +226,7 @@ func TestWriteFileAtomic(t *testing.T) {
 
 // TestWriteRefuses: bad contents are refused before anything is written.
 func TestWriteRefuses(t *testing.T) {
-	m := newModel(t, smallConfig(online.ModeBinary))
+	m := onlinetest.New(t, onlinetest.SmallConfig(online.ModeBinary))
 	long := string(make([]byte, MaxTopicLen+1))
 	for _, tc := range []struct {
 		name string

@@ -13,6 +13,7 @@ import (
 
 	"denoiser/consumer/input"
 	"denoiser/online"
+	"denoiser/online/onlinetest"
 )
 
 // memStore is an in-memory checkpoint store with state.Store's semantics:
@@ -56,8 +57,8 @@ func (s *memStore) put(cp Checkpoint) {
 func TestExportImport(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	m := newModel(t, smallConfig(online.ModeBinary))
-	step(t, m, testStream(1500, 10))
+	m := onlinetest.New(t, onlinetest.SmallConfig(online.ModeBinary))
+	step(t, m, onlinetest.Stream(1500, 10))
 	from := &memStore{}
 	from.put(Checkpoint{Model: encodeModel(t, m), Positions: testPositions[:2], Version: m.Version()})
 	from.put(Checkpoint{Model: encodeModel(t, m), Positions: testPositions, Version: m.Version()})
