@@ -28,8 +28,7 @@ func runDemo(ctx context.Context, args []string, _, stderr io.Writer) error {
 		truthMode  = fs.String("truth", "field", "ground truth for the report: field, dwell:MS or rating:R")
 		reportPath = fs.String("report", "", "write the JSON report (the fields of replay's) to `file`")
 		httpAddr   = fs.String("http", service.DefaultHTTPAddr, "listen `address` of /metrics, /healthz, /readyz while the demo runs (off: none)")
-		configPath = fs.String("config", "", "YAML `file` with seed: and model: (as for replay)")
-		seed       = cli.SeedFlag(fs)
+		loadConfig = cli.ConfigFlags(fs, "demo", stderr)
 		stateDir   = fs.String("state-dir", "", "Badger state `directory` (default: a temporary one)")
 		logLevel   = fs.String("log-level", "warn", "log level of the service: debug, info, warn or error")
 	)
@@ -50,11 +49,10 @@ func runDemo(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	cfg, err := cli.LoadReplayConfig(*configPath)
+	cfg, err := loadConfig()
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	seed.Apply(&cfg.Seed)
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("demo: --log-level: %w: %w", err, cli.ErrUsage)

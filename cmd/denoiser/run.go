@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	command "denoiser/internal/cli"
 	"flag"
 	"fmt"
 	"io"
@@ -10,12 +11,6 @@ import (
 
 	"denoiser/service"
 )
-
-// setFlags collects repeated --set PATH=VALUE flags.
-type setFlags []string
-
-func (s *setFlags) String() string     { return strings.Join(*s, " ") }
-func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
 
 // runRun implements
 //
@@ -27,7 +22,7 @@ func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var sets setFlags
+	var sets command.SetFlags
 	configPath := fs.String("config", "", "YAML configuration `file` (see docs/operations.md)")
 	fs.Var(&sets, "set", "override one setting, `PATH=VALUE` (repeatable), e.g. --set kafka.batch_timeout=5ms")
 	// Shorthand flags for the most used settings: flag name -> path.

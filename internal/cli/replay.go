@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -9,50 +8,92 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
 
 	"golang.org/x/term"
-	"gopkg.in/yaml.v3"
 
 	"denoiser/consumer"
 	"denoiser/internal/atomicfile"
 	"denoiser/internal/report"
 	"denoiser/online"
 	"denoiser/producer"
+	"denoiser/service"
 )
 
-// ReplayConfig is the YAML file given to replay's and demo's --config.
+// ReplayConfig is what replay and the demo take of the configuration: the
+// seed and the model.
 type ReplayConfig struct {
 	// Seed seeds the models' random sources (default 1).
-	Seed uint64 `yaml:"seed"`
+	Seed uint64
 	// Model configures the model; see online.Config for fields and defaults.
-	Model online.Config `yaml:"model"`
+	Model online.Config
+	// Ignored names the sections of the file that only `denoiser run`
+	// uses (kafka, checkpoint, ...) and that the file sets: replay notes
+	// them and goes on.
+	Ignored []string
 }
 
-// LoadReplayConfig reads path ("" = all defaults). Unknown keys are errors,
-// so that a typo does not silently fall back to a default.
-func LoadReplayConfig(path string) (ReplayConfig, error) {
-	var c ReplayConfig
-	if path != "" {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return c, fmt.Errorf("read config: %w", err)
-		}
-		dec := yaml.NewDecoder(bytes.NewReader(b))
-		dec.KnownFields(true)
-		if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-			return c, fmt.Errorf("parse config %s: %w", path, err)
-		}
+// LoadReplayConfig reads the same configuration as `denoiser run`, with
+// the same layers (service.Layers: the YAML file, "" for none, then the
+// DENOISER_* variables of environ, then the --set overrides), and keeps
+// its seed and model sections. Unknown keys are errors, so that a typo
+// does not silently fall back to a default.
+func LoadReplayConfig(path string, environ, sets []string) (ReplayConfig, error) {
+	full, unknownEnv, err := service.Layers{File: path, Environ: environ, Sets: sets}.Load()
+	if err != nil {
+		return ReplayConfig{}, err
 	}
+	if len(unknownEnv) > 0 {
+		return ReplayConfig{}, fmt.Errorf("%w: %s name no setting", service.ErrConfig, strings.Join(unknownEnv, ", "))
+	}
+	c := ReplayConfig{Seed: full.Seed, Model: full.Model}
 	if c.Seed == 0 {
 		c.Seed = 1
 	}
 	if err := c.Model.Validate(); err != nil {
-		return c, fmt.Errorf("config %s: model: %w", path, err)
+		return c, fmt.Errorf("%w: model: %w", service.ErrConfig, err)
+	}
+	// What only the service reads: every section but seed and model.
+	full.Seed, full.Model = 0, online.Config{}
+	sections := reflect.ValueOf(full)
+	for i := range sections.NumField() {
+		if !sections.Field(i).IsZero() {
+			name, _, _ := strings.Cut(sections.Type().Field(i).Tag.Get("yaml"), ",")
+			c.Ignored = append(c.Ignored, name)
+		}
 	}
 	return c, nil
+}
+
+// SetFlags collects repeated --set PATH=VALUE flags.
+type SetFlags []string
+
+func (s *SetFlags) String() string     { return strings.Join(*s, " ") }
+func (s *SetFlags) Set(v string) error { *s = append(*s, v); return nil }
+
+// ConfigFlags registers --config and --set on fs and returns the function
+// that loads what they name, with the environment, and notes on stderr the
+// settings that only `denoiser run` uses.
+func ConfigFlags(fs *flag.FlagSet, command string, stderr io.Writer) func() (ReplayConfig, error) {
+	path := fs.String("config", "", "YAML `file`: the configuration of denoiser run, of which "+command+" reads seed and model")
+	var sets SetFlags
+	fs.Var(&sets, "set", "override one setting, `PATH=VALUE` (repeatable), e.g. --set model.dim=16; DENOISER_* variables apply too")
+	seed := SeedFlag(fs)
+	return func() (ReplayConfig, error) {
+		cfg, err := LoadReplayConfig(*path, os.Environ(), sets)
+		if err != nil {
+			return cfg, err
+		}
+		seed.Apply(&cfg.Seed)
+		if len(cfg.Ignored) > 0 {
+			fmt.Fprintf(stderr, "%s: note: %s reads only seed and model; %s are for denoiser run and are ignored\n",
+				command, command, strings.Join(cfg.Ignored, ", "))
+		}
+		return cfg, nil
+	}
 }
 
 // SeedOverride is the --seed flag of replay and demo: when given, it
@@ -99,11 +140,10 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		deadLetter = fs.String("dead-letter", "", "dead-letter `file` for bad records (default: OUT with .dead-letter.jsonl for its extension; required with --out -)")
 		truthMode  = fs.String("truth", "field", "ground truth for the report: field, dwell:MS (dwell_ms < MS is noise) or rating:R (rating <= R is noise)")
 		reportPath = fs.String("report", "", "write the JSON report to `file`")
-		configPath = fs.String("config", "", "YAML `file` with seed: and model: (online.Config)")
-		seed       = SeedFlag(fs)
+		loadConfig = ConfigFlags(fs, "replay", stderr)
 	)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: denoiser replay --in FILE --out FILE [--dead-letter FILE] [--truth MODE] [--report FILE.json] [--config FILE]\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: denoiser replay --in FILE --out FILE [--dead-letter FILE] [--truth MODE] [--report FILE.json] [--config FILE] [--set PATH=VALUE]... [--seed N]\n\n"+
 			"Scores a recorded event log with the same pipeline as the stream service and\n"+
 			"prints a report (ROC-AUC, PR-AUC against ground truth) to stderr.\n\n")
 		fs.PrintDefaults()
@@ -130,11 +170,10 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
-	cfg, err := LoadReplayConfig(*configPath)
+	cfg, err := loadConfig()
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
-	seed.Apply(&cfg.Seed)
 	model, err := online.New(cfg.Model, online.NewSource(cfg.Seed))
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
