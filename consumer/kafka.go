@@ -184,6 +184,7 @@ type fetched struct {
 	partition int
 	offset    int64
 	value     []byte
+	null      bool // the record has no value: a tombstone
 }
 
 // PartitionLag is the state of one assigned partition.
@@ -453,7 +454,7 @@ func (s *KafkaSource) fetch(genCtx context.Context, p int, committed int64) {
 				}
 			}
 			select {
-			case s.recs <- fetched{partition: p, offset: rec.Offset, value: v}:
+			case s.recs <- fetched{partition: p, offset: rec.Offset, value: v, null: rec.Value == nil}:
 			case <-ctx.Done():
 				return
 			case <-s.stop:
@@ -519,7 +520,7 @@ func (s *KafkaSource) Next(ctx context.Context) (Message, error) {
 		}
 		s.mu.next[f.partition] = f.offset + 1
 		s.mu.Unlock()
-		return Message{Pos: input.Position{Topic: s.cfg.Topic, Partition: int32(f.partition), Offset: f.offset}, Value: f.value}, nil
+		return Message{Pos: input.Position{Topic: s.cfg.Topic, Partition: int32(f.partition), Offset: f.offset}, Value: f.value, Null: f.null}, nil
 	}
 }
 

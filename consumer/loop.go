@@ -67,7 +67,37 @@ type Result struct {
 	Shadow    online.Score
 	HasShadow bool
 
+	skip  SkipReason // set inside the loop on a record with nothing to score
 	flush chan error // set on the loop's internal flush marker
+}
+
+// SkipReason says why a record held nothing to score. Skipped records are
+// neither scored nor dead-lettered; they are counted (Stats.Skipped,
+// Options.Skipped), so that every record read is accounted for.
+type SkipReason string
+
+// Reasons a record is skipped.
+const (
+	SkipEmpty     SkipReason = "empty"     // a value of no bytes (an empty line of a file)
+	SkipBlank     SkipReason = "blank"     // a value of white space only
+	SkipTombstone SkipReason = "tombstone" // a Kafka record with a null value (a delete marker of a compacted topic)
+)
+
+// SkipReasons returns every SkipReason, in a fixed order.
+func SkipReasons() []SkipReason { return []SkipReason{SkipEmpty, SkipBlank, SkipTombstone} }
+
+// skipReason classifies a record with nothing to score, "" for one with
+// something.
+func skipReason(m *Message) SkipReason {
+	switch {
+	case m.Null:
+		return SkipTombstone
+	case len(m.Value) == 0:
+		return SkipEmpty
+	case len(bytes.TrimSpace(m.Value)) == 0:
+		return SkipBlank
+	}
+	return ""
 }
 
 // Scored reports whether r carries a score (and goes to the Sink).
@@ -93,6 +123,9 @@ type Options struct {
 	// after out.Flush, nor after After returns. An error from After stops
 	// the loop.
 	After func(ctx context.Context, r *Result, out Flusher) error
+	// Skipped, if set, is called on the model goroutine for each record
+	// with nothing to score (see SkipReason), in input order.
+	Skipped func(SkipReason)
 	// Tasks, if set, delivers functions to run on the model goroutine
 	// between two records, also while no input arrives: a task may read or
 	// copy the model (a consistent snapshot, an idle checkpoint). out.Flush
@@ -103,10 +136,12 @@ type Options struct {
 
 // Stats counts what Run did.
 type Stats struct {
-	Records  uint64 // records read, blank ones included
-	Blank    uint64 // blank lines and empty messages, skipped
-	Scored   uint64 // records scored and written to the sink
-	Rejected uint64 // records dead-lettered
+	Records uint64 // records read: Skipped + Scored + Rejected
+	Skipped uint64 // records with nothing to score (SkippedByReason)
+	// SkippedByReason counts skipped records per SkipReason.
+	SkippedByReason map[SkipReason]uint64
+	Scored          uint64 // records scored and written to the sink
+	Rejected        uint64 // records dead-lettered
 	// ByReason counts rejected records per Reason.
 	ByReason map[Reason]uint64
 	// Numerical counts scored records whose update the model discarded for
@@ -161,7 +196,7 @@ func Run(ctx context.Context, src Source, model Model, sink Sink, dlq DeadLetter
 		writeErr = l.write(ctx, cancel)
 	}()
 
-	st := Stats{ByReason: map[Reason]uint64{}}
+	st := Stats{ByReason: map[Reason]uint64{}, SkippedByReason: map[SkipReason]uint64{}}
 	stepErr := l.step(ctx, model, opts, &st)
 	if stepErr != nil {
 		cancel() // unblock the reader
@@ -170,7 +205,7 @@ func Run(ctx context.Context, src Source, model Model, sink Sink, dlq DeadLetter
 	wg.Wait()
 
 	// Records read but not processed (after a failure) are not counted.
-	st.Records = st.Blank + st.Scored + st.Rejected
+	st.Records = st.Skipped + st.Scored + st.Rejected
 	err := errors.Join(readErr, stepErr, writeErr)
 	if err == nil {
 		err = ctx.Err()
@@ -218,8 +253,8 @@ func (l *loop) read(ctx context.Context, src Source) error {
 		*r = Result{Pos: m.Pos, RawSize: len(m.Value)}
 		r.Score.Posterior, r.Shadow.Posterior = post, shadow
 		r.Raw = append(raw, m.Value[:min(len(m.Value), MaxRawBytes)]...)
-		if len(bytes.TrimSpace(m.Value)) == 0 {
-			r.Reason = reasonBlank
+		if r.skip = skipReason(&m); r.skip != "" {
+			// nothing to decode
 		} else if err := Decode(m.Value, &r.Event); err != nil {
 			r.Err, r.Reason = err, ReasonOf(err)
 		}
@@ -230,9 +265,6 @@ func (l *loop) read(ctx context.Context, src Source) error {
 		}
 	}
 }
-
-// reasonBlank marks a blank record inside the loop; it never leaves it.
-const reasonBlank Reason = "blank"
 
 // step runs on the caller's goroutine, which owns the model.
 func (l *loop) step(ctx context.Context, model Model, opts Options, st *Stats) error {
@@ -251,8 +283,12 @@ func (l *loop) step(ctx context.Context, model Model, opts Options, st *Stats) e
 		if r == nil {
 			return nil
 		}
-		if r.Reason == reasonBlank {
-			st.Blank++
+		if r.skip != "" {
+			st.Skipped++
+			st.SkippedByReason[r.skip]++
+			if opts.Skipped != nil {
+				opts.Skipped(r.skip)
+			}
 			l.free <- r // never blocks: the pool has room for every result
 			continue
 		}

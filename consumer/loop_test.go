@@ -101,8 +101,10 @@ func TestRunRoutesBadRecords(t *testing.T) {
 			model := &fakeModel{}
 			sink := &memSink{}
 			var after []string
+			var skipped []SkipReason
 			st, err := Run(context.Background(), NewFileSource(strings.NewReader(mixed), "in.jsonl"), model, sink, sink, Options{
-				Buffer: buf,
+				Buffer:  buf,
+				Skipped: func(r SkipReason) { skipped = append(skipped, r) },
 				After: func(_ context.Context, r *Result, _ Flusher) error {
 					after = append(after, fmt.Sprintf("%d:%s", r.Pos.Line, r.Reason))
 					return nil
@@ -126,11 +128,15 @@ func TestRunRoutesBadRecords(t *testing.T) {
 			if fmt.Sprint(after) != wantAfter {
 				t.Errorf("After saw %v, want %s", after, wantAfter)
 			}
-			want := Stats{Records: 10, Blank: 2, Scored: 3, Rejected: 5, Numerical: 1, ByReason: map[Reason]uint64{
-				ReasonNotJSON: 1, ReasonMissingField: 1, ReasonModelRejected: 1, ReasonOutOfRange: 1, ReasonBadType: 1,
-			}}
+			want := Stats{Records: 10, Skipped: 2, SkippedByReason: map[SkipReason]uint64{SkipEmpty: 1, SkipBlank: 1},
+				Scored: 3, Rejected: 5, Numerical: 1, ByReason: map[Reason]uint64{
+					ReasonNotJSON: 1, ReasonMissingField: 1, ReasonModelRejected: 1, ReasonOutOfRange: 1, ReasonBadType: 1,
+				}}
 			if fmt.Sprint(st) != fmt.Sprint(want) {
 				t.Errorf("Stats = %+v, want %+v", st, want)
+			}
+			if fmt.Sprint(skipped) != "[empty blank]" {
+				t.Errorf("Skipped saw %v, want [empty blank]", skipped)
 			}
 			if sink.flushes != 2 { // sink and dead-letter are the same object here
 				t.Errorf("flushes = %d, want 2", sink.flushes)

@@ -23,6 +23,9 @@ type Source interface {
 type Message struct {
 	Pos   input.Position
 	Value []byte
+	// Null marks a record without a value (a Kafka tombstone), as opposed
+	// to one whose value has no bytes.
+	Null bool
 }
 
 // FileSource reads JSON lines from a file or any io.Reader. Lines end in

@@ -20,6 +20,7 @@ type metrics struct {
 	scored       prometheus.Counter
 	emitted      prometheus.Counter
 	deadLettered map[consumer.Reason]prometheus.Counter
+	skipped      map[consumer.SkipReason]prometheus.Counter
 	numerical    prometheus.Counter
 	step         prometheus.Histogram
 	reliability  prometheus.Histogram
@@ -47,7 +48,7 @@ func newMetrics(reg prometheus.Registerer, src lagReader) (*metrics, error) {
 	m := &metrics{
 		consumed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "denoiser_events_consumed_total",
-			Help: "Input records processed (scored or dead-lettered; blank records excluded).",
+			Help: "Input records processed: scored, dead-lettered or skipped (the three counters add up to this one).",
 		}),
 		scored: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "denoiser_events_scored_total",
@@ -94,6 +95,14 @@ func newMetrics(reg prometheus.Registerer, src lagReader) (*metrics, error) {
 			Help: "Size of the serialised model in the last checkpoint.",
 		}),
 		deadLettered: map[consumer.Reason]prometheus.Counter{},
+		skipped:      map[consumer.SkipReason]prometheus.Counter{},
+	}
+	sk := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "denoiser_records_skipped_total",
+		Help: "Input records with nothing to score, by reason: empty, blank (white space only) or tombstone (null value).",
+	}, []string{"reason"})
+	for _, r := range consumer.SkipReasons() {
+		m.skipped[r] = sk.WithLabelValues(string(r))
 	}
 	dl := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "denoiser_events_dead_lettered_total",
@@ -103,7 +112,7 @@ func newMetrics(reg prometheus.Registerer, src lagReader) (*metrics, error) {
 		m.deadLettered[r] = dl.WithLabelValues(string(r))
 	}
 	for _, c := range []prometheus.Collector{
-		m.consumed, m.scored, m.emitted, m.numerical, dl, m.step, m.reliability,
+		m.consumed, m.scored, m.emitted, m.numerical, dl, sk, m.step, m.reliability,
 		m.checkpoints, m.checkpointFailures, m.checkpointDuration, m.checkpointPause, m.checkpointBytes,
 		&scrapeCollector{m: m, src: src},
 	} {
@@ -128,6 +137,12 @@ func (m *metrics) record(r *consumer.Result) {
 		m.numerical.Inc()
 	}
 	m.reliability.Observe(r.Score.Reliability)
+}
+
+// skip counts one skipped record (model goroutine).
+func (m *metrics) skip(reason consumer.SkipReason) {
+	m.consumed.Inc()
+	m.skipped[reason].Inc()
 }
 
 // setSummary publishes the model's summary for the next scrapes.

@@ -297,7 +297,7 @@ func (s *Service) Run(ctx context.Context) error {
 	s.log.Info("running", "input", s.cfg.Kafka.InputTopic, "group", s.cfg.Kafka.Group,
 		"output", s.cfg.Kafka.OutputTopic, "dead_letter", s.cfg.Kafka.DeadLetterTopic)
 	st, runErr := consumer.Run(loopCtx, s.src, timedModel{s.model, s.m.step, new(uint64)}, s.sink, s.dlq, consumer.Options{
-		Buffer: s.cfg.Buffer, After: s.cp.after, Tasks: s.tasks,
+		Buffer: s.cfg.Buffer, After: s.cp.after, Tasks: s.tasks, Skipped: s.m.skip,
 	})
 	s.running.Store(false)
 	close(s.loopDone)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -402,4 +403,67 @@ func TestOutputFailureStopsTheStream(t *testing.T) {
 	if cp, ok, err := st.Load(context.Background()); err != nil || ok {
 		t.Fatalf("a checkpoint was saved (positions %v, err %v) although no output was written", cp.Positions, err)
 	}
+}
+
+// TestRecordsAccountedFor: every input record is scored, dead-lettered or
+// skipped with its reason (an empty value, white space, a tombstone), and
+// the metrics add up to the records read.
+func TestRecordsAccountedFor(t *testing.T) {
+	b := kafkatest.New(t)
+	in := b.Topic(t, "accounted", 2)
+	good := events(t, 30, 3)
+	msgs := keyed(good)
+	msgs = append(msgs,
+		kafka.Message{Key: []byte("u1"), Value: []byte{}},       // empty
+		kafka.Message{Key: []byte("u1"), Value: []byte(" \t ")}, // blank
+		kafka.Message{Key: []byte("u2"), Value: nil},            // tombstone
+		kafka.Message{Key: []byte("u2"), Value: []byte("not json")},
+	)
+	b.Produce(t, in, msgs...)
+	cfg := testConfig(t, b, in)
+	r := start(t, cfg)
+	c := cfg.WithDefaults().Kafka
+	b.NewReader(t, c.OutputTopic).Until(t, time.Minute, kafkatest.AtLeast(len(good)))
+	b.NewReader(t, c.DeadLetterTopic).Until(t, time.Minute, kafkatest.AtLeast(1))
+
+	want := map[string]string{
+		"denoiser_events_consumed_total":                         fmt.Sprint(len(msgs)),
+		"denoiser_events_scored_total":                           fmt.Sprint(len(good)),
+		`denoiser_events_dead_lettered_total{reason="not_json"}`: "1",
+		`denoiser_records_skipped_total{reason="empty"}`:         "1",
+		`denoiser_records_skipped_total{reason="blank"}`:         "1",
+		`denoiser_records_skipped_total{reason="tombstone"}`:     "1",
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, body := httpGet(t, "http://"+r.svc.HTTPAddr()+"/metrics")
+		missing := ""
+		for name, v := range want {
+			if !strings.Contains(body, "\n"+name+" "+v+"\n") {
+				missing = name + " " + v
+				break
+			}
+		}
+		if missing == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("metrics lack %q:\n%s", missing, grepLines(body, "denoiser_events_", "denoiser_records_"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// grepLines returns the lines of s that start with one of prefixes.
+func grepLines(s string, prefixes ...string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		for _, p := range prefixes {
+			if strings.HasPrefix(l, p) {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -57,7 +57,10 @@ type Report struct {
 	Events          uint64            `json:"events"`  // events scored
 	Invalid         uint64            `json:"invalid"` // records dead-lettered
 	InvalidByReason map[string]uint64 `json:"invalid_by_reason"`
+	// Blank counts the records with nothing to score (empty, blank,
+	// tombstones), SkippedByReason each reason.
 	Blank           uint64            `json:"blank"`
+	SkippedByReason map[string]uint64 `json:"skipped_by_reason"`
 	NumericalErrors uint64            `json:"numerical_errors"`
 	Seconds         float64           `json:"seconds"`
 	EventsPerSec    float64           `json:"events_per_sec"`
@@ -104,7 +107,8 @@ func Build(in Inputs) Report {
 		Events:          in.Stats.Scored,
 		Invalid:         in.Stats.Rejected,
 		InvalidByReason: map[string]uint64{},
-		Blank:           in.Stats.Blank,
+		Blank:           in.Stats.Skipped,
+		SkippedByReason: map[string]uint64{},
 		NumericalErrors: in.Stats.Numerical,
 		Seconds:         in.Elapsed.Seconds(),
 		WithTruth:       uint64(len(c.genuine)),
@@ -116,6 +120,9 @@ func Build(in Inputs) Report {
 	}
 	for reason, n := range in.Stats.ByReason {
 		r.InvalidByReason[string(reason)] = n
+	}
+	for reason, n := range in.Stats.SkippedByReason {
+		r.SkippedByReason[string(reason)] = n
 	}
 	if r.Seconds > 0 {
 		r.EventsPerSec = float64(r.Events) / r.Seconds

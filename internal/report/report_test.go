@@ -115,7 +115,7 @@ func TestCollectorAndBuild(t *testing.T) {
 	sum := online.Summary{Events: 5, GMM: online.GMMSummary{Fitted: true, Reliable: 1}, MeanTransition: [][]float64{{0.9, 0.1}, {0.2, 0.8}}}
 	r := Build(Inputs{
 		Input: "in.jsonl", Collector: c, Model: sum, Baseline: &online.Summary{},
-		Stats:   consumer.Stats{Records: 7, Blank: 1, Scored: 5, Rejected: 1, ByReason: map[consumer.Reason]uint64{consumer.ReasonNotJSON: 1}},
+		Stats:   consumer.Stats{Records: 7, Skipped: 1, SkippedByReason: map[consumer.SkipReason]uint64{consumer.SkipBlank: 1}, Scored: 5, Rejected: 1, ByReason: map[consumer.Reason]uint64{consumer.ReasonNotJSON: 1}},
 		Elapsed: 2 * time.Second,
 	})
 	if r.Events != 5 || r.Invalid != 1 || r.InvalidByReason["not_json"] != 1 || r.EventsPerSec != 2.5 || r.Seconds != 2 {
