@@ -200,6 +200,11 @@ func decodeID(field string, v []byte) (string, error) {
 	var id string
 	switch c := v[0]; {
 	case c == '"':
+		if msg := notText(v[1 : len(v)-1]); msg != "" {
+			// Decoding would replace the bad bytes by U+FFFD and merge
+			// distinct ids ("a\xff" and "a\xfe") into one.
+			return "", reject(ReasonBadType, field, msg+": an id must be text (UTF-8); distinct ids would merge")
+		}
 		var err error
 		if id, err = decodeString(v); err != nil {
 			return "", err
@@ -216,6 +221,46 @@ func decodeID(field string, v []byte) (string, error) {
 		return "", reject(ReasonTooLarge, field, strconv.Itoa(len(id))+" bytes, over the limit of "+strconv.Itoa(MaxIDBytes))
 	}
 	return id, nil
+}
+
+// notText says why the inside of a JSON string literal is not text, ""
+// when it is: invalid UTF-8, or a \u escape of half a surrogate pair.
+func notText(inner []byte) string {
+	if !utf8.Valid(inner) {
+		for i := 0; i < len(inner); {
+			r, size := utf8.DecodeRune(inner[i:])
+			if r == utf8.RuneError && size == 1 {
+				return "byte 0x" + strconv.FormatUint(uint64(inner[i]), 16) + " at " + strconv.Itoa(i) + " is not UTF-8"
+			}
+			i += size
+		}
+	}
+	for i := 0; i+1 < len(inner); i++ {
+		if inner[i] != '\\' {
+			continue
+		}
+		if inner[i+1] != 'u' || i+6 > len(inner) {
+			i++ // a two-byte escape
+			continue
+		}
+		r, _ := strconv.ParseUint(string(inner[i+2:i+6]), 16, 32)
+		switch {
+		case r >= 0xd800 && r < 0xdc00: // high half: a low half must follow
+			if i+12 > len(inner) || inner[i+6] != '\\' || inner[i+7] != 'u' {
+				return `\u` + string(inner[i+2:i+6]) + " is half a surrogate pair"
+			}
+			lo, _ := strconv.ParseUint(string(inner[i+8:i+12]), 16, 32)
+			if lo < 0xdc00 || lo > 0xdfff {
+				return `\u` + string(inner[i+2:i+6]) + " is half a surrogate pair"
+			}
+			i += 11
+		case r >= 0xdc00 && r <= 0xdfff:
+			return `\u` + string(inner[i+2:i+6]) + " is half a surrogate pair"
+		default:
+			i += 5
+		}
+	}
+	return ""
 }
 
 // decodeString decodes a JSON string literal. Invalid UTF-8 is replaced by

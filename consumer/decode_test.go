@@ -39,6 +39,12 @@ func TestDecode(t *testing.T) {
 		{name: "limits", line: `{"user":"` + max + `","item":"i","dwell_ms":86400000,"rating":100,"ts":4102444800000,"truth":"genuine"}`,
 			want: Event{User: max, Item: "i", DwellMS: 86400000, HasDwell: true, Rating: 100, HasRating: true, TS: 4102444800000, HasTS: true, Truth: TruthGenuine}},
 
+		{name: "id not UTF-8", line: "{\"user\":\"bad\xff\",\"item\":\"i\"}", reason: ReasonBadType, field: "user"},
+		{name: "id with a lone high surrogate", line: `{"user":"u","item":"a\ud800"}`, reason: ReasonBadType, field: "item"},
+		{name: "id with a lone low surrogate", line: `{"user":"\udc00b","item":"i"}`, reason: ReasonBadType, field: "user"},
+		{name: "id with a high surrogate then no low", line: `{"user":"\ud800\u0041","item":"i"}`, reason: ReasonBadType, field: "user"},
+		{name: "id with an escaped replacement character", line: `{"user":"a\ufffd","item":"\\u"}`, want: Event{User: "a\ufffd", Item: "\\u"}},
+
 		{name: "empty object", line: `{}`, reason: ReasonMissingField, field: "user"},
 		{name: "missing item", line: `{"user":"u"}`, reason: ReasonMissingField, field: "item"},
 		{name: "null user", line: `{"user":null,"item":"i"}`, reason: ReasonMissingField, field: "user"},

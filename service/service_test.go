@@ -278,7 +278,7 @@ func TestPoisonRecords(t *testing.T) {
 		`{"user":"u1"}`: consumer.ReasonMissingField,
 		`{"user":"u1","item":"i1","dwell_ms":-5}`: consumer.ReasonOutOfRange,
 		`["a"]`: consumer.ReasonBadType,
-		"{\"user\":\"u\xff\",\"item\":3,\"truth\":\"maybe\"}":    consumer.ReasonOutOfRange,
+		"{\"user\":\"u\xff\",\"item\":3,\"truth\":\"maybe\"}":    consumer.ReasonBadType, // the id is not text
 		`{"user":"` + strings.Repeat("x", 300) + `","item":"i"}`: consumer.ReasonTooLarge,
 	}
 	var lines [][]byte
