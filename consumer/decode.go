@@ -80,10 +80,11 @@ func reject(r Reason, field, msg string) error {
 
 // Decode parses one JSON line into ev, overwriting it, and validates it. A
 // bad line returns a *RecordError; ev is then unspecified. Keys are matched
-// exactly (case-sensitive); unknown keys are ignored; for a repeated key the
-// last value wins; null means absent. Decode does not retain line.
+// exactly (case-sensitive); other keys are kept, as they came, in
+// ev.Extra; for a repeated key the last value wins; null means absent.
+// Decode does not retain line.
 func Decode(line []byte, ev *Event) error {
-	*ev = Event{}
+	*ev = Event{Extra: ev.Extra[:0]}
 	if len(line) > MaxLineBytes {
 		return reject(ReasonTooLarge, "", "record of "+strconv.Itoa(len(line))+" bytes is over the limit of "+strconv.Itoa(MaxLineBytes))
 	}
@@ -105,6 +106,7 @@ func Decode(line []byte, ev *Event) error {
 			s.i++
 			s.space()
 		}
+		memberStart := s.i
 		key := s.value()
 		if bytes.IndexByte(key, '\\') >= 0 { // an escaped key: compare its decoded form
 			k, _ := decodeString(key)
@@ -114,6 +116,7 @@ func Decode(line []byte, ev *Event) error {
 		s.i++ // ':'
 		s.space()
 		val := s.value()
+		member := s.b[memberStart:s.i]
 		if bytes.Equal(val, nullLit) {
 			val = nil
 		}
@@ -132,6 +135,13 @@ func Decode(line []byte, ev *Event) error {
 			rating = val
 		case `"truth"`:
 			truth = val
+		default:
+			if !isOutputField(key) {
+				if len(ev.Extra) > 0 {
+					ev.Extra = append(ev.Extra, ',')
+				}
+				ev.Extra = append(ev.Extra, member...)
+			}
 		}
 		s.space()
 	}
@@ -190,6 +200,16 @@ func Decode(line []byte, ev *Event) error {
 }
 
 var nullLit = []byte("null")
+
+// isOutputField reports whether the quoted key names one of OutputFields.
+func isOutputField(quoted []byte) bool {
+	for _, f := range OutputFields {
+		if len(quoted) == len(f)+2 && string(quoted[1:len(quoted)-1]) == f {
+			return true
+		}
+	}
+	return false
+}
 
 // decodeID accepts a non-empty string or a JSON number, whose literal text
 // becomes the id (42 -> "42").

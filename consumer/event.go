@@ -1,7 +1,9 @@
 package consumer
 
 import (
+	"bytes"
 	"denoiser/online"
+	"reflect"
 )
 
 // Ground-truth values of the optional "truth" field.
@@ -31,7 +33,19 @@ type Event struct {
 	// Truth is "genuine", "noise" or "" (absent). It is for evaluation only
 	// and is never given to the model.
 	Truth string
+
+	// Extra holds the record's other members, key and value byte for byte
+	// as they came, joined by commas (`"session_id":"s1","page":3`), so
+	// that the output carries every input field. Members named like a
+	// field the output writes (OutputFields) are left out: the output's
+	// value replaces them. Decode reuses its backing array.
+	Extra []byte
 }
+
+// OutputFields are the names of the fields a scored record adds to its
+// input's. An input member of one of these names is replaced, not
+// repeated (scoring a scored stream again gives one p_clean per record).
+var OutputFields = []string{"reliability", "p_clean", "clean_posterior", "label", "distilled", "model_version", "source"}
 
 // Model returns the event as the model sees it: ids, rating and dwell. The
 // timestamp, kind and ground truth are deliberately left out.
@@ -41,4 +55,12 @@ func (e *Event) Model() online.Event {
 		ev.Rating = e.Rating
 	}
 	return ev
+}
+
+// Equal reports whether e and o hold the same fields (Extra compared by
+// its bytes).
+func (e *Event) Equal(o *Event) bool {
+	a, b := *e, *o
+	a.Extra, b.Extra = nil, nil // nil and empty are the same
+	return reflect.DeepEqual(a, b) && bytes.Equal(e.Extra, o.Extra)
 }

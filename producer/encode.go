@@ -39,6 +39,10 @@ func AppendScored(dst []byte, r *consumer.Result) []byte {
 		dst = append(dst, `,"truth":`...)
 		dst = appendString(dst, ev.Truth)
 	}
+	if len(ev.Extra) > 0 { // the input's other fields, as they came
+		dst = append(dst, ',')
+		dst = append(dst, ev.Extra...)
+	}
 	sc := &r.Score
 	dst = append(dst, `,"reliability":`...)
 	dst = appendFloat(dst, sc.Reliability)

@@ -41,6 +41,16 @@ func TestAppendScored(t *testing.T) {
 				`"label":2,"distilled":0,"model_version":0,"source":{"topic":"clicks","partition":3,"offset":1234}}`,
 		},
 		{
+			name: "other input fields carried through",
+			r: consumer.Result{
+				Pos:   input.Position{File: "f", Line: 2},
+				Event: consumer.Event{User: "u", Item: "i", Truth: "noise", Extra: []byte(`"session_id":"s1","page" : 3e0`)},
+				Score: online.Score{Reliability: 0.5, PClean: 0.25, Distilled: -1},
+			},
+			want: `{"user":"u","item":"i","truth":"noise","session_id":"s1","page" : 3e0,"reliability":0.5,"p_clean":0.25,"clean_posterior":[],` +
+				`"label":0,"distilled":null,"model_version":0,"source":{"file":"f","line":2}}`,
+		},
+		{
 			name: "escapes and non-finite",
 			r: consumer.Result{
 				Pos:   input.Position{File: "a\"b", Line: 1},
@@ -77,7 +87,7 @@ func TestAppendScoredDecodesBack(t *testing.T) {
 	if err := consumer.Decode(AppendScored(nil, &r), &back); err != nil {
 		t.Fatal(err)
 	}
-	if back != r.Event {
+	if !back.Equal(&r.Event) {
 		t.Fatalf("scored record decodes to %+v, want %+v", back, r.Event)
 	}
 }

@@ -430,7 +430,7 @@ func checkScored(t *testing.T, o Output, r *consumer.Result, h Harness) {
 	if err := consumer.Decode(o.Value, &back); err != nil {
 		t.Fatalf("scored record %s does not decode as an input event: %v", r.Pos, err)
 	}
-	if back != r.Event {
+	if !back.Equal(&r.Event) {
 		t.Fatalf("scored record %s decodes to %+v, want the input event %+v", r.Pos, back, r.Event)
 	}
 	if !h.Kafka {
