@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -90,7 +91,7 @@ func Decode(line []byte, ev *Event) error {
 	}
 	line = bytes.TrimSpace(line)
 	if !json.Valid(line) {
-		return reject(ReasonNotJSON, "", "not valid JSON")
+		return reject(ReasonNotJSON, "", notJSON(line))
 	}
 	if line[0] != '{' {
 		return reject(ReasonBadType, "", "record is a JSON "+kindOf(line)+", want an object")
@@ -200,6 +201,30 @@ func Decode(line []byte, ev *Event) error {
 }
 
 var nullLit = []byte("null")
+
+// bom is the UTF-8 byte-order mark.
+var bom = []byte{0xef, 0xbb, 0xbf}
+
+// notJSON says why line (trimmed, not valid JSON) is not, and where. It
+// runs on bad records only.
+func notJSON(line []byte) string {
+	if bytes.HasPrefix(line, bom) {
+		return "not valid JSON: starts with a byte-order mark (EF BB BF); write UTF-8 without one"
+	}
+	var syn *json.SyntaxError
+	err := json.Unmarshal(line, new(json.RawMessage))
+	if !errors.As(err, &syn) {
+		return "not valid JSON"
+	}
+	at := " at byte " + strconv.FormatInt(syn.Offset, 10)
+	switch {
+	case strings.Contains(syn.Error(), "after top-level value"):
+		return "not valid JSON: data after the first value" + at + " (one JSON object per line)"
+	case strings.Contains(syn.Error(), "unexpected end"):
+		return "not valid JSON: truncated" + at + " (the record ends inside a value; a pretty-printed object spans lines: write one object per line)"
+	}
+	return "not valid JSON: " + syn.Error() + at
+}
 
 // isOutputField reports whether the quoted key names one of OutputFields.
 func isOutputField(quoted []byte) bool {

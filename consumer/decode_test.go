@@ -10,6 +10,23 @@ import (
 	"denoiser/online"
 )
 
+// TestNotJSONSaysWhy: a record that is not JSON says why and where.
+func TestNotJSONSaysWhy(t *testing.T) {
+	for line, want := range map[string]string{
+		"\xef\xbb\xbf{\"user\":\"u\",\"item\":\"i\"}": "byte-order mark",
+		`{"user":"u","item":"i"} {"user":"v"}`:        "data after the first value at byte 25",
+		`{"user":"u","item":`:                         "truncated at byte 19",
+		`{`:                                           "pretty-printed",
+		`user,item,ts`:                                "invalid character 'u' looking for beginning of value at byte 1",
+	} {
+		var ev Event
+		err := Decode([]byte(line), &ev)
+		if ReasonOf(err) != ReasonNotJSON || !strings.Contains(err.Error(), want) {
+			t.Errorf("Decode(%q) = %v, want not_json saying %q", line, err, want)
+		}
+	}
+}
+
 func TestDecode(t *testing.T) {
 	long := strings.Repeat("x", MaxIDBytes+1)
 	max := strings.Repeat("x", MaxIDBytes)

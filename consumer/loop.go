@@ -250,7 +250,7 @@ func (l *loop) read(ctx context.Context, src Source) error {
 			raw = nil
 		}
 		post, shadow := r.Score.Posterior[:0], r.Shadow.Posterior[:0] // keep the backing arrays
-		*r = Result{Pos: m.Pos, RawSize: len(m.Value)}
+		*r = Result{Pos: m.Pos, RawSize: max(len(m.Value), m.Size)}
 		r.Score.Posterior, r.Shadow.Posterior = post, shadow
 		r.Raw = append(raw, m.Value[:min(len(m.Value), MaxRawBytes)]...)
 		if r.skip = skipReason(&m); r.skip != "" {

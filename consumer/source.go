@@ -2,12 +2,15 @@ package consumer
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"denoiser/consumer/input"
 )
@@ -26,18 +29,25 @@ type Message struct {
 	// Null marks a record without a value (a Kafka tombstone), as opposed
 	// to one whose value has no bytes.
 	Null bool
+	// Size is the record's length in bytes when Value holds only its start
+	// (a line over MaxLineBytes); 0 means len(Value).
+	Size int
 }
 
-// FileSource reads JSON lines from a file or any io.Reader. Lines end in
-// "\n" (a trailing "\r" is dropped); the last line needs no newline. A line
-// longer than MaxLineBytes is not buffered whole: its first MaxLineBytes+1
-// bytes are returned, so that Decode rejects it as too_large, and the rest is
-// skipped.
+// FileSource reads JSON lines from a file or any io.Reader, gzip-compressed
+// or not (found by its magic bytes, 1f 8b). Lines end in "\n" (a trailing
+// "\r" is dropped); the last line needs no newline. A line longer than
+// MaxLineBytes is not buffered whole: its first MaxLineBytes+1 bytes are
+// returned, so that Decode rejects it as too_large, with its real length in
+// Message.Size, and the rest is skipped.
 type FileSource struct {
 	name   string
 	r      *bufio.Reader
 	closer io.Closer
 	size   int64
+	err    error  // a gzip stream whose header is bad, returned by Next
+	gzip   bool   // the input is decompressed (Size and BytesRead count its text)
+	head   []byte // the start of the first line, for Describe
 
 	line   int64
 	offset atomic.Int64 // bytes consumed so far, read by progress reporters
@@ -56,14 +66,31 @@ func OpenFile(path string) (*FileSource, error) {
 	}
 	s := NewFileSource(f, path)
 	s.closer = f
-	s.size = fi.Size()
+	if !s.gzip {
+		s.size = fi.Size()
+	}
 	return s, nil
 }
 
-// NewFileSource reads JSON lines from r; name is the file name positions
-// carry. Close does not close r.
+// gzipMagic starts a gzip stream (RFC 1952).
+var gzipMagic = []byte{0x1f, 0x8b}
+
+// headBytes is how much of the first line Describe looks at.
+const headBytes = 512
+
+// NewFileSource reads JSON lines from r, decompressing it when it is gzip;
+// name is the file name positions carry. Close does not close r.
 func NewFileSource(r io.Reader, name string) *FileSource {
-	return &FileSource{name: name, r: bufio.NewReaderSize(r, 64<<10), size: -1}
+	s := &FileSource{name: name, r: bufio.NewReaderSize(r, 64<<10), size: -1}
+	if magic, _ := s.r.Peek(len(gzipMagic)); bytes.Equal(magic, gzipMagic) {
+		gz, err := gzip.NewReader(s.r)
+		if err != nil {
+			s.err = fmt.Errorf("read %s: gzip: %w", name, err)
+			return s
+		}
+		s.r, s.gzip = bufio.NewReaderSize(gz, 64<<10), true
+	}
+	return s
 }
 
 // Next returns the next line. Blank lines are returned too (the loop counts
@@ -72,11 +99,16 @@ func (s *FileSource) Next(ctx context.Context) (Message, error) {
 	if err := ctx.Err(); err != nil {
 		return Message{}, err
 	}
+	if s.err != nil {
+		return Message{}, s.err
+	}
 	start := s.offset.Load()
 	s.buf = s.buf[:0]
 	var n int64
+	newline := false // the line ended in "\n" (not at the end of the input)
 	for {
 		chunk, err := s.r.ReadSlice('\n')
+		newline = err == nil
 		n += int64(len(chunk))
 		if room := MaxLineBytes + 1 - len(s.buf); room > 0 {
 			s.buf = append(s.buf, chunk[:min(len(chunk), room)]...)
@@ -102,14 +134,25 @@ func (s *FileSource) Next(ctx context.Context) (Message, error) {
 	if len(v) > 0 && v[len(v)-1] == '\r' && n <= MaxLineBytes+2 {
 		v = v[:len(v)-1]
 	}
-	return Message{Pos: input.Position{File: s.name, Line: s.line, Offset: start}, Value: v}, nil
+	if s.line == 1 {
+		s.head = append([]byte(nil), v[:min(len(v), headBytes)]...)
+	}
+	m := Message{Pos: input.Position{File: s.name, Line: s.line, Offset: start}, Value: v}
+	if n > MaxLineBytes+2 { // cut at MaxLineBytes: say how long it was
+		m.Size = int(n)
+		if newline {
+			m.Size--
+		}
+	}
+	return m, nil
 }
 
 // BytesRead is the number of bytes consumed so far. It is safe to call from
 // any goroutine.
 func (s *FileSource) BytesRead() int64 { return s.offset.Load() }
 
-// Size is the size of the file in bytes, or -1 when unknown.
+// Size is the size of the file in bytes, or -1 when unknown (a stream, or
+// a compressed file).
 func (s *FileSource) Size() int64 { return s.size }
 
 // Close closes the file opened by OpenFile. It is idempotent.
@@ -123,4 +166,29 @@ func (s *FileSource) Close() error {
 		return fmt.Errorf("close source: %w", err)
 	}
 	return nil
+}
+
+// Describe says what the start of the input looks like, for a user whose
+// input yielded no event: the usual mistakes (a JSON array, pretty-printed
+// JSON, CSV, a byte-order mark, binary data) and how to fix them. It is
+// meaningful once Next has returned the first line.
+func (s *FileSource) Describe() string {
+	h := s.head
+	if s.line == 0 {
+		return "the input is empty"
+	}
+	t := bytes.TrimSpace(h)
+	switch {
+	case bytes.HasPrefix(h, bom):
+		return "the input starts with a UTF-8 byte-order mark (EF BB BF): write UTF-8 without one"
+	case !utf8.Valid(h[:max(0, len(h)-utf8.UTFMax)]) || bytes.ContainsAny(h, "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x0e\x0f"):
+		return "the input is binary data, not text: write JSON lines, one event object per line (gzip is read as such)"
+	case bytes.HasPrefix(t, []byte("[")):
+		return "the input is a JSON array: write one event object per line (JSON lines), e.g. jq -c '.[]' FILE"
+	case bytes.Equal(t, []byte("{")) || (bytes.HasPrefix(t, []byte("{")) && !bytes.HasSuffix(t, []byte("}"))):
+		return "the input looks like pretty-printed JSON (an object spans lines): write one object per line, e.g. jq -c . FILE"
+	case !bytes.HasPrefix(t, []byte("{")) && bytes.Count(t, []byte(",")) > 0:
+		return fmt.Sprintf("the input looks like CSV (first line %q): convert it to JSON lines with the fields user, item, ts, ...", clip(t))
+	}
+	return fmt.Sprintf("the first line is %q: write JSON lines, one event object per line (consumer/FORMAT.md)", clip(t))
 }

@@ -1,6 +1,8 @@
 package consumer
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"io"
@@ -53,6 +55,16 @@ func TestFileSourceLines(t *testing.T) {
 			t.Errorf("message %d: pos %+v, %d bytes %.5q; want line %d offset %d, %d bytes %q...", i, m.Pos, len(m.Value), m.Value, w.line, w.offset, w.n, w.prefix)
 		}
 	}
+	// The oversized lines say their real length, the others none; so does
+	// one at the end of the input, without a newline.
+	for i, size := range []int{0, 0, 0, len(huge), 0, 0} {
+		if got[i].Size != size {
+			t.Errorf("message %d: Size %d, want %d", i, got[i].Size, size)
+		}
+	}
+	if tail := readAll(t, NewFileSource(strings.NewReader("a\n"+huge), "in")); len(tail) != 2 || tail[1].Size != len(huge) {
+		t.Errorf("an oversized last line without a newline: %d messages, Size %d, want %d", len(tail), tail[len(tail)-1].Size, len(huge))
+	}
 	// The oversized line is rejected as too_large, the exact one is not.
 	var ev Event
 	if ReasonOf(Decode(got[3].Value, &ev)) != ReasonTooLarge {
@@ -60,6 +72,36 @@ func TestFileSourceLines(t *testing.T) {
 	}
 	if ReasonOf(Decode(got[4].Value, &ev)) != ReasonNotJSON {
 		t.Errorf("1 MiB line rejected for its size")
+	}
+}
+
+// TestFileSourceGzip: a gzip-compressed input reads as its text, from a
+// file or a stream; a stream that only starts like gzip is an error.
+func TestFileSourceGzip(t *testing.T) {
+	text := "{\"user\":\"u\",\"item\":\"i\"}\nsecond\n"
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	w.Write([]byte(text))
+	w.Close()
+	got := readAll(t, NewFileSource(bytes.NewReader(gz.Bytes()), "in.gz"))
+	if len(got) != 2 || string(got[0].Value) != `{"user":"u","item":"i"}` || string(got[1].Value) != "second" {
+		t.Fatalf("gzip stream read as %+v", got)
+	}
+	path := filepath.Join(t.TempDir(), "in.jsonl.gz")
+	if err := os.WriteFile(path, gz.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if m, err := s.Next(context.Background()); err != nil || m.Pos.Line != 1 || s.Size() != -1 {
+		t.Errorf("OpenFile of gzip: %q %v, size %d (want -1: the text's size is unknown)", m.Value, err, s.Size())
+	}
+	bad := NewFileSource(bytes.NewReader([]byte{0x1f, 0x8b, 0, 0}), "bad.gz")
+	if _, err := bad.Next(context.Background()); err == nil || !strings.Contains(err.Error(), "gzip") {
+		t.Errorf("truncated gzip header: %v", err)
 	}
 }
 

@@ -143,6 +143,9 @@ func (m *Model) label(ev *Event) (int, error) {
 	}
 	switch m.cfg.Mode {
 	case ModeRating:
+		if ev.Rating == 0 {
+			return 0, invalid("rating mode needs a rating: missing")
+		}
 		if ev.Rating < 1 || ev.Rating > m.k {
 			return 0, invalid("rating %d outside 1..%d", ev.Rating, m.k)
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -210,23 +211,28 @@ func TestInvalidEventsChangeNothing(t *testing.T) {
 		name string
 		mode string
 		ev   Event
+		say  string // in the error
 	}{
-		{"empty user", ModeBinary, Event{Item: "i"}},
-		{"empty item", ModeBinary, Event{User: "u"}},
-		{"rating missing", ModeRating, Event{User: "u", Item: "i"}},
-		{"rating too high", ModeRating, Event{User: "u", Item: "i", Rating: 6}},
-		{"dwell missing", ModeDwell, Event{User: "u", Item: "i"}},
-		{"dwell negative", ModeDwell, Event{User: "u", Item: "i", DwellMS: -1, HasDwell: true}},
-		{"weight negative", ModeBinary, Event{User: "u", Item: "i", Weight: -1}},
-		{"weight NaN", ModeBinary, Event{User: "u", Item: "i", Weight: math.NaN()}},
+		{"empty user", ModeBinary, Event{Item: "i"}, "empty"},
+		{"empty item", ModeBinary, Event{User: "u"}, "empty"},
+		{"rating missing", ModeRating, Event{User: "u", Item: "i"}, "rating: missing"},
+		{"rating too high", ModeRating, Event{User: "u", Item: "i", Rating: 6}, "rating 6 outside 1..5"},
+		{"dwell missing", ModeDwell, Event{User: "u", Item: "i"}, "dwell_ms"},
+		{"dwell negative", ModeDwell, Event{User: "u", Item: "i", DwellMS: -1, HasDwell: true}, "dwell_ms"},
+		{"weight negative", ModeBinary, Event{User: "u", Item: "i", Weight: -1}, "weight"},
+		{"weight NaN", ModeBinary, Event{User: "u", Item: "i", Weight: math.NaN()}, "weight"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			m, _ := New(smallConfig(tc.mode), rand.NewPCG(1, 1))
 			before := encode(t, m)
 			var sc Score
-			if err := m.Step(tc.ev, &sc); !errors.Is(err, ErrInvalidEvent) {
+			err := m.Step(tc.ev, &sc)
+			if !errors.Is(err, ErrInvalidEvent) {
 				t.Fatalf("got %v, want ErrInvalidEvent", err)
+			}
+			if !strings.Contains(err.Error(), tc.say) {
+				t.Errorf("error %q does not say %q", err, tc.say)
 			}
 			if !bytes.Equal(before, encode(t, m)) {
 				t.Fatal("a rejected event changed the model")

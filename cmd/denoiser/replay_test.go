@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -293,5 +294,66 @@ model:
 	writeFile(t, cfg, "model:\n  dimm: 8\n")
 	if code, _, stderr = replay(); code == 0 || !strings.Contains(stderr, "dimm") {
 		t.Errorf("unknown key: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestReplayWhollyInvalidInput: an input of which nothing can be scored
+// ends with a non-zero exit that says what the input looks like; a gzip
+// file is read as its text.
+func TestReplayWhollyInvalidInput(t *testing.T) {
+	dir := t.TempDir()
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	lines := strings.SplitAfter(readFile(t, "../../testdata/synthetic-20k.jsonl"), "\n")[:50]
+	w.Write([]byte(strings.Join(lines, "")))
+	w.Close()
+	random := make([]byte, 4096)
+	for i := range random {
+		random[i] = byte(i*7919 + i/13)
+	}
+	for _, tc := range []struct {
+		name, content string
+		code          int
+		say           string
+	}{
+		{"gzip of JSON lines", gz.String(), 0, "50 events scored"},
+		{"CSV", "user,item,ts\nu1,i1,1700000000000\n", 1, "looks like CSV"},
+		{"random bytes", string(random), 1, "binary data"},
+		{"JSON array", `[{"user":"u","item":"i"},{"user":"v","item":"j"}]`, 1, "JSON array"},
+		{"pretty-printed JSON", "{\n  \"user\": \"u\",\n  \"item\": \"i\"\n}\n", 1, "pretty-printed"},
+		{"byte-order mark", "\xef\xbb\xbf{\"user\":\"u\",\"item\":\"i\"}\n", 1, "byte-order mark"},
+		{"empty", "", 1, "empty"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := writeFile(t, filepath.Join(dir, "in"), tc.content)
+			var stderr bytes.Buffer
+			code := run(context.Background(), []string{"replay", "--in", in, "--out", filepath.Join(dir, "o.jsonl")}, &bytes.Buffer{}, &stderr)
+			if code != tc.code || !strings.Contains(stderr.String(), tc.say) {
+				t.Errorf("exit %d, want %d; stderr does not say %q:\n%s", code, tc.code, tc.say, stderr.String())
+			}
+		})
+	}
+}
+
+// TestReplayLongLineRawBytes: the dead letter of a line over the limit
+// gives the line's real length.
+func TestReplayLongLineRawBytes(t *testing.T) {
+	dir := t.TempDir()
+	long := `{"user":"` + strings.Repeat("x", 3<<20) + `"}`
+	in := writeFile(t, filepath.Join(dir, "in.jsonl"), long+"\n"+`{"user":"u","item":"i"}`+"\n")
+	dead := filepath.Join(dir, "dead.jsonl")
+	if code := run(context.Background(), []string{"replay", "--in", in, "--out", filepath.Join(dir, "o.jsonl"), "--dead-letter", dead}, &bytes.Buffer{}, &bytes.Buffer{}); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	var rec struct {
+		Reason    string `json:"reason"`
+		RawBytes  int    `json:"raw_bytes"`
+		Truncated bool   `json:"raw_truncated"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(readFile(t, dead))), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Reason != "too_large" || !rec.Truncated || rec.RawBytes != len(long) {
+		t.Errorf("dead letter %+v, want too_large, truncated, raw_bytes %d", rec, len(long))
 	}
 }

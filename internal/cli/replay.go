@@ -124,6 +124,10 @@ func (s *SeedOverride) Apply(dst *uint64) {
 	}
 }
 
+// ErrNothingScored is returned by Replay when no record of the input could
+// be scored: the input is most likely not in the event format.
+var ErrNothingScored = errors.New("no event could be scored")
+
 // Replay implements
 //
 //	denoiser replay --in FILE --out FILE [--dead-letter FILE] [--truth MODE] [--report FILE.json] [--config FILE]
@@ -230,6 +234,9 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "replay: wrote %s (%d scored) and %s (%d dead-lettered)\n", *out, st.Scored, *deadLetter, st.Rejected)
 	if err := rep.Print(stderr); err != nil {
 		return fmt.Errorf("replay: %w", err)
+	}
+	if st.Scored == 0 {
+		return fmt.Errorf("replay: %w: %s", ErrNothingScored, src.Describe())
 	}
 	return nil
 }
