@@ -255,6 +255,8 @@ func (l *loop) read(ctx context.Context, src Source) error {
 		r.Raw = append(raw, m.Value[:min(len(m.Value), MaxRawBytes)]...)
 		if r.skip = skipReason(&m); r.skip != "" {
 			// nothing to decode
+		} else if m.Err != nil {
+			r.Err, r.Reason = m.Err, ReasonOf(m.Err)
 		} else if err := Decode(m.Value, &r.Event); err != nil {
 			r.Err, r.Reason = err, ReasonOf(err)
 		}

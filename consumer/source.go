@@ -32,6 +32,10 @@ type Message struct {
 	// Size is the record's length in bytes when Value holds only its start
 	// (a line over MaxLineBytes); 0 means len(Value).
 	Size int
+	// Err, if set, is why the source could not make an event of the record
+	// (a *RecordError, as Decode returns): the record is dead-lettered
+	// with Value as its raw bytes.
+	Err error
 }
 
 // FileSource reads JSON lines from a file or any io.Reader, gzip-compressed
@@ -188,7 +192,7 @@ func (s *FileSource) Describe() string {
 	case bytes.Equal(t, []byte("{")) || (bytes.HasPrefix(t, []byte("{")) && !bytes.HasSuffix(t, []byte("}"))):
 		return "the input looks like pretty-printed JSON (an object spans lines): write one object per line, e.g. jq -c . FILE"
 	case !bytes.HasPrefix(t, []byte("{")) && bytes.Count(t, []byte(",")) > 0:
-		return fmt.Sprintf("the input looks like CSV (first line %q): convert it to JSON lines with the fields user, item, ts, ...", clip(t))
+		return fmt.Sprintf("the input looks like CSV (first line %q): read it with --format csv (a header line user,item,ts,...)", clip(t))
 	}
 	return fmt.Sprintf("the first line is %q: write JSON lines, one event object per line (consumer/FORMAT.md)", clip(t))
 }

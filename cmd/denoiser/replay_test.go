@@ -357,3 +357,35 @@ func TestReplayLongLineRawBytes(t *testing.T) {
 		t.Errorf("dead letter %+v, want too_large, truncated, raw_bytes %d", rec, len(long))
 	}
 }
+
+// TestReplayCSV: CSV with a header is an input format; other columns are
+// carried through, a bad row is dead-lettered, and a .csv name is enough.
+func TestReplayCSV(t *testing.T) {
+	dir := t.TempDir()
+	in := writeFile(t, filepath.Join(dir, "clicks.csv"), "user,item,ts,dwell_ms,truth,session_id\n"+
+		"u1,i1,1700000000000,5000,genuine,s1\n"+
+		"u2,\"i,2\",1700000001000,,noise,s2\n"+
+		"u3,i3\n"+
+		"u4,i4,1700000002000,12,genuine,\"s \"\"4\"\"\"\n")
+	out, dead := filepath.Join(dir, "o.jsonl"), filepath.Join(dir, "d.jsonl")
+	var stderr bytes.Buffer
+	if code := run(context.Background(), []string{"replay", "--in", in, "--out", out, "--dead-letter", dead}, &bytes.Buffer{}, &stderr); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr.String())
+	}
+	scored := strings.Split(strings.TrimSpace(readFile(t, out)), "\n")
+	if len(scored) != 3 {
+		t.Fatalf("%d scored, want 3:\n%s", len(scored), readFile(t, out))
+	}
+	for i, want := range []string{
+		`{"user":"u1","item":"i1","ts":1700000000000,"dwell_ms":5000,"truth":"genuine","session_id":"s1",`,
+		`{"user":"u2","item":"i,2","ts":1700000001000,"truth":"noise","session_id":"s2",`,
+		`{"user":"u4","item":"i4","ts":1700000002000,"dwell_ms":12,"truth":"genuine","session_id":"s \"4\"",`,
+	} {
+		if !strings.HasPrefix(scored[i], want) {
+			t.Errorf("record %d: %s\nwant it to start %s", i, scored[i], want)
+		}
+	}
+	if d := readFile(t, dead); !strings.Contains(d, `"line":4`) || !strings.Contains(d, "2 cells, the header has 6") {
+		t.Errorf("dead letters: %s", d)
+	}
+}

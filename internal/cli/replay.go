@@ -142,6 +142,7 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		in         = fs.String("in", "", "input `file` of JSON-lines events, - for standard input (required)")
 		out        = fs.String("out", "", "output `file` of scored events, - for standard output (required)")
 		deadLetter = fs.String("dead-letter", "", "dead-letter `file` for bad records (default: OUT with .dead-letter.jsonl for its extension; required with --out -)")
+		format     = fs.String("format", "auto", "input `format`: jsonl (JSON lines), csv (with a header line), or auto: csv for a name ending in .csv or .csv.gz, else jsonl; gzip is read as such")
 		truthMode  = fs.String("truth", "field", "ground truth for the report: field, dwell:MS (dwell_ms < MS is noise) or rating:R (rating <= R is noise)")
 		reportPath = fs.String("report", "", "write the JSON report to `file`")
 		loadConfig = ConfigFlags(fs, "replay", stderr)
@@ -189,7 +190,7 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return fmt.Errorf("replay: baseline: %w", err)
 	}
 
-	src, err := openInput(*in)
+	src, err := openInput(*in, *format)
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
@@ -245,12 +246,40 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 // input carry.
 const stdinName = "stdin"
 
-// openInput opens the event log, "-" for standard input.
-func openInput(path string) (*consumer.FileSource, error) {
-	if path == "-" {
-		return consumer.NewFileSource(os.Stdin, stdinName), nil
+// input is an event log being read.
+type input interface {
+	consumer.Source
+	BytesRead() int64
+	Size() int64
+	Describe() string
+	Close() error
+}
+
+// openInput opens the event log, "-" for standard input, in format
+// (jsonl, csv or auto).
+func openInput(path, format string) (input, error) {
+	if format == "auto" {
+		format = "jsonl"
+		if name := strings.TrimSuffix(path, ".gz"); strings.HasSuffix(name, ".csv") {
+			format = "csv"
+		}
 	}
-	return consumer.OpenFile(path)
+	if format != "jsonl" && format != "csv" {
+		return nil, fmt.Errorf("--format %q: use jsonl, csv or auto: %w", format, ErrUsage)
+	}
+	var lines *consumer.FileSource
+	if path == "-" {
+		lines = consumer.NewFileSource(os.Stdin, stdinName)
+	} else {
+		var err error
+		if lines, err = consumer.OpenFile(path); err != nil {
+			return nil, err
+		}
+	}
+	if format == "csv" {
+		return consumer.NewCSVSource(lines), nil
+	}
+	return lines, nil
 }
 
 // distinctPaths refuses an input that is also an output, and one output

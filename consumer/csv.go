@@ -1,0 +1,115 @@
+package consumer
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// CSVSource reads events from CSV with a header line, one record per line
+// (a quoted field may hold commas and quotes, not line breaks), and hands
+// each row on as the JSON object of the event format: the header names the
+// fields (`user,item,ts,event,dwell_ms,rating,truth`, and any others, which
+// the output carries through). A cell that is a JSON number is written as
+// one, any other as a string; an empty cell is absent. A row that is not
+// CSV, or has more or fewer cells than the header, is rejected as not_json
+// with its line. Positions are the file's lines, the header being line 1.
+type CSVSource struct {
+	lines  *FileSource
+	header []string
+	cells  []string // the current row's cells
+	buf    []byte   // the current row as JSON
+	err    error    // the header's error, returned by every Next
+}
+
+// NewCSVSource reads CSV from lines (a FileSource: gzip and line limits as
+// there). The header is read on the first Next.
+func NewCSVSource(lines *FileSource) *CSVSource { return &CSVSource{lines: lines} }
+
+// Next returns the next row as a JSON object.
+func (s *CSVSource) Next(ctx context.Context) (Message, error) {
+	if s.err != nil {
+		return Message{}, s.err
+	}
+	if s.header == nil {
+		m, err := s.lines.Next(ctx)
+		if err != nil {
+			return Message{}, err
+		}
+		if s.header, err = splitCSV(m.Value, nil); err != nil || len(bytes.TrimSpace(m.Value)) == 0 {
+			s.err = fmt.Errorf("read %s: the first line is not a CSV header (user,item,...): %q", s.lines.name, clip(m.Value))
+			return Message{}, s.err
+		}
+	}
+	m, err := s.lines.Next(ctx)
+	if err != nil || len(bytes.TrimSpace(m.Value)) == 0 || m.Size > 0 {
+		return m, err // end, a blank line to skip, or a line too long to decode
+	}
+	s.cells, err = splitCSV(m.Value, s.cells[:0])
+	switch {
+	case err != nil:
+		m.Err = reject(ReasonNotJSON, "", "not a CSV row: "+err.Error())
+		return m, nil
+	case len(s.cells) != len(s.header):
+		m.Err = reject(ReasonNotJSON, "", strconv.Itoa(len(s.cells))+" cells, the header has "+strconv.Itoa(len(s.header)))
+		return m, nil
+	}
+	s.buf = append(s.buf[:0], '{')
+	for i, cell := range s.cells {
+		if cell == "" {
+			continue
+		}
+		if len(s.buf) > 1 {
+			s.buf = append(s.buf, ',')
+		}
+		s.buf = strconv.AppendQuote(s.buf, s.header[i])
+		s.buf = append(s.buf, ':')
+		if isJSONNumber(cell) {
+			s.buf = append(s.buf, cell...)
+		} else {
+			q, _ := json.Marshal(cell) // valid JSON for any string
+			s.buf = append(s.buf, q...)
+		}
+	}
+	m.Value = append(s.buf, '}')
+	return m, nil
+}
+
+// BytesRead and Size are the underlying file's, for progress displays.
+func (s *CSVSource) BytesRead() int64 { return s.lines.BytesRead() }
+
+// Size is the underlying file's size, -1 when unknown.
+func (s *CSVSource) Size() int64 { return s.lines.Size() }
+
+// Describe says what the start of the input looks like.
+func (s *CSVSource) Describe() string {
+	if s.err != nil {
+		return s.err.Error()
+	}
+	return s.lines.Describe()
+}
+
+// Close closes the underlying file.
+func (s *CSVSource) Close() error { return s.lines.Close() }
+
+// splitCSV parses one CSV line into dst.
+func splitCSV(line []byte, dst []string) ([]string, error) {
+	r := csv.NewReader(bytes.NewReader(line))
+	r.FieldsPerRecord = -1
+	rec, err := r.Read()
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, rec...), nil
+}
+
+// isJSONNumber reports whether s is a number as JSON writes one.
+func isJSONNumber(s string) bool {
+	if s == "" || (s[0] != '-' && (s[0] < '0' || s[0] > '9')) {
+		return false
+	}
+	return json.Valid([]byte(s))
+}
