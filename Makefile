@@ -26,10 +26,13 @@ demo: build
 	$(LAB) demo --in testdata/synthetic-20k.jsonl --report $(OUT)/report.json
 
 # Reproduce the paper's experiments on ML-100k (docs/results/: Markdown
-# reports, PNG figures, JSON numbers). About 10 minutes on 2 cores.
-DATA    ?= ../shared/datasets/ml-100k/u.data
+# reports, PNG figures, JSON numbers); see README.md, "Evaluation", for its
+# running time. DATA is MovieLens 100K's u.data, which is not shipped:
+# make eval DATA=path/to/ml-100k/u.data
+DATA    ?=
 RESULTS ?= docs/results
 eval: build
+	@test -n "$(DATA)" || { echo "make eval needs DATA=path/to/ml-100k/u.data: download ml-100k.zip from https://grouplens.org/datasets/movielens/100k/ and unzip it"; exit 2; }
 	$(LAB) eval transition --data $(DATA) --out $(RESULTS) --report $(RESULTS)/transition.json
 	$(LAB) eval recommend --data $(DATA) --out $(RESULTS) --report $(RESULTS)/recommend.json
 	$(LAB) eval detect --data $(DATA) --out $(RESULTS) --report $(RESULTS)/detect.json

@@ -1,7 +1,7 @@
 // Package state keeps denoiser's checkpoints in Badger
 // (github.com/dgraph-io/badger/v4): the serialised model and the next input
 // position of every owned partition, committed together, atomically, so that a
-// restart resumes exactly where the last checkpoint left off (DESIGN.md §4).
+// restart resumes exactly where the last checkpoint left off.
 //
 // # What it owns
 //

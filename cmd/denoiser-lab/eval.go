@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -17,8 +19,9 @@ import (
 	"denoiser/internal/report"
 )
 
-// defaultData is u.data relative to the repository root.
-const defaultData = "../shared/datasets/ml-100k/u.data"
+// dataHint says where MovieLens 100K comes from; no data set ships with
+// the repository.
+const dataHint = "MovieLens 100K's u.data: download ml-100k.zip from https://grouplens.org/datasets/movielens/100k/ and unzip it"
 
 const evalUsage = `usage: denoiser-lab eval <transition|recommend|detect> [flags]
 
@@ -109,7 +112,7 @@ func runEvalTransition(ctx context.Context, args []string, stderr io.Writer) err
 	fs.Var(&noises, "noise", "noise `kind`: symmetric or pairflip (repeatable; default both)")
 	fs.Var(&estimators, "estimator", "estimator: rgbt, anchor or ordinal (repeatable; default all)")
 	var (
-		data    = fs.String("data", defaultData, "MovieLens u.data `file`")
+		data    = fs.String("data", "", "MovieLens 100K u.data `file` (required)")
 		rates   = fs.String("rates", "0.1,0.2,0.3,0.4", "comma-separated noise `rates`")
 		seeds   = fs.Int("seeds", 3, "number of seeds")
 		passes  = fs.Int("passes", 3, "passes of the online model over the training stream")
@@ -128,7 +131,7 @@ func runEvalTransition(ctx context.Context, args []string, stderr io.Writer) err
 		return fmt.Errorf("eval transition: %w", err)
 	}
 	start := time.Now()
-	d, err := eval.LoadMovieLens(ctx, *data)
+	d, err := loadData(ctx, *data)
 	if err != nil {
 		return fmt.Errorf("eval transition: %w", err)
 	}
@@ -171,7 +174,7 @@ func writeEvalOutputs(stderr io.Writer, out, rep string, meta eval.Meta, res any
 func runEvalRecommend(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := newEvalFlags("recommend", stderr, "[--data FILE] [--split random|chrono] [--seeds N] [--passes N] [--weight product|p_clean|reliability] [--report FILE.json] [--out DIR]")
 	var (
-		data    = fs.String("data", defaultData, "MovieLens u.data `file`")
+		data    = fs.String("data", "", "MovieLens 100K u.data `file` (required)")
 		split   = fs.String("split", "random", "8:1:1 split: random (seeded) or chrono")
 		seeds   = fs.Int("seeds", 3, "number of seeds")
 		passes  = fs.Int("passes", 5, "passes of the denoiser over the training stream")
@@ -187,7 +190,7 @@ func runEvalRecommend(ctx context.Context, args []string, stderr io.Writer) erro
 		return fmt.Errorf("eval recommend: unexpected arguments %q: %w", fs.Args(), cli.ErrUsage)
 	}
 	start := time.Now()
-	d, err := eval.LoadMovieLens(ctx, *data)
+	d, err := loadData(ctx, *data)
 	if err != nil {
 		return fmt.Errorf("eval recommend: %w", err)
 	}
@@ -210,7 +213,7 @@ func runEvalRecommend(ctx context.Context, args []string, stderr io.Writer) erro
 func runEvalDetect(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := newEvalFlags("detect", stderr, "[--data FILE] [--synth-events N] [--synth-noise LIST] [--seeds N] [--passes N] [--report FILE.json] [--out DIR]")
 	var (
-		data        = fs.String("data", defaultData, "MovieLens u.data `file` (empty: synthetic streams only)")
+		data        = fs.String("data", "", "MovieLens 100K u.data `file` (none: synthetic streams only)")
 		synthEvents = fs.Int("synth-events", 100000, "events per synthetic stream")
 		synthNoise  = fs.String("synth-noise", "0.1,0.2,0.3", "comma-separated noise shares of the synthetic streams")
 		seeds       = fs.Int("seeds", 3, "number of seeds")
@@ -232,7 +235,7 @@ func runEvalDetect(ctx context.Context, args []string, stderr io.Writer) error {
 	start := time.Now()
 	var d *eval.Dataset
 	if *data != "" {
-		if d, err = eval.LoadMovieLens(ctx, *data); err != nil {
+		if d, err = loadData(ctx, *data); err != nil {
 			return fmt.Errorf("eval detect: %w", err)
 		}
 	}
@@ -250,4 +253,17 @@ func runEvalDetect(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	res.Meta = eval.Meta{Command: commandLine("detect", args), Commit: eval.Commit(), Data: *data, Seconds: time.Since(start).Seconds()}
 	return writeEvalOutputs(stderr, *out, *rep, res.Meta, res, res.WriteReport, "detect.md")
+}
+
+// loadData reads MovieLens from path; a missing path or file names where
+// to get it.
+func loadData(ctx context.Context, path string) (*eval.Dataset, error) {
+	if path == "" {
+		return nil, fmt.Errorf("--data FILE is required: %s: %w", dataHint, cli.ErrUsage)
+	}
+	d, err := eval.LoadMovieLens(ctx, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w (the data set is %s)", err, dataHint)
+	}
+	return d, err
 }

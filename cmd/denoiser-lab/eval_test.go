@@ -100,7 +100,11 @@ func TestEvalUsageErrors(t *testing.T) {
 		}
 	}
 	var stdout, stderr bytes.Buffer
-	if code := run(context.Background(), []string{"eval", "transition", "--data", filepath.Join(t.TempDir(), "missing"), "--out", ""}, &stdout, &stderr); code != 1 {
-		t.Errorf("missing data: exit %d, want 1", code)
+	if code := run(context.Background(), []string{"eval", "transition", "--data", filepath.Join(t.TempDir(), "missing"), "--out", ""}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "grouplens") {
+		t.Errorf("missing data: exit %d, want 1 and where to get it:\n%s", code, stderr.String())
+	}
+	stderr.Reset()
+	if code := run(context.Background(), []string{"eval", "recommend", "--out", ""}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "grouplens") {
+		t.Errorf("no --data: exit %d, want 2 and where to get it:\n%s", code, stderr.String())
 	}
 }

@@ -7,7 +7,7 @@
 // consumer, the package that makes positions, but is a leaf of its own: it
 // imports only the standard library, so that state and snapshot share the
 // type without depending on Kafka (the rest of consumer), Badger or each
-// other (DESIGN.md §3).
+// other.
 // It must not grow behaviour of its own: encodings of positions belong to
 // the packages that write them (state/FORMAT.md, snapshot/FORMAT.md,
 // consumer/FORMAT.md).

@@ -3,6 +3,7 @@ package eval
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"path/filepath"
 )
 
@@ -30,6 +31,7 @@ func (r *DetectResult) WriteReport(dir string, meta Meta) error {
 		}
 	}
 	fmt.Fprintf(&b, "\nA score that does not separate the classes has ROC-AUC 0.5 and PR-AUC equal to the class's share.\n\n")
+	b.WriteString(r.againstBaselines())
 	fmt.Fprintf(&b, "![reliability histograms split by truth](detect.png)\n\n")
 	fmt.Fprintf(&b, "The histograms are of the reliability score (the GMM weight w) of the first seed, each class normalised to sum to 1.\n")
 	b.WriteString(detectNotes)
@@ -53,4 +55,34 @@ func (r *DetectResult) WriteReport(dir string, meta Meta) error {
 		return nil
 	}
 	return gridFigureRows(filepath.Join(dir, "detect.png"), titles, "reliability", "share of class", plots, 3)
+}
+
+// againstBaselines says, per stream, how p_clean stands against the best
+// label-free baseline of the same run: computed, so it cannot contradict
+// the table.
+func (r *DetectResult) againstBaselines() string {
+	var b bytes.Buffer
+	b.WriteString("p_clean against the best baseline of the same run (ROC-AUC):\n\n")
+	for _, c := range r.Cases {
+		var model, best *DetectMetric
+		for i := range c.Metrics {
+			switch c.Metrics[i].Score {
+			case "p_clean":
+				model = &c.Metrics[i]
+			case c.BestBaseline:
+				best = &c.Metrics[i]
+			}
+		}
+		if model == nil || best == nil {
+			continue
+		}
+		d := model.ROCAUC - best.ROCAUC
+		verdict := "ahead"
+		if d < 0 {
+			verdict = "behind"
+		}
+		fmt.Fprintf(&b, "- %s: p_clean %.3f, %s %.3f: %s by %.3f\n", c.Name, model.ROCAUC, best.Score, best.ROCAUC, verdict, math.Abs(d))
+	}
+	b.WriteString("\n")
+	return b.String()
 }

@@ -59,8 +59,6 @@ const detectNotes = `
 - On ML-100k a low rating is a weak proxy for noise: a user who rated a film 1 did watch it, and implicit feedback alone
   (who interacted with what, and when) carries little about the rating. Every score stays close to 0.5 ROC-AUC there;
   that is the ceiling of the data as much as of the model.
-- On the synthetic streams p_clean beats the plain model's loss at every noise share (by 0.01 to 0.02 ROC-AUC, more
-  than the spread over seeds); the reliability trails both (see the next note).
 - On the synthetic streams noise is behavioural (misclicks on random items, clickbait, curiosity clicks outside the
   user's topics) and is visible in the interaction pattern, so the scores separate it far better.
 - The reliability is the GMM's posterior of the reliable component over (f(x), log(1 + c_ui)); it is 1 until the first
