@@ -183,196 +183,218 @@ var (
 	kindRejected = kind{name: "dead letter", result: Rejected, encode: producer.AppendRejected, check: checkRejected}
 )
 
-func runSuite(t *testing.T, k kind, open func(t *testing.T) (writer, Harness)) {
-	t.Run("every record in order with its position", func(t *testing.T) {
-		w, h := open(t)
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		const n = 600
-		var want []*consumer.Result
-		for i := range n {
-			r := k.result(i)
-			if err := w.write(ctx, r); err != nil {
-				t.Fatalf("write %d: %v", i, err)
-			}
+// opener opens a writer under test and the harness that reads it back.
+type opener func(t *testing.T) (writer, Harness)
+
+// suiteCases are the suite's subtests, each a function of the kind of
+// record and the opener.
+var suiteCases = []struct {
+	name string
+	run  func(t *testing.T, k kind, open opener)
+}{
+	{"every record in order with its position", suiteEveryRecordInOrderWithItsPosition},
+	{"write does not retain the record", suiteWriteDoesNotRetainTheRecord},
+	{"same record, same bytes", suiteSameRecordSameBytes},
+	{"flush with nothing pending", suiteFlushWithNothingPending},
+	{"close flushes", suiteCloseFlushes},
+	{"close is idempotent and final", suiteCloseIsIdempotentAndFinal},
+	{"cancelled context", suiteCancelledContext},
+}
+
+func runSuite(t *testing.T, k kind, open opener) {
+	for _, c := range suiteCases {
+		t.Run(c.name, func(t *testing.T) { c.run(t, k, open) })
+	}
+}
+
+func suiteEveryRecordInOrderWithItsPosition(t *testing.T, k kind, open opener) {
+	w, h := open(t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	const n = 600
+	var want []*consumer.Result
+	for i := range n {
+		r := k.result(i)
+		if err := w.write(ctx, r); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+		want = append(want, r)
+		if got := h.Delivered(); got > uint64(i+1) {
+			t.Fatalf("after %d writes, %d delivered", i+1, got)
+		}
+	}
+	if err := w.flush(ctx); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+	if got := h.Delivered(); got != n {
+		t.Fatalf("after Flush, %d of %d records delivered", got, n)
+	}
+	if err := h.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	out := h.ReadBack(t, n)
+	checkOutput(t, k, h, out, want)
+	streams := map[string]bool{}
+	for _, o := range out {
+		streams[o.Stream] = true
+	}
+	if k.result(0).Scored() && h.Streams > 1 && len(streams) < 2 {
+		t.Errorf("every record in stream %q of %d: keys do not spread", out[0].Stream, h.Streams)
+	}
+}
+
+func suiteWriteDoesNotRetainTheRecord(t *testing.T, k kind, open opener) {
+	w, h := open(t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var r consumer.Result // one Result reused, as the processing loop does
+	var want []*consumer.Result
+	for i := range 50 {
+		src := k.result(i)
+		post := append(r.Score.Posterior[:0], src.Score.Posterior...)
+		raw := append(r.Raw[:0], src.Raw...)
+		r = *src
+		r.Score.Posterior, r.Raw = post, raw
+		if err := w.write(ctx, &r); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+		want = append(want, k.result(i))
+	}
+	if err := errors.Join(w.flush(ctx), h.Close(ctx)); err != nil {
+		t.Fatal(err)
+	}
+	checkOutput(t, k, h, h.ReadBack(t, len(want)), want)
+}
+
+func suiteSameRecordSameBytes(t *testing.T, k kind, open opener) {
+	w, h := open(t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	r := k.result(4)
+	for range 3 {
+		if err := w.write(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	out := h.ReadBack(t, 3)
+	checkOutput(t, k, h, out, []*consumer.Result{r, r, r})
+	for _, o := range out[1:] {
+		if !bytes.Equal(o.Value, out[0].Value) || !bytes.Equal(o.Key, out[0].Key) || fmt.Sprint(o.Headers) != fmt.Sprint(out[0].Headers) {
+			t.Fatalf("re-emitted record differs:\n%+v\n%+v", o, out[0])
+		}
+	}
+}
+
+func suiteFlushWithNothingPending(t *testing.T, k kind, open opener) {
+	w, h := open(t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := errors.Join(w.flush(ctx), w.flush(ctx)); err != nil {
+		t.Fatalf("Flush of an empty writer: %v", err)
+	}
+	if err := w.write(ctx, k.result(0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(w.flush(ctx), w.flush(ctx)); err != nil {
+		t.Fatalf("Flush, Flush: %v", err)
+	}
+	if got := h.Delivered(); got != 1 {
+		t.Fatalf("%d delivered after a second Flush, want 1", got)
+	}
+	if err := h.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkOutput(t, k, h, h.ReadBack(t, 1), []*consumer.Result{k.result(0)})
+}
+
+func suiteCloseFlushes(t *testing.T, k kind, open opener) {
+	w, h := open(t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var want []*consumer.Result
+	for i := range 25 {
+		want = append(want, k.result(i))
+		if err := w.write(ctx, want[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.Close(ctx); err != nil { // no Flush
+		t.Fatalf("Close: %v", err)
+	}
+	if got := h.Delivered(); got != uint64(len(want)) {
+		t.Fatalf("after Close, %d of %d records delivered", got, len(want))
+	}
+	checkOutput(t, k, h, h.ReadBack(t, len(want)), want)
+}
+
+func suiteCloseIsIdempotentAndFinal(t *testing.T, k kind, open opener) {
+	w, h := open(t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := w.write(ctx, k.result(0)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := h.Close(ctx); err != nil {
+			t.Fatalf("Close %d: %v", i+1, err)
+		}
+	}
+	if err := w.write(ctx, k.result(1)); !errors.Is(err, h.ErrClosed) {
+		t.Fatalf("write after Close = %v, want %v", err, h.ErrClosed)
+	}
+	// Flush after Close has nothing left to do: it may say so with
+	// ErrClosed, or succeed, but it must return.
+	if err := w.flush(ctx); err != nil && !errors.Is(err, h.ErrClosed) {
+		t.Fatalf("Flush after Close = %v, want nil or %v", err, h.ErrClosed)
+	}
+	checkOutput(t, k, h, h.ReadBack(t, 1), []*consumer.Result{k.result(0)})
+}
+
+func suiteCancelledContext(t *testing.T, k kind, open opener) {
+	// A write or flush with a cancelled context returns at once,
+	// having either taken the record (it is then delivered like any
+	// other) or refused it with the context's error (it is then not
+	// written at all): never a lost or half-written record.
+	w, h := open(t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cancelled, cancelNow := context.WithCancel(ctx)
+	cancelNow()
+	var want []*consumer.Result
+	for i := range 20 {
+		r := k.result(i)
+		var err error
+		if i%2 == 1 {
+			err = w.write(cancelled, r)
+		} else {
+			err = w.write(ctx, r)
+		}
+		switch {
+		case err == nil:
 			want = append(want, r)
-			if got := h.Delivered(); got > uint64(i+1) {
-				t.Fatalf("after %d writes, %d delivered", i+1, got)
+		case errors.Is(err, context.Canceled):
+		default:
+			t.Fatalf("write %d with a cancelled context = %v, want nil or context.Canceled", i, err)
+		}
+		if i == 10 {
+			if err := w.flush(cancelled); err != nil && !errors.Is(err, context.Canceled) {
+				t.Fatalf("Flush with a cancelled context = %v, want nil or context.Canceled", err)
 			}
 		}
-		if err := w.flush(ctx); err != nil {
-			t.Fatalf("Flush: %v", err)
-		}
-		if got := h.Delivered(); got != n {
-			t.Fatalf("after Flush, %d of %d records delivered", got, n)
-		}
-		if err := h.Close(ctx); err != nil {
-			t.Fatalf("Close: %v", err)
-		}
-		out := h.ReadBack(t, n)
-		checkOutput(t, k, h, out, want)
-		streams := map[string]bool{}
-		for _, o := range out {
-			streams[o.Stream] = true
-		}
-		if k.result(0).Scored() && h.Streams > 1 && len(streams) < 2 {
-			t.Errorf("every record in stream %q of %d: keys do not spread", out[0].Stream, h.Streams)
-		}
-	})
-
-	t.Run("write does not retain the record", func(t *testing.T) {
-		w, h := open(t)
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		var r consumer.Result // one Result reused, as the processing loop does
-		var want []*consumer.Result
-		for i := range 50 {
-			src := k.result(i)
-			post := append(r.Score.Posterior[:0], src.Score.Posterior...)
-			raw := append(r.Raw[:0], src.Raw...)
-			r = *src
-			r.Score.Posterior, r.Raw = post, raw
-			if err := w.write(ctx, &r); err != nil {
-				t.Fatalf("write %d: %v", i, err)
-			}
-			want = append(want, k.result(i))
-		}
-		if err := errors.Join(w.flush(ctx), h.Close(ctx)); err != nil {
-			t.Fatal(err)
-		}
-		checkOutput(t, k, h, h.ReadBack(t, len(want)), want)
-	})
-
-	t.Run("same record, same bytes", func(t *testing.T) {
-		w, h := open(t)
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		r := k.result(4)
-		for range 3 {
-			if err := w.write(ctx, r); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := h.Close(ctx); err != nil {
-			t.Fatal(err)
-		}
-		out := h.ReadBack(t, 3)
-		checkOutput(t, k, h, out, []*consumer.Result{r, r, r})
-		for _, o := range out[1:] {
-			if !bytes.Equal(o.Value, out[0].Value) || !bytes.Equal(o.Key, out[0].Key) || fmt.Sprint(o.Headers) != fmt.Sprint(out[0].Headers) {
-				t.Fatalf("re-emitted record differs:\n%+v\n%+v", o, out[0])
-			}
-		}
-	})
-
-	t.Run("flush with nothing pending", func(t *testing.T) {
-		w, h := open(t)
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		if err := errors.Join(w.flush(ctx), w.flush(ctx)); err != nil {
-			t.Fatalf("Flush of an empty writer: %v", err)
-		}
-		if err := w.write(ctx, k.result(0)); err != nil {
-			t.Fatal(err)
-		}
-		if err := errors.Join(w.flush(ctx), w.flush(ctx)); err != nil {
-			t.Fatalf("Flush, Flush: %v", err)
-		}
-		if got := h.Delivered(); got != 1 {
-			t.Fatalf("%d delivered after a second Flush, want 1", got)
-		}
-		if err := h.Close(ctx); err != nil {
-			t.Fatal(err)
-		}
-		checkOutput(t, k, h, h.ReadBack(t, 1), []*consumer.Result{k.result(0)})
-	})
-
-	t.Run("close flushes", func(t *testing.T) {
-		w, h := open(t)
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		var want []*consumer.Result
-		for i := range 25 {
-			want = append(want, k.result(i))
-			if err := w.write(ctx, want[i]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := h.Close(ctx); err != nil { // no Flush
-			t.Fatalf("Close: %v", err)
-		}
-		if got := h.Delivered(); got != uint64(len(want)) {
-			t.Fatalf("after Close, %d of %d records delivered", got, len(want))
-		}
-		checkOutput(t, k, h, h.ReadBack(t, len(want)), want)
-	})
-
-	t.Run("close is idempotent and final", func(t *testing.T) {
-		w, h := open(t)
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		if err := w.write(ctx, k.result(0)); err != nil {
-			t.Fatal(err)
-		}
-		for i := range 3 {
-			if err := h.Close(ctx); err != nil {
-				t.Fatalf("Close %d: %v", i+1, err)
-			}
-		}
-		if err := w.write(ctx, k.result(1)); !errors.Is(err, h.ErrClosed) {
-			t.Fatalf("write after Close = %v, want %v", err, h.ErrClosed)
-		}
-		// Flush after Close has nothing left to do: it may say so with
-		// ErrClosed, or succeed, but it must return.
-		if err := w.flush(ctx); err != nil && !errors.Is(err, h.ErrClosed) {
-			t.Fatalf("Flush after Close = %v, want nil or %v", err, h.ErrClosed)
-		}
-		checkOutput(t, k, h, h.ReadBack(t, 1), []*consumer.Result{k.result(0)})
-	})
-
-	t.Run("cancelled context", func(t *testing.T) {
-		// A write or flush with a cancelled context returns at once,
-		// having either taken the record (it is then delivered like any
-		// other) or refused it with the context's error (it is then not
-		// written at all): never a lost or half-written record.
-		w, h := open(t)
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		cancelled, cancelNow := context.WithCancel(ctx)
-		cancelNow()
-		var want []*consumer.Result
-		for i := range 20 {
-			r := k.result(i)
-			var err error
-			if i%2 == 1 {
-				err = w.write(cancelled, r)
-			} else {
-				err = w.write(ctx, r)
-			}
-			switch {
-			case err == nil:
-				want = append(want, r)
-			case errors.Is(err, context.Canceled):
-			default:
-				t.Fatalf("write %d with a cancelled context = %v, want nil or context.Canceled", i, err)
-			}
-			if i == 10 {
-				if err := w.flush(cancelled); err != nil && !errors.Is(err, context.Canceled) {
-					t.Fatalf("Flush with a cancelled context = %v, want nil or context.Canceled", err)
-				}
-			}
-		}
-		if err := w.flush(ctx); err != nil {
-			t.Fatalf("Flush after a cancelled one: %v", err)
-		}
-		if got := h.Delivered(); got != uint64(len(want)) {
-			t.Fatalf("%d delivered, %d writes accepted", got, len(want))
-		}
-		if err := h.Close(ctx); err != nil {
-			t.Fatal(err)
-		}
-		checkOutput(t, k, h, h.ReadBack(t, len(want)), want)
-	})
+	}
+	if err := w.flush(ctx); err != nil {
+		t.Fatalf("Flush after a cancelled one: %v", err)
+	}
+	if got := h.Delivered(); got != uint64(len(want)) {
+		t.Fatalf("%d delivered, %d writes accepted", got, len(want))
+	}
+	if err := h.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkOutput(t, k, h, h.ReadBack(t, len(want)), want)
 }
 
 // checkOutput checks that out holds exactly want: every record once, with
