@@ -154,7 +154,7 @@ func TestReasonOfModelError(t *testing.T) {
 
 func TestEventModelHidesEvaluationFields(t *testing.T) {
 	ev := Event{User: "u", Item: "i", TS: 5, HasTS: true, Kind: "click", DwellMS: 10, HasDwell: true, Rating: 3, HasRating: true, Truth: TruthNoise}
-	want := online.Event{User: "u", Item: "i", Rating: 3, DwellMS: 10, HasDwell: true}
+	want := online.Event{User: "u", Item: "i", Rating: 3, DwellMS: 10, HasDwell: true, Kind: "click"}
 	if got := ev.Model(); got != want {
 		t.Fatalf("Model() = %+v, want %+v", got, want)
 	}

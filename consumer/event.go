@@ -45,12 +45,13 @@ type Event struct {
 // OutputFields are the names of the fields a scored record adds to its
 // input's. An input member of one of these names is replaced, not
 // repeated (scoring a scored stream again gives one p_clean per record).
-var OutputFields = []string{"reliability", "p_clean", "clean_posterior", "label", "distilled", "model_version", "source"}
+var OutputFields = []string{"weight", "reliability", "p_clean", "clean_posterior", "label", "distilled", "model_version", "source"}
 
-// Model returns the event as the model sees it: ids, rating and dwell. The
-// timestamp, kind and ground truth are deliberately left out.
+// Model returns the event as the model sees it: ids, rating, dwell and
+// event type. The timestamp and the ground truth are left out (the truth
+// is never given to the model).
 func (e *Event) Model() online.Event {
-	ev := online.Event{User: e.User, Item: e.Item, DwellMS: e.DwellMS, HasDwell: e.HasDwell}
+	ev := online.Event{User: e.User, Item: e.Item, DwellMS: e.DwellMS, HasDwell: e.HasDwell, Kind: e.Kind}
 	if e.HasRating {
 		ev.Rating = e.Rating
 	}

@@ -122,6 +122,9 @@ type Config struct {
 	NoisyHeadTrainsEmbeddings bool `json:"noisy_head_trains_embeddings" yaml:"noisy_head_trains_embeddings"`
 	// NoGMM fixes the weight w to 1 (ablation).
 	NoGMM bool `json:"no_gmm" yaml:"no_gmm"`
+	// NoContext leaves the event's dwell and type out of the weight
+	// (ablation): Score.Weight is then p_clean.
+	NoContext bool `json:"no_context,omitempty" yaml:"no_context"`
 	// NoTransition fixes T̂ to the identity (ablation).
 	NoTransition bool `json:"no_transition" yaml:"no_transition"`
 }

@@ -13,8 +13,9 @@ import (
 // its primitives, and every part encodes and decodes its own fields.
 
 // EncodingVersion is the version of the binary model encoding WriteTo
-// writes. ReadModel reads this version only.
-const EncodingVersion = 1
+// writes. ReadModel reads it and every earlier one: version 1 has no
+// context section (its models start with empty context statistics).
+const EncodingVersion = 2
 
 var modelMagic = [8]byte{'R', 'G', 'B', 'T', 'M', 'O', 'D', 'L'}
 
@@ -45,6 +46,7 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 	e.section("GMMX", m.mixture.encodeGMM)
 	e.section("WIND", m.mixture.encodeWindow)
 	e.section("COOC", func(e *encoder) { e.u8(m.cooc.kind()); m.cooc.encode(e) })
+	e.section("CTXT", m.context.encode)
 	if m.popular.items != nil {
 		e.section("POPR", m.popular.encode)
 	}
@@ -101,7 +103,7 @@ func ReadModel(r io.Reader) (*Model, error) {
 	if l, ok := r.(Lener); ok {
 		d.avail = int64(l.Len())
 	}
-	cfg, err := d.header()
+	cfg, version, err := d.header()
 	if err != nil {
 		return nil, err
 	}
@@ -127,6 +129,10 @@ func ReadModel(r io.Reader) (*Model, error) {
 	m.mixture.decodeWindow(d, cfg.GMMWindow)
 	d.section("COOC")
 	m.decodeCooccurrence(d)
+	if version >= 2 {
+		d.section("CTXT")
+		m.context.decode(d)
+	}
 	m.users.checkRecent(d, m.items.len())
 	if m.popular.items != nil {
 		d.section("POPR")
@@ -142,14 +148,15 @@ func ReadModel(r io.Reader) (*Model, error) {
 }
 
 // header reads the magic, the version and the configuration.
-func (d *decoder) header() (Config, error) {
+func (d *decoder) header() (Config, uint32, error) {
 	var magic [8]byte
 	d.read(magic[:])
 	if d.err == nil && magic != modelMagic {
-		return Config{}, fmt.Errorf("%w: bad magic", ErrCorrupt)
+		return Config{}, 0, fmt.Errorf("%w: bad magic", ErrCorrupt)
 	}
-	if v := d.u32(); d.err == nil && v != EncodingVersion {
-		return Config{}, fmt.Errorf("%w: encoding version %d, this build reads %d", ErrCorrupt, v, EncodingVersion)
+	version := d.u32()
+	if d.err == nil && (version < 1 || version > EncodingVersion) {
+		return Config{}, 0, fmt.Errorf("%w: encoding version %d, this build reads 1 to %d", ErrCorrupt, version, EncodingVersion)
 	}
 	d.section("CONF")
 	if d.err == nil && d.left > 1<<20 {
@@ -166,9 +173,9 @@ func (d *decoder) header() (Config, error) {
 		}
 	}
 	if d.err != nil {
-		return Config{}, d.err
+		return Config{}, 0, d.err
 	}
-	return cfg.WithDefaults(), nil
+	return cfg.WithDefaults(), version, nil
 }
 
 // randomSource reads the section's bytes into src.

@@ -18,6 +18,9 @@ type Event struct {
 	// set, and only in dwell mode.
 	DwellMS  int64
 	HasDwell bool
+	// Kind is the event type ("click", "view", "purchase", ...); "" when
+	// absent. Only the context part reads it.
+	Kind string
 	// Weight scales what the model learns from the observed interaction
 	// (not from its sampled negatives); 0 means 1. A downstream trainer
 	// uses it to weight events by a reliability score. Negative or
@@ -35,6 +38,11 @@ type Score struct {
 	// PClean is the posterior that the observed label is the clean one:
 	// f_y T_yy / sum_k f_k T_ky.
 	PClean float64
+	// Weight is the score to train on: the posterior that the event is
+	// genuine given everything the model reads, p_clean combined with the
+	// evidence of the event's dwell and type (context.go). Without them,
+	// or in a Plain model, it equals PClean.
+	Weight float64
 	// Posterior is f(x), the clean-class posterior (K values). Step reuses
 	// its backing array when its capacity is at least K.
 	Posterior []float64

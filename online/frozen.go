@@ -33,6 +33,7 @@ func (m *Model) FrozenCopy(dst *Model) *Model {
 	dst.classifier.copyFrom(&m.classifier)
 	dst.noisyHead.copyFrom(&m.noisyHead)
 	dst.mixture.copyFrom(&m.mixture)
+	dst.context = m.context
 	dst.schedule.copyFrom(&m.schedule)
 	if len(dst.scratch.identity) != len(m.scratch.identity) { // Summary reads it
 		dst.scratch.identity = append(dst.scratch.identity[:0], m.scratch.identity...)

@@ -23,6 +23,7 @@ type Model struct {
 	transition transition
 	cooc       cooccurrence
 	mixture    mixture
+	context    contextModel // dwell and event type as evidence (context.go)
 	schedule   schedule
 
 	// A frozen copy (FrozenCopy) supports WriteTo and Summary only.
@@ -206,9 +207,16 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	if err != nil {
 		return err
 	}
+	context := contextOf(&ev, m.cfg.Mode)
+	if m.useContext() {
+		sc.Weight = m.context.weight(sc.PClean, context)
+	}
 
 	// 2. Learn.
 	ok := m.learnEvent(u, i, y, ev.Weight, sc, x0, x1)
+	if ok && m.useContext() {
+		m.context.learn(context, sc.Weight)
+	}
 	m.remember(u, i)
 	m.schedule.events++
 	if m.schedule.events%uint64(m.cfg.RefitEvery) == 0 {
@@ -220,6 +228,10 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	}
 	return nil
 }
+
+// useContext reports whether the context part turns p_clean into the
+// weight.
+func (m *Model) useContext() bool { return !m.cfg.NoContext && !m.cfg.Plain }
 
 // useGMM reports whether the mixture weighs events.
 func (m *Model) useGMM() bool { return !m.cfg.NoGMM && !m.cfg.Plain }
@@ -236,6 +248,7 @@ func (m *Model) score(u, i int32, y int, sc *Score) (x0, x1 float64, err error) 
 	copy(sc.Posterior, s.f)
 	sc.Label = y
 	sc.PClean = pClean(s.f, s.t, m.k, y)
+	sc.Weight = sc.PClean // Step adds the context's evidence
 	sc.Loss = -math.Log(math.Max(s.f[y], probFloor))
 	if !m.cfg.Plain {
 		sc.Loss = -math.Log(math.Max(s.noisy[y], probFloor))
@@ -256,7 +269,7 @@ func (m *Model) score(u, i int32, y int, sc *Score) (x0, x1 float64, err error) 
 		for j := range sc.Posterior {
 			sc.Posterior[j] = 1 / float64(m.k)
 		}
-		sc.PClean, sc.Reliability, sc.Loss, sc.Distilled = 0.5, 0.5, math.Log(float64(m.k)), -1
+		sc.PClean, sc.Weight, sc.Reliability, sc.Loss, sc.Distilled = 0.5, 0.5, 0.5, math.Log(float64(m.k)), -1
 		return 0, 0, fmt.Errorf("score event: %w", ErrNumerical)
 	}
 	m.schedule.observe(s.t)

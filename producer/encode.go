@@ -44,6 +44,8 @@ func AppendScored(dst []byte, r *consumer.Result) []byte {
 		dst = append(dst, ev.Extra...)
 	}
 	sc := &r.Score
+	dst = append(dst, `,"weight":`...)
+	dst = appendFloat(dst, sc.Weight)
 	dst = append(dst, `,"reliability":`...)
 	dst = appendFloat(dst, sc.Reliability)
 	dst = append(dst, `,"p_clean":`...)

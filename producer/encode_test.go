@@ -24,10 +24,10 @@ func TestAppendScored(t *testing.T) {
 				Pos: input.Position{File: "in.jsonl", Line: 42},
 				Event: consumer.Event{User: "u1", Item: "i9", TS: 1700000000000, HasTS: true, Kind: "click",
 					DwellMS: 8300, HasDwell: true, Rating: 4, HasRating: true, Truth: "noise"},
-				Score: online.Score{Reliability: 0.93, PClean: 1.0 / 3, Posterior: []float64{2.0 / 3, 1.0 / 3}, Label: 1, Distilled: -1, Version: 41},
+				Score: online.Score{Weight: 0.25, Reliability: 0.93, PClean: 1.0 / 3, Posterior: []float64{2.0 / 3, 1.0 / 3}, Label: 1, Distilled: -1, Version: 41},
 			},
 			want: `{"user":"u1","item":"i9","ts":1700000000000,"event":"click","dwell_ms":8300,"rating":4,"truth":"noise",` +
-				`"reliability":0.93,"p_clean":0.3333333333333333,"clean_posterior":[0.6666666666666666,0.3333333333333333],` +
+				`"weight":0.25,"reliability":0.93,"p_clean":0.3333333333333333,"clean_posterior":[0.6666666666666666,0.3333333333333333],` +
 				`"label":1,"distilled":null,"model_version":41,"source":{"file":"in.jsonl","line":42}}`,
 		},
 		{
@@ -35,9 +35,9 @@ func TestAppendScored(t *testing.T) {
 			r: consumer.Result{
 				Pos:   input.Position{Topic: "clicks", Partition: 3, Offset: 1234},
 				Event: consumer.Event{User: "u", Item: "i", HasTS: true, HasDwell: true, HasRating: true},
-				Score: online.Score{Reliability: 1, PClean: 1e-7, Posterior: []float64{0, 1, 0}, Label: 2, Distilled: 0},
+				Score: online.Score{Weight: 1e-7, Reliability: 1, PClean: 1e-7, Posterior: []float64{0, 1, 0}, Label: 2, Distilled: 0},
 			},
-			want: `{"user":"u","item":"i","ts":0,"dwell_ms":0,"rating":0,"reliability":1,"p_clean":1e-07,"clean_posterior":[0,1,0],` +
+			want: `{"user":"u","item":"i","ts":0,"dwell_ms":0,"rating":0,"weight":1e-07,"reliability":1,"p_clean":1e-07,"clean_posterior":[0,1,0],` +
 				`"label":2,"distilled":0,"model_version":0,"source":{"topic":"clicks","partition":3,"offset":1234}}`,
 		},
 		{
@@ -45,9 +45,9 @@ func TestAppendScored(t *testing.T) {
 			r: consumer.Result{
 				Pos:   input.Position{File: "f", Line: 2},
 				Event: consumer.Event{User: "u", Item: "i", Truth: "noise", Extra: []byte(`"session_id":"s1","page" : 3e0`)},
-				Score: online.Score{Reliability: 0.5, PClean: 0.25, Distilled: -1},
+				Score: online.Score{Weight: 0.25, Reliability: 0.5, PClean: 0.25, Distilled: -1},
 			},
-			want: `{"user":"u","item":"i","truth":"noise","session_id":"s1","page" : 3e0,"reliability":0.5,"p_clean":0.25,"clean_posterior":[],` +
+			want: `{"user":"u","item":"i","truth":"noise","session_id":"s1","page" : 3e0,"weight":0.25,"reliability":0.5,"p_clean":0.25,"clean_posterior":[],` +
 				`"label":0,"distilled":null,"model_version":0,"source":{"file":"f","line":2}}`,
 		},
 		{
@@ -55,9 +55,9 @@ func TestAppendScored(t *testing.T) {
 			r: consumer.Result{
 				Pos:   input.Position{File: "a\"b", Line: 1},
 				Event: consumer.Event{User: "q\"\\\n\t\x01é\u2028", Item: "bad\xffutf8"},
-				Score: online.Score{Reliability: math.NaN(), PClean: math.Inf(1), Distilled: -1},
+				Score: online.Score{Weight: math.NaN(), Reliability: math.NaN(), PClean: math.Inf(1), Distilled: -1},
 			},
-			want: `{"user":"q\"\\\n\t\u0001é\u2028","item":"bad\ufffdutf8","reliability":null,"p_clean":null,"clean_posterior":[],` +
+			want: `{"user":"q\"\\\n\t\u0001é\u2028","item":"bad\ufffdutf8","weight":null,"reliability":null,"p_clean":null,"clean_posterior":[],` +
 				`"label":0,"distilled":null,"model_version":0,"source":{"file":"a\"b","line":1}}`,
 		},
 	}

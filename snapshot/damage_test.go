@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"strings"
 	"testing"
@@ -92,7 +93,7 @@ func TestReadRejectsBadFiles(t *testing.T) {
 		{"bare model encoding", onlineModel, ErrBadMagic, ""},
 		{"magic prefix only", magic[:5], ErrTruncated, ""},
 		{"header only", header(1), ErrTruncated, ""},
-		{"newer version", append(header(2), good[headerLen:]...), ErrUnsupportedVersion, "format version 2"},
+		{"newer version", append(header(FormatVersion+1), good[headerLen:]...), ErrUnsupportedVersion, fmt.Sprintf("format version %d", FormatVersion+1)},
 		{"far newer version", append(header(0xFFFFFFFF), good[headerLen:]...), ErrUnsupportedVersion, "4294967295"},
 		{"version 0", append(header(0), good[headerLen:]...), ErrUnsupportedVersion, "format version 0"},
 		{"damaged version", func() []byte { b := bytes.Clone(good); b[13] ^= 1; return b }(), ErrChecksum, "header"},

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -64,7 +65,7 @@ func TestInspect(t *testing.T) {
 	if r.Model.GMM.Fitted {
 		gmm = "(reliable)"
 	}
-	for _, want := range []string{"x.snap", "snapshot v1", "version 2500", "clicks", "mean T̂", "clean 4", "obs 4",
+	for _, want := range []string{"x.snap", fmt.Sprintf("snapshot v%d", FormatVersion), "version 2500", "clicks", "mean T̂", "clean 4", "obs 4",
 		gmm, "embedding norms", "users", "items", "mode=rating", "checkpoint generation 7"} {
 		if !strings.Contains(txt.String(), want) {
 			t.Errorf("text report lacks %q:\n%s", want, txt.String())

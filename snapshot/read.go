@@ -37,6 +37,7 @@ type Snapshot struct {
 // version adds an entry and keeps the old ones (see FORMAT.md).
 var readers = map[uint32]func(*reader, *Snapshot) error{
 	1: readV1,
+	2: readV1, // the frames of version 1; the model inside is encoding 2 (context statistics)
 }
 
 // Read reads a snapshot of any supported format version from r, verifying

@@ -217,12 +217,19 @@ func origin(m Meta) string {
 	return strings.Join(parts, ", ")
 }
 
-// configPairs lists the configuration as json_name=value, in field order.
+// configPairs lists the configuration as json_name=value, in field order,
+// leaving out zero values of fields the encoding omits when empty (as the
+// model's own JSON does), so that a model from before such a field
+// renders as it did.
 func configPairs(c online.Config) []string {
 	v := reflect.ValueOf(c)
 	out := make([]string, 0, v.NumField())
 	for i := range v.NumField() {
-		out = append(out, fmt.Sprintf("%s=%v", jsonName(v.Type().Field(i)), v.Field(i).Interface()))
+		f := v.Type().Field(i)
+		if strings.Contains(f.Tag.Get("json"), ",omitempty") && v.Field(i).IsZero() {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s=%v", jsonName(f), v.Field(i).Interface()))
 	}
 	return out
 }

@@ -91,3 +91,29 @@ func AveragePrecision(scores []float64, positive []bool) (float64, error) {
 	}
 	return sum / float64(p), nil
 }
+
+// ECE is the expected calibration error of probabilities p against the
+// outcomes genuine, over bins equal-width bins of [0, 1]: the mean, over
+// events, of |mean probability − share genuine| of each event's bin. It
+// also returns the per-bin mean probability, share genuine and count (the
+// reliability diagram). A calibrated score has ECE near 0.
+func ECE(p []float64, genuine []bool, bins int) (ece float64, meanP, share []float64, count []int) {
+	meanP, share, count = make([]float64, bins), make([]float64, bins), make([]int, bins)
+	for i, v := range p {
+		b := min(max(int(v*float64(bins)), 0), bins-1)
+		meanP[b] += v
+		if genuine[i] {
+			share[b]++
+		}
+		count[b]++
+	}
+	for b := range bins {
+		if count[b] == 0 {
+			continue
+		}
+		ece += math.Abs(meanP[b]-share[b]) / float64(len(p))
+		meanP[b] /= float64(count[b])
+		share[b] /= float64(count[b])
+	}
+	return ece, meanP, share, count
+}

@@ -222,3 +222,22 @@ func TestROCAUCMatchesGonum(t *testing.T) {
 		}
 	}
 }
+
+// TestECE on data with a known answer: probabilities that match the
+// outcome shares exactly have ECE 0; a constant 0.9 on a 50/50 set has 0.4.
+func TestECE(t *testing.T) {
+	var p []float64
+	var g []bool
+	for i := range 100 {
+		p = append(p, 0.25, 0.75)
+		g = append(g, i%4 == 0, i%4 != 0)
+	}
+	if e, _, _, _ := ECE(p, g, 10); math.Abs(e) > 1e-12 {
+		t.Errorf("calibrated: ECE %v, want 0", e)
+	}
+	p, g = []float64{0.9, 0.9, 0.9, 0.9}, []bool{true, false, true, false}
+	e, meanP, share, count := ECE(p, g, 10)
+	if math.Abs(e-0.4) > 1e-12 || count[9] != 4 || math.Abs(meanP[9]-0.9) > 1e-12 || share[9] != 0.5 {
+		t.Errorf("over-confident: ECE %v, bin 9 (%v, %v, %d), want 0.4, (0.9, 0.5, 4)", e, meanP[9], share[9], count[9])
+	}
+}

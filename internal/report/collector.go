@@ -23,6 +23,7 @@ type Collector struct {
 	withoutTruth uint64
 	noShadow     uint64 // events with truth but no baseline score
 	genuine      []bool
+	weight       []float64
 	pClean       []float64
 	reliability  []float64
 	negLoss      []float64 // −(baseline loss); valid where hasShadow
@@ -51,6 +52,7 @@ func (c *Collector) Write(ctx context.Context, r *consumer.Result) error {
 			c.counts[k] = append(c.counts[k], v)
 		}
 		c.genuine = append(c.genuine, g)
+		c.weight = append(c.weight, r.Score.Weight)
 		c.pClean = append(c.pClean, r.Score.PClean)
 		c.reliability = append(c.reliability, r.Score.Reliability)
 		c.negLoss = append(c.negLoss, -r.Shadow.Loss)

@@ -18,6 +18,7 @@ import (
 // nil value means the metric is undefined (one class only, no baseline
 // model, or too few dwell times).
 type Metrics struct {
+	Weight         *float64 `json:"weight"`
 	PClean         *float64 `json:"p_clean"`
 	Reliability    *float64 `json:"reliability"`
 	LossBaseline   *float64 `json:"loss_baseline"`
@@ -43,6 +44,13 @@ func (m *Metrics) baseline(name string) **float64 {
 	}
 	panic("report: unknown baseline " + name)
 }
+
+// RecommendedScore names the score to train on, the output's weight: the
+// model's posterior that an event is genuine given all it reads.
+const RecommendedScore = "weight"
+
+// eceBins is the number of bins of the calibration error.
+const eceBins = 10
 
 // minDwellShare is the share of events that must carry dwell_ms for the
 // dwell baseline to be reported.
@@ -75,6 +83,12 @@ type Report struct {
 
 	AUC   Metrics `json:"auc"`    // ROC-AUC, genuine = positive
 	PRAUC Metrics `json:"pr_auc"` // average precision, genuine = positive
+	// RecommendedScore is the key of auc and pr_auc that holds the score
+	// to train on: the output's weight field.
+	RecommendedScore string `json:"recommended_score"`
+	// ECE is the expected calibration error (10 bins) of the scores that
+	// are probabilities: weight and p_clean.
+	ECE map[string]float64 `json:"ece"`
 	// BestBaseline names the baseline with the highest ROC-AUC ("" when
 	// none is defined); BaselineDirection says, per baseline reported,
 	// whether a higher or a lower value was taken as genuine.
@@ -136,6 +150,13 @@ func Build(in Inputs) Report {
 		} else {
 			r.Noise++
 		}
+	}
+	r.RecommendedScore = RecommendedScore
+	r.AUC.Weight, r.PRAUC.Weight = metrics(c.weight, c.genuine)
+	if len(c.genuine) > 0 {
+		r.ECE = map[string]float64{}
+		r.ECE["weight"], _, _, _ = ECE(c.weight, c.genuine, eceBins)
+		r.ECE["p_clean"], _, _, _ = ECE(c.pClean, c.genuine, eceBins)
 	}
 	r.AUC.PClean, r.PRAUC.PClean = metrics(c.pClean, c.genuine)
 	r.AUC.Reliability, r.PRAUC.Reliability = metrics(c.reliability, c.genuine)
@@ -243,6 +264,7 @@ func (r *Report) PrintAs(w io.Writer, command string) error {
 	row := func(name string, auc, ap *float64) {
 		fmt.Fprintf(&b, "  %-16s %8s %8s\n", name, num(auc), num(ap))
 	}
+	fmt.Fprintf(&b, "  %-16s %8s %8s  (recommended: train on it; calibration error %.3f)\n", "weight", num(r.AUC.Weight), num(r.PRAUC.Weight), r.ECE["weight"])
 	row("p_clean", r.AUC.PClean, r.PRAUC.PClean)
 	row("reliability", r.AUC.Reliability, r.PRAUC.Reliability)
 	for _, name := range baselineNames {

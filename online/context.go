@@ -1,0 +1,194 @@
+package online
+
+import "math"
+
+// The context part: what an event carries beside (user, item) that the
+// classifier cannot see, turned into evidence about whether the event is
+// genuine. Two features today, both of an observed event only:
+//
+//   - log(1 + dwell_ms), a Gaussian per class, left out (marginalised) when
+//     the event has no dwell: a missing dwell is never read as zero;
+//   - the event type ("click", "view", ...), a categorical per class over
+//     typeBuckets hashed buckets.
+//
+// The two classes are anchored by the classifier: an event's prior of being
+// genuine is its p_clean, and the class-conditional densities are fitted by
+// online EM from the posterior, with statistics that decay over about
+// contextWindow events. The genuine class is by construction the one the
+// classifier calls clean, so no feature's direction is assumed (long dwell
+// = genuine is learned, not written in) and the classes cannot swap. The
+// posterior, Score.Weight, is p_clean updated by the evidence:
+// logit(weight) = logit(p_clean) + Σ log p(c | genuine) / p(c | noise).
+const (
+	// contextWindow is the number of events the statistics decay over.
+	contextWindow = 5000
+	// contextMinMass is the decayed mass each class needs in a feature
+	// before the feature counts as evidence.
+	contextMinMass = 50
+	// typeBuckets is the number of hashed event-type buckets.
+	typeBuckets = 16
+	// contextClamp bounds a feature's log-likelihood ratio, so that one
+	// outlying value cannot decide an event alone.
+	contextClamp = 8.0
+	// pCleanFloor keeps logit(p_clean) finite.
+	pCleanFloor = 1e-6
+	// varianceFloor keeps a class's dwell variance positive.
+	varianceFloor = 1e-3
+)
+
+// contextModel holds the decayed sufficient statistics of the two classes
+// (index 0: noise, 1: genuine).
+type contextModel struct {
+	dwellMass, dwellSum, dwellSquares [2]float64
+	typeMass                          [2][typeBuckets]float64
+	typeTotal                         [2]float64
+}
+
+// contextFeatures is what the context part reads of one event.
+type contextFeatures struct {
+	logDwell float64
+	hasDwell bool
+	bucket   int // -1: no event type
+}
+
+// features extracts the context of ev. Dwell is left out in dwell mode,
+// where it is the label itself.
+func contextOf(ev *Event, mode string) contextFeatures {
+	c := contextFeatures{bucket: -1}
+	if ev.HasDwell && ev.DwellMS >= 0 && mode != ModeDwell {
+		c.logDwell, c.hasDwell = math.Log1p(float64(ev.DwellMS)), true
+	}
+	if ev.Kind != "" {
+		c.bucket = int(fnv32(ev.Kind) % typeBuckets)
+	}
+	return c
+}
+
+// fnv32 is FNV-1a over s: a fixed hash, so buckets do not depend on the
+// process.
+func fnv32(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= 16777619
+	}
+	return h
+}
+
+// weight returns the posterior that the event is genuine given its p_clean
+// and its context.
+func (c *contextModel) weight(pClean float64, x contextFeatures) float64 {
+	p := math.Min(math.Max(pClean, pCleanFloor), 1-pCleanFloor)
+	return sigmoid(math.Log(p/(1-p)) + c.evidence(x))
+}
+
+// evidence is the log-likelihood ratio, genuine against noise, of x.
+func (c *contextModel) evidence(x contextFeatures) float64 {
+	llr := 0.0
+	if x.hasDwell && c.dwellMass[0] >= contextMinMass && c.dwellMass[1] >= contextMinMass {
+		var lp [2]float64
+		for k := range lp {
+			mean := c.dwellSum[k] / c.dwellMass[k]
+			v := math.Max(c.dwellSquares[k]/c.dwellMass[k]-mean*mean, 0) + varianceFloor
+			d := x.logDwell - mean
+			lp[k] = -0.5*math.Log(v) - 0.5*d*d/v
+		}
+		llr += clampAbs(lp[1]-lp[0], contextClamp)
+	}
+	if b := x.bucket; b >= 0 && c.typeTotal[0] >= contextMinMass && c.typeTotal[1] >= contextMinMass {
+		// Laplace-smoothed categorical of each class.
+		p1 := (c.typeMass[1][b] + 1) / (c.typeTotal[1] + typeBuckets)
+		p0 := (c.typeMass[0][b] + 1) / (c.typeTotal[0] + typeBuckets)
+		llr += clampAbs(math.Log(p1/p0), contextClamp)
+	}
+	return llr
+}
+
+// learn adds x with posterior w of being genuine (the EM step), after
+// decaying what was there.
+func (c *contextModel) learn(x contextFeatures, w float64) {
+	const keep = 1 - 1.0/contextWindow
+	for k, r := range [2]float64{1 - w, w} {
+		if x.hasDwell {
+			c.dwellMass[k] = keep*c.dwellMass[k] + r
+			c.dwellSum[k] = keep*c.dwellSum[k] + r*x.logDwell
+			c.dwellSquares[k] = keep*c.dwellSquares[k] + r*x.logDwell*x.logDwell
+		}
+		if x.bucket >= 0 {
+			for b := range c.typeMass[k] {
+				c.typeMass[k][b] *= keep
+			}
+			c.typeMass[k][x.bucket] += r
+			c.typeTotal[k] = keep*c.typeTotal[k] + r
+		}
+	}
+}
+
+// finite reports whether every statistic is finite.
+func (c *contextModel) finite() bool {
+	s := 0.0
+	for k := range 2 {
+		s += c.dwellMass[k] + c.dwellSum[k] + c.dwellSquares[k] + c.typeTotal[k]
+		for _, v := range c.typeMass[k] {
+			s += v
+		}
+	}
+	return !math.IsNaN(s) && !math.IsInf(s, 0)
+}
+
+// encode writes the statistics: f64[2] dwell mass, f64[2] dwell sum, f64[2]
+// dwell squares, f64[2·typeBuckets] type mass, f64[2] type total.
+func (c *contextModel) encode(e *encoder) {
+	for k := range 2 {
+		e.f64(c.dwellMass[k])
+	}
+	for k := range 2 {
+		e.f64(c.dwellSum[k])
+	}
+	for k := range 2 {
+		e.f64(c.dwellSquares[k])
+	}
+	for k := range 2 {
+		for _, v := range c.typeMass[k] {
+			e.f64(v)
+		}
+	}
+	for k := range 2 {
+		e.f64(c.typeTotal[k])
+	}
+}
+
+// decode reads what encode writes.
+func (c *contextModel) decode(d *decoder) {
+	for k := range 2 {
+		c.dwellMass[k] = d.f64()
+	}
+	for k := range 2 {
+		c.dwellSum[k] = d.f64()
+	}
+	for k := range 2 {
+		c.dwellSquares[k] = d.f64()
+	}
+	for k := range 2 {
+		for b := range c.typeMass[k] {
+			c.typeMass[k][b] = d.f64()
+		}
+	}
+	for k := range 2 {
+		c.typeTotal[k] = d.f64()
+	}
+	if d.err == nil && !c.finite() {
+		d.fail("context statistics not finite")
+	}
+}
+
+func clampAbs(v, limit float64) float64 { return math.Max(-limit, math.Min(limit, v)) }
+
+// sigmoid is the logistic function, stable for large |z|.
+func sigmoid(z float64) float64 {
+	if z >= 0 {
+		return 1 / (1 + math.Exp(-z))
+	}
+	e := math.Exp(z)
+	return e / (1 + e)
+}

@@ -1,0 +1,134 @@
+package online
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// contextStream draws n events of which a share noise is noise. Genuine
+// events have log-dwell ~ N(genuineMean, 0.5) and type "click"; noisy ones
+// N(noiseMean, 0.5) and type "click" or "view" evenly. The prior (the
+// classifier's p_clean) is weakly informative: 0.75 for genuine events,
+// 0.65 for noise.
+func contextStream(n int, noise, genuineMean, noiseMean float64, seed uint64) (xs []contextFeatures, prior []float64, genuine []bool) {
+	r := rand.New(rand.NewPCG(seed, 1))
+	for range n {
+		g := r.Float64() >= noise
+		mean, p, kind := genuineMean, 0.75, "click"
+		if !g {
+			mean, p = noiseMean, 0.65
+			if r.IntN(2) == 0 {
+				kind = "view"
+			}
+		}
+		dwell := int64(math.Expm1(mean + 0.5*r.NormFloat64()))
+		xs = append(xs, contextOf(&Event{DwellMS: max(dwell, 0), HasDwell: true, Kind: kind}, ModeBinary))
+		prior = append(prior, p)
+		genuine = append(genuine, g)
+	}
+	return xs, prior, genuine
+}
+
+// run scores each event (test-then-train) and returns the weights and the
+// share of pairs (genuine, noise) ranked right over the second half.
+func runContext(xs []contextFeatures, prior []float64, genuine []bool) (weights []float64, auc float64) {
+	var c contextModel
+	for i, x := range xs {
+		w := c.weight(prior[i], x)
+		weights = append(weights, w)
+		c.learn(x, w)
+	}
+	half := len(xs) / 2
+	var right, pairs float64
+	for i := half; i < len(xs); i += 7 {
+		for j := half; j < len(xs); j += 11 {
+			if genuine[i] && !genuine[j] {
+				pairs++
+				switch {
+				case weights[i] > weights[j]:
+					right++
+				case weights[i] == weights[j]:
+					right += 0.5
+				}
+			}
+		}
+	}
+	return weights, right / pairs
+}
+
+// TestContextLearnsEitherDirection: the dwell of genuine events is long in
+// one stream and short in the other. The prior is flat but for a weak
+// anchor on one event in five; the anchored mixture learns the direction
+// from it in both streams (none is assumed), so the weight ranks genuine
+// events above noise.
+func TestContextLearnsEitherDirection(t *testing.T) {
+	for _, tc := range []struct {
+		name                   string
+		genuineMean, noiseMean float64
+	}{
+		{"long dwell genuine", 10, 7},
+		{"short dwell genuine", 7, 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			xs, prior, genuine := contextStream(20000, 0.2, tc.genuineMean, tc.noiseMean, 3)
+			for i := range prior {
+				prior[i] = 0.7 // an uninformative prior: only the context can rank
+				if i%5 == 0 {
+					prior[i] = map[bool]float64{true: 0.75, false: 0.65}[genuine[i]] // a weak anchor on a fifth
+				}
+			}
+			_, auc := runContext(xs, prior, genuine)
+			if auc < 0.9 {
+				t.Errorf("ROC-AUC of the weight %.3f, want ≥ 0.9", auc)
+			}
+		})
+	}
+}
+
+// TestContextKnownMeans: on a stream with known class-conditional dwell,
+// the statistics converge to the classes' means.
+func TestContextKnownMeans(t *testing.T) {
+	xs, prior, genuine := contextStream(30000, 0.2, 10, 7, 5)
+	var c contextModel
+	for i, x := range xs {
+		c.learn(x, c.weight(prior[i], x))
+	}
+	_ = genuine
+	for k, want := range []float64{7, 10} {
+		if got := c.dwellSum[k] / c.dwellMass[k]; math.Abs(got-want) > 0.3 {
+			t.Errorf("class %d: mean log dwell %.3f, want %.1f ± 0.3", k, got, want)
+		}
+	}
+	// The event type: noise is half "view", genuine never.
+	view := contextOf(&Event{Kind: "view"}, ModeBinary)
+	if e := c.evidence(view); e > -1 {
+		t.Errorf("evidence of a view %.3f, want clearly negative (noise)", e)
+	}
+}
+
+// TestContextNeutralWithout: an event without dwell or type gets exactly
+// its p_clean; an empty model gives p_clean too; dwell mode never reads
+// dwell (it is the label there).
+func TestContextNeutralWithout(t *testing.T) {
+	xs, prior, _ := contextStream(5000, 0.2, 10, 7, 7)
+	var c contextModel
+	if w := c.weight(0.8, xs[0]); math.Abs(w-0.8) > 1e-12 {
+		t.Errorf("empty statistics: weight %v, want p_clean 0.8", w)
+	}
+	for i, x := range xs {
+		c.learn(x, c.weight(prior[i], x))
+	}
+	bare := contextOf(&Event{}, ModeBinary)
+	if w := c.weight(0.8, bare); math.Abs(w-0.8) > 1e-12 {
+		t.Errorf("no dwell, no type: weight %v, want p_clean 0.8", w)
+	}
+	if x := contextOf(&Event{DwellMS: 5, HasDwell: true}, ModeDwell); x.hasDwell {
+		t.Error("dwell mode reads dwell as context")
+	}
+	for _, p := range []float64{0, 1, 1e-300} {
+		if w := c.weight(p, xs[1]); math.IsNaN(w) || w < 0 || w > 1 {
+			t.Errorf("p_clean %v: weight %v", p, w)
+		}
+	}
+}
