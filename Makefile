@@ -8,7 +8,7 @@ BIN     := bin/denoiser
 LAB     := bin/denoiser-lab
 OUT     ?= out
 
-.PHONY: build demo test test-short bench fuzz kafka-start kafka-stop clean eval
+.PHONY: build demo test test-short bench fuzz kafka-start kafka-stop clean eval check-monitoring
 
 # Two binaries: the service (run, replay, snapshot) and the lab (demo,
 # eval, gen, convert), so that the service links neither plotting nor the
@@ -37,11 +37,22 @@ eval: build
 	$(LAB) eval recommend --data $(DATA) --out $(RESULTS) --report $(RESULTS)/recommend.json
 	$(LAB) eval detect --data $(DATA) --out $(RESULTS) --report $(RESULTS)/detect.json
 
-# The whole suite, bounded fuzzing included.
+# The whole suite, bounded fuzzing included; the alert rules too when
+# promtool is installed (Debian: apt-get install prometheus; .ci/run does).
+PROMTOOL ?= promtool
 test:
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 30m ./...
 	$(MAKE) fuzz FUZZTIME=10s
+	@if command -v $(PROMTOOL) >/dev/null 2>&1; then $(MAKE) check-monitoring; \
+	else echo "$(PROMTOOL) not found: check-monitoring skipped"; fi
+
+# The Prometheus alert rules (docs/monitoring): syntax and their unit tests.
+# That the dashboard and the rules query only exported metrics is checked
+# by go test ./service (TestMonitoringMatchesMetrics).
+check-monitoring:
+	$(PROMTOOL) check rules docs/monitoring/alerts.yml
+	$(PROMTOOL) test rules docs/monitoring/alerts_test.yml
 
 test-short:
 	$(GO) test -short -count=1 ./...

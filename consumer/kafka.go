@@ -194,7 +194,8 @@ type PartitionLag struct {
 	// Next is the next offset Next will return.
 	Next int64
 	// HighWatermark is the partition's end, from the last fetch (-1 before
-	// the first).
+	// the first), or from the broker's offsets every second while the
+	// fetcher waits for the model.
 	HighWatermark int64
 }
 
@@ -453,14 +454,46 @@ func (s *KafkaSource) fetch(genCtx context.Context, p int, committed int64) {
 					break
 				}
 			}
+			f := fetched{partition: p, offset: rec.Offset, value: v, null: rec.Value == nil}
 			select {
-			case s.recs <- fetched{partition: p, offset: rec.Offset, value: v, null: rec.Value == nil}:
-			case <-ctx.Done():
-				return
-			case <-s.stop:
-				return
+			case s.recs <- f:
+			default:
+				if !s.send(ctx, p, f) {
+					return
+				}
 			}
 			off = rec.Offset + 1
+		}
+	}
+}
+
+// hwmRefresh is how often a fetcher waiting for room in the buffer (the
+// model is behind) asks the broker for the high watermark, so that the lag
+// keeps growing while the records wait rather than freezing at the last
+// fetch.
+const hwmRefresh = time.Second
+
+// send waits until f has room in the buffer, refreshing the high
+// watermark of p every hwmRefresh meanwhile. It returns false when the
+// generation ends or fetching stops.
+func (s *KafkaSource) send(ctx context.Context, p int, f fetched) bool {
+	t := time.NewTimer(hwmRefresh)
+	defer t.Stop()
+	for {
+		select {
+		case s.recs <- f:
+			return true
+		case <-ctx.Done():
+			return false
+		case <-s.stop:
+			return false
+		case <-t.C:
+			if h, err := s.resolve(ctx, p, kafka.LastOffset); err == nil {
+				s.mu.Lock()
+				s.mu.hwm[p] = max(s.mu.hwm[p], h)
+				s.mu.Unlock()
+			}
+			t.Reset(hwmRefresh)
 		}
 	}
 }

@@ -14,7 +14,8 @@ import (
 
 // metrics are the service's Prometheus metrics, all named denoiser_*. The
 // per-record ones are updated on the model goroutine; the model's summary,
-// the partition lag and the checkpoint age are read at scrape time.
+// the consumer lag, the checkpoint age and readiness are read at scrape
+// time.
 type metrics struct {
 	consumed     prometheus.Counter
 	scored       prometheus.Counter
@@ -36,6 +37,7 @@ type metrics struct {
 		summary    *online.Summary
 		lastSaved  time.Time // last successful checkpoint
 		restoredAt time.Time
+		ready      func() (bool, string) // nil: not ready (the service is being built)
 	}
 }
 
@@ -152,6 +154,13 @@ func (m *metrics) setSummary(s online.Summary) {
 	m.mu.Unlock()
 }
 
+// readiness sets what denoiser_ready reports (Service.Ready).
+func (m *metrics) readiness(ready func() (bool, string)) {
+	m.mu.Lock()
+	m.mu.ready = ready
+	m.mu.Unlock()
+}
+
 func (m *metrics) saved(at time.Time) {
 	m.mu.Lock()
 	m.mu.lastSaved = at
@@ -165,13 +174,15 @@ type scrapeCollector struct {
 }
 
 var (
-	descLag = prometheus.NewDesc("denoiser_partition_lag",
-		"Records in an assigned input partition not yet read by the model (high watermark - next offset).",
+	descLag = prometheus.NewDesc("denoiser_consumer_lag",
+		"Records in an assigned input partition not yet read: the high watermark of the last fetch minus the next offset.",
 		[]string{"topic", "partition"}, nil)
 	descNext = prometheus.NewDesc("denoiser_partition_next_offset",
 		"Next input offset the model reads, per assigned partition.", []string{"topic", "partition"}, nil)
 	descAssigned = prometheus.NewDesc("denoiser_partitions_assigned",
 		"Input partitions assigned to this member.", nil, nil)
+	descReady = prometheus.NewDesc("denoiser_ready",
+		"1 when the service is ready (/readyz answers 200), else 0.", nil, nil)
 	descAge = prometheus.NewDesc("denoiser_checkpoint_age_seconds",
 		"Seconds since the last committed checkpoint (since the start while there is none).", nil, nil)
 	descVersion = prometheus.NewDesc("denoiser_model_events",
@@ -199,7 +210,7 @@ var (
 )
 
 func (c *scrapeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLag, descNext, descAssigned, descAge, descVersion, descUsers, descItems,
+	for _, d := range []*prometheus.Desc{descLag, descNext, descAssigned, descReady, descAge, descVersion, descUsers, descItems,
 		descShare, descRho, descRefits, descFitted, descReliable, descWeight, descMean, descTransition} {
 		ch <- d
 	}
@@ -223,8 +234,15 @@ func (c *scrapeCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	c.m.mu.Lock()
-	s, last, start := c.m.mu.summary, c.m.mu.lastSaved, c.m.mu.restoredAt
+	s, last, start, ready := c.m.mu.summary, c.m.mu.lastSaved, c.m.mu.restoredAt, c.m.mu.ready
 	c.m.mu.Unlock()
+	isReady := 0.0
+	if ready != nil {
+		if ok, _ := ready(); ok {
+			isReady = 1
+		}
+	}
+	gauge(descReady, isReady)
 	if last.IsZero() {
 		last = start
 	}

@@ -197,6 +197,7 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Service, err error) 
 	s.cp = newCheckpointer(s.store, s.model, s.src, s.m, log.With("component", "checkpoint"),
 		cfg.Checkpoint.EveryEvents, k.RequestTimeout, positions)
 	cleanup = append(cleanup, func() error { s.cp.close(); return nil })
+	s.m.readiness(s.Ready)
 
 	if opts.LiveSnapshots != nil {
 		if s.live, err = NewLiveSnapshots(s, *opts.LiveSnapshots); err != nil {

@@ -236,7 +236,7 @@ func TestEndToEnd(t *testing.T) {
 		"denoiser_reliability_count 3000",
 		`denoiser_events_dead_lettered_total{reason="not_json"} 0`, "denoiser_checkpoints_total",
 		"denoiser_checkpoint_duration_seconds_bucket", "denoiser_checkpoint_age_seconds",
-		`denoiser_partition_lag{partition="0",topic="` + in + `"} 0`, "denoiser_distilled_share",
+		`denoiser_consumer_lag{partition="0",topic="` + in + `"} 0`, "denoiser_ready 1", "denoiser_distilled_share",
 		"denoiser_gmm_refits_total", `denoiser_gmm_component_mean{component="0",feature="score"}`,
 		`denoiser_mean_transition{clean="1",observed="1"}`, "go_goroutines",
 	} {
