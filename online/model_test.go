@@ -314,7 +314,8 @@ func TestConfigValidate(t *testing.T) {
 }
 
 // BenchmarkStep measures one event (score, then learn) in binary mode,
-// d=32, 4 negatives, on a warm model, without I/O.
+// d=32, 4 negatives, with dwell and an event type, on a warm model,
+// without I/O.
 func BenchmarkStep(b *testing.B) {
 	for _, cfg := range []struct {
 		name string
@@ -332,7 +333,9 @@ func BenchmarkStep(b *testing.B) {
 			evs := make([]Event, 1<<16)
 			for j := range evs {
 				u := r.IntN(2000)
-				evs[j] = Event{User: fmt.Sprint("u", u), Item: fmt.Sprint("i", (u%10)*100+r.IntN(100))}
+				// Every context feature on: dwell and an event type.
+				evs[j] = Event{User: fmt.Sprint("u", u), Item: fmt.Sprint("i", (u%10)*100+r.IntN(100)),
+					DwellMS: int64(r.IntN(120000)), HasDwell: true, Kind: [...]string{"click", "view", "cart"}[r.IntN(3)]}
 			}
 			var sc Score
 			for j := 0; j < 3*len(evs); j++ { // warm: past warm-up, GMM fitted
