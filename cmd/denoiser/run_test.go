@@ -547,3 +547,35 @@ func TestRunLiveSnapshotAndFromSnapshot(t *testing.T) {
 		t.Fatalf("second instance's checkpoint: version %d, %v, %v; want 600", cp.Version, ok, err)
 	}
 }
+
+// TestRunHelpIsWrapped: `denoiser run --help` exits 0 and no line of it is
+// wider than 80 columns.
+func TestRunHelpIsWrapped(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"run", "--help"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	help := stdout.String() + stderr.String()
+	for _, line := range strings.Split(help, "\n") {
+		if len([]rune(line)) > 80 {
+			t.Errorf("line of %d columns: %q", len([]rune(line)), line)
+		}
+	}
+	for _, want := range []string{"--set PATH=VALUE", "--print-config", "kafka.brokers", "model.dim"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("help lacks %q", want)
+		}
+	}
+}
+
+// TestRunUsageErrorHasNoSuffix: a configuration error is printed without a
+// trailing ": usage", and exits with 2.
+func TestRunUsageErrorHasNoSuffix(t *testing.T) {
+	var stderr bytes.Buffer
+	if code := run(context.Background(), []string{"run", "--brokers", "b:1", "--input-topic", "t"}, &bytes.Buffer{}, &stderr); code != 2 {
+		t.Fatalf("exit %d, want 2", code)
+	}
+	if s := strings.TrimSpace(stderr.String()); strings.HasSuffix(s, ": usage") || !strings.HasPrefix(s, "denoiser: run: ") {
+		t.Fatalf("stderr %q", s)
+	}
+}
