@@ -189,6 +189,8 @@ func (c Config) Validate() error {
 		return fieldError("kafka.heartbeat_interval", "must be positive and shorter than kafka.session_timeout", "1s")
 	case k.RebalanceTimeout < time.Second:
 		return fieldError("kafka.rebalance_timeout", "must be at least 1s", "10s")
+	case k.StartupTimeout < 0:
+		return fieldError("kafka.startup_timeout", "must not be negative (0s: keep trying)", "2m")
 	case k.RequestTimeout < 100*time.Millisecond:
 		return fieldError("kafka.request_timeout", "must be at least 100ms", "5s")
 	case k.BatchSize < 1:

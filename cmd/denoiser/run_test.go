@@ -579,3 +579,28 @@ func TestRunUsageErrorHasNoSuffix(t *testing.T) {
 		t.Fatalf("stderr %q", s)
 	}
 }
+
+// TestRunStartupTimeout: with no reachable broker and kafka.startup_timeout
+// set, `denoiser run` exits with 1 and says why, within the bound.
+func TestRunStartupTimeout(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	var stderr bytes.Buffer
+	args := []string{"run", "--brokers", addr, "--input-topic", "clicks", "--state-dir", t.TempDir(), "--http", "off",
+		"--set", "kafka.startup_timeout=2s", "--set", "kafka.request_timeout=1s"}
+	start := time.Now()
+	code := run(context.Background(), args, &bytes.Buffer{}, &stderr)
+	took := time.Since(start)
+	if code != 1 || took > 10*time.Second {
+		t.Fatalf("exit %d after %v, want 1 within 10s; stderr:\n%s", code, took, stderr.String())
+	}
+	last := strings.TrimSpace(stderr.String())
+	last = last[strings.LastIndex(last, "\n")+1:]
+	if !strings.HasPrefix(last, "denoiser: run: ") || !strings.Contains(last, "could not join the consumer group within kafka.startup_timeout (2s)") {
+		t.Fatalf("last line %q does not say that the brokers could not be reached in time", last)
+	}
+}
