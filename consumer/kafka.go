@@ -25,6 +25,15 @@ const (
 // ErrSourceClosed is returned by Next after Close.
 var ErrSourceClosed = errors.New("source closed")
 
+// ErrNotJoined is returned by Next when the source could not join the
+// consumer group within StartupTimeout, or when the broker refuses the
+// session timeout; the message says why.
+var ErrNotJoined = errors.New("could not join the consumer group")
+
+// maxJoinBackoff bounds the wait between two failed attempts to reach the
+// brokers and join the group; the waits start at 1s and double.
+const maxJoinBackoff = 30 * time.Second
+
 // KafkaConfig configures a KafkaSource. Zero values mean the default written
 // in each field's comment; WithDefaults applies them.
 //
@@ -68,6 +77,11 @@ type KafkaConfig struct {
 	// RequestTimeout bounds every group request (join, sync, heartbeat,
 	// commit, leave) and every dial (default 5s).
 	RequestTimeout time.Duration `yaml:"request_timeout"`
+	// StartupTimeout, if positive, is how long the source may take to
+	// reach the brokers and join the group the first time; then Next
+	// returns ErrNotJoined (default 0: it keeps trying, with waits that
+	// double up to 30s).
+	StartupTimeout time.Duration `yaml:"startup_timeout"`
 	// RetryBackoff is the longest wait between two failed fetches of a
 	// partition; waits start at 50 ms and double (default 2s).
 	RetryBackoff time.Duration `yaml:"-"`
@@ -125,7 +139,7 @@ func (c KafkaConfig) Validate() error {
 	case c.FetchMaxBytes < 0, c.Buffer < 0:
 		return errors.New("kafka source: FetchMaxBytes and Buffer must not be negative")
 	case c.FetchMaxWait < 0, c.SessionTimeout < 0, c.HeartbeatInterval < 0, c.RebalanceTimeout < 0,
-		c.RequestTimeout < 0, c.RetryBackoff < 0:
+		c.RequestTimeout < 0, c.RetryBackoff < 0, c.StartupTimeout < 0:
 		return errors.New("kafka source: durations must not be negative")
 	}
 	d := c.WithDefaults()
@@ -162,6 +176,9 @@ type KafkaSource struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup // the group loop and commits
+
+	failed  chan struct{} // closed when failErr is set: the source cannot go on
+	failErr error
 
 	closeOnce sync.Once
 	closed    chan struct{} // closed when Close has finished
@@ -249,6 +266,7 @@ func NewKafkaSource(cfg KafkaConfig) (*KafkaSource, error) {
 		stop:    make(chan struct{}),
 		drained: make(chan struct{}),
 		closed:  make(chan struct{}),
+		failed:  make(chan struct{}),
 		ctx:     ctx,
 		cancel:  cancel,
 	}
@@ -264,19 +282,52 @@ func NewKafkaSource(cfg KafkaConfig) (*KafkaSource, error) {
 	return s, nil
 }
 
-// run follows the group's generations until Close.
+// run follows the group's generations until Close. A failed join is
+// retried after a wait that doubles from 1s up to maxJoinBackoff: kafka-go
+// tries again 1s after a failure but holds the result until Next is
+// called, so the wait here paces the attempts.
 func (s *KafkaSource) run() {
 	defer s.wg.Done()
-	for {
-		gen, err := s.group.Next(s.ctx)
+	joinCtx, cancel := s.ctx, context.CancelFunc(func() {})
+	if s.cfg.StartupTimeout > 0 {
+		joinCtx, cancel = context.WithTimeout(s.ctx, s.cfg.StartupTimeout)
+	}
+	defer func() { cancel() }()
+	var wait time.Duration
+	var lastErr error
+	for attempt := 1; ; attempt++ {
+		gen, err := s.group.Next(joinCtx)
 		if s.ctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
 			return
 		}
-		if err != nil {
-			// The group retries by itself (joining again after a backoff).
-			s.log.Warn("consumer group: cannot join yet", "err", err)
+		if err != nil && joinCtx.Err() != nil {
+			s.fail(fmt.Errorf("%w within kafka.startup_timeout (%v) from %s: %v", ErrNotJoined, s.cfg.StartupTimeout, strings.Join(s.cfg.Brokers, ","), lastErr))
+			return
+		}
+		if errors.Is(err, kafka.InvalidSessionTimeout) {
+			s.fail(fmt.Errorf("%w: the broker refuses kafka.session_timeout %v: it must lie within the broker's group.min.session.timeout.ms and group.max.session.timeout.ms (6s and 30m by default); set it to at least 6s, such as 10s", ErrNotJoined, s.cfg.SessionTimeout))
+			return
+		}
+		if errors.Is(err, kafka.RebalanceInProgress) {
+			s.log.Debug("consumer group: rebalance in progress", "err", err)
 			continue
 		}
+		if err != nil {
+			lastErr = err
+			wait = min(max(2*wait, time.Second), maxJoinBackoff)
+			s.log.Warn("consumer group: cannot reach the brokers or join the group; retrying", "err", err, "attempt", attempt, "retry_in", wait)
+			select {
+			case <-time.After(wait):
+			case <-joinCtx.Done():
+			}
+			continue
+		}
+		if wait > 0 || attempt > 1 {
+			s.log.Info("consumer group: joined", "attempts", attempt)
+		}
+		wait, attempt = 0, 0
+		cancel() // the startup timeout is for the first join only
+		joinCtx, cancel = s.ctx, func() {}
 		var parts []int
 		for _, pa := range gen.Assignments[s.cfg.Topic] {
 			parts = append(parts, pa.ID)
@@ -291,6 +342,13 @@ func (s *KafkaSource) run() {
 			gen.Start(func(ctx context.Context) { s.fetch(ctx, pa.ID, pa.Offset) })
 		}
 	}
+}
+
+// fail makes Next return err: the source cannot go on.
+func (s *KafkaSource) fail(err error) {
+	s.log.Error("consumer group: giving up", "err", err)
+	s.failErr = err
+	close(s.failed)
 }
 
 // enter registers a fetcher that may send records; false once stopping.
@@ -540,6 +598,8 @@ func (s *KafkaSource) Next(ctx context.Context) (Message, error) {
 			}
 		case <-s.ctx.Done():
 			return Message{}, ErrSourceClosed
+		case <-s.failed:
+			return Message{}, s.failErr
 		case <-ctx.Done():
 			return Message{}, ctx.Err()
 		}

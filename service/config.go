@@ -1,17 +1,14 @@
 package service
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
-
-	"gopkg.in/yaml.v3"
 
 	"denoiser/consumer"
 	"denoiser/online"
@@ -21,7 +18,9 @@ import (
 // Config is the configuration of `denoiser run`: a YAML file (see
 // docs/operations.md for a complete example), then DENOISER_* environment
 // variables, then flags. The zero value of every field means the default
-// written in its comment.
+// written in its comment; Layers.Load refuses a zero written out in the
+// file, a variable or a flag where the default is not zero, since it
+// would silently mean that default.
 type Config struct {
 	Kafka      KafkaConfig      `yaml:"kafka"`
 	Checkpoint CheckpointConfig `yaml:"checkpoint"`
@@ -190,6 +189,8 @@ func (c Config) Validate() error {
 		return fieldError("kafka.heartbeat_interval", "must be positive and shorter than kafka.session_timeout", "1s")
 	case k.RebalanceTimeout < time.Second:
 		return fieldError("kafka.rebalance_timeout", "must be at least 1s", "10s")
+	case k.StartupTimeout < 0:
+		return fieldError("kafka.startup_timeout", "must not be negative (0s: keep trying)", "2m")
 	case k.RequestTimeout < 100*time.Millisecond:
 		return fieldError("kafka.request_timeout", "must be at least 100ms", "5s")
 	case k.BatchSize < 1:
@@ -224,6 +225,10 @@ func (c Config) Validate() error {
 	if err := (producer.KafkaConfig{Brokers: k.Brokers, Topic: k.OutputTopic, Compression: k.Compression}).Validate(); err != nil {
 		return fieldError("kafka.compression", fmt.Sprintf("%q is not none, gzip, snappy, lz4 or zstd", k.Compression), "none")
 	}
+	if m := c.Model.WithDefaults(); m.Mode != online.ModeRating && m.Classes != 0 && m.Classes != m.K() {
+		return fieldError("model.classes", fmt.Sprintf("%d, but only rating mode reads it: %s mode has %d classes", m.Classes, m.Mode, m.K()),
+			strconv.Itoa(m.K()))
+	}
 	if err := c.Model.Validate(); err != nil {
 		return fmt.Errorf("%w: model: %w; fix the model section of the config file, the DENOISER_MODEL_* variable or --set model.FIELD=VALUE", ErrConfig, err)
 	}
@@ -231,23 +236,28 @@ func (c Config) Validate() error {
 }
 
 // LoadConfig reads a YAML file into a Config. Unknown keys are errors, so
-// that a typo does not silently fall back to a default. An empty path
+// that a typo does not silently fall back to a default; every wrong line
+// is reported, each naming its setting and what to write. An empty path
 // gives the zero Config.
 func LoadConfig(path string) (Config, error) {
-	var c Config
+	c, _, err := loadConfig(path)
+	return c, err
+}
+
+// loadConfig is LoadConfig, and the settings the file sets.
+func loadConfig(path string) (c Config, set []string, err error) {
 	if path == "" {
-		return c, nil
+		return c, nil, nil
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return c, fmt.Errorf("read config: %w", err)
+		return c, nil, fmt.Errorf("read config: %w", err)
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return c, fmt.Errorf("%w: parse %s: %w", ErrConfig, path, err)
+	set, err = c.decodeYAML(b)
+	if err != nil {
+		return c, set, fmt.Errorf("%w: %s: %w", ErrConfig, path, err)
 	}
-	return c, nil
+	return c, set, nil
 }
 
 // EnvPrefix starts the environment variables that override the config.
@@ -298,49 +308,20 @@ func walk(t reflect.Type, prefix string, fn func(path string, index []int)) {
 }
 
 // Set sets the field at a dotted yaml path from its text form: strings as
-// they are, lists comma-separated (or a YAML flow list "[a, b]"), numbers,
-// booleans and durations ("250ms") as in YAML.
+// they are, lists comma-separated (or a YAML flow list "[a, b]"), integers
+// (3.5 is an error, not 3), numbers, booleans and durations ("250ms").
 func (c *Config) Set(path, value string) error {
-	var index []int
-	walk(reflect.TypeOf(Config{}), "", func(p string, idx []int) {
-		if p == path {
-			index = idx
+	l, ok := findLeaf(path)
+	if !ok {
+		section, key, found := strings.Cut(path, ".")
+		if _, isSection := keysUnder(section); !found || !isSection {
+			section, key = "", path
 		}
-	})
-	if index == nil {
-		return fmt.Errorf("%w: unknown setting %q (known: %s)", ErrConfig, path, strings.Join(Paths(), ", "))
+		return fmt.Errorf("%w: unknown setting %q: %s", ErrConfig, path, unknownKey(section, key))
 	}
-	f := reflect.ValueOf(c).Elem().FieldByIndex(index)
-	if err := setValue(f, value); err != nil {
-		return fmt.Errorf("%w: %s = %q: %w", ErrConfig, path, value, err)
+	if err := setValue(reflect.ValueOf(c).Elem().FieldByIndex(l.index), path, value); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrConfig, path, err)
 	}
-	return nil
-}
-
-func setValue(f reflect.Value, value string) error {
-	switch {
-	case f.Kind() == reflect.String:
-		f.SetString(value)
-		return nil
-	case f.Kind() == reflect.Slice && !strings.HasPrefix(strings.TrimSpace(value), "["):
-		s := reflect.MakeSlice(f.Type(), 0, 4)
-		if strings.TrimSpace(value) != "" {
-			for _, part := range strings.Split(value, ",") {
-				e := reflect.New(f.Type().Elem()).Elem()
-				if err := setValue(e, strings.TrimSpace(part)); err != nil {
-					return err
-				}
-				s = reflect.Append(s, e)
-			}
-		}
-		f.Set(s)
-		return nil
-	}
-	p := reflect.New(f.Type())
-	if err := yaml.Unmarshal([]byte(value), p.Interface()); err != nil {
-		return fmt.Errorf("not a %s", f.Type())
-	}
-	f.Set(p.Elem())
 	return nil
 }
 
@@ -348,6 +329,12 @@ func setValue(f reflect.Value, value string) error {
 // ("KEY=value" entries, as os.Environ returns). It returns the DENOISER_*
 // variables that name no field, so that the caller can warn about them.
 func (c *Config) ApplyEnv(environ []string) (unknown []string, err error) {
+	unknown, _, err = c.applyEnv(environ)
+	return unknown, err
+}
+
+// applyEnv is ApplyEnv, and the settings it set.
+func (c *Config) applyEnv(environ []string) (unknown, set []string, err error) {
 	known := map[string]string{}
 	for _, p := range Paths() {
 		known[EnvName(p)] = p
@@ -363,8 +350,9 @@ func (c *Config) ApplyEnv(environ []string) (unknown []string, err error) {
 			continue
 		}
 		if err := c.Set(path, v); err != nil {
-			return unknown, fmt.Errorf("environment %s: %w", k, err)
+			return unknown, set, fmt.Errorf("environment %s: %w", k, err)
 		}
+		set = append(set, path)
 	}
-	return unknown, nil
+	return unknown, set, nil
 }

@@ -132,7 +132,7 @@ func TestOperationsExample(t *testing.T) {
 	if err := os.WriteFile(path, m[1], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c, err := service.LoadConfig(path)
+	c, _, err := service.Layers{File: path}.Load()
 	if err != nil {
 		t.Fatal(err)
 	}

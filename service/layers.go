@@ -34,17 +34,20 @@ type Layers struct {
 // once it has a logger. Errors wrap ErrConfig, or are the file's I/O
 // errors; every wrong flag and --set is reported, not only the first.
 func (l Layers) Load() (cfg Config, unknownEnv []string, err error) {
-	cfg, err = LoadConfig(l.File)
+	cfg, explicit, err := loadConfig(l.File)
 	if err != nil {
 		return cfg, nil, err
 	}
-	unknownEnv, err = cfg.ApplyEnv(l.Environ)
+	unknownEnv, fromEnv, err := cfg.applyEnv(l.Environ)
 	if err != nil {
 		return cfg, unknownEnv, err
 	}
+	explicit = append(explicit, fromEnv...)
 	var setErr error
 	for _, path := range slices.Sorted(maps.Keys(l.Flags)) {
-		setErr = errors.Join(setErr, cfg.Set(path, l.Flags[path]))
+		err := cfg.Set(path, l.Flags[path])
+		setErr = errors.Join(setErr, err)
+		explicit = append(explicit, path)
 	}
 	for _, s := range l.Sets {
 		path, value, ok := strings.Cut(s, "=")
@@ -53,16 +56,19 @@ func (l Layers) Load() (cfg Config, unknownEnv []string, err error) {
 			continue
 		}
 		setErr = errors.Join(setErr, cfg.Set(path, value))
+		explicit = append(explicit, path)
 	}
-	return cfg, unknownEnv, setErr
+	if setErr != nil {
+		return cfg, unknownEnv, setErr
+	}
+	slices.Sort(explicit)
+	return cfg, unknownEnv, checkExplicitZeros(cfg, slices.Compact(explicit))
 }
 
-// EffectiveYAML is c with every default filled in, the model's included,
-// as YAML: what `denoiser run --print-config` prints.
+// EffectiveYAML is c with every default filled in, the model's included
+// (classes is the K its mode implies: 2 in binary mode), as YAML: what `denoiser run --print-config` prints.
 func (c Config) EffectiveYAML() ([]byte, error) {
-	c = c.WithDefaults()
-	c.Model = c.Model.WithDefaults()
-	b, err := yaml.Marshal(c)
+	b, err := yaml.Marshal(defaultsOf(c))
 	if err != nil {
 		return nil, fmt.Errorf("encode config: %w", err)
 	}

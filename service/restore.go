@@ -28,7 +28,7 @@ func (s *Service) restore(ctx context.Context, initial Initial) ([]input.Positio
 		}
 		s.log.Info("restored checkpoint", "generation", cp.Generation, "model_version", cp.Version,
 			"saved_at", cp.SavedAt, "positions", positionsString(cp.Positions))
-		if want := s.cfg.Model.WithDefaults(); !reflect.DeepEqual(want, s.model.Config()) {
+		if !reflect.DeepEqual(effectiveModel(s.cfg.Model), effectiveModel(s.model.Config())) {
 			s.log.Warn("the restored model keeps its own configuration; the model section of the config is ignored (start with an empty state directory to apply it)")
 		}
 		return cp.Positions, nil

@@ -43,13 +43,17 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	snapshotDir := fs.String("snapshot-dir", "", "`directory` for live snapshots requested at /snapshot (POST writes one there, GET downloads one)")
 	printConfig := fs.Bool("print-config", false, "print the effective configuration as YAML and exit")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: denoiser run [--config FILE] [--set PATH=VALUE]... [flags]\n\n"+
-			"Runs the stream service: consumes the input topic as a member of a consumer group,\n"+
-			"scores every event and writes it to the output topic, bad records to the dead-letter\n"+
-			"topic, with Badger checkpoints and Prometheus metrics. SIGINT/SIGTERM stop it\n"+
-			"gracefully. Settings: the file, then DENOISER_* variables (DENOISER_KAFKA_BROKERS for\n"+
-			"kafka.brokers), then flags. Settings: %s\n\n", strings.Join(service.Paths(), ", "))
-		fs.PrintDefaults()
+		w := fs.Output()
+		fmt.Fprint(w, "usage: denoiser run [--config FILE] [--set PATH=VALUE]... [flags]\n\n")
+		fmt.Fprintln(w, command.Wrap("Runs the stream service: consumes the input topic as a member of a consumer group, "+
+			"scores every event and writes it to the output topic, bad records to the dead-letter topic, "+
+			"with Badger checkpoints and Prometheus metrics. SIGINT/SIGTERM stop it gracefully.", command.HelpWidth, ""))
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, command.Wrap("Settings come from the file, then DENOISER_* variables (DENOISER_KAFKA_BROKERS for "+
+			"kafka.brokers), then flags; docs/operations.md describes each. The settings:", command.HelpWidth, ""))
+		fmt.Fprintln(w, command.Wrap(strings.Join(service.Paths(), ", "), command.HelpWidth, "  "))
+		fmt.Fprint(w, "\nflags:\n")
+		command.PrintFlags(w, fs, command.HelpWidth)
 	}
 	if err := fs.Parse(args); err != nil {
 		return err

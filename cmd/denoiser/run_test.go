@@ -547,3 +547,60 @@ func TestRunLiveSnapshotAndFromSnapshot(t *testing.T) {
 		t.Fatalf("second instance's checkpoint: version %d, %v, %v; want 600", cp.Version, ok, err)
 	}
 }
+
+// TestRunHelpIsWrapped: `denoiser run --help` exits 0 and no line of it is
+// wider than 80 columns.
+func TestRunHelpIsWrapped(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"run", "--help"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	help := stdout.String() + stderr.String()
+	for _, line := range strings.Split(help, "\n") {
+		if len([]rune(line)) > 80 {
+			t.Errorf("line of %d columns: %q", len([]rune(line)), line)
+		}
+	}
+	for _, want := range []string{"--set PATH=VALUE", "--print-config", "kafka.brokers", "model.dim"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("help lacks %q", want)
+		}
+	}
+}
+
+// TestRunUsageErrorHasNoSuffix: a configuration error is printed without a
+// trailing ": usage", and exits with 2.
+func TestRunUsageErrorHasNoSuffix(t *testing.T) {
+	var stderr bytes.Buffer
+	if code := run(context.Background(), []string{"run", "--brokers", "b:1", "--input-topic", "t"}, &bytes.Buffer{}, &stderr); code != 2 {
+		t.Fatalf("exit %d, want 2", code)
+	}
+	if s := strings.TrimSpace(stderr.String()); strings.HasSuffix(s, ": usage") || !strings.HasPrefix(s, "denoiser: run: ") {
+		t.Fatalf("stderr %q", s)
+	}
+}
+
+// TestRunStartupTimeout: with no reachable broker and kafka.startup_timeout
+// set, `denoiser run` exits with 1 and says why, within the bound.
+func TestRunStartupTimeout(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	var stderr bytes.Buffer
+	args := []string{"run", "--brokers", addr, "--input-topic", "clicks", "--state-dir", t.TempDir(), "--http", "off",
+		"--set", "kafka.startup_timeout=2s", "--set", "kafka.request_timeout=1s"}
+	start := time.Now()
+	code := run(context.Background(), args, &bytes.Buffer{}, &stderr)
+	took := time.Since(start)
+	if code != 1 || took > 10*time.Second {
+		t.Fatalf("exit %d after %v, want 1 within 10s; stderr:\n%s", code, took, stderr.String())
+	}
+	last := strings.TrimSpace(stderr.String())
+	last = last[strings.LastIndex(last, "\n")+1:]
+	if !strings.HasPrefix(last, "denoiser: run: ") || !strings.Contains(last, "could not join the consumer group within kafka.startup_timeout (2s)") {
+		t.Fatalf("last line %q does not say that the brokers could not be reached in time", last)
+	}
+}

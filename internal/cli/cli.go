@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // Command is one subcommand's entry point. It parses its own flags from
@@ -49,7 +50,8 @@ func Main(ctx context.Context, name, usage string, commands map[string]Command, 
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.Is(err, ErrUsage):
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		// The sentinel marks the kind of error; its text adds nothing.
+		fmt.Fprintf(stderr, "%s: %s\n", name, strings.TrimSuffix(err.Error(), ": "+ErrUsage.Error()))
 		return 2
 	default:
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)

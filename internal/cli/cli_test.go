@@ -1,0 +1,57 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+)
+
+// TestMainUsageErrorMessage: a usage error prints its message, without the
+// sentinel's ": usage" tail, and exits with 2.
+func TestMainUsageErrorMessage(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		code int
+		want string
+	}{
+		{"usage", fmt.Errorf("run: unexpected arguments [\"x\"]: %w", ErrUsage), 2, "denoiser: run: unexpected arguments [\"x\"]\n"},
+		{"wrapped usage", fmt.Errorf("run: %w: %w", errors.New("configuration: kafka.input_topic: required"), ErrUsage), 2,
+			"denoiser: run: configuration: kafka.input_topic: required\n"},
+		{"failure", errors.New("run: broker gone"), 1, "denoiser: run: broker gone\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := func(context.Context, []string, io.Writer, io.Writer) error { return tc.err }
+			var stderr bytes.Buffer
+			code := Main(context.Background(), "denoiser", "usage\n", map[string]Command{"run": cmd}, []string{"run"}, io.Discard, &stderr)
+			if code != tc.code || stderr.String() != tc.want {
+				t.Fatalf("exit %d, stderr %q; want %d, %q", code, stderr.String(), tc.code, tc.want)
+			}
+		})
+	}
+}
+
+// TestPrintFlagsWraps: flag help is wrapped at the width, every flag named.
+func TestPrintFlagsWraps(t *testing.T) {
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	fs.String("set", "", "override one setting, `PATH=VALUE` (repeatable), e.g. --set kafka.batch_timeout=5ms; "+strings.Repeat("more words here ", 10))
+	fs.Bool("print-config", false, "print the effective configuration as YAML and exit")
+	fs.Int("n", 3, "a number")
+	var b bytes.Buffer
+	PrintFlags(&b, fs, 80)
+	for _, line := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
+		if len(line) > 80 {
+			t.Errorf("line longer than 80: %q", line)
+		}
+	}
+	for _, want := range []string{"--set PATH=VALUE", "--print-config", "--n int", "(default 3)"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, b.String())
+		}
+	}
+}
