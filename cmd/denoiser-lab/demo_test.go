@@ -49,7 +49,10 @@ func TestDemo(t *testing.T) {
 	if d["events"] != float64(replayLines) || d["invalid"] != 2.0 || d["blank"] != 1.0 || d["events_per_sec"].(float64) <= 0 {
 		t.Errorf("demo report: events %v invalid %v blank %v events/s %v", d["events"], d["invalid"], d["blank"], d["events_per_sec"])
 	}
-	for _, k := range []string{"p_clean", "loss_baseline"} {
+	if d["recommended_score"] != "weight" {
+		t.Errorf("recommended_score %v, want weight", d["recommended_score"])
+	}
+	for _, k := range []string{"weight", "p_clean", "loss_baseline", "dwell"} {
 		auc := d["auc"].(map[string]any)[k]
 		if v, ok := auc.(float64); !ok || v <= 0.5 || v >= 1 {
 			t.Errorf("demo ROC-AUC of %s = %v, want in (0.5, 1)", k, auc)

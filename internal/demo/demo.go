@@ -286,6 +286,8 @@ type scored struct {
 	DwellMS     *int64   `json:"dwell_ms"`
 	Rating      *int     `json:"rating"`
 	Truth       string   `json:"truth"`
+	Kind        string   `json:"event"`
+	Weight      *float64 `json:"weight"`
 	Reliability *float64 `json:"reliability"`
 	PClean      *float64 `json:"p_clean"`
 	Distilled   *int     `json:"distilled"`
@@ -319,14 +321,14 @@ func readBack(ctx context.Context, brokers []string, n int, c *report.Collector,
 			return fmt.Errorf("read back %s: %w", m.Pos, err)
 		}
 		r := consumer.Result{Pos: m.Pos}
-		r.Event = consumer.Event{User: s.User, Item: s.Item, Truth: s.Truth}
+		r.Event = consumer.Event{User: s.User, Item: s.Item, Truth: s.Truth, Kind: s.Kind}
 		if s.DwellMS != nil {
 			r.Event.DwellMS, r.Event.HasDwell = *s.DwellMS, true
 		}
 		if s.Rating != nil {
 			r.Event.Rating, r.Event.HasRating = *s.Rating, true
 		}
-		r.Score.Reliability, r.Score.PClean, r.Score.Distilled = orNaN(s.Reliability), orNaN(s.PClean), -1
+		r.Score.Weight, r.Score.Reliability, r.Score.PClean, r.Score.Distilled = orNaN(s.Weight), orNaN(s.Reliability), orNaN(s.PClean), -1
 		if s.Distilled != nil {
 			r.Score.Distilled = *s.Distilled
 		}
