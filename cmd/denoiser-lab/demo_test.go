@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"denoiser/internal/cli"
+	"denoiser/internal/cli/clitest"
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,15 +19,15 @@ import (
 // values.
 func TestDemo(t *testing.T) {
 	dir := t.TempDir()
-	in := replayInput(t, dir)
-	cfg := writeFile(t, filepath.Join(dir, "c.yaml"), smallConfig)
+	in := clitest.ReplayInput(t, dir)
+	cfg := clitest.WriteFile(t, filepath.Join(dir, "c.yaml"), clitest.SmallConfig)
 	var stderr bytes.Buffer
 	demoReport := filepath.Join(dir, "demo.json")
 	args := []string{"demo", "--in", in, "--config", cfg, "--report", demoReport, "--http", "127.0.0.1:0", "--partitions", "2"}
 	if code := run(context.Background(), args, &bytes.Buffer{}, &stderr); code != 0 {
 		t.Fatalf("demo exit %d:\n%s", code, stderr.String())
 	}
-	for _, want := range []string{"embedded Kafka broker", "metrics at http://127.0.0.1:", fmt.Sprintf("demo: %d events scored, 2 invalid", replayLines), "ROC-AUC", "mean T̂"} {
+	for _, want := range []string{"embedded Kafka broker", "metrics at http://127.0.0.1:", fmt.Sprintf("demo: %d events scored, 2 invalid", clitest.ReplayLines), "ROC-AUC", "mean T̂"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, stderr.String())
 		}
@@ -39,14 +39,14 @@ func TestDemo(t *testing.T) {
 	}
 	var d, r map[string]any
 	for p, m := range map[string]*map[string]any{demoReport: &d, replayReport: &r} {
-		if err := json.Unmarshal([]byte(readFile(t, p)), m); err != nil {
+		if err := json.Unmarshal([]byte(clitest.ReadFile(t, p)), m); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if dk, rk := slices.Sorted(maps.Keys(d)), slices.Sorted(maps.Keys(r)); !slices.Equal(dk, rk) {
 		t.Errorf("demo report keys %v, replay's %v", dk, rk)
 	}
-	if d["events"] != float64(replayLines) || d["invalid"] != 2.0 || d["blank"] != 1.0 || d["events_per_sec"].(float64) <= 0 {
+	if d["events"] != float64(clitest.ReplayLines) || d["invalid"] != 2.0 || d["blank"] != 1.0 || d["events_per_sec"].(float64) <= 0 {
 		t.Errorf("demo report: events %v invalid %v blank %v events/s %v", d["events"], d["invalid"], d["blank"], d["events_per_sec"])
 	}
 	if d["recommended_score"] != "weight" {
@@ -64,8 +64,8 @@ func TestDemo(t *testing.T) {
 // the service's model and of the loss baseline beside it both change with it.
 func TestDemoSeed(t *testing.T) {
 	dir := t.TempDir()
-	in := replayInput(t, dir)
-	cfg := writeFile(t, filepath.Join(dir, "c.yaml"), smallConfig)
+	in := clitest.ReplayInput(t, dir)
+	cfg := clitest.WriteFile(t, filepath.Join(dir, "c.yaml"), clitest.SmallConfig)
 	summaries := map[string]map[string]any{}
 	for _, seed := range []string{"3", "4"} {
 		path := filepath.Join(dir, "demo"+seed+".json")
@@ -75,7 +75,7 @@ func TestDemoSeed(t *testing.T) {
 			t.Fatalf("demo --seed %s: exit %d:\n%s", seed, code, stderr.String())
 		}
 		var rep map[string]any
-		if err := json.Unmarshal([]byte(readFile(t, path)), &rep); err != nil {
+		if err := json.Unmarshal([]byte(clitest.ReadFile(t, path)), &rep); err != nil {
 			t.Fatal(err)
 		}
 		summaries[seed] = rep
@@ -89,13 +89,4 @@ func TestDemoSeed(t *testing.T) {
 			t.Errorf("ROC-AUC of %s is %v with --seed 3 and %v with --seed 4: the seed does not reach it", k, a, b)
 		}
 	}
-}
-
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"denoiser/internal/cli/clitest"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,60 +15,10 @@ import (
 	"testing"
 )
 
-// smallConfig keeps the replay tests fast.
-const smallConfig = `seed: 3
-model:
-  dim: 8
-  warm_up: 200
-  refit_every: 200
-  gmm_min_samples: 64
-  gmm_window: 512
-`
-
-// replayLines is how much of the shipped log replayInput takes: all of it.
-// Distillation, and so the mixture, needs the model to be confident about
-// some events, which takes more than a few thousand events (fewer than 15
-// per user) to happen.
-const replayLines = 20000
-
-// replayInput is the first replayLines lines of the shipped log plus bad
-// lines.
-func replayInput(t *testing.T, dir string) string {
-	t.Helper()
-	b, err := os.ReadFile("../../testdata/synthetic-20k.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := bytes.SplitAfter(b, []byte("\n"))[:replayLines]
-	lines = append(lines, []byte("not json\n"), []byte(`{"user":"u1","item":"i1","dwell_ms":-4}`+"\n"), []byte("\n"))
-	path := filepath.Join(dir, "in.jsonl")
-	if err := os.WriteFile(path, bytes.Join(lines, nil), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-func writeFile(t *testing.T, path, content string) string {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 func TestReplay(t *testing.T) {
 	dir := t.TempDir()
-	in := replayInput(t, dir)
-	cfg := writeFile(t, filepath.Join(dir, "replay.yaml"), smallConfig)
+	in := clitest.ReplayInput(t, dir)
+	cfg := clitest.WriteFile(t, filepath.Join(dir, "replay.yaml"), clitest.SmallConfig)
 
 	replay := func(name string) (out, dead, rep []byte, stderr string) {
 		t.Helper()
@@ -91,13 +42,13 @@ func TestReplay(t *testing.T) {
 	if !bytes.Equal(out1, out2) || !bytes.Equal(dead1, dead2) {
 		t.Fatal("two replays of the same input differ")
 	}
-	if n := bytes.Count(out1, []byte("\n")); n != replayLines {
-		t.Fatalf("%d scored lines, want %d", n, replayLines)
+	if n := bytes.Count(out1, []byte("\n")); n != clitest.ReplayLines {
+		t.Fatalf("%d scored lines, want %d", n, clitest.ReplayLines)
 	}
 	if n := bytes.Count(dead1, []byte("\n")); n != 2 {
 		t.Fatalf("%d dead-letter lines, want 2", n)
 	}
-	if !strings.Contains(string(dead1), `"reason":"not_json"`) || !strings.Contains(string(dead1), fmt.Sprintf(`"line":%d`, replayLines+2)) {
+	if !strings.Contains(string(dead1), `"reason":"not_json"`) || !strings.Contains(string(dead1), fmt.Sprintf(`"line":%d`, clitest.ReplayLines+2)) {
 		t.Fatalf("dead letters:\n%s", dead1)
 	}
 	var rep struct {
@@ -111,7 +62,7 @@ func TestReplay(t *testing.T) {
 	if err := json.Unmarshal(rep1, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Events != replayLines || rep.Invalid != 2 || rep.Blank != 1 || rep.Truth != "dwell:10000" || !rep.GMM.Fitted || len(rep.MeanTransition) != 2 {
+	if rep.Events != clitest.ReplayLines || rep.Invalid != 2 || rep.Blank != 1 || rep.Truth != "dwell:10000" || !rep.GMM.Fitted || len(rep.MeanTransition) != 2 {
 		t.Fatalf("report: %s", rep1)
 	}
 	for _, k := range []string{"p_clean", "reliability", "loss_baseline"} {
@@ -121,7 +72,7 @@ func TestReplay(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{fmt.Sprintf("%d events scored, 2 invalid", replayLines), "loss_baseline", "ROC-AUC"} {
+	for _, want := range []string{fmt.Sprintf("%d events scored, 2 invalid", clitest.ReplayLines), "loss_baseline", "ROC-AUC"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
@@ -133,7 +84,7 @@ func TestReplay(t *testing.T) {
 
 func TestReplayErrors(t *testing.T) {
 	dir := t.TempDir()
-	in := writeFile(t, filepath.Join(dir, "in.jsonl"), `{"user":"u","item":"i"}`+"\n")
+	in := clitest.WriteFile(t, filepath.Join(dir, "in.jsonl"), `{"user":"u","item":"i"}`+"\n")
 	out := filepath.Join(dir, "out.jsonl")
 	tests := []struct {
 		name string
@@ -146,9 +97,9 @@ func TestReplayErrors(t *testing.T) {
 		{"bad truth", []string{"replay", "--in", in, "--out", out, "--truth", "dwell"}, 1, "unknown truth mode"},
 		{"missing input", []string{"replay", "--in", filepath.Join(dir, "nope"), "--out", out}, 1, "no such file"},
 		{"unknown config key", []string{"replay", "--in", in, "--out", out, "--config",
-			writeFile(t, filepath.Join(dir, "typo.yaml"), "model:\n  dimm: 8\n")}, 1, "dimm"},
+			clitest.WriteFile(t, filepath.Join(dir, "typo.yaml"), "model:\n  dimm: 8\n")}, 1, "dimm"},
 		{"invalid model config", []string{"replay", "--in", in, "--out", out, "--config",
-			writeFile(t, filepath.Join(dir, "bad.yaml"), "model:\n  mode: ternary\n")}, 1, "ternary"},
+			clitest.WriteFile(t, filepath.Join(dir, "bad.yaml"), "model:\n  mode: ternary\n")}, 1, "ternary"},
 		{"help", []string{"replay", "-h"}, 0, "usage: denoiser replay"},
 		{"unknown command", []string{"frobnicate"}, 2, "unknown command"},
 		{"no command", nil, 2, "usage: denoiser <command>"},
@@ -169,7 +120,7 @@ func TestReplayErrors(t *testing.T) {
 
 func TestReplayCancelledLeavesNoOutput(t *testing.T) {
 	dir := t.TempDir()
-	in := replayInput(t, dir)
+	in := clitest.ReplayInput(t, dir)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var stderr bytes.Buffer
@@ -194,9 +145,9 @@ func TestHelp(t *testing.T) {
 // an input named again as an output is refused before anything is written.
 func TestReplayStdio(t *testing.T) {
 	dir := t.TempDir()
-	in := replayInput(t, dir)
-	orig := readFile(t, in)
-	cfg := writeFile(t, filepath.Join(dir, "c.yaml"), smallConfig)
+	in := clitest.ReplayInput(t, dir)
+	orig := clitest.ReadFile(t, in)
+	cfg := clitest.WriteFile(t, filepath.Join(dir, "c.yaml"), clitest.SmallConfig)
 	dead := filepath.Join(dir, "dead.jsonl")
 	for _, tc := range []struct {
 		name string
@@ -214,7 +165,7 @@ func TestReplayStdio(t *testing.T) {
 			if code != 2 || !strings.Contains(stderr.String(), tc.want) {
 				t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr.String(), tc.want)
 			}
-			if readFile(t, in) != orig {
+			if clitest.ReadFile(t, in) != orig {
 				t.Fatal("the input was changed")
 			}
 		})
@@ -234,11 +185,11 @@ func TestReplayStdio(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("replay - -: %v\n%s", err, stderr.String())
 	}
-	if n := bytes.Count(stdout.Bytes(), []byte("\n")); n != replayLines {
-		t.Errorf("standard output has %d lines, want %d", n, replayLines)
+	if n := bytes.Count(stdout.Bytes(), []byte("\n")); n != clitest.ReplayLines {
+		t.Errorf("standard output has %d lines, want %d", n, clitest.ReplayLines)
 	}
-	if !strings.Contains(readFile(t, dead), `"file":"stdin"`) {
-		t.Errorf("dead letters do not name stdin: %s", readFile(t, dead))
+	if !strings.Contains(clitest.ReadFile(t, dead), `"file":"stdin"`) {
+		t.Errorf("dead letters do not name stdin: %s", clitest.ReadFile(t, dead))
 	}
 }
 
@@ -256,9 +207,9 @@ func symlink(t *testing.T, target, link string) string {
 func TestReplayReadsRunConfig(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
-	lines := strings.SplitAfter(readFile(t, "../../testdata/synthetic-20k.jsonl"), "\n")[:500]
-	writeFile(t, in, strings.Join(lines, ""))
-	cfg := writeFile(t, filepath.Join(dir, "run.yaml"), `kafka:
+	lines := strings.SplitAfter(clitest.ReadFile(t, "../../testdata/synthetic-20k.jsonl"), "\n")[:500]
+	clitest.WriteFile(t, in, strings.Join(lines, ""))
+	cfg := clitest.WriteFile(t, filepath.Join(dir, "run.yaml"), `kafka:
   brokers: [kafka:9092]
   input_topic: clicks
 checkpoint:
@@ -275,7 +226,7 @@ model:
 		var errb bytes.Buffer
 		args = append([]string{"replay", "--in", in, "--out", o, "--config", cfg}, args...)
 		if code = run(context.Background(), args, &bytes.Buffer{}, &errb); code == 0 {
-			out = readFile(t, o)
+			out = clitest.ReadFile(t, o)
 		}
 		return code, out, errb.String()
 	}
@@ -291,7 +242,7 @@ model:
 	if _, fromSet, _ := replay("--set", "model.dim=8"); fromSet != fromFile {
 		t.Error("--set model.dim=8 over DENOISER_MODEL_DIM=12 differs from the file's dim 8")
 	}
-	writeFile(t, cfg, "model:\n  dimm: 8\n")
+	clitest.WriteFile(t, cfg, "model:\n  dimm: 8\n")
 	if code, _, stderr = replay(); code == 0 || !strings.Contains(stderr, "dimm") {
 		t.Errorf("unknown key: exit %d, stderr %q", code, stderr)
 	}
@@ -304,7 +255,7 @@ func TestReplayWhollyInvalidInput(t *testing.T) {
 	dir := t.TempDir()
 	var gz bytes.Buffer
 	w := gzip.NewWriter(&gz)
-	lines := strings.SplitAfter(readFile(t, "../../testdata/synthetic-20k.jsonl"), "\n")[:50]
+	lines := strings.SplitAfter(clitest.ReadFile(t, "../../testdata/synthetic-20k.jsonl"), "\n")[:50]
 	w.Write([]byte(strings.Join(lines, "")))
 	w.Close()
 	random := make([]byte, 4096)
@@ -325,7 +276,7 @@ func TestReplayWhollyInvalidInput(t *testing.T) {
 		{"empty", "", 1, "empty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in := writeFile(t, filepath.Join(dir, "in"), tc.content)
+			in := clitest.WriteFile(t, filepath.Join(dir, "in"), tc.content)
 			var stderr bytes.Buffer
 			code := run(context.Background(), []string{"replay", "--in", in, "--out", filepath.Join(dir, "o.jsonl")}, &bytes.Buffer{}, &stderr)
 			if code != tc.code || !strings.Contains(stderr.String(), tc.say) {
@@ -340,7 +291,7 @@ func TestReplayWhollyInvalidInput(t *testing.T) {
 func TestReplayLongLineRawBytes(t *testing.T) {
 	dir := t.TempDir()
 	long := `{"user":"` + strings.Repeat("x", 3<<20) + `"}`
-	in := writeFile(t, filepath.Join(dir, "in.jsonl"), long+"\n"+`{"user":"u","item":"i"}`+"\n")
+	in := clitest.WriteFile(t, filepath.Join(dir, "in.jsonl"), long+"\n"+`{"user":"u","item":"i"}`+"\n")
 	dead := filepath.Join(dir, "dead.jsonl")
 	if code := run(context.Background(), []string{"replay", "--in", in, "--out", filepath.Join(dir, "o.jsonl"), "--dead-letter", dead}, &bytes.Buffer{}, &bytes.Buffer{}); code != 0 {
 		t.Fatalf("exit %d", code)
@@ -350,7 +301,7 @@ func TestReplayLongLineRawBytes(t *testing.T) {
 		RawBytes  int    `json:"raw_bytes"`
 		Truncated bool   `json:"raw_truncated"`
 	}
-	if err := json.Unmarshal([]byte(strings.TrimSpace(readFile(t, dead))), &rec); err != nil {
+	if err := json.Unmarshal([]byte(strings.TrimSpace(clitest.ReadFile(t, dead))), &rec); err != nil {
 		t.Fatal(err)
 	}
 	if rec.Reason != "too_large" || !rec.Truncated || rec.RawBytes != len(long) {
@@ -362,7 +313,7 @@ func TestReplayLongLineRawBytes(t *testing.T) {
 // carried through, a bad row is dead-lettered, and a .csv name is enough.
 func TestReplayCSV(t *testing.T) {
 	dir := t.TempDir()
-	in := writeFile(t, filepath.Join(dir, "clicks.csv"), "user,item,ts,dwell_ms,truth,session_id\n"+
+	in := clitest.WriteFile(t, filepath.Join(dir, "clicks.csv"), "user,item,ts,dwell_ms,truth,session_id\n"+
 		"u1,i1,1700000000000,5000,genuine,s1\n"+
 		"u2,\"i,2\",1700000001000,,noise,s2\n"+
 		"u3,i3\n"+
@@ -372,9 +323,9 @@ func TestReplayCSV(t *testing.T) {
 	if code := run(context.Background(), []string{"replay", "--in", in, "--out", out, "--dead-letter", dead}, &bytes.Buffer{}, &stderr); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, stderr.String())
 	}
-	scored := strings.Split(strings.TrimSpace(readFile(t, out)), "\n")
+	scored := strings.Split(strings.TrimSpace(clitest.ReadFile(t, out)), "\n")
 	if len(scored) != 3 {
-		t.Fatalf("%d scored, want 3:\n%s", len(scored), readFile(t, out))
+		t.Fatalf("%d scored, want 3:\n%s", len(scored), clitest.ReadFile(t, out))
 	}
 	for i, want := range []string{
 		`{"user":"u1","item":"i1","ts":1700000000000,"dwell_ms":5000,"truth":"genuine","session_id":"s1",`,
@@ -385,7 +336,7 @@ func TestReplayCSV(t *testing.T) {
 			t.Errorf("record %d: %s\nwant it to start %s", i, scored[i], want)
 		}
 	}
-	if d := readFile(t, dead); !strings.Contains(d, `"line":4`) || !strings.Contains(d, "2 cells, the header has 6") {
+	if d := clitest.ReadFile(t, dead); !strings.Contains(d, `"line":4`) || !strings.Contains(d, "2 cells, the header has 6") {
 		t.Errorf("dead letters: %s", d)
 	}
 }

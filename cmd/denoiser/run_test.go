@@ -25,6 +25,7 @@ import (
 
 	"denoiser/consumer"
 	"denoiser/consumer/input"
+	"denoiser/internal/cli/clitest"
 	"denoiser/internal/kafkatest"
 	"denoiser/internal/synth"
 	"denoiser/online"
@@ -59,7 +60,7 @@ func TestRunConfigErrors(t *testing.T) {
 }
 
 func TestRunPrintConfigLayers(t *testing.T) {
-	cfg := writeFile(t, filepath.Join(t.TempDir(), "c.yaml"), "kafka:\n  input_topic: from-file\n  group: file-group\nmodel:\n  dim: 8\n")
+	cfg := clitest.WriteFile(t, filepath.Join(t.TempDir(), "c.yaml"), "kafka:\n  input_topic: from-file\n  group: file-group\nmodel:\n  dim: 8\n")
 	t.Setenv("DENOISER_KAFKA_GROUP", "env-group")
 	t.Setenv("DENOISER_CHECKPOINT_INTERVAL", "3s")
 	var stdout, stderr bytes.Buffer
@@ -124,7 +125,7 @@ func runConfig(t *testing.T, b *kafkatest.Broker, in, dir string) string {
 	if b.Real {
 		session = "6s" // the broker's group.min.session.timeout.ms
 	}
-	return writeFile(t, filepath.Join(dir, "run.yaml"), fmt.Sprintf(`kafka:
+	return clitest.WriteFile(t, filepath.Join(dir, "run.yaml"), fmt.Sprintf(`kafka:
   brokers: [%s]
   input_topic: %s
   group: %s-g
@@ -520,10 +521,10 @@ func TestRunLiveSnapshotAndFromSnapshot(t *testing.T) {
 	// says where to start.
 	b.Produce(t, in, kafkatest.Values(lines[500:]...)...)
 	b.CreateTopic(t, in+".scored2", 1)
-	cfg2 := writeFile(t, filepath.Join(dir, "run2.yaml"), strings.NewReplacer(
+	cfg2 := clitest.WriteFile(t, filepath.Join(dir, "run2.yaml"), strings.NewReplacer(
 		"group: "+in+"-g", "group: "+in+"-g2",
 		filepath.Join(dir, "state"), filepath.Join(dir, "state2"),
-	).Replace(readFile(t, cfg)))
+	).Replace(clitest.ReadFile(t, cfg)))
 	stop2 := runInProcess(t, "--config", cfg2, "--output-topic", in+".scored2", "--from-snapshot", res.Path)
 	out := b.NewReader(t, in+".scored2").Until(t, time.Minute, kafkatest.AtLeast(100))
 	if code := stop2(); code != 0 {
