@@ -222,7 +222,7 @@ func runEvalDetect(ctx context.Context, args []string, stderr io.Writer) error {
 		profile     = fs.String("profile", "v2", "generator profile of the synthetic streams (v1 or v2)")
 		seeds       = fs.Int("seeds", 2, "number of seeds (on synthetic streams both the generator's and the model's)")
 		passes      = fs.Int("passes", 1, "passes over each stream; scores from the last")
-		ceiling     = fs.Int("ceiling-epochs", 10, "epochs of the offline ceiling's batch matrix factorisation")
+		ceiling     = fs.Int("ceiling-epochs", 1, "epochs of the offline ceiling's batch matrix factorisation (more memorise the noise it is scored on)")
 		workers     = fs.Int("workers", 2, "parallel runs")
 		rep         = fs.String("report", "", "write the numbers as JSON to `file`")
 		out         = fs.String("out", "docs/results", "`dir` for the Markdown report and figures (empty: none)")

@@ -59,7 +59,9 @@ type DetectConfig struct {
 	// stream stage's own prequential scores).
 	Passes int
 	// CeilingEpochs is the number of epochs of the offline ceiling's
-	// matrix factorisation (default 10).
+	// matrix factorisation (default 1: it trains on the events it scores,
+	// so more epochs memorise the noise and rank it as genuine;
+	// the detect report's notes have the sweep).
 	CeilingEpochs int
 	// Model configures the denoiser (binary mode); the loss baseline is
 	// the same configuration with Plain set.
@@ -92,7 +94,7 @@ func (c *DetectConfig) defaults() error {
 		c.Passes = 1
 	}
 	if c.CeilingEpochs == 0 {
-		c.CeilingEpochs = 10
+		c.CeilingEpochs = 1
 	}
 	if c.Bins == 0 {
 		c.Bins = 20
