@@ -211,13 +211,18 @@ func runEvalRecommend(ctx context.Context, args []string, stderr io.Writer) erro
 }
 
 func runEvalDetect(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := newEvalFlags("detect", stderr, "[--data FILE] [--synth-events N] [--synth-noise LIST] [--seeds N] [--passes N] [--report FILE.json] [--out DIR]")
+	fs := newEvalFlags("detect", stderr, "[--data FILE] [--deca DIR] [--synth-events N] [--synth-noise LIST] [--dwell-shares LIST] [--profile v1|v2] [--seeds N] [--passes N] [--ceiling-epochs N] [--report FILE.json] [--out DIR]")
 	var (
-		data        = fs.String("data", "", "MovieLens 100K u.data `file` (none: synthetic streams only)")
+		data        = fs.String("data", "", "MovieLens 100K u.data `file` (none: no ML-100k case)")
+		deca        = fs.String("deca", "", "`dir` of the DeCA split of MovieLens 100K; its "+eval.DecaTrainFile+" is scored in file order (none: no DeCA case)")
+		thresholds  = fs.String("thresholds", "2", "comma-separated rating thresholds R of the MovieLens cases (rating <= R is noise)")
 		synthEvents = fs.Int("synth-events", 100000, "events per synthetic stream")
-		synthNoise  = fs.String("synth-noise", "0.1,0.2,0.3", "comma-separated noise shares of the synthetic streams")
-		seeds       = fs.Int("seeds", 3, "number of seeds")
+		synthNoise  = fs.String("synth-noise", "0.2", "comma-separated noise shares of the synthetic streams")
+		dwellShares = fs.String("dwell-shares", "1,0.3,0", "comma-separated shares of synthetic events that carry dwell_ms; each noise share runs with each")
+		profile     = fs.String("profile", "v2", "generator profile of the synthetic streams (v1 or v2)")
+		seeds       = fs.Int("seeds", 2, "number of seeds (on synthetic streams both the generator's and the model's)")
 		passes      = fs.Int("passes", 1, "passes over each stream; scores from the last")
+		ceiling     = fs.Int("ceiling-epochs", 1, "epochs of the offline ceiling's batch matrix factorisation (more memorise the noise it is scored on)")
 		workers     = fs.Int("workers", 2, "parallel runs")
 		rep         = fs.String("report", "", "write the numbers as JSON to `file`")
 		out         = fs.String("out", "docs/results", "`dir` for the Markdown report and figures (empty: none)")
@@ -232,10 +237,30 @@ func runEvalDetect(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("eval detect: %w", err)
 	}
+	dwell, err := parseRates(*dwellShares)
+	if err != nil {
+		return fmt.Errorf("eval detect: %w", err)
+	}
+	ths, err := parseRates(*thresholds)
+	if err != nil {
+		return fmt.Errorf("eval detect: %w", err)
+	}
+	var th []int
+	for _, t := range ths {
+		if t != float64(int(t)) || t < 1 || t > 4 {
+			return fmt.Errorf("eval detect: threshold %v is not a rating in 1..4: %w", t, cli.ErrUsage)
+		}
+		th = append(th, int(t))
+	}
 	start := time.Now()
-	var d *eval.Dataset
+	var d, dd *eval.Dataset
 	if *data != "" {
 		if d, err = loadData(ctx, *data); err != nil {
+			return fmt.Errorf("eval detect: %w", err)
+		}
+	}
+	if *deca != "" {
+		if dd, err = eval.LoadDeca(ctx, *deca); err != nil {
 			return fmt.Errorf("eval detect: %w", err)
 		}
 	}
@@ -243,15 +268,16 @@ func runEvalDetect(ctx context.Context, args []string, stderr io.Writer) error {
 	var res *eval.DetectResult
 	err = withProgress(stderr, &c, func() error {
 		var err error
-		res, err = eval.RunDetect(ctx, d, eval.DetectConfig{
-			SynthNoise: noise, SynthEvents: *synthEvents, Seeds: *seeds, Passes: *passes, Workers: *workers, Progress: &c,
+		res, err = eval.RunDetect(ctx, d, dd, eval.DetectConfig{
+			Thresholds: th, SynthNoise: noise, SynthEvents: *synthEvents, SynthProfile: *profile, DwellShares: dwell,
+			Seeds: *seeds, Passes: *passes, CeilingEpochs: *ceiling, Workers: *workers, Progress: &c,
 		})
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("eval detect: %w", err)
 	}
-	res.Meta = eval.Meta{Command: commandLine("detect", args), Commit: eval.Commit(), Data: *data, Seconds: time.Since(start).Seconds()}
+	res.Meta = eval.Meta{Command: commandLine("detect", args), Commit: eval.Commit(), Data: strings.Trim(*data+" "+*deca, " "), Seconds: time.Since(start).Seconds()}
 	return writeEvalOutputs(stderr, *out, *rep, res.Meta, res, res.WriteReport, "detect.md")
 }
 

@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
+	"time"
 
 	"denoiser/internal/movielens"
 	"denoiser/internal/synth"
@@ -34,6 +37,17 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		overlap   = fs.Float64("overlap", synth.DefaultOverlap, "share of genuine clicks with a short dwell and of noisy clicks with a long one, in [0, 0.5]")
 		session   = fs.Float64("session-mean", synth.DefaultSessionMean, "mean clicks per session")
 		epoch     = fs.Int64("epoch", synth.DefaultEpochMS, "unix `ms` of the start of the stream")
+		dwell     = fs.Float64("dwell-share", 1, "share of events that carry dwell_ms, in [0, 1]")
+		profile   = fs.String("profile", synth.ProfileV1, "generative model: v1 (clicks, three noise kinds) or v2 (event types, trending, bots, bounce chains, purchase-then-return; docs/design/generator.md)")
+		mix       = fs.String("mix", "", "v2: noise shares, e.g. misclick=0.15,clickbait=0.15,curiosity=0.15,trending=0.2,bounce=0.25,purchase-return=0.1 (normalised; empty: these)")
+		bots      = fs.Float64("bot-users", synth.DefaultBotUsers, "v2: share of users that are bots")
+		botNoise  = fs.Float64("bot-noise", synth.DefaultBotNoise, "v2: share of a bot's events that are noise")
+		lowq      = fs.Float64("low-quality-users", synth.DefaultLowQualityUsers, "v2: share of users that are low-quality humans")
+		lowqNoise = fs.Float64("low-quality-noise", synth.DefaultLowQualityNoise, "v2: share of a low-quality user's events that are noise")
+		trendN    = fs.Int("trending-items", synth.DefaultTrendingItems, "v2: items in the trending slot")
+		trendP    = fs.Duration("trending-period", time.Duration(synth.DefaultTrendingPeriodMS)*time.Millisecond, "v2: stream time before the trending slot rotates")
+		bounce    = fs.Float64("bounce-mean", synth.DefaultBounceMean, "v2: mean events of a bounce chain (>= 2)")
+		retDelay  = fs.Duration("return-delay", time.Duration(synth.DefaultReturnDelayMS)*time.Millisecond, "v2: mean delay from a purchase to its return")
 	)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: denoiser-lab gen --out FILE [--events N] [--noise RATE] [--seed S] [flags]\n\n"+
@@ -61,8 +75,22 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		SessionMean:    *session,
 		EpochMS:        *epoch,
 	}
-	if *overlap == 0 {
-		cfg.Overlap = -1 // Config's zero value means the default; negative means none
+	// Config's zero value means the default; negative means none.
+	zero := func(x float64) float64 {
+		if x == 0 {
+			return -1
+		}
+		return x
+	}
+	cfg.Overlap = zero(*overlap)
+	cfg.DwellShare = zero(*dwell)
+	cfg.Profile = *profile
+	cfg.V2 = synth.V2Config{
+		BotUsers: zero(*bots), BotNoise: zero(*botNoise), LowQualityUsers: zero(*lowq), LowQualityNoise: zero(*lowqNoise),
+		TrendingItems: *trendN, TrendingPeriodMS: trendP.Milliseconds(), BounceMean: *bounce, ReturnDelayMS: retDelay.Milliseconds(),
+	}
+	if err := parseMix(*mix, &cfg.V2); err != nil {
+		return fmt.Errorf("gen: %w", err)
 	}
 	if err := cfg.Resolve().Validate(); err != nil {
 		return fmt.Errorf("gen: %w", err)
@@ -77,6 +105,34 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("gen: %w", err)
 	}
 	fmt.Fprintf(stderr, "gen: wrote %s: %v\n", *out, st)
+	return nil
+}
+
+// parseMix reads --mix, "name=share,..." into v's noise shares; a share
+// of 0 means none.
+func parseMix(s string, v *synth.V2Config) error {
+	if s == "" {
+		return nil
+	}
+	fields := map[string]*float64{
+		"misclick": &v.Misclick, "clickbait": &v.Clickbait, "curiosity": &v.Curiosity,
+		"trending": &v.Trending, "bounce": &v.Bounce, "purchase-return": &v.PurchaseReturn,
+	}
+	for _, kv := range strings.Split(s, ",") {
+		name, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		p := fields[name]
+		if !ok || p == nil {
+			return fmt.Errorf("--mix: %q is not name=share (names: misclick, clickbait, curiosity, trending, bounce, purchase-return)", kv)
+		}
+		x, err := strconv.ParseFloat(val, 64)
+		if err != nil {
+			return fmt.Errorf("--mix: %s: %w", name, err)
+		}
+		if x == 0 {
+			x = -1 // V2Config: negative means none
+		}
+		*p = x
+	}
 	return nil
 }
 

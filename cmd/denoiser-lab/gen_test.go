@@ -61,6 +61,27 @@ func TestRunGenStdoutAndOverrides(t *testing.T) {
 	}
 }
 
+func TestRunGenProfileV2(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	args := []string{"--out", "-", "--events", "3000", "--seed", "4", "--profile", "v2", "--dwell-share", "0",
+		"--mix", "bounce=1", "--bot-users", "0"}
+	if err := runGen(context.Background(), args, &stdout, &stderr); err != nil {
+		t.Fatalf("runGen: %v\n%s", err, stderr.String())
+	}
+	out := stdout.String()
+	if strings.Contains(out, "dwell_ms") {
+		t.Error("--dwell-share 0 wrote dwell_ms")
+	}
+	if !strings.Contains(out, `"event":"view"`) {
+		t.Error("v2 wrote no view events")
+	}
+	for _, want := range []string{"bounce ", "bot 0,", "misclick 0,", "dwell on 0.000"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("summary %q lacks %q", stderr.String(), want)
+		}
+	}
+}
+
 func TestRunGenErrors(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
@@ -73,6 +94,10 @@ func TestRunGenErrors(t *testing.T) {
 		{"unknown flag", []string{"--out", filepath.Join(dir, "x"), "--bogus"}},
 		{"stray argument", []string{"--out", filepath.Join(dir, "x"), "extra"}},
 		{"missing directory", []string{"--out", filepath.Join(dir, "no", "such", "x"), "--events", "10"}},
+		{"unknown profile", []string{"--out", filepath.Join(dir, "x"), "--profile", "v3"}},
+		{"bad dwell share", []string{"--out", filepath.Join(dir, "x"), "--dwell-share", "1.5"}},
+		{"bad mix", []string{"--out", filepath.Join(dir, "x"), "--profile", "v2", "--mix", "spam=1"}},
+		{"no noise kind", []string{"--out", filepath.Join(dir, "x"), "--profile", "v2", "--mix", "misclick=0,clickbait=0,curiosity=0,trending=0,bounce=0,purchase-return=0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := runGen(context.Background(), tc.args, &bytes.Buffer{}, &bytes.Buffer{}); err == nil {

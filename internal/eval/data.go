@@ -1,13 +1,16 @@
 package eval
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"denoiser/internal/movielens"
 	"denoiser/online"
@@ -142,4 +145,53 @@ func CleanTest(rows []Interaction, minRating int) []Interaction {
 		}
 	}
 	return out
+}
+
+// DecaTrainFile is the training file of the DeCA paper's split of
+// MovieLens 100K (github.com/wangyu-ustc/DeCA, data/ml-100k/).
+const DecaTrainFile = "ml-100k.train.rating"
+
+// LoadDeca reads DecaTrainFile from dir: "user \t item \t rating" per line,
+// no timestamps. The file carries no time, so Seconds is the line's index:
+// sorting by time keeps the file order.
+func LoadDeca(ctx context.Context, dir string) (*Dataset, error) {
+	path := filepath.Join(dir, DecaTrainFile)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load deca: %w", err)
+	}
+	defer f.Close()
+	var rs []movielens.Rating
+	sc := bufio.NewScanner(f)
+	for line := 1; sc.Scan(); line++ {
+		if line%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 {
+			continue
+		}
+		if len(fields) != 3 {
+			return nil, fmt.Errorf("load deca %s:%d: %d fields, want user item rating", path, line, len(fields))
+		}
+		var v [3]int64
+		for k, s := range fields {
+			if v[k], err = strconv.ParseInt(s, 10, 64); err != nil {
+				return nil, fmt.Errorf("load deca %s:%d: %w", path, line, err)
+			}
+		}
+		if v[2] < 1 || v[2] > 5 {
+			return nil, fmt.Errorf("load deca %s:%d: rating %d outside 1..5", path, line, v[2])
+		}
+		rs = append(rs, movielens.Rating{User: v[0], Item: v[1], Rating: int(v[2]), Seconds: int64(len(rs))})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("load deca %s: %w", path, err)
+	}
+	if len(rs) == 0 {
+		return nil, fmt.Errorf("load deca %s: no ratings", path)
+	}
+	return FromRatings(rs), nil
 }

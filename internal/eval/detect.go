@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 
 	"denoiser/internal/report"
@@ -11,31 +12,57 @@ import (
 )
 
 // Scores compared by the detect experiment: the model's, then the
-// label-free baselines of package report (each in its better direction,
-// per seed).
+// label-free baselines (each in its better direction, per seed), then the
+// offline ceiling.
 var detectScores = []string{"p_clean", "reliability", report.BaselineLoss,
-	report.BaselineItemPopularity, report.BaselineUserActivity, report.BaselinePairCount, report.BaselineDwell}
+	report.BaselineItemPopularity, report.BaselineUserActivity, report.BaselinePairCount, report.BaselineDwell,
+	BaselineEventType, OfflineCeiling}
 
-// firstBaseline is the index in detectScores of the first baseline.
-const firstBaseline = 2
+// Indices in detectScores.
+const (
+	firstBaseline = 2 // the first label-free baseline
+	dwellScore    = 6 // reported only where at least half the events carry a dwell time
+	typeScore     = 7 // reported only where the stream has more than one event type
+	ceilingScore  = 8 // not a baseline: it sees the whole stream
+	numScores     = 9
+)
 
-// dwellScore is the index in detectScores of the dwell baseline, which is
-// reported only where at least half the events carry a dwell time.
-const dwellScore = 6
+// BaselineEventType ranks an event by the engagement its type shows
+// (return < view < click < cart < purchase); OfflineCeiling is a batch
+// matrix factorisation trained on the whole stream, each event scored by
+// its loss: what a model that sees everything, many times, reaches.
+const (
+	BaselineEventType = "event_type"
+	OfflineCeiling    = "offline_ceiling"
+)
 
 // DetectConfig configures the detection experiment.
 type DetectConfig struct {
-	// Thresholds are the rating thresholds R of the ML-100k cases (rating
-	// <= R is noise; default 2 and 3). No ML-100k case without a dataset.
+	// Thresholds are the rating thresholds R of the ML-100k and DeCA
+	// cases (rating <= R is noise; default 2 and 3). No such case without
+	// a dataset.
 	Thresholds []int
 	// SynthNoise are the noise shares of the synthetic streams (default
-	// 0.1, 0.2, 0.3); SynthEvents their length (default 100000).
+	// 0.2); SynthEvents their length (default 100000).
 	SynthNoise  []float64
 	SynthEvents int
-	Seeds       int // default 3
+	// SynthProfile is the generator's profile (default synth.ProfileV2).
+	SynthProfile string
+	// DwellShares are the shares of synthetic events that carry a dwell
+	// time; every noise share is run with each (default 1, 0.3, 0).
+	DwellShares []float64
+	// Seeds is the number of seeds (default 2). Seed n seeds the model
+	// and, on synthetic streams, the generator too, so the spread of a
+	// synthetic case covers both worlds and models.
+	Seeds int
 	// Passes over each stream; scores come from the last (default 1: the
 	// stream stage's own prequential scores).
 	Passes int
+	// CeilingEpochs is the number of epochs of the offline ceiling's
+	// matrix factorisation (default 1: it trains on the events it scores,
+	// so more epochs memorise the noise and rank it as genuine;
+	// the detect report's notes have the sweep).
+	CeilingEpochs int
 	// Model configures the denoiser (binary mode); the loss baseline is
 	// the same configuration with Plain set.
 	Model    online.Config
@@ -49,16 +76,25 @@ func (c *DetectConfig) defaults() error {
 		c.Thresholds = []int{2, 3}
 	}
 	if c.SynthNoise == nil {
-		c.SynthNoise = []float64{0.1, 0.2, 0.3}
+		c.SynthNoise = []float64{0.2}
 	}
 	if c.SynthEvents == 0 {
 		c.SynthEvents = 100000
 	}
+	if c.SynthProfile == "" {
+		c.SynthProfile = synth.ProfileV2
+	}
+	if c.DwellShares == nil {
+		c.DwellShares = []float64{1, 0.3, 0}
+	}
 	if c.Seeds == 0 {
-		c.Seeds = 3
+		c.Seeds = 2
 	}
 	if c.Passes == 0 {
 		c.Passes = 1
+	}
+	if c.CeilingEpochs == 0 {
+		c.CeilingEpochs = 1
 	}
 	if c.Bins == 0 {
 		c.Bins = 20
@@ -66,8 +102,13 @@ func (c *DetectConfig) defaults() error {
 	if c.Workers == 0 {
 		c.Workers = 2
 	}
-	if c.Seeds < 1 || c.Passes < 1 || c.Workers < 1 || c.Bins < 2 || c.SynthEvents < 1 {
-		return fmt.Errorf("detect: seeds, passes, workers, synthetic events must be positive and bins at least 2")
+	if c.Seeds < 1 || c.Passes < 1 || c.Workers < 1 || c.Bins < 2 || c.SynthEvents < 1 || c.CeilingEpochs < 1 {
+		return fmt.Errorf("detect: seeds, passes, workers, synthetic events, ceiling epochs must be positive and bins at least 2")
+	}
+	for _, d := range c.DwellShares {
+		if !(d >= 0 && d <= 1) {
+			return fmt.Errorf("detect: dwell share %v outside [0, 1]", d)
+		}
 	}
 	c.Model.Mode = online.ModeBinary
 	return c.Model.Validate()
@@ -86,13 +127,18 @@ type DetectMetric struct {
 
 // DetectCase is one stream with known truth.
 type DetectCase struct {
-	Name       string         `json:"name"`
+	Name string `json:"name"`
+	// Events and NoiseShare are means over the seeds (synthetic streams
+	// differ per seed).
 	Events     int            `json:"events"`
 	NoiseShare float64        `json:"noise_share"`
+	DwellShare float64        `json:"dwell_share"`
 	Metrics    []DetectMetric `json:"metrics"`
 	// BestBaseline names the label-free baseline with the highest mean
 	// ROC-AUC.
 	BestBaseline string `json:"best_baseline"`
+	// OfflineCeiling is the offline ceiling's mean ROC-AUC.
+	OfflineCeiling float64 `json:"offline_ceiling"`
 	// HistGenuine and HistNoise are the reliability histograms (shares of
 	// each class per bin over [0,1]) of the first seed.
 	HistGenuine []float64 `json:"hist_genuine"`
@@ -101,58 +147,103 @@ type DetectCase struct {
 
 // DetectResult is the outcome of RunDetect.
 type DetectResult struct {
-	Meta   Meta         `json:"meta"`
-	Seeds  int          `json:"seeds"`
-	Passes int          `json:"passes"`
-	Cases  []DetectCase `json:"cases"`
+	Meta          Meta         `json:"meta"`
+	Seeds         int          `json:"seeds"`
+	Passes        int          `json:"passes"`
+	CeilingEpochs int          `json:"ceiling_epochs"`
+	Cases         []DetectCase `json:"cases"`
 }
 
 // stream is a case's events and truth.
 type stream struct {
-	name    string
 	events  []online.Event
+	types   []synth.Type // nil: the stream has no event types
 	genuine []bool
 }
 
-// RunDetect scores ML-100k (d may be nil to skip it) with rating
-// thresholds as truth, and synthetic streams with their generator's
-// truth.
-func RunDetect(ctx context.Context, d *Dataset, cfg DetectConfig) (*DetectResult, error) {
+// detectCase is a stream to score: fixed, or drawn per seed.
+type detectCase struct {
+	name   string
+	fixed  *stream
+	config synth.Config // used when fixed is nil, with Seed set per seed
+}
+
+func (c detectCase) stream(seed uint64) (*stream, error) {
+	if c.fixed != nil {
+		return c.fixed, nil
+	}
+	sc := c.config
+	sc.Seed = seed
+	g, err := synth.New(sc)
+	if err != nil {
+		return nil, fmt.Errorf("detect: %w", err)
+	}
+	s := &stream{}
+	for {
+		e, ok := g.Next()
+		if !ok {
+			return s, nil
+		}
+		s.events = append(s.events, online.Event{User: "u" + strconv.Itoa(e.User+1), Item: "i" + strconv.Itoa(e.Item+1),
+			DwellMS: e.DwellMS, HasDwell: !e.NoDwell})
+		s.types = append(s.types, e.Type)
+		s.genuine = append(s.genuine, !e.Cause.Noise())
+	}
+}
+
+// ratingStream is d's interactions in time order with rating <= th as
+// noise.
+func ratingStream(d *Dataset, th int) *stream {
+	rows := append([]Interaction(nil), d.Rows...)
+	SortByTime(rows)
+	s := &stream{}
+	for _, x := range rows {
+		s.events = append(s.events, online.Event{User: UserID(x.User), Item: ItemID(x.Item)})
+		s.genuine = append(s.genuine, x.Rating > th)
+	}
+	return s
+}
+
+// engagement orders event types for the event_type baseline.
+var engagement = map[synth.Type]float64{synth.ReturnType: 0, synth.View: 1, synth.Click: 2, synth.Cart: 3, synth.PurchaseType: 4}
+
+// RunDetect scores ML-100k (d may be nil to skip it) and the DeCA split
+// of it (deca may be nil) with rating thresholds as truth, and synthetic
+// streams with their generator's truth.
+func RunDetect(ctx context.Context, d, deca *Dataset, cfg DetectConfig) (*DetectResult, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	var streams []stream
-	if d != nil {
-		rows := append([]Interaction(nil), d.Rows...)
-		SortByTime(rows)
+	var cases []detectCase
+	for _, ds := range []struct {
+		name string
+		d    *Dataset
+	}{{"ML-100k", d}, {"DeCA ML-100k train (file order)", deca}} {
+		if ds.d == nil {
+			continue
+		}
 		for _, th := range cfg.Thresholds {
-			s := stream{name: fmt.Sprintf("ML-100k, rating ≤ %d as noise", th)}
-			for _, x := range rows {
-				s.events = append(s.events, online.Event{User: UserID(x.User), Item: ItemID(x.Item)})
-				s.genuine = append(s.genuine, x.Rating > th)
-			}
-			streams = append(streams, s)
+			cases = append(cases, detectCase{name: fmt.Sprintf("%s, rating ≤ %d as noise", ds.name, th), fixed: ratingStream(ds.d, th)})
 		}
 	}
 	for _, noise := range cfg.SynthNoise {
-		g, err := synth.New(synth.Config{Events: cfg.SynthEvents, Noise: noise, Seed: 1})
-		if err != nil {
-			return nil, fmt.Errorf("detect: %w", err)
-		}
-		s := stream{name: fmt.Sprintf("synthetic, %d events, noise %.1f", cfg.SynthEvents, noise)}
-		for {
-			e, ok := g.Next()
-			if !ok {
-				break
+		for _, dwell := range cfg.DwellShares {
+			sc := synth.Config{Events: cfg.SynthEvents, Noise: noise, Profile: cfg.SynthProfile, DwellShare: dwell}
+			if dwell == 0 {
+				sc.DwellShare = -1 // synth: negative means none
 			}
-			s.events = append(s.events, online.Event{User: "u" + strconv.Itoa(e.User+1), Item: "i" + strconv.Itoa(e.Item+1)})
-			s.genuine = append(s.genuine, !e.Cause.Noise())
+			if err := sc.Resolve().Validate(); err != nil {
+				return nil, fmt.Errorf("detect: %w", err)
+			}
+			cases = append(cases, detectCase{
+				name:   fmt.Sprintf("synthetic %s, %d events, noise %.2g, dwell on %.0f%%", cfg.SynthProfile, cfg.SynthEvents, noise, 100*dwell),
+				config: sc,
+			})
 		}
-		streams = append(streams, s)
 	}
 	type job struct{ stream, seed int }
 	var jobs []job
-	for s := range streams {
+	for s := range cases {
 		for seed := range cfg.Seeds {
 			jobs = append(jobs, job{s, seed + 1})
 		}
@@ -160,93 +251,89 @@ func RunDetect(ctx context.Context, d *Dataset, cfg DetectConfig) (*DetectResult
 	if cfg.Progress != nil {
 		cfg.Progress.Total.Store(int64(len(jobs)))
 	}
+	type metric struct{ roc, ap, apn float64 }
 	type out struct {
-		scores     [7][]float64 // in detectScores order
+		metrics    [numScores]*metric // nil: not reported
+		events     int
+		noise      float64
 		dwellShare float64
+		histG      []float64
+		histN      []float64
 	}
 	outs, err := parallel(ctx, len(jobs), cfg.Workers, func(n int) (out, error) {
 		j := jobs[n]
-		s := streams[j.stream]
+		c := cases[j.stream]
 		seed := uint64(j.seed)
-		m, err := online.New(cfg.Model, online.NewSource(seed))
+		s, err := c.stream(seed)
 		if err != nil {
 			return out{}, err
 		}
-		pc := cfg.Model
-		pc.Plain = true
-		base, err := online.New(pc, online.NewSource(seed))
+		scores, dwellShare, err := detectScoresOf(ctx, s, cfg, seed)
 		if err != nil {
-			return out{}, err
+			return out{}, fmt.Errorf("detect %s: %w", c.name, err)
 		}
-		var o out
-		for k := range o.scores {
-			o.scores[k] = make([]float64, len(s.events))
-		}
-		counter := report.NewCounter()
-		for e, ev := range s.events {
-			c := counter.Observe(ev.User, ev.Item, ev.DwellMS, ev.HasDwell)
-			for k, v := range c {
-				o.scores[firstBaseline+1+k][e] = v
+		o := out{events: len(s.events), dwellShare: dwellShare}
+		noise := make([]bool, len(s.genuine))
+		for k, g := range s.genuine {
+			noise[k] = !g
+			if !g {
+				o.noise++
 			}
 		}
-		o.dwellShare = counter.DwellShare()
-		var sc, sb online.Score
-		for pass := range cfg.Passes {
-			for e, ev := range s.events {
-				if err := m.Step(ev, &sc); err != nil {
-					return out{}, fmt.Errorf("detect %s: %w", s.name, err)
-				}
-				if err := base.Step(ev, &sb); err != nil {
-					return out{}, fmt.Errorf("detect %s: baseline: %w", s.name, err)
-				}
-				if pass == cfg.Passes-1 {
-					o.scores[0][e], o.scores[1][e], o.scores[2][e] = sc.PClean, sc.Reliability, -sb.Loss
-				}
+		o.noise /= float64(len(s.genuine))
+		for k, sc := range scores {
+			if sc == nil {
+				continue
 			}
-			if err := ctx.Err(); err != nil {
-				return out{}, err
+			if k >= firstBaseline && k < ceilingScore {
+				sc, _ = report.BetterDirection(sc, s.genuine)
 			}
+			roc, err := report.ROCAUC(sc, s.genuine)
+			if err != nil {
+				return out{}, fmt.Errorf("detect %s %s: %w", c.name, detectScores[k], err)
+			}
+			ap, _ := report.AveragePrecision(sc, s.genuine)
+			neg := make([]float64, len(sc))
+			for x, v := range sc {
+				neg[x] = -v
+			}
+			apn, _ := report.AveragePrecision(neg, noise)
+			o.metrics[k] = &metric{roc, ap, apn}
 		}
-		cfg.Progress.events(2 * len(s.events) * cfg.Passes)
+		o.histG, o.histN = histogram(scores[1], s.genuine, cfg.Bins)
+		cfg.Progress.events((2*cfg.Passes + cfg.CeilingEpochs) * len(s.events))
 		cfg.Progress.job()
 		return o, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	res := &DetectResult{Seeds: cfg.Seeds, Passes: cfg.Passes}
-	for si, s := range streams {
-		c := DetectCase{Name: s.name, Events: len(s.events)}
-		noise := make([]bool, len(s.genuine))
-		for k, g := range s.genuine {
-			noise[k] = !g
-			if !g {
-				c.NoiseShare++
+	res := &DetectResult{Seeds: cfg.Seeds, Passes: cfg.Passes, CeilingEpochs: cfg.CeilingEpochs}
+	for si, sc := range cases {
+		c := DetectCase{Name: sc.name}
+		var events, noise, dwell []float64
+		for n, j := range jobs {
+			if j.stream != si {
+				continue
+			}
+			events, noise, dwell = append(events, float64(outs[n].events)), append(noise, outs[n].noise), append(dwell, outs[n].dwellShare)
+			if j.seed == 1 {
+				c.HistGenuine, c.HistNoise = outs[n].histG, outs[n].histN
 			}
 		}
-		c.NoiseShare /= float64(len(s.genuine))
+		ev, _ := MeanStd(events)
+		c.Events = int(math.Round(ev))
+		c.NoiseShare, _ = MeanStd(noise)
+		c.DwellShare, _ = MeanStd(dwell)
 		best := 0.0
 		for k, name := range detectScores {
 			var roc, ap, apn []float64
 			for n, j := range jobs {
-				if j.stream != si || (k == dwellScore && outs[n].dwellShare < 0.5) {
+				if j.stream != si || outs[n].metrics[k] == nil {
 					continue
 				}
-				sc := outs[n].scores[k]
-				if k >= firstBaseline {
-					sc, _ = report.BetterDirection(sc, s.genuine)
-				}
-				a, err := report.ROCAUC(sc, s.genuine)
-				if err != nil {
-					return nil, fmt.Errorf("detect %s %s: %w", s.name, name, err)
-				}
-				p, _ := report.AveragePrecision(sc, s.genuine)
-				neg := make([]float64, len(sc))
-				for x, v := range sc {
-					neg[x] = -v
-				}
-				pn, _ := report.AveragePrecision(neg, noise)
-				roc, ap, apn = append(roc, a), append(ap, p), append(apn, pn)
+				m := outs[n].metrics[k]
+				roc, ap, apn = append(roc, m.roc), append(ap, m.ap), append(apn, m.apn)
 			}
 			if len(roc) == 0 {
 				continue
@@ -256,18 +343,101 @@ func RunDetect(ctx context.Context, d *Dataset, cfg DetectConfig) (*DetectResult
 			dm.PRAUC, dm.PRAUCStd = MeanStd(ap)
 			dm.PRAUCNoise, dm.PRAUCNoiseS = MeanStd(apn)
 			c.Metrics = append(c.Metrics, dm)
-			if k >= firstBaseline && (c.BestBaseline == "" || dm.ROCAUC > best) {
+			switch {
+			case k == ceilingScore:
+				c.OfflineCeiling = dm.ROCAUC
+			case k >= firstBaseline && (c.BestBaseline == "" || dm.ROCAUC > best):
 				c.BestBaseline, best = name, dm.ROCAUC
-			}
-		}
-		for n, j := range jobs {
-			if j.stream == si && j.seed == 1 {
-				c.HistGenuine, c.HistNoise = histogram(outs[n].scores[1], s.genuine, cfg.Bins)
 			}
 		}
 		res.Cases = append(res.Cases, c)
 	}
 	return res, nil
+}
+
+// detectScoresOf computes every score of detectScores on s (nil where a
+// score is not reported) and the share of events with a dwell time.
+func detectScoresOf(ctx context.Context, s *stream, cfg DetectConfig, seed uint64) ([numScores][]float64, float64, error) {
+	var scores [numScores][]float64
+	m, err := online.New(cfg.Model, online.NewSource(seed))
+	if err != nil {
+		return scores, 0, err
+	}
+	pc := cfg.Model
+	pc.Plain = true
+	base, err := online.New(pc, online.NewSource(seed))
+	if err != nil {
+		return scores, 0, err
+	}
+	for k := range ceilingScore {
+		scores[k] = make([]float64, len(s.events))
+	}
+	counter := report.NewCounter()
+	for e, ev := range s.events {
+		c := counter.Observe(ev.User, ev.Item, ev.DwellMS, ev.HasDwell)
+		for k, v := range c {
+			scores[firstBaseline+1+k][e] = v
+		}
+	}
+	dwellShare := counter.DwellShare()
+	if dwellShare < 0.5 {
+		scores[dwellScore] = nil
+	}
+	types := map[synth.Type]bool{}
+	for e, t := range s.types {
+		scores[typeScore][e] = engagement[t]
+		types[t] = true
+	}
+	if len(types) < 2 {
+		scores[typeScore] = nil
+	}
+	var sc, sb online.Score
+	for pass := range cfg.Passes {
+		for e, ev := range s.events {
+			if err := m.Step(ev, &sc); err != nil {
+				return scores, 0, err
+			}
+			if err := base.Step(ev, &sb); err != nil {
+				return scores, 0, fmt.Errorf("baseline: %w", err)
+			}
+			if pass == cfg.Passes-1 {
+				scores[0][e], scores[1][e], scores[2][e] = sc.PClean, sc.Reliability, -sb.Loss
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return scores, 0, err
+		}
+	}
+	scores[ceilingScore], err = offlineCeiling(s, cfg.CeilingEpochs, seed)
+	return scores, dwellShare, err
+}
+
+// offlineCeiling trains a GMF for epochs passes over every event of s
+// (sampled negatives, no early stopping) and scores each event by its
+// final logit: a higher logit is a lower loss.
+func offlineCeiling(s *stream, epochs int, seed uint64) ([]float64, error) {
+	users, items := map[string]int32{}, map[string]int32{}
+	dense := func(m map[string]int32, id string) int32 {
+		k, ok := m[id]
+		if !ok {
+			k = int32(len(m))
+			m[id] = k
+		}
+		return k
+	}
+	rows := make([]Interaction, len(s.events))
+	for e, ev := range s.events {
+		rows[e] = Interaction{User: dense(users, ev.User), Item: dense(items, ev.Item), Rating: 1, Clean: 1}
+	}
+	g, err := TrainGMF(GMFConfig{Epochs: epochs, EvalEvery: epochs}, len(users), len(items), rows, nil, nil, seed)
+	if err != nil {
+		return nil, fmt.Errorf("offline ceiling: %w", err)
+	}
+	out := make([]float64, len(rows))
+	for e, x := range rows {
+		out[e] = g.score(x.User, x.Item)
+	}
+	return out, nil
 }
 
 // histogram returns the share of genuine and of noisy events per bin of

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"denoiser/internal/movielens"
+	"denoiser/internal/report"
 )
 
 // tinyRatings makes a small ordinal rating set: rating = round(3 + user
@@ -137,30 +138,43 @@ func TestRecommendEndToEnd(t *testing.T) {
 
 func TestDetectEndToEnd(t *testing.T) {
 	d := FromRatings(tinyRatings(40, 50, 25, 4))
-	res, err := RunDetect(context.Background(), d, DetectConfig{
-		SynthNoise: []float64{0.2}, SynthEvents: 3000, Seeds: 2, Bins: 5,
+	res, err := RunDetect(context.Background(), d, d, DetectConfig{
+		Thresholds: []int{2}, SynthNoise: []float64{0.2}, SynthEvents: 3000, DwellShares: []float64{1, 0.3, 0},
+		Seeds: 2, Bins: 5, CeilingEpochs: 2,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Cases) != 3 {
-		t.Fatalf("%d cases, want 3", len(res.Cases))
+	if len(res.Cases) != 5 {
+		t.Fatalf("%d cases, want 5", len(res.Cases))
 	}
-	syn := res.Cases[2]
-	if math.Abs(syn.NoiseShare-0.2) > 1e-9 {
-		t.Errorf("synthetic noise share %v", syn.NoiseShare)
-	}
-	for _, c := range res.Cases {
-		// No stream here carries dwell: every score but the dwell baseline.
-		if len(c.Metrics) != len(detectScores)-1 {
-			t.Fatalf("%s: %d metrics", c.Name, len(c.Metrics))
+	for k, c := range res.Cases {
+		names := map[string]bool{}
+		for _, m := range c.Metrics {
+			names[m.Score] = true
 		}
-		for k, m := range c.Metrics {
+		synthetic := k >= 2
+		if names[report.BaselineDwell] != (synthetic && c.DwellShare >= 0.5) {
+			t.Errorf("%s (dwell on %.2f): dwell baseline reported = %v", c.Name, c.DwellShare, names[report.BaselineDwell])
+		}
+		if names[BaselineEventType] != synthetic {
+			t.Errorf("%s: event_type baseline reported = %v", c.Name, names[BaselineEventType])
+		}
+		if !names[OfflineCeiling] || !(c.OfflineCeiling > 0.5) {
+			t.Errorf("%s: offline ceiling %v", c.Name, c.OfflineCeiling)
+		}
+		if c.BestBaseline == OfflineCeiling || c.BestBaseline == "" {
+			t.Errorf("%s: best baseline %q", c.Name, c.BestBaseline)
+		}
+		if synthetic && math.Abs(c.NoiseShare-0.2) > 0.05 {
+			t.Errorf("%s: noise share %v", c.Name, c.NoiseShare)
+		}
+		for _, m := range c.Metrics {
 			if !(m.ROCAUC >= 0 && m.ROCAUC <= 1 && m.PRAUC > 0 && m.PRAUC <= 1) {
 				t.Errorf("%s %s: %+v", c.Name, m.Score, m)
 			}
 			// Baselines are reported in their better direction.
-			if k >= firstBaseline && m.ROCAUC < 0.5 {
+			if m.Score != "p_clean" && m.Score != "reliability" && m.Score != OfflineCeiling && m.ROCAUC < 0.5 {
 				t.Errorf("%s %s: ROC-AUC %v below 0.5", c.Name, m.Score, m.ROCAUC)
 			}
 		}
@@ -172,11 +186,36 @@ func TestDetectEndToEnd(t *testing.T) {
 			t.Errorf("%s: genuine histogram sums to %v", c.Name, sum)
 		}
 	}
+	// Hiding dwell leaves the events, so p_clean, unchanged.
+	pclean := func(c DetectCase) float64 { return c.Metrics[0].ROCAUC }
+	if pclean(res.Cases[2]) != pclean(res.Cases[4]) {
+		t.Errorf("p_clean %v with dwell, %v without", pclean(res.Cases[2]), pclean(res.Cases[4]))
+	}
 	dir := t.TempDir()
 	if err := res.WriteReport(dir, Meta{Command: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	checkFiles(t, dir, "detect.md", "detect.png")
+}
+
+func TestLoadDeca(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, DecaTrainFile), []byte("0\t5\t3\n2\t1\t1\n0\t1\t5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := LoadDeca(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Users != 2 || d.Items != 2 || len(d.Rows) != 3 || d.Rows[1].Rating != 1 || d.Rows[2].Seconds != 2 {
+		t.Errorf("dataset %+v", d)
+	}
+	if err := os.WriteFile(filepath.Join(dir, DecaTrainFile), []byte("0\t5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadDeca(context.Background(), dir); err == nil {
+		t.Error("two columns accepted")
+	}
 }
 
 // TestGMFLearns checks that the downstream GMF ranks held-out items of a

@@ -87,7 +87,30 @@ type Config struct {
 	// EpochMS is the unix-millisecond time the stream starts at
 	// (default 1700000000000).
 	EpochMS int64
+
+	// DwellShare is the share of events that carry dwell_ms, in [0, 1]
+	// (default 1: every event; a negative value means 0, none). Which
+	// events lose their dwell is drawn from a stream of its own, so
+	// streams that differ only in DwellShare have the same events.
+	DwellShare float64
+
+	// Profile selects the generative model: ProfileV1 (the default, "" or
+	// "v1") or ProfileV2. V2 configures the noise kinds only ProfileV2
+	// has; it is ignored under ProfileV1.
+	Profile string
+	V2      V2Config
 }
+
+// Profiles of the generative model.
+const (
+	// ProfileV1 is the model of testdata/synthetic-20k.jsonl: clicks only,
+	// three noise mechanisms, an exact noise share.
+	ProfileV1 = "v1"
+	// ProfileV2 adds event types, a rotating trending slot, bots and
+	// low-quality users, bounce chains, purchase-then-return and wide,
+	// overlapping dwell distributions (docs/design/generator.md).
+	ProfileV2 = "v2"
+)
 
 // Resolve returns c with every defaulted field filled in. It does not
 // validate; call Validate on the result.
@@ -130,6 +153,18 @@ func (c Config) Resolve() Config {
 	}
 	if c.EpochMS == 0 {
 		c.EpochMS = DefaultEpochMS
+	}
+	switch {
+	case c.DwellShare == 0:
+		c.DwellShare = 1
+	case c.DwellShare < 0:
+		c.DwellShare = 0
+	}
+	if c.Profile == "" {
+		c.Profile = ProfileV1
+	}
+	if c.Profile == ProfileV2 {
+		c.V2 = c.V2.resolve(c)
 	}
 	return c
 }
@@ -187,6 +222,16 @@ func (c Config) Validate() error {
 	}
 	if c.EpochMS < 0 {
 		bad("epoch must be >= 0, got %d", c.EpochMS)
+	}
+	if !finite(c.DwellShare) || c.DwellShare < 0 || c.DwellShare > 1 {
+		bad("dwell share must be in [0, 1], got %v", c.DwellShare)
+	}
+	switch c.Profile {
+	case ProfileV1:
+	case ProfileV2:
+		c.V2.validate(c, bad)
+	default:
+		bad("profile must be %q or %q, got %q", ProfileV1, ProfileV2, c.Profile)
 	}
 	return errors.Join(errs...)
 }

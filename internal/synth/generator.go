@@ -56,6 +56,9 @@ type Generator struct {
 	emitted  int
 	noise    int // noise events still to emit
 	lastTS   int64
+	// dwellMask draws which events hide their dwell (nil: all show it).
+	dwellMask *rand.Rand
+	v2        *worldV2 // nil under ProfileV1
 }
 
 type session struct {
@@ -63,6 +66,11 @@ type session struct {
 	user int
 	next int64 // time of the next click
 	left int   // clicks left, including the next one
+	// ProfileV2 only: chain is the number of bounce-chain events still to
+	// come before the session resumes; ret, when > 0, makes the entry a
+	// pending return of item ret-1 rather than a session.
+	chain int
+	ret   int
 }
 
 // New returns a Generator for c, resolved with Config.Resolve.
@@ -81,6 +89,12 @@ func New(c Config) (*Generator, error) {
 		noise:   int(math.Round(c.Noise * float64(c.Events))),
 		lastTS:  c.EpochMS - 1,
 	}
+	if c.DwellShare < 1 {
+		g.dwellMask = rand.New(rand.NewPCG(c.Seed, dwellStream))
+	}
+	if c.Profile == ProfileV2 {
+		g.v2 = newWorldV2(c, g.w)
+	}
 	slots := min(max(minSessions, c.Users/usersPerSession), maxSessions)
 	t := c.EpochMS
 	for range slots {
@@ -95,6 +109,22 @@ func (g *Generator) Config() Config { return g.cfg }
 
 // Next returns the next event, or false after Config().Events events.
 func (g *Generator) Next() (Event, bool) {
+	var (
+		e  Event
+		ok bool
+	)
+	if g.v2 != nil {
+		e, ok = g.nextV2()
+	} else {
+		e, ok = g.nextV1()
+	}
+	if ok && g.dwellMask != nil {
+		e.NoDwell = g.dwellMask.Float64() >= g.cfg.DwellShare
+	}
+	return e, ok
+}
+
+func (g *Generator) nextV1() (Event, bool) {
 	if g.emitted >= g.cfg.Events {
 		return Event{}, false
 	}
@@ -130,6 +160,10 @@ func (g *Generator) Next() (Event, bool) {
 // open starts a session at time t for a user drawn by activity, preferring
 // one without an open session.
 func (g *Generator) open(t int64) {
+	if g.v2 != nil {
+		g.openV2(t)
+		return
+	}
 	u := draw(g.r, g.w.activityCDF)
 	for i := 0; i < userRedraws && g.active[u]; i++ {
 		u = draw(g.r, g.w.activityCDF)
@@ -206,13 +240,20 @@ type Stats struct {
 	// ShortGenuine counts genuine events with dwell < DwellThresholdMS;
 	// LongNoise counts noise events with dwell >= DwellThresholdMS.
 	ShortGenuine, LongNoise int
+	// Both count only events that carry a dwell time; WithDwell counts
+	// those.
+	WithDwell int
 	// RepeatGenuine counts genuine events on a (user, item) pair that was
 	// already clicked genuinely.
 	RepeatGenuine int
+	// ByType counts events by Type.
+	ByType [numTypes]int
 	// Users and Items count the distinct users and items that occur.
 	Users, Items int
 	FirstTS      int64
 	LastTS       int64
+
+	genuineWithoutDwell, noiseWithoutDwell int
 }
 
 // Noise returns the number of noise events.
@@ -221,11 +262,15 @@ func (s Stats) Noise() int { return s.Events - s.ByCause[Genuine] }
 // NoiseShare returns the realised share of noise events.
 func (s Stats) NoiseShare() float64 { return ratio(s.Noise(), s.Events) }
 
-// ShortGenuineShare returns the share of genuine events with a short dwell.
-func (s Stats) ShortGenuineShare() float64 { return ratio(s.ShortGenuine, s.ByCause[Genuine]) }
+// ShortGenuineShare returns the share of genuine events with a short dwell,
+// among those that carry one.
+func (s Stats) ShortGenuineShare() float64 {
+	return ratio(s.ShortGenuine, s.ByCause[Genuine]-s.genuineWithoutDwell)
+}
 
-// LongNoiseShare returns the share of noise events with a long dwell.
-func (s Stats) LongNoiseShare() float64 { return ratio(s.LongNoise, s.Noise()) }
+// LongNoiseShare returns the share of noise events with a long dwell, among
+// those that carry one.
+func (s Stats) LongNoiseShare() float64 { return ratio(s.LongNoise, s.Noise()-s.noiseWithoutDwell) }
 
 func ratio(a, b int) float64 {
 	if b == 0 {
@@ -239,7 +284,25 @@ func (s Stats) String() string {
 	return fmt.Sprintf("%d events, %d users, %d items; noise %.4f (misclick %d, clickbait %d, curiosity %d); "+
 		"dwell<%ds: %.3f of genuine, dwell>=%ds: %.3f of noise; repeated genuine %d",
 		s.Events, s.Users, s.Items, s.NoiseShare(), s.ByCause[Misclick], s.ByCause[Clickbait], s.ByCause[Curiosity],
-		DwellThresholdMS/1000, s.ShortGenuineShare(), DwellThresholdMS/1000, s.LongNoiseShare(), s.RepeatGenuine)
+		DwellThresholdMS/1000, s.ShortGenuineShare(), DwellThresholdMS/1000, s.LongNoiseShare(), s.RepeatGenuine) + s.v2String()
+}
+
+// v2String is what String adds for the kinds of ProfileV2 and a partial
+// dwell, so that a v1 summary reads as before.
+func (s Stats) v2String() string {
+	var out string
+	if n := s.ByCause[Trending] + s.ByCause[Bot] + s.ByCause[Bounce] + s.ByCause[Purchase] + s.ByCause[Return]; n > 0 {
+		out += fmt.Sprintf("; trending %d, bot %d, bounce %d, purchase %d, return %d", s.ByCause[Trending], s.ByCause[Bot],
+			s.ByCause[Bounce], s.ByCause[Purchase], s.ByCause[Return])
+	}
+	if s.ByType[Click] < s.Events {
+		out += fmt.Sprintf("; events: view %d, click %d, cart %d, purchase %d, return %d", s.ByType[View], s.ByType[Click],
+			s.ByType[Cart], s.ByType[PurchaseType], s.ByType[ReturnType])
+	}
+	if s.WithDwell < s.Events {
+		out += fmt.Sprintf("; dwell on %.3f of events", ratio(s.WithDwell, s.Events))
+	}
+	return out
 }
 
 // Write generates the stream described by c and writes it to w as JSON
@@ -273,6 +336,16 @@ func Write(ctx context.Context, w io.Writer, c Config) (Stats, error) {
 		st.LastTS = e.TS
 		st.Events++
 		st.ByCause[e.Cause]++
+		st.ByType[e.Type]++
+		if e.NoDwell {
+			if e.Cause == Genuine {
+				st.genuineWithoutDwell++
+			} else {
+				st.noiseWithoutDwell++
+			}
+		} else {
+			st.WithDwell++
+		}
 		if !users[e.User] {
 			users[e.User] = true
 			st.Users++
@@ -282,7 +355,7 @@ func Write(ctx context.Context, w io.Writer, c Config) (Stats, error) {
 			st.Items++
 		}
 		if e.Cause == Genuine {
-			if e.DwellMS < DwellThresholdMS {
+			if !e.NoDwell && e.DwellMS < DwellThresholdMS {
 				st.ShortGenuine++
 			}
 			k := g.key(e.User, e.Item)
@@ -290,7 +363,7 @@ func Write(ctx context.Context, w io.Writer, c Config) (Stats, error) {
 				st.RepeatGenuine++
 			}
 			pairs[k] = struct{}{}
-		} else if e.DwellMS >= DwellThresholdMS {
+		} else if !e.NoDwell && e.DwellMS >= DwellThresholdMS {
 			st.LongNoise++
 		}
 		buf = e.AppendJSON(buf[:0])

@@ -37,6 +37,9 @@ type world struct {
 const (
 	worldStream = 0x776f726c64 // "world"
 	eventStream = 0x6576656e74 // "event"
+	dwellStream = 0x6477656c6c // "dwell": which events hide their dwell
+	v2Stream    = 0x7632776f72 // "v2wor": what ProfileV2 adds to the world
+	trendStream = 0x7472656e64 // "trend": the trending slot of a period
 )
 
 func newWorld(c Config) *world {
