@@ -11,20 +11,21 @@ import (
 	"denoiser/online"
 )
 
-// Scores compared by the detect experiment: the model's, then the
-// label-free baselines (each in its better direction, per seed), then the
-// offline ceiling.
-var detectScores = []string{"p_clean", "reliability", report.BaselineLoss,
+// Scores compared by the detect experiment: the model's (weight, the
+// recommended one, first), then the label-free baselines (each in its
+// better direction, per seed), then the offline ceiling.
+var detectScores = []string{report.RecommendedScore, "p_clean", "reliability", report.BaselineLoss,
 	report.BaselineItemPopularity, report.BaselineUserActivity, report.BaselinePairCount, report.BaselineDwell,
 	BaselineEventType, OfflineCeiling}
 
 // Indices in detectScores.
 const (
-	firstBaseline = 2 // the first label-free baseline
-	dwellScore    = 6 // reported only where at least half the events carry a dwell time
-	typeScore     = 7 // reported only where the stream has more than one event type
-	ceilingScore  = 8 // not a baseline: it sees the whole stream
-	numScores     = 9
+	reliabilityScore = 2
+	firstBaseline    = 3 // the first label-free baseline
+	dwellScore       = 7 // reported only where at least half the events carry a dwell time
+	typeScore        = 8 // reported only where the stream has more than one event type
+	ceilingScore     = 9 // not a baseline: it sees the whole stream
+	numScores        = 10
 )
 
 // BaselineEventType ranks an event by the engagement its type shows
@@ -185,7 +186,7 @@ func (c detectCase) stream(seed uint64) (*stream, error) {
 			return s, nil
 		}
 		s.events = append(s.events, online.Event{User: "u" + strconv.Itoa(e.User+1), Item: "i" + strconv.Itoa(e.Item+1),
-			DwellMS: e.DwellMS, HasDwell: !e.NoDwell})
+			DwellMS: e.DwellMS, HasDwell: !e.NoDwell, Kind: e.Type.String()})
 		s.types = append(s.types, e.Type)
 		s.genuine = append(s.genuine, !e.Cause.Noise())
 	}
@@ -300,7 +301,7 @@ func RunDetect(ctx context.Context, d, deca *Dataset, cfg DetectConfig) (*Detect
 			apn, _ := report.AveragePrecision(neg, noise)
 			o.metrics[k] = &metric{roc, ap, apn}
 		}
-		o.histG, o.histN = histogram(scores[1], s.genuine, cfg.Bins)
+		o.histG, o.histN = histogram(scores[reliabilityScore], s.genuine, cfg.Bins)
 		cfg.Progress.events((2*cfg.Passes + cfg.CeilingEpochs) * len(s.events))
 		cfg.Progress.job()
 		return o, nil
@@ -401,7 +402,7 @@ func detectScoresOf(ctx context.Context, s *stream, cfg DetectConfig, seed uint6
 				return scores, 0, fmt.Errorf("baseline: %w", err)
 			}
 			if pass == cfg.Passes-1 {
-				scores[0][e], scores[1][e], scores[2][e] = sc.PClean, sc.Reliability, -sb.Loss
+				scores[0][e], scores[1][e], scores[2][e], scores[3][e] = sc.Weight, sc.PClean, sc.Reliability, -sb.Loss
 			}
 		}
 		if err := ctx.Err(); err != nil {

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"bytes"
+	"denoiser/internal/report"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -64,17 +65,18 @@ func (r *DetectResult) WriteReport(dir string, meta Meta) error {
 	return gridFigureRows(filepath.Join(dir, "detect.png"), titles, "reliability", "share of class", plots, 3)
 }
 
-// againstBaselines says, per stream, how p_clean stands against the best
+// againstBaselines says, per stream, how the recommended weight stands
+// against the best
 // label-free baseline of the same run: computed, so it cannot contradict
 // the table.
 func (r *DetectResult) againstBaselines() string {
 	var b bytes.Buffer
-	b.WriteString("p_clean against the best baseline of the same run (ROC-AUC):\n\n")
+	b.WriteString("The recommended weight against the best baseline of the same run (ROC-AUC):\n\n")
 	for _, c := range r.Cases {
 		var model, best *DetectMetric
 		for i := range c.Metrics {
 			switch c.Metrics[i].Score {
-			case "p_clean":
+			case report.RecommendedScore:
 				model = &c.Metrics[i]
 			case c.BestBaseline:
 				best = &c.Metrics[i]
@@ -88,7 +90,7 @@ func (r *DetectResult) againstBaselines() string {
 		if d < 0 {
 			verdict = "behind"
 		}
-		fmt.Fprintf(&b, "- %s: p_clean %.3f, %s %.3f: %s by %.3f; offline ceiling %.3f\n", c.Name, model.ROCAUC, best.Score,
+		fmt.Fprintf(&b, "- %s: weight %.3f, %s %.3f: %s by %.3f; offline ceiling %.3f\n", c.Name, model.ROCAUC, best.Score,
 			best.ROCAUC, verdict, math.Abs(d), c.OfflineCeiling)
 	}
 	b.WriteString("\n")

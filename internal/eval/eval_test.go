@@ -174,7 +174,7 @@ func TestDetectEndToEnd(t *testing.T) {
 				t.Errorf("%s %s: %+v", c.Name, m.Score, m)
 			}
 			// Baselines are reported in their better direction.
-			if m.Score != "p_clean" && m.Score != "reliability" && m.Score != OfflineCeiling && m.ROCAUC < 0.5 {
+			if m.Score != "weight" && m.Score != "p_clean" && m.Score != "reliability" && m.Score != OfflineCeiling && m.ROCAUC < 0.5 {
 				t.Errorf("%s %s: ROC-AUC %v below 0.5", c.Name, m.Score, m.ROCAUC)
 			}
 		}
@@ -186,8 +186,12 @@ func TestDetectEndToEnd(t *testing.T) {
 			t.Errorf("%s: genuine histogram sums to %v", c.Name, sum)
 		}
 	}
-	// Hiding dwell leaves the events, so p_clean, unchanged.
-	pclean := func(c DetectCase) float64 { return c.Metrics[0].ROCAUC }
+	// Hiding dwell leaves the events, so p_clean, unchanged (the weight
+	// reads dwell).
+	pclean := func(c DetectCase) float64 { return c.Metrics[1].ROCAUC }
+	if c := res.Cases[2]; c.Metrics[0].Score != "weight" || c.Metrics[1].Score != "p_clean" {
+		t.Fatalf("scores %s, %s; want weight, p_clean first", c.Metrics[0].Score, c.Metrics[1].Score)
+	}
 	if pclean(res.Cases[2]) != pclean(res.Cases[4]) {
 		t.Errorf("p_clean %v with dwell, %v without", pclean(res.Cases[2]), pclean(res.Cases[4]))
 	}
