@@ -1,23 +1,26 @@
 // Package online is the RGBT model as a single-pass, deterministic online
 // learner: user and item embeddings, a classifier f(x) of the clean label,
 // an instance-dependent transition matrix T̂(x) from clean to observed
-// labels, and a two-component Gaussian mixture whose posterior is each
-// event's reliability weight.
+// labels, a two-component Gaussian mixture whose posterior is each event's
+// reliability, and a context part that turns p_clean into the weight to
+// train on with the evidence of the event's dwell and type.
 //
 // # What it owns
 //
 // The event type the model reads and the score it writes; the model's
 // parts — the user and item tables, the classifier and the noisy head η̃,
-// the transition, the mixture, the ρ schedule, the co-occurrence
-// estimator, the popularity ring; the Step loop; frozen copies
+// the transition, the mixture, the context statistics, the ρ schedule, the
+// co-occurrence estimator, the popularity ring; the Step loop; frozen copies
 // (Model.FrozenCopy); and the binary encoding of all of it (WriteTo,
 // ReadModel; FORMAT.md).
 //
 // # Per event (Step)
 //
 //  1. Score with the model as it is (test-then-train): f(x), T̂(x), p_clean,
-//     the reliability weight, the distilled label.
-//  2. Learn: the observed pair, then (binary mode) m sampled negatives.
+//     the reliability, the distilled label, then the weight (p_clean with
+//     the context's evidence).
+//  2. Learn: the observed pair, then (binary mode) m sampled negatives;
+//     then the context statistics, from the event's weight.
 //  3. Every RefitEvery events: refit the mixture, advance the ρ schedule.
 //
 // # Invariants
