@@ -25,6 +25,7 @@ type metrics struct {
 	numerical    prometheus.Counter
 	step         prometheus.Histogram
 	reliability  prometheus.Histogram
+	weight       prometheus.Histogram
 
 	checkpoints        prometheus.Counter
 	checkpointFailures prometheus.Counter
@@ -74,6 +75,11 @@ func newMetrics(reg prometheus.Registerer, src lagReader) (*metrics, error) {
 			Help:    "Reliability (GMM weight) of scored events.",
 			Buckets: prometheus.LinearBuckets(0.1, 0.1, 10),
 		}),
+		weight: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "denoiser_weight",
+			Help:    "Weight (the score to train on: p_clean with the evidence of dwell and event type) of scored events.",
+			Buckets: prometheus.LinearBuckets(0.1, 0.1, 10),
+		}),
 		checkpoints: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "denoiser_checkpoints_total",
 			Help: "Checkpoints committed to the state store.",
@@ -114,7 +120,7 @@ func newMetrics(reg prometheus.Registerer, src lagReader) (*metrics, error) {
 		m.deadLettered[r] = dl.WithLabelValues(string(r))
 	}
 	for _, c := range []prometheus.Collector{
-		m.consumed, m.scored, m.emitted, m.numerical, dl, sk, m.step, m.reliability,
+		m.consumed, m.scored, m.emitted, m.numerical, dl, sk, m.step, m.reliability, m.weight,
 		m.checkpoints, m.checkpointFailures, m.checkpointDuration, m.checkpointPause, m.checkpointBytes,
 		&scrapeCollector{m: m, src: src},
 	} {
@@ -139,6 +145,7 @@ func (m *metrics) record(r *consumer.Result) {
 		m.numerical.Inc()
 	}
 	m.reliability.Observe(r.Score.Reliability)
+	m.weight.Observe(r.Score.Weight)
 }
 
 // skip counts one skipped record (model goroutine).
@@ -202,7 +209,7 @@ var (
 	descWeight = prometheus.NewDesc("denoiser_gmm_component_weight",
 		"Mixture weight of a GMM component.", []string{"component"}, nil)
 	descMean = prometheus.NewDesc("denoiser_gmm_component_mean",
-		"Mean of a GMM component, per reliability feature (score = p_u.q_i, cooc = log(1+c_ui)).",
+		"Mean of a GMM component, per reliability feature (score = f_ỹ(x), cooc = log(1+c_ui)).",
 		[]string{"component", "feature"}, nil)
 	descTransition = prometheus.NewDesc("denoiser_mean_transition",
 		"Mean estimated transition matrix T̂ over the last refit period: P(observed | clean).",
