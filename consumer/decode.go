@@ -178,11 +178,10 @@ func Decode(line []byte, ev *Event) error {
 		ev.HasDwell = true
 	}
 	if rating != nil {
-		r, err := decodeInt("rating", rating, 0, MaxRating)
-		if err != nil {
+		if ev.Rating, err = decodeRating(rating); err != nil {
 			return err
 		}
-		ev.Rating, ev.HasRating = int(r), true
+		ev.HasRating = true
 	}
 	if truth != nil {
 		if truth[0] != '"' {
@@ -363,6 +362,23 @@ func decodeInt(field string, v []byte, lo, hi int64) (int64, error) {
 		return 0, reject(ReasonOutOfRange, field, clip(v)+" is outside "+strconv.FormatInt(lo, 10)+".."+strconv.FormatInt(hi, 10))
 	}
 	return int64(f), nil
+}
+
+// decodeRating accepts a JSON number in [0, MaxRating], integral or not
+// (4, 4.0 and 3.5 are ratings; a half-star scale needs no conversion). -0
+// is 0, so that the output writes it back as 0.
+func decodeRating(v []byte) (float64, error) {
+	if c := v[0]; c != '-' && (c < '0' || c > '9') {
+		return 0, reject(ReasonBadType, "rating", "is a JSON "+kindOf(v)+", want a number")
+	}
+	f, err := strconv.ParseFloat(string(v), 64)
+	if err != nil || !(f >= 0 && f <= MaxRating) {
+		return 0, reject(ReasonOutOfRange, "rating", clip(v)+" is outside 0.."+strconv.Itoa(MaxRating))
+	}
+	if f == 0 {
+		f = 0 // not -0
+	}
+	return f, nil
 }
 
 // kindOf names the JSON type of a valid JSON value.

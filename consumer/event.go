@@ -27,7 +27,7 @@ type Event struct {
 	DwellMS  int64 // 0..MaxDwellMS
 	HasDwell bool
 
-	Rating    int // 0..MaxRating
+	Rating    float64 // 0..MaxRating, not only integers (3.5); never -0
 	HasRating bool
 
 	// Truth is "genuine", "noise" or "" (absent). It is for evaluation only

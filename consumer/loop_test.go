@@ -90,7 +90,7 @@ not json
 {"user":"b"}
 {"user":"c","item":"refuse"}
 {"user":"d","item":"nan"}
-{"user":"e","item":"i2","rating":3.5}
+{"user":"e","item":"i2","rating":101}
 {"user":"f","item":"i3","dwell_ms":true}
    
 {"user":"g","item":"i4"}`

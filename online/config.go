@@ -9,7 +9,7 @@ import (
 // Label modes.
 const (
 	ModeBinary = "binary" // every event is an observed positive; sampled negatives are observed 0
-	ModeRating = "rating" // the observed class is the rating - 1
+	ModeRating = "rating" // the observed class is the rating rounded half up, minus 1 (RatingClass)
 	ModeDwell  = "dwell"  // the observed class is the dwell-time bucket
 )
 
@@ -37,7 +37,12 @@ type Config struct {
 	// Mode is the label mode: "binary" (default), "rating" or "dwell".
 	Mode string `json:"mode" yaml:"mode"`
 	// Classes is K in rating mode (default 5). In binary mode K = 2; in
-	// dwell mode K = len(DwellBucketsMS) + 1.
+	// dwell mode K = len(DwellBucketsMS) + 1. In rating mode a rating is
+	// rounded half up to its class 1..K (RatingClass): integer ratings are
+	// their own class; half stars join the class above, so MovieLens'
+	// 0.5..5 scale gives 5 classes of two half-star levels each (0.5 and 1
+	// are class 1, 4.5 and 5 class 5). A rating that rounds outside 1..K
+	// is refused as an invalid event.
 	Classes int `json:"classes" yaml:"classes"`
 	// DwellBucketsMS are the ascending dwell thresholds of dwell mode
 	// (default [10000, 30000]: <10 s, 10-30 s, >=30 s).

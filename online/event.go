@@ -3,6 +3,7 @@ package online
 import (
 	"errors"
 	"fmt"
+	"math"
 )
 
 // Event is one observed interaction as the model sees it. Fields that are
@@ -11,9 +12,9 @@ import (
 type Event struct {
 	User string
 	Item string
-	// Rating is the explicit rating, 1..Classes; 0 means absent. Read only in
-	// rating mode.
-	Rating int
+	// Rating is the explicit rating, any number; 0 means absent. Read only
+	// in rating mode, where its class is RatingClass(Rating, Classes).
+	Rating float64
 	// DwellMS is the dwell time in milliseconds; read only when HasDwell is
 	// set, and only in dwell mode.
 	DwellMS  int64
@@ -56,6 +57,21 @@ type Score struct {
 	// Version is the number of events the model had learned from before
 	// this one.
 	Version uint64
+}
+
+// RatingClass is the rule of rating mode: the class (1..classes) of a
+// rating is the rating rounded half up, so that integer ratings are their
+// own class and half stars join the class above (0.5 and 1 are class 1,
+// 1.5 and 2 class 2, ..., 4.5 and 5 class 5: a MovieLens 0.5..5 scale puts
+// two half-star levels in each of 5 classes). ok is false, and the rating
+// fits no class, when the rounded rating is outside 1..classes (a rating
+// below 0.5 or from classes+0.5 on) or the rating is not finite.
+func RatingClass(rating float64, classes int) (class int, ok bool) {
+	r := math.Round(rating) // half away from zero: half up for the ratings that can fit
+	if !(r >= 1 && r <= float64(classes)) {
+		return 0, false
+	}
+	return int(r), true
 }
 
 // ErrInvalidEvent is returned by Step for an event that does not fit the

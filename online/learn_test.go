@@ -38,7 +38,7 @@ func (s *flipStream) next() (Event, int) {
 			break
 		}
 	}
-	return Event{User: fmt.Sprint("u", u), Item: fmt.Sprint("i", i), Rating: obs + 1}, y
+	return Event{User: fmt.Sprint("u", u), Item: fmt.Sprint("i", i), Rating: float64(obs + 1)}, y
 }
 
 // TestTransitionRecoversFlipMatrix trains on a stream with a known

@@ -147,10 +147,11 @@ func (m *Model) label(ev *Event) (int, error) {
 		if ev.Rating == 0 {
 			return 0, invalid("rating mode needs a rating: missing")
 		}
-		if ev.Rating < 1 || ev.Rating > m.k {
-			return 0, invalid("rating %d outside 1..%d", ev.Rating, m.k)
+		class, ok := RatingClass(ev.Rating, m.k)
+		if !ok {
+			return 0, invalid("rating %v outside 1..%d (rounded half up)", ev.Rating, m.k)
 		}
-		return ev.Rating - 1, nil
+		return class - 1, nil
 	case ModeDwell:
 		if !ev.HasDwell || ev.DwellMS < 0 {
 			return 0, invalid("dwell mode needs a non-negative dwell_ms")

@@ -25,7 +25,7 @@ func testStream(n int, seed uint64) []Event {
 		if r.Float64() < 0.2 {
 			i = r.IntN(40)
 		}
-		evs[j] = Event{User: fmt.Sprint("u", u), Item: fmt.Sprint("i", i), Rating: 1 + r.IntN(5), DwellMS: int64(r.IntN(60000)), HasDwell: true}
+		evs[j] = Event{User: fmt.Sprint("u", u), Item: fmt.Sprint("i", i), Rating: float64(1 + r.IntN(5)), DwellMS: int64(r.IntN(60000)), HasDwell: true}
 	}
 	return evs
 }
@@ -217,6 +217,10 @@ func TestInvalidEventsChangeNothing(t *testing.T) {
 		{"empty item", ModeBinary, Event{User: "u"}, "empty"},
 		{"rating missing", ModeRating, Event{User: "u", Item: "i"}, "rating: missing"},
 		{"rating too high", ModeRating, Event{User: "u", Item: "i", Rating: 6}, "rating 6 outside 1..5"},
+		{"rating rounds above K", ModeRating, Event{User: "u", Item: "i", Rating: 5.5}, "rating 5.5 outside 1..5"},
+		{"rating rounds to 0", ModeRating, Event{User: "u", Item: "i", Rating: 0.25}, "rating 0.25 outside 1..5"},
+		{"rating negative", ModeRating, Event{User: "u", Item: "i", Rating: -1}, "rating -1 outside 1..5"},
+		{"rating NaN", ModeRating, Event{User: "u", Item: "i", Rating: math.NaN()}, "rating NaN outside 1..5"},
 		{"dwell missing", ModeDwell, Event{User: "u", Item: "i"}, "dwell_ms"},
 		{"dwell negative", ModeDwell, Event{User: "u", Item: "i", DwellMS: -1, HasDwell: true}, "dwell_ms"},
 		{"weight negative", ModeBinary, Event{User: "u", Item: "i", Weight: -1}, "weight"},
@@ -356,6 +360,44 @@ func BenchmarkStep(b *testing.B) {
 	}
 }
 
+// TestRatingClass pins the rule of rating mode: a rating is rounded half
+// up to its class, and a class outside 1..K is no class.
+func TestRatingClass(t *testing.T) {
+	for _, tc := range []struct {
+		rating float64
+		k      int
+		class  int // 0: none
+	}{
+		{0.5, 5, 1}, {1, 5, 1}, {1.5, 5, 2}, {2, 5, 2}, {2.49, 5, 2}, {2.5, 5, 3}, {3.5, 5, 4}, {4.5, 5, 5}, {5, 5, 5}, {5.49, 5, 5},
+		{0.49999999999999994, 5, 0}, // the largest double below 0.5: floor(r+0.5) would say 1
+		{0, 5, 0}, {0.25, 5, 0}, {5.5, 5, 0}, {-0.5, 5, 0}, {math.NaN(), 5, 0}, {math.Inf(1), 5, 0}, {math.Inf(-1), 5, 0},
+		{9.5, 10, 10}, {10, 10, 10}, {10.5, 10, 0}, {1e300, 32, 0},
+	} {
+		class, ok := RatingClass(tc.rating, tc.k)
+		if ok != (tc.class != 0) || (ok && class != tc.class) {
+			t.Errorf("RatingClass(%v, %d) = %d, %v; want class %d (0: none)", tc.rating, tc.k, class, ok, tc.class)
+		}
+	}
+}
+
+// TestHalfStarRatingIsItsClass: in rating mode the observed class of a
+// half-star rating is its rounded class.
+func TestHalfStarRatingIsItsClass(t *testing.T) {
+	m, err := New(smallConfig(ModeRating), rand.NewPCG(1, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sc Score
+	for rating, label := range map[float64]int{0.5: 0, 1: 0, 1.5: 1, 2.5: 2, 3.5: 3, 4: 3, 4.5: 4, 5: 4} {
+		if err := m.Step(Event{User: "u", Item: "i", Rating: rating}, &sc); err != nil {
+			t.Fatalf("rating %v: %v", rating, err)
+		}
+		if sc.Label != label {
+			t.Errorf("rating %v: observed class %d, want %d", rating, sc.Label, label)
+		}
+	}
+}
+
 // TestStepDoesNotAllocate: on a warm model (past warm-up, mixture fitted,
 // every id known), Step allocates nothing, in binary mode with negatives
 // and in rating mode. The measured events fall between two refits: a
@@ -375,9 +417,9 @@ func TestStepDoesNotAllocate(t *testing.T) {
 				t.Fatal(err)
 			}
 			evs := testStream(4000, 12)
-			for j := range evs { // a rating the item decides: learnable
+			for j := range evs { // a half-star rating the item decides: learnable
 				id := evs[j].Item
-				evs[j].Rating = 1 + int(id[len(id)-1]-'0')%5
+				evs[j].Rating = float64(1+int(id[len(id)-1]-'0')%10) / 2
 			}
 			var sc Score
 			for _, ev := range evs { // warm: every id known, refits done

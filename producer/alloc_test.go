@@ -20,7 +20,7 @@ func TestEncodeAllocs(t *testing.T) {
 	scored := &consumer.Result{
 		Pos: input.Position{Topic: "clicks", Partition: 3, Offset: 1234},
 		Event: consumer.Event{User: "u\"1234\n", Item: "i98765\u2028", TS: 1700000000000, HasTS: true, Kind: "click",
-			DwellMS: 8300, HasDwell: true, Rating: 4, HasRating: true, Truth: "noise"},
+			DwellMS: 8300, HasDwell: true, Rating: 3.5, HasRating: true, Truth: "noise"},
 		Score: online.Score{Reliability: 0.9312, PClean: 0.81234, Posterior: []float64{0.18766, 0.81234}, Label: 1, Distilled: 1, Version: 41},
 	}
 	text := &consumer.Result{

@@ -33,7 +33,7 @@ func AppendScored(dst []byte, r *consumer.Result) []byte {
 	}
 	if ev.HasRating {
 		dst = append(dst, `,"rating":`...)
-		dst = strconv.AppendInt(dst, int64(ev.Rating), 10)
+		dst = strconv.AppendFloat(dst, ev.Rating, 'f', -1, 64) // as few digits as read back: 3.5, 4, 0.0000001
 	}
 	if ev.Truth != "" {
 		dst = append(dst, `,"truth":`...)

@@ -41,6 +41,16 @@ func TestAppendScored(t *testing.T) {
 				`"label":2,"distilled":0,"model_version":0,"source":{"topic":"clicks","partition":3,"offset":1234}}`,
 		},
 		{
+			name: "fractional rating written back as it came",
+			r: consumer.Result{
+				Pos:   input.Position{File: "f", Line: 3},
+				Event: consumer.Event{User: "u", Item: "i", Rating: 3.5, HasRating: true},
+				Score: online.Score{Weight: 0.5, Reliability: 1, PClean: 0.5, Distilled: -1},
+			},
+			want: `{"user":"u","item":"i","rating":3.5,"weight":0.5,"reliability":1,"p_clean":0.5,"clean_posterior":[],` +
+				`"label":0,"distilled":null,"model_version":0,"source":{"file":"f","line":3}}`,
+		},
+		{
 			name: "other input fields carried through",
 			r: consumer.Result{
 				Pos:   input.Position{File: "f", Line: 2},
@@ -78,17 +88,28 @@ func TestAppendScored(t *testing.T) {
 }
 
 func TestAppendScoredDecodesBack(t *testing.T) {
-	line := `{"user":"u1","item":"i9","ts":1700000000000,"event":"click","dwell_ms":8300,"rating":4,"truth":"noise"}`
-	r := consumer.Result{Pos: input.Position{File: "f", Line: 1}, Score: online.Score{Distilled: -1}}
-	if err := consumer.Decode([]byte(line), &r.Event); err != nil {
-		t.Fatal(err)
-	}
-	var back consumer.Event
-	if err := consumer.Decode(AppendScored(nil, &r), &back); err != nil {
-		t.Fatal(err)
-	}
-	if !back.Equal(&r.Event) {
-		t.Fatalf("scored record decodes to %+v, want %+v", back, r.Event)
+	for _, tt := range []struct{ line, rating string }{
+		{`{"user":"u1","item":"i9","ts":1700000000000,"event":"click","dwell_ms":8300,"rating":4,"truth":"noise"}`, `"rating":4,`},
+		{`{"user":"u1","item":"i9","rating":3.5}`, `"rating":3.5,`},
+		{`{"user":"u1","item":"i9","rating":4.0}`, `"rating":4,`},
+		{`{"user":"u1","item":"i9","rating":0.5}`, `"rating":0.5,`},
+		{`{"user":"u1","item":"i9","rating":1e-7}`, `"rating":0.0000001,`},
+	} {
+		r := consumer.Result{Pos: input.Position{File: "f", Line: 1}, Score: online.Score{Distilled: -1}}
+		if err := consumer.Decode([]byte(tt.line), &r.Event); err != nil {
+			t.Fatal(err)
+		}
+		out := AppendScored(nil, &r)
+		if !strings.Contains(string(out), tt.rating) {
+			t.Errorf("%s: scored record %s does not hold %s", tt.line, out, tt.rating)
+		}
+		var back consumer.Event
+		if err := consumer.Decode(out, &back); err != nil {
+			t.Fatal(err)
+		}
+		if !back.Equal(&r.Event) {
+			t.Fatalf("scored record decodes to %+v, want %+v", back, r.Event)
+		}
 	}
 }
 

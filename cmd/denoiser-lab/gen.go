@@ -138,15 +138,17 @@ func parseMix(s string, v *synth.V2Config) error {
 
 // runConvert implements
 //
-//	denoiser-lab convert movielens --in u.data --out FILE
+//	denoiser-lab convert movielens --in u.data|ratings.csv --out FILE
 //
-// It converts a MovieLens rating file into the event format (package
+// It converts a MovieLens rating file (u.data, or a ratings.csv with its
+// header) into the event format (package
 // movielens), sorted by (ts, user, item), writing FILE atomically or stdout
 // when FILE is "-".
 func runConvert(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	usage := func(w io.Writer) {
-		fmt.Fprintf(w, "usage: denoiser-lab convert movielens --in u.data --out FILE\n\n"+
-			"Converts MovieLens ratings (user item rating unix_seconds per line) into events:\n"+
+		fmt.Fprintf(w, "usage: denoiser-lab convert movielens --in u.data|ratings.csv --out FILE\n\n"+
+			"Converts MovieLens ratings into events: u.data (user item rating unix_seconds per line)\n"+
+			"or ratings.csv (header userId,movieId,rating,timestamp; half-star ratings kept as they are):\n"+
 			"event \"rating\", rating kept, ts in ms, no truth field, sorted by (ts, user, item).\n\n")
 	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
@@ -162,7 +164,7 @@ func runConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fs := flag.NewFlagSet("convert movielens", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	in := fs.String("in", "", "input `file` in u.data format (required; - for stdin)")
+	in := fs.String("in", "", "input `file`, u.data or ratings.csv (required; - for stdin)")
 	out := fs.String("out", "", "output `file` of JSON-lines events (required; - for stdout)")
 	fs.Usage = func() {
 		usage(fs.Output())

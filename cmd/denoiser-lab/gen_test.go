@@ -154,6 +154,36 @@ func TestRunConvert(t *testing.T) {
 	}
 }
 
+// TestRunConvertRatingsCSV converts a small ratings.csv of the MovieLens
+// latest layout (header, half stars, unix seconds).
+func TestRunConvertRatingsCSV(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "ratings.csv")
+	csv := "userId,movieId,rating,timestamp\n1,31,2.5,1260759144\n1,1029,3.0,1260759179\n7,31,0.5,1260759100\n"
+	if err := os.WriteFile(in, []byte(csv), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "ml.jsonl")
+	var stderr bytes.Buffer
+	if err := runConvert(context.Background(), []string{"movielens", "--in", in, "--out", out}, &bytes.Buffer{}, &stderr); err != nil {
+		t.Fatalf("runConvert: %v\n%s", err, stderr.String())
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"user":"7","item":"31","ts":1260759100000,"event":"rating","rating":0.5}
+{"user":"1","item":"31","ts":1260759144000,"event":"rating","rating":2.5}
+{"user":"1","item":"1029","ts":1260759179000,"event":"rating","rating":3}
+`
+	if string(got) != want {
+		t.Errorf("output:\n%s\nwant:\n%s", got, want)
+	}
+	if !strings.Contains(stderr.String(), "3 events, 2 users, 2 items; ratings 0.5:1 2.5:1 3:1") {
+		t.Errorf("summary %q", stderr.String())
+	}
+}
+
 func TestRunConvertErrors(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.data")

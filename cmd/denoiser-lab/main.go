@@ -7,7 +7,7 @@
 //	denoiser-lab demo [--in FILE] [--report FILE.json] [--http ADDR] [--seed N]
 //	denoiser-lab eval transition|recommend|detect [flags]
 //	denoiser-lab gen --out FILE --events N --noise RATE --seed S
-//	denoiser-lab convert movielens --in u.data --out FILE
+//	denoiser-lab convert movielens --in u.data|ratings.csv --out FILE
 //
 // It is a binary of its own so that the service binary (cmd/denoiser)
 // links neither gonum/plot and its fonts nor the embedded broker. This

@@ -340,3 +340,48 @@ func TestReplayCSV(t *testing.T) {
 		t.Errorf("dead letters: %s", d)
 	}
 }
+
+// TestReplayHalfStarRatings: in rating mode, half-star ratings (MovieLens
+// latest) are scored, not dead-lettered, and written back as they came; a
+// missing rating and one that rounds outside 1..classes are refused.
+func TestReplayHalfStarRatings(t *testing.T) {
+	dir := t.TempDir()
+	in := clitest.WriteFile(t, filepath.Join(dir, "ratings.jsonl"), `{"user":"u1","item":"i1","rating":0.5}
+{"user":"u1","item":"i2","rating":3.5}
+{"user":"u2","item":"i1","rating":5.0}
+{"user":"u2","item":"i2","rating":4}
+{"user":"u3","item":"i1"}
+{"user":"u3","item":"i2","rating":6}
+`)
+	cfg := clitest.WriteFile(t, filepath.Join(dir, "c.yaml"), clitest.SmallConfig)
+	out, dead, rep := filepath.Join(dir, "o.jsonl"), filepath.Join(dir, "d.jsonl"), filepath.Join(dir, "r.json")
+	var stderr bytes.Buffer
+	args := []string{"replay", "--in", in, "--out", out, "--dead-letter", dead, "--report", rep, "--config", cfg,
+		"--set", "model.mode=rating", "--truth", "rating:2.5"}
+	if code := run(context.Background(), args, &bytes.Buffer{}, &stderr); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr.String())
+	}
+	scored := strings.Split(strings.TrimSpace(clitest.ReadFile(t, out)), "\n")
+	if len(scored) != 4 {
+		t.Fatalf("%d scored, want 4:\n%s\ndead letters:\n%s", len(scored), clitest.ReadFile(t, out), clitest.ReadFile(t, dead))
+	}
+	for i, want := range []string{
+		`{"user":"u1","item":"i1","rating":0.5,`,
+		`{"user":"u1","item":"i2","rating":3.5,`,
+		`{"user":"u2","item":"i1","rating":5,`,
+		`{"user":"u2","item":"i2","rating":4,`,
+	} {
+		if !strings.HasPrefix(scored[i], want) {
+			t.Errorf("record %d: %s\nwant it to start %s", i, scored[i], want)
+		}
+	}
+	for i, label := range []string{`"label":0,`, `"label":3,`, `"label":4,`, `"label":3,`} {
+		if !strings.Contains(scored[i], label) {
+			t.Errorf("record %d: %s\nwant %s", i, scored[i], label)
+		}
+	}
+	d := clitest.ReadFile(t, dead)
+	if !strings.Contains(d, "rating mode needs a rating: missing") || !strings.Contains(d, "rating 6 outside 1..5") || strings.Count(d, "\n") != 2 {
+		t.Errorf("dead letters:\n%s", d)
+	}
+}

@@ -284,7 +284,7 @@ type scored struct {
 	User        string   `json:"user"`
 	Item        string   `json:"item"`
 	DwellMS     *int64   `json:"dwell_ms"`
-	Rating      *int     `json:"rating"`
+	Rating      *float64 `json:"rating"`
 	Truth       string   `json:"truth"`
 	Kind        string   `json:"event"`
 	Weight      *float64 `json:"weight"`

@@ -43,7 +43,7 @@ type Dataset struct {
 func UserID(u int32) string { return "u" + strconv.Itoa(int(u)) }
 func ItemID(i int32) string { return "i" + strconv.Itoa(int(i)) }
 
-// LoadMovieLens reads a u.data file and maps its ids to dense indices in
+// LoadMovieLens reads a u.data or ratings.csv file (movielens.Read) and maps its ids to dense indices in
 // ascending id order.
 func LoadMovieLens(ctx context.Context, path string) (*Dataset, error) {
 	f, err := os.Open(path)
@@ -62,7 +62,9 @@ func LoadMovieLens(ctx context.Context, path string) (*Dataset, error) {
 }
 
 // FromRatings builds a Dataset from parsed ratings, ids mapped densely in
-// ascending order.
+// ascending order. A rating's level is its class in rating mode
+// (online.RatingClass: rounded half up, so half stars 0.5..5 become 1..5);
+// one below 0.5, which no MovieLens file holds, is level 1.
 func FromRatings(rs []movielens.Rating) *Dataset {
 	dense := func(get func(movielens.Rating) int64) map[int64]int32 {
 		var ids []int64
@@ -84,7 +86,11 @@ func FromRatings(rs []movielens.Rating) *Dataset {
 	is := dense(func(r movielens.Rating) int64 { return r.Item })
 	d := &Dataset{Users: len(us), Items: len(is), Rows: make([]Interaction, len(rs))}
 	for k, r := range rs {
-		d.Rows[k] = Interaction{User: us[r.User], Item: is[r.Item], Rating: r.Rating, Clean: r.Rating, Seconds: r.Seconds}
+		level, ok := online.RatingClass(r.Rating, 10) // movielens reads ratings up to 10
+		if !ok {
+			level = 1
+		}
+		d.Rows[k] = Interaction{User: us[r.User], Item: is[r.Item], Rating: level, Clean: level, Seconds: r.Seconds}
 	}
 	return d
 }
@@ -185,7 +191,7 @@ func LoadDeca(ctx context.Context, dir string) (*Dataset, error) {
 		if v[2] < 1 || v[2] > 5 {
 			return nil, fmt.Errorf("load deca %s:%d: rating %d outside 1..5", path, line, v[2])
 		}
-		rs = append(rs, movielens.Rating{User: v[0], Item: v[1], Rating: int(v[2]), Seconds: int64(len(rs))})
+		rs = append(rs, movielens.Rating{User: v[0], Item: v[1], Rating: float64(v[2]), Seconds: int64(len(rs))})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("load deca %s: %w", path, err)

@@ -99,7 +99,7 @@ func TestSplitSizesAndCover(t *testing.T) {
 	}
 	var rs []movielens.Rating
 	for k := range 1000 {
-		rs = append(rs, movielens.Rating{User: int64(k % 37), Item: int64(k % 101), Rating: 1 + k%5, Seconds: int64(1000 - k)})
+		rs = append(rs, movielens.Rating{User: int64(k % 37), Item: int64(k % 101), Rating: float64(1 + k%5), Seconds: int64(1000 - k)})
 	}
 	d := FromRatings(rs)
 	for _, mode := range []string{SplitRandom, SplitChrono} {
@@ -140,5 +140,18 @@ func TestSplitSizesAndCover(t *testing.T) {
 	}
 	if got := CleanTest([]Interaction{{Rating: 5}, {Rating: 4}, {Rating: 5}}, 5); len(got) != 2 {
 		t.Errorf("CleanTest kept %d, want 2", len(got))
+	}
+}
+
+// TestFromRatingsHalfStars: the evaluations work on integer levels; a
+// half-star rating (MovieLens latest) takes the class rating mode gives
+// it, rounded half up.
+func TestFromRatingsHalfStars(t *testing.T) {
+	rs := []movielens.Rating{{User: 1, Item: 1, Rating: 0.5}, {User: 1, Item: 2, Rating: 1}, {User: 2, Item: 1, Rating: 2.5}, {User: 2, Item: 2, Rating: 4.5}, {User: 3, Item: 3, Rating: 4}}
+	d := FromRatings(rs)
+	for k, want := range []int{1, 1, 3, 5, 4} {
+		if got := d.Rows[k]; got.Rating != want || got.Clean != want {
+			t.Errorf("rating %v: row %+v, want rating and clean %d", rs[k].Rating, got, want)
+		}
 	}
 }

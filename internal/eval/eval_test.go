@@ -32,7 +32,7 @@ func tinyRatings(users, items, perUser int, seed uint64) []movielens.Rating {
 			v := int(math.Round(3 + ub[u] + ib[i] + 0.3*r.NormFloat64()))
 			v = min(max(v, 1), 5)
 			ts++
-			out = append(out, movielens.Rating{User: int64(u + 1), Item: int64(i + 1), Rating: v, Seconds: ts*37%10007 + ts})
+			out = append(out, movielens.Rating{User: int64(u + 1), Item: int64(i + 1), Rating: float64(v), Seconds: ts*37%10007 + ts})
 		}
 	}
 	return out

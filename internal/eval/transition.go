@@ -318,7 +318,7 @@ func replay(m *online.Model, rows []Interaction, passes int, score func(n int, s
 	var sc online.Score
 	for pass := range passes {
 		for n, x := range rows {
-			ev := online.Event{User: UserID(x.User), Item: ItemID(x.Item), Rating: x.Rating}
+			ev := online.Event{User: UserID(x.User), Item: ItemID(x.Item), Rating: float64(x.Rating)}
 			if m.Config().Mode != online.ModeRating {
 				ev.Rating = 0
 			}

@@ -42,6 +42,85 @@ func TestConvertSample(t *testing.T) {
 	}
 }
 
+// TestConvertHalfStars: u.data may hold half stars too; the rating is
+// written back in its shortest form.
+func TestConvertHalfStars(t *testing.T) {
+	in := "1\t2\t3.5\t100\n1\t3\t0.5\t101\n1\t4\t4.0\t102\n"
+	want := `{"user":"1","item":"2","ts":100000,"event":"rating","rating":3.5}
+{"user":"1","item":"3","ts":101000,"event":"rating","rating":0.5}
+{"user":"1","item":"4","ts":102000,"event":"rating","rating":4}
+`
+	var out bytes.Buffer
+	st, err := Convert(context.Background(), strings.NewReader(in), &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != want {
+		t.Errorf("output:\n%s\nwant:\n%s", out.String(), want)
+	}
+	if got := st.String(); got != "3 events, 1 users, 3 items; ratings 0.5:1 3.5:1 4:1" {
+		t.Errorf("stats %q", got)
+	}
+}
+
+// TestConvertRatingsCSV reads the layout of MovieLens latest and 25M
+// ratings.csv: a header, then userId,movieId,rating,timestamp (seconds),
+// half-star ratings from 0.5 to 5.0.
+func TestConvertRatingsCSV(t *testing.T) {
+	in := "userId,movieId,rating,timestamp\r\n" +
+		"1,307,3.5,1256677221\r\n" +
+		"1,481,3.5,1256677456\r\n" +
+		"\r\n" +
+		"2,1091,1.5,1256677471\n" +
+		"3,307,0.5,1256677221\n" +
+		"3,1,5.0,1112486027\n"
+	want := `{"user":"3","item":"1","ts":1112486027000,"event":"rating","rating":5}
+{"user":"1","item":"307","ts":1256677221000,"event":"rating","rating":3.5}
+{"user":"3","item":"307","ts":1256677221000,"event":"rating","rating":0.5}
+{"user":"1","item":"481","ts":1256677456000,"event":"rating","rating":3.5}
+{"user":"2","item":"1091","ts":1256677471000,"event":"rating","rating":1.5}
+`
+	for name, prefix := range map[string]string{"plain": "", "byte-order mark": "\ufeff"} {
+		t.Run(name, func(t *testing.T) {
+			var out bytes.Buffer
+			st, err := Convert(context.Background(), strings.NewReader(prefix+in), &out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.String() != want {
+				t.Errorf("output:\n%s\nwant:\n%s", out.String(), want)
+			}
+			if st.Events != 5 || st.Users != 3 || st.Items != 4 || st.Ratings[3.5] != 2 || st.Ratings[0.5] != 1 || st.Ratings[5] != 1 {
+				t.Errorf("stats = %v", st)
+			}
+		})
+	}
+}
+
+func TestConvertRejectsMalformedCSV(t *testing.T) {
+	const header = "userId,movieId,rating,timestamp\n"
+	for _, tc := range []struct {
+		name, line string
+	}{
+		{"three fields", "1,2,3.5"},
+		{"five fields", "1,2,3.5,1256677221,x"},
+		{"tab-separated after a header", "1\t2\t3.5\t1256677221"},
+		{"zero rating", "1,2,0,1256677221"},
+		{"word rating", "1,2,good,1256677221"},
+		{"word user", "alice,2,3.5,1256677221"},
+		{"negative time", "1,2,3.5,-1"},
+		{"header again", "userId,movieId,rating,timestamp"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := header + "1,1,4.0,1256677221\n" + tc.line + "\n"
+			_, err := Convert(context.Background(), strings.NewReader(in), &bytes.Buffer{})
+			if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "line 3") {
+				t.Fatalf("got %v, want ErrFormat at line 3", err)
+			}
+		})
+	}
+}
+
 func TestConvertRejectsMalformedLines(t *testing.T) {
 	for _, tc := range []struct {
 		name, line string
@@ -49,8 +128,12 @@ func TestConvertRejectsMalformedLines(t *testing.T) {
 		{"three fields", "1\t2\t3"},
 		{"five fields", "1\t2\t3\t4\t5"},
 		{"word user", "alice\t2\t3\t881250949"},
-		{"fractional rating", "1\t2\t3.5\t881250949"},
 		{"zero rating", "1\t2\t0\t881250949"},
+		{"rating over 10", "1\t2\t10.5\t881250949"},
+		{"hex rating", "1\t2\t0x1p1\t881250949"},
+		{"exponent rating", "1\t2\t35e-1\t881250949"},
+		{"NaN rating", "1\t2\tNaN\t881250949"},
+		{"comma-separated without the header", "1,2,3.5,881250949"},
 		{"negative id", "-1\t2\t3\t881250949"},
 		{"negative time", "1\t2\t3\t-5"},
 		{"huge time", "1\t2\t3\t99999999999999"},
@@ -110,10 +193,10 @@ func TestConvertML100k(t *testing.T) {
 	if st.Events != 100_000 || st.Users != 943 || st.Items != 1682 {
 		t.Errorf("stats = %v, want 100000 events, 943 users, 1682 items", st)
 	}
-	want := map[int]int{1: 6110, 2: 11370, 3: 27145, 4: 34174, 5: 21201}
+	want := map[float64]int{1: 6110, 2: 11370, 3: 27145, 4: 34174, 5: 21201}
 	for r, n := range want {
 		if st.Ratings[r] != n {
-			t.Errorf("rating %d: %d events, want %d", r, st.Ratings[r], n)
+			t.Errorf("rating %v: %d events, want %d", r, st.Ratings[r], n)
 		}
 	}
 	if len(st.Ratings) != len(want) {
@@ -155,6 +238,7 @@ func FuzzRead(f *testing.F) {
 	f.Add("196\t242\t3\t881250949\n")
 	f.Add("1 2 3 4\n\n5 6 7 8")
 	f.Add("x\ty\n")
+	f.Add("userId,movieId,rating,timestamp\n1,2,3.5,1112486027\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		rs, err := Read(context.Background(), strings.NewReader(in))
 		if err != nil {
@@ -164,7 +248,7 @@ func FuzzRead(f *testing.F) {
 			var e struct {
 				User, Item string
 				TS         int64
-				Rating     int
+				Rating     float64
 			}
 			if err := json.Unmarshal(r.AppendJSON(nil), &e); err != nil {
 				t.Fatalf("rating %+v encodes to invalid JSON: %v", r, err)

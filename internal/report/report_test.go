@@ -27,6 +27,8 @@ func TestParseTruth(t *testing.T) {
 		"field":       {Mode: TruthField},
 		"dwell:10000": {Mode: TruthDwell, Threshold: 10000},
 		"rating:2":    {Mode: TruthRating, Threshold: 2},
+		"rating:2.5":  {Mode: TruthRating, Threshold: 2.5},
+		"rating:0.5":  {Mode: TruthRating, Threshold: 0.5},
 	}
 	for s, want := range good {
 		got, err := ParseTruth(s)
@@ -37,7 +39,7 @@ func TestParseTruth(t *testing.T) {
 			t.Errorf("String() = %q, want %q", got.String(), s)
 		}
 	}
-	for _, s := range []string{"dwell", "dwell:", "dwell:x", "rating:-1", "field:1", "label", "Rating:2"} {
+	for _, s := range []string{"dwell", "dwell:", "dwell:x", "rating:-1", "rating:-0.5", "rating:NaN", "rating:Inf", "rating:1e400", "rating:0x1p1", "rating:1_0", "dwell:2.5", "field:1", "label", "Rating:2"} {
 		if _, err := ParseTruth(s); !errors.Is(err, ErrTruthMode) {
 			t.Errorf("ParseTruth(%q) = %v, want ErrTruthMode", s, err)
 		}
@@ -47,6 +49,7 @@ func TestParseTruth(t *testing.T) {
 func TestTruthGenuine(t *testing.T) {
 	dwell := Truth{Mode: TruthDwell, Threshold: 10000}
 	rating := Truth{Mode: TruthRating, Threshold: 2}
+	halfStar := Truth{Mode: TruthRating, Threshold: 2.5}
 	field := Truth{Mode: TruthField}
 	tests := []struct {
 		truth   Truth
@@ -60,6 +63,11 @@ func TestTruthGenuine(t *testing.T) {
 		{rating, consumer.Event{Rating: 2, HasRating: true}, false, true},
 		{rating, consumer.Event{Rating: 3, HasRating: true}, true, true},
 		{rating, consumer.Event{}, false, false},
+		{rating, consumer.Event{Rating: 2.5, HasRating: true}, true, true},
+		{rating, consumer.Event{Rating: 1.5, HasRating: true}, false, true},
+		{halfStar, consumer.Event{Rating: 2.5, HasRating: true}, false, true},
+		{halfStar, consumer.Event{Rating: 3, HasRating: true}, true, true},
+		{halfStar, consumer.Event{Rating: 2, HasRating: true}, false, true},
 		{field, consumer.Event{Truth: "genuine"}, true, true},
 		{field, consumer.Event{Truth: "noise", DwellMS: 50000, HasDwell: true}, false, true},
 		{field, consumer.Event{}, false, false},

@@ -22,8 +22,11 @@ const (
 // Truth says where the ground truth of an event comes from. It is used by
 // reports only, never by the model.
 type Truth struct {
-	Mode      string
-	Threshold int64 // dwell: milliseconds; rating: the highest noisy rating
+	Mode string
+	// Threshold is, in dwell mode, milliseconds (an integer); in rating
+	// mode the highest noisy rating, compared as a number (2.5: 0.5..2.5
+	// are noise, 3 is genuine).
+	Threshold float64
 }
 
 // ParseTruth parses "field", "dwell:MS" or "rating:R". An empty string is
@@ -36,10 +39,16 @@ func ParseTruth(s string) (Truth, error) {
 			return Truth{}, fmt.Errorf("parse truth %q: field takes no argument: %w", s, ErrTruthMode)
 		}
 		return Truth{Mode: TruthField}, nil
-	case TruthDwell, TruthRating:
+	case TruthDwell:
 		v, err := strconv.ParseInt(arg, 10, 64)
 		if !hasArg || err != nil || v < 0 {
-			return Truth{}, fmt.Errorf("parse truth %q: want %s:N with N a non-negative integer: %w", s, mode, ErrTruthMode)
+			return Truth{}, fmt.Errorf("parse truth %q: want dwell:MS with MS a non-negative integer: %w", s, ErrTruthMode)
+		}
+		return Truth{Mode: mode, Threshold: float64(v)}, nil
+	case TruthRating:
+		v, err := strconv.ParseFloat(arg, 64)
+		if !hasArg || err != nil || !isDecimal(arg) {
+			return Truth{}, fmt.Errorf("parse truth %q: want rating:R with R a non-negative decimal number (2, 2.5): %w", s, ErrTruthMode)
 		}
 		return Truth{Mode: mode, Threshold: v}, nil
 	default:
@@ -52,7 +61,24 @@ func (t Truth) String() string {
 	if t.Mode == TruthField || t.Mode == "" {
 		return TruthField
 	}
-	return t.Mode + ":" + strconv.FormatInt(t.Threshold, 10)
+	return t.Mode + ":" + strconv.FormatFloat(t.Threshold, 'f', -1, 64)
+}
+
+// isDecimal reports whether s is digits with at most one decimal point
+// inside them: no sign, exponent, hex, Inf or NaN.
+func isDecimal(s string) bool {
+	digits, point := 0, false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.' && !point && digits > 0 && i < len(s)-1:
+			point = true
+		default:
+			return false
+		}
+	}
+	return digits > 0
 }
 
 // Genuine reports whether ev is genuine under t; ok is false when ev carries
@@ -63,12 +89,12 @@ func (t Truth) Genuine(ev *consumer.Event) (genuine, ok bool) {
 		if !ev.HasDwell {
 			return false, false
 		}
-		return ev.DwellMS >= t.Threshold, true
+		return float64(ev.DwellMS) >= t.Threshold, true
 	case TruthRating:
 		if !ev.HasRating {
 			return false, false
 		}
-		return int64(ev.Rating) > t.Threshold, true
+		return ev.Rating > t.Threshold, true
 	default:
 		switch ev.Truth {
 		case consumer.TruthGenuine:

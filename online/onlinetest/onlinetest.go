@@ -25,7 +25,7 @@ func Stream(n int, seed uint64) []online.Event {
 			i = r.IntN(40)
 		}
 		evs[j] = online.Event{User: fmt.Sprint("u", u), Item: fmt.Sprint("i", i),
-			Rating: 1 + r.IntN(5), DwellMS: int64(r.IntN(60000)), HasDwell: true}
+			Rating: float64(1 + r.IntN(5)), DwellMS: int64(r.IntN(60000)), HasDwell: true}
 	}
 	return evs
 }

@@ -87,7 +87,7 @@ func Scored(i int) *consumer.Result {
 		ev.DwellMS, ev.HasDwell = int64(i*37), true
 	}
 	if i%7 == 0 {
-		ev.Rating, ev.HasRating = i%6, true
+		ev.Rating, ev.HasRating = float64(i%6)/2, true // half stars too
 		r.Score.Posterior = []float64{0.1, 0.2, 0.7}
 		r.Score.Label = 2
 	}
