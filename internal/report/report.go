@@ -60,6 +60,10 @@ const minDwellShare = 0.5
 type Report struct {
 	Input string `json:"input,omitempty"`
 	Truth string `json:"truth"`
+	// Passes is how many times replay read the input: the models learned
+	// from it Passes−1 times, then the last pass was scored (and is all
+	// the rest of the report counts). Absent where the input is a stream.
+	Passes int `json:"passes,omitempty"`
 
 	Records         uint64            `json:"records"` // lines read, blank ones included
 	Events          uint64            `json:"events"`  // events scored
@@ -108,7 +112,8 @@ type Inputs struct {
 	Stats     consumer.Stats  // what the loop counted
 	Model     online.Summary  // the model at the end
 	Baseline  *online.Summary // the plain baseline at the end, if one ran
-	Elapsed   time.Duration   // wall time of the loop
+	Elapsed   time.Duration   // wall time of the loop (the scoring pass)
+	Passes    int             // replay's passes over the input; 0 for a stream
 }
 
 // Build computes the report.
@@ -116,6 +121,7 @@ func Build(in Inputs) Report {
 	c := in.Collector
 	r := Report{
 		Input:           in.Input,
+		Passes:          in.Passes,
 		Truth:           c.truth.String(),
 		Records:         in.Stats.Records,
 		Events:          in.Stats.Scored,
@@ -255,6 +261,13 @@ func (r *Report) PrintAs(w io.Writer, command string) error {
 		fmt.Fprintf(&b, ", %d blank", r.Blank)
 	}
 	fmt.Fprintf(&b, "; %.1f s, %.0f events/s\n", r.Seconds, r.EventsPerSec)
+	if r.Passes > 1 {
+		times := "once"
+		if r.Passes > 2 {
+			times = fmt.Sprintf("%d times", r.Passes-1)
+		}
+		fmt.Fprintf(&b, "scored in pass %d of %d: the models had learned from every event %s before (in-sample scores)\n", r.Passes, r.Passes, times)
+	}
 	if r.NumericalErrors > 0 {
 		fmt.Fprintf(&b, "numerical errors: %d updates discarded\n", r.NumericalErrors)
 	}
