@@ -49,8 +49,9 @@ func (m *Metrics) baseline(name string) **float64 {
 // model's posterior that an event is genuine given all it reads.
 const RecommendedScore = "weight"
 
-// eceBins is the number of bins of the calibration error.
-const eceBins = 10
+// CalibrationBins is the number of equal-width bins of [0, 1] of the
+// calibration error and the reliability diagram.
+const CalibrationBins = 10
 
 // minDwellShare is the share of events that must carry dwell_ms for the
 // dwell baseline to be reported.
@@ -93,6 +94,11 @@ type Report struct {
 	// ECE is the expected calibration error (10 bins) of the scores that
 	// are probabilities: weight and p_clean.
 	ECE map[string]float64 `json:"ece"`
+	// ReliabilityDiagram is the recommended score's (weight's) reliability
+	// diagram: per non-empty bin of CalibrationBins, its mean predicted
+	// probability, observed share genuine and count. A calibrated score
+	// has mean_predicted ≈ share_genuine in every bin.
+	ReliabilityDiagram []CalibrationBin `json:"reliability_diagram,omitempty"`
 	// BestBaseline names the baseline with the highest ROC-AUC ("" when
 	// none is defined); BaselineDirection says, per baseline reported,
 	// whether a higher or a lower value was taken as genuine.
@@ -161,8 +167,8 @@ func Build(in Inputs) Report {
 	r.AUC.Weight, r.PRAUC.Weight = metrics(c.weight, c.genuine)
 	if len(c.genuine) > 0 {
 		r.ECE = map[string]float64{}
-		r.ECE["weight"], _, _, _ = ECE(c.weight, c.genuine, eceBins)
-		r.ECE["p_clean"], _, _, _ = ECE(c.pClean, c.genuine, eceBins)
+		r.ECE["weight"], r.ReliabilityDiagram = ReliabilityDiagram(c.weight, c.genuine, CalibrationBins)
+		r.ECE["p_clean"], _, _, _ = ECE(c.pClean, c.genuine, CalibrationBins)
 	}
 	r.AUC.PClean, r.PRAUC.PClean = metrics(c.pClean, c.genuine)
 	r.AUC.Reliability, r.PRAUC.Reliability = metrics(c.reliability, c.genuine)
