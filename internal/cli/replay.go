@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/term"
@@ -227,7 +228,7 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 	collector := report.NewCollector(truth, sink)
 
 	var progress *report.Progress
-	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if isTerminal(stderr) {
 		progress = report.StartProgress(stderr, 0, src.Size(), src.BytesRead, collector.Scored)
 	}
 	start := time.Now()
@@ -287,8 +288,16 @@ func learnPass(ctx context.Context, path, format string, model, baseline *online
 	if err != nil {
 		return err
 	}
+	var sink discard
+	var progress *report.Progress
+	if isTerminal(stderr) {
+		progress = report.StartProgress(stderr, 0, src.Size(), src.BytesRead, sink.written.Load)
+	}
 	start := time.Now()
-	st, err := consumer.Run(ctx, src, model, discard{}, discard{}, consumer.Options{Shadow: baseline})
+	st, err := consumer.Run(ctx, src, model, &sink, &sink, consumer.Options{Shadow: baseline})
+	if progress != nil {
+		progress.Stop()
+	}
 	if err := errors.Join(err, src.Close()); err != nil {
 		return fmt.Errorf("learning pass %d: %w", pass, err)
 	}
@@ -297,17 +306,23 @@ func learnPass(ctx context.Context, path, format string, model, baseline *online
 }
 
 // discard is the sink and dead letter of the learning passes: it drops
-// every record.
-type discard struct{}
+// every record, counting the scored ones for the progress bar.
+type discard struct{ written atomic.Uint64 }
 
 var (
-	_ consumer.Sink       = discard{}
-	_ consumer.DeadLetter = discard{}
+	_ consumer.Sink       = (*discard)(nil)
+	_ consumer.DeadLetter = (*discard)(nil)
 )
 
-func (discard) Write(context.Context, *consumer.Result) error  { return nil }
-func (discard) Reject(context.Context, *consumer.Result) error { return nil }
-func (discard) Flush(context.Context) error                    { return nil }
+func (d *discard) Write(context.Context, *consumer.Result) error { d.written.Add(1); return nil }
+func (*discard) Reject(context.Context, *consumer.Result) error  { return nil }
+func (*discard) Flush(context.Context) error                     { return nil }
+
+// isTerminal reports whether w is a terminal, where progress is drawn.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
 
 // stdinName is the file name the positions of events read from standard
 // input carry.

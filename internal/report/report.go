@@ -61,10 +61,10 @@ const minDwellShare = 0.5
 type Report struct {
 	Input string `json:"input,omitempty"`
 	Truth string `json:"truth"`
-	// Passes is how many times replay read the input: the models learned
+	// Passes is how many times the input was read: the models learned
 	// from it Passes−1 times, then the last pass was scored (and is all
-	// the rest of the report counts). Absent where the input is a stream.
-	Passes int `json:"passes,omitempty"`
+	// the rest of the report counts). 1 but for replay --passes.
+	Passes int `json:"passes"`
 
 	Records         uint64            `json:"records"` // lines read, blank ones included
 	Events          uint64            `json:"events"`  // events scored
@@ -119,7 +119,7 @@ type Inputs struct {
 	Model     online.Summary  // the model at the end
 	Baseline  *online.Summary // the plain baseline at the end, if one ran
 	Elapsed   time.Duration   // wall time of the loop (the scoring pass)
-	Passes    int             // replay's passes over the input; 0 for a stream
+	Passes    int             // replay's passes over the input (0 is taken as 1)
 }
 
 // Build computes the report.
@@ -127,7 +127,7 @@ func Build(in Inputs) Report {
 	c := in.Collector
 	r := Report{
 		Input:           in.Input,
-		Passes:          in.Passes,
+		Passes:          max(in.Passes, 1),
 		Truth:           c.truth.String(),
 		Records:         in.Stats.Records,
 		Events:          in.Stats.Scored,
