@@ -8,9 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -383,5 +385,98 @@ func TestReplayHalfStarRatings(t *testing.T) {
 	d := clitest.ReadFile(t, dead)
 	if !strings.Contains(d, "rating mode needs a rating: missing") || !strings.Contains(d, "rating 6 outside 1..5") || strings.Count(d, "\n") != 2 {
 		t.Errorf("dead letters:\n%s", d)
+	}
+}
+
+// TestReplayPasses: --passes 2 learns from the log once, then scores it:
+// the output holds the same records in the same order (only the scores and
+// model_version differ), dead letters are written once, and p_clean ranks
+// the noise better than after one pass (on the shipped log with the small
+// configuration: ROC-AUC 0.792 with one pass, 0.868 with two). Standard
+// input cannot be read twice and is refused.
+func TestReplayPasses(t *testing.T) {
+	dir := t.TempDir()
+	in := clitest.ReplayInput(t, dir)
+	cfg := clitest.WriteFile(t, filepath.Join(dir, "c.yaml"), clitest.SmallConfig)
+	type record map[string]json.RawMessage
+	replay := func(passes string) (recs []record, dead string, pClean float64, stderr string) {
+		t.Helper()
+		out, rep := filepath.Join(dir, "p"+passes+".jsonl"), filepath.Join(dir, "p"+passes+".report.json")
+		var errBuf bytes.Buffer
+		args := []string{"replay", "--in", in, "--out", out, "--report", rep, "--config", cfg, "--passes", passes}
+		if code := run(context.Background(), args, &bytes.Buffer{}, &errBuf); code != 0 {
+			t.Fatalf("--passes %s: exit %d:\n%s", passes, code, errBuf.String())
+		}
+		for _, line := range strings.Split(strings.TrimSpace(clitest.ReadFile(t, out)), "\n") {
+			var r record
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				t.Fatalf("--passes %s: output line %q: %v", passes, line, err)
+			}
+			recs = append(recs, r)
+		}
+		var report struct {
+			Passes int
+			Events uint64
+			AUC    struct {
+				PClean *float64 `json:"p_clean"`
+			} `json:"auc"`
+		}
+		if err := json.Unmarshal([]byte(clitest.ReadFile(t, rep)), &report); err != nil {
+			t.Fatal(err)
+		}
+		if report.Passes != int(passes[0]-'0') || report.Events != clitest.ReplayLines || report.AUC.PClean == nil {
+			t.Fatalf("--passes %s: report has passes %d, events %d, p_clean ROC-AUC %v", passes, report.Passes, report.Events, report.AUC.PClean)
+		}
+		return recs, clitest.ReadFile(t, filepath.Join(dir, "p"+passes+".dead-letter.jsonl")), *report.AUC.PClean, errBuf.String()
+	}
+	one, dead1, auc1, _ := replay("1")
+	two, dead2, auc2, stderr := replay("2")
+	if len(one) != clitest.ReplayLines || len(two) != len(one) {
+		t.Fatalf("%d and %d scored records, want %d", len(one), len(two), clitest.ReplayLines)
+	}
+	scores := []string{"weight", "reliability", "p_clean", "clean_posterior", "label", "distilled", "model_version"}
+	for i := range one {
+		for k, v := range one[i] {
+			if !slices.Contains(scores, k) && !bytes.Equal(v, two[i][k]) {
+				t.Fatalf("record %d: %s is %s after one pass, %s after two", i, k, v, two[i][k])
+			}
+		}
+		if len(two[i]) != len(one[i]) {
+			t.Fatalf("record %d has fields %v after two passes, %v after one", i, slices.Sorted(maps.Keys(two[i])), slices.Sorted(maps.Keys(one[i])))
+		}
+	}
+	if string(two[0]["model_version"]) != fmt.Sprint(clitest.ReplayLines) {
+		t.Errorf("first record of pass 2 has model_version %s, want %d (the events of pass 1)", two[0]["model_version"], clitest.ReplayLines)
+	}
+	if dead2 != dead1 || strings.Count(dead2, "\n") != 2 {
+		t.Errorf("dead letters after two passes:\n%s\nwant the 2 of one pass:\n%s", dead2, dead1)
+	}
+	if auc2 <= auc1 {
+		t.Errorf("ROC-AUC of p_clean %.4f after two passes, %.4f after one: want higher", auc2, auc1)
+	}
+	for _, want := range []string{"pass 1/2 learned from 20000 events", "scored in pass 2 of 2"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"stdin", []string{"--in", "-", "--out", filepath.Join(dir, "o.jsonl"), "--passes", "2"}, "cannot be re-read"},
+		{"not a regular file", []string{"--in", dir, "--out", filepath.Join(dir, "o.jsonl"), "--passes", "2"}, "not a regular file"},
+		{"zero", []string{"--in", in, "--out", filepath.Join(dir, "o.jsonl"), "--passes", "0"}, "at least 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			if code := run(context.Background(), append([]string{"replay"}, tc.args...), &bytes.Buffer{}, &stderr); code != 2 || !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr.String(), tc.want)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "o.jsonl")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("a refused replay left its output: %v", err)
+			}
+		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/term"
@@ -130,11 +131,14 @@ var ErrNothingScored = errors.New("no event could be scored")
 
 // Replay implements
 //
-//	denoiser replay --in FILE --out FILE [--dead-letter FILE] [--truth MODE] [--report FILE.json] [--config FILE]
+//	denoiser replay --in FILE --out FILE [--dead-letter FILE] [--truth MODE] [--report FILE.json] [--passes N] [--config FILE]
 //
 // It runs the stream pipeline (consumer.Run) from a JSON-lines file to a
 // JSON-lines file, with a plain model beside the main one as the
-// loss_baseline, and reports how well the scores find the noise.
+// loss_baseline, and reports how well the scores find the noise. With
+// --passes N > 1 both models first learn from the whole log N−1 times
+// (re-opening the file each time; nothing is written), and the last pass
+// scores as with one.
 func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -145,12 +149,15 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		format     = fs.String("format", "auto", "input `format`: jsonl (JSON lines), csv (with a header line), or auto: csv for a name ending in .csv or .csv.gz, else jsonl; gzip is read as such")
 		truthMode  = fs.String("truth", "field", "ground truth for the report: field, dwell:MS (dwell_ms < MS is noise) or rating:R (rating <= R is noise)")
 		reportPath = fs.String("report", "", "write the JSON report to `file`")
+		passes     = fs.Int("passes", 1, "read the log `N` times: both models learn from it N-1 times (no output, no report), then the last pass scores, test-then-train, and writes the output, dead letters and report; N > 1 needs a regular file as --in. The scores are then no longer out-of-sample: each event has been learned from before it is scored")
 		loadConfig = ConfigFlags(fs, "replay", stderr)
 	)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: denoiser replay --in FILE --out FILE [--dead-letter FILE] [--truth MODE] [--report FILE.json] [--config FILE] [--set PATH=VALUE]... [--seed N]\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: denoiser replay --in FILE --out FILE [--dead-letter FILE] [--truth MODE] [--report FILE.json] [--passes N] [--config FILE] [--set PATH=VALUE]... [--seed N]\n\n"+
 			"Scores a recorded event log with the same pipeline as the stream service and\n"+
-			"prints a report (ROC-AUC, PR-AUC against ground truth) to stderr.\n\n")
+			"prints a report (ROC-AUC, PR-AUC against ground truth) to stderr.\n"+
+			"With --passes N the models learn from the whole log N-1 times first (batch\n"+
+			"mode), then score it in a last pass.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -161,6 +168,10 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return fmt.Errorf("replay: unexpected arguments %q: %w", fs.Args(), ErrUsage)
 	case *in == "" || *out == "":
 		return fmt.Errorf("replay: --in and --out are required: %w", ErrUsage)
+	case *passes < 1:
+		return fmt.Errorf("replay: --passes %d: want at least 1: %w", *passes, ErrUsage)
+	case *passes > 1 && *in == "-":
+		return fmt.Errorf("replay: --passes %d reads the input %d times: --in - (standard input) cannot be re-read; give a file: %w", *passes, *passes, ErrUsage)
 	}
 	if *deadLetter == "" {
 		if *out == atomicfile.Stdout {
@@ -190,6 +201,17 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return fmt.Errorf("replay: baseline: %w", err)
 	}
 
+	if *passes > 1 {
+		if err := rereadable(*in); err != nil {
+			return fmt.Errorf("replay: --passes %d: %w: %w", *passes, err, ErrUsage)
+		}
+		for pass := 1; pass < *passes; pass++ {
+			if err := learnPass(ctx, *in, *format, model, baseline, pass, *passes, stderr); err != nil {
+				return fmt.Errorf("replay: %w", err)
+			}
+		}
+	}
+
 	src, err := openInput(*in, *format)
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
@@ -206,7 +228,7 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 	collector := report.NewCollector(truth, sink)
 
 	var progress *report.Progress
-	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if isTerminal(stderr) {
 		progress = report.StartProgress(stderr, 0, src.Size(), src.BytesRead, collector.Scored)
 	}
 	start := time.Now()
@@ -226,6 +248,7 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 	rep := report.Build(report.Inputs{
 		Input: *in, Collector: collector, Stats: st,
 		Model: model.Summary(), Baseline: &base, Elapsed: elapsed,
+		Passes: *passes,
 	})
 	if *reportPath != "" {
 		if err := rep.WriteFile(*reportPath); err != nil {
@@ -240,6 +263,65 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return fmt.Errorf("replay: %w: %s", ErrNothingScored, src.Describe())
 	}
 	return nil
+}
+
+// rereadable refuses an input that cannot be read twice the same: standard
+// input, a pipe, a device. It must be a regular file (a symbolic link to
+// one is fine).
+func rereadable(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("--in %s is not a regular file (%s) and cannot be re-read", path, fi.Mode().Type())
+	}
+	return nil
+}
+
+// learnPass is one of the first passes of --passes: model and baseline
+// learn from every event of the log at path, as in the scoring pass, and
+// everything the loop writes (scored records, dead letters) is dropped. It
+// notes the pass on stderr.
+func learnPass(ctx context.Context, path, format string, model, baseline *online.Model, pass, passes int, stderr io.Writer) error {
+	src, err := openInput(path, format)
+	if err != nil {
+		return err
+	}
+	var sink discard
+	var progress *report.Progress
+	if isTerminal(stderr) {
+		progress = report.StartProgress(stderr, 0, src.Size(), src.BytesRead, sink.written.Load)
+	}
+	start := time.Now()
+	st, err := consumer.Run(ctx, src, model, &sink, &sink, consumer.Options{Shadow: baseline})
+	if progress != nil {
+		progress.Stop()
+	}
+	if err := errors.Join(err, src.Close()); err != nil {
+		return fmt.Errorf("learning pass %d: %w", pass, err)
+	}
+	fmt.Fprintf(stderr, "replay: pass %d/%d learned from %d events in %.1f s (no output)\n", pass, passes, st.Scored, time.Since(start).Seconds())
+	return nil
+}
+
+// discard is the sink and dead letter of the learning passes: it drops
+// every record, counting the scored ones for the progress bar.
+type discard struct{ written atomic.Uint64 }
+
+var (
+	_ consumer.Sink       = (*discard)(nil)
+	_ consumer.DeadLetter = (*discard)(nil)
+)
+
+func (d *discard) Write(context.Context, *consumer.Result) error { d.written.Add(1); return nil }
+func (*discard) Reject(context.Context, *consumer.Result) error  { return nil }
+func (*discard) Flush(context.Context) error                     { return nil }
+
+// isTerminal reports whether w is a terminal, where progress is drawn.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // stdinName is the file name the positions of events read from standard

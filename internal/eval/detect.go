@@ -20,12 +20,13 @@ var detectScores = []string{report.RecommendedScore, "p_clean", "reliability", r
 
 // Indices in detectScores.
 const (
-	reliabilityScore = 2
-	firstBaseline    = 3 // the first label-free baseline
-	dwellScore       = 7 // reported only where at least half the events carry a dwell time
-	typeScore        = 8 // reported only where the stream has more than one event type
-	ceilingScore     = 9 // not a baseline: it sees the whole stream
-	numScores        = 10
+	probabilityScores = 2 // weight and p_clean, the first two, are probabilities: their calibration is reported
+	reliabilityScore  = 2
+	firstBaseline     = 3 // the first label-free baseline
+	dwellScore        = 7 // reported only where at least half the events carry a dwell time
+	typeScore         = 8 // reported only where the stream has more than one event type
+	ceilingScore      = 9 // not a baseline: it sees the whole stream
+	numScores         = 10
 )
 
 // BaselineEventType ranks an event by the engagement its type shows
@@ -124,6 +125,11 @@ type DetectMetric struct {
 	PRAUCStd    float64 `json:"pr_auc_std"`
 	PRAUCNoise  float64 `json:"pr_auc_noise"` // average precision of finding noise (score negated)
 	PRAUCNoiseS float64 `json:"pr_auc_noise_std"`
+	// ECE is the expected calibration error (report.CalibrationBins bins)
+	// of the scores that are probabilities (weight, p_clean); absent for
+	// the others.
+	ECE    *float64 `json:"ece,omitempty"`
+	ECEStd *float64 `json:"ece_std,omitempty"`
 }
 
 // DetectCase is one stream with known truth.
@@ -144,6 +150,9 @@ type DetectCase struct {
 	// each class per bin over [0,1]) of the first seed.
 	HistGenuine []float64 `json:"hist_genuine"`
 	HistNoise   []float64 `json:"hist_noise"`
+	// ReliabilityDiagrams holds, for weight and p_clean, the reliability
+	// diagram (non-empty bins of report.CalibrationBins) of the first seed.
+	ReliabilityDiagrams map[string][]report.CalibrationBin `json:"reliability_diagrams"`
 }
 
 // DetectResult is the outcome of RunDetect.
@@ -252,9 +261,10 @@ func RunDetect(ctx context.Context, d, deca *Dataset, cfg DetectConfig) (*Detect
 	if cfg.Progress != nil {
 		cfg.Progress.Total.Store(int64(len(jobs)))
 	}
-	type metric struct{ roc, ap, apn float64 }
+	type metric struct{ roc, ap, apn, ece float64 }
 	type out struct {
 		metrics    [numScores]*metric // nil: not reported
+		diagrams   [probabilityScores][]report.CalibrationBin
 		events     int
 		noise      float64
 		dwellShare float64
@@ -299,7 +309,10 @@ func RunDetect(ctx context.Context, d, deca *Dataset, cfg DetectConfig) (*Detect
 				neg[x] = -v
 			}
 			apn, _ := report.AveragePrecision(neg, noise)
-			o.metrics[k] = &metric{roc, ap, apn}
+			o.metrics[k] = &metric{roc: roc, ap: ap, apn: apn}
+			if k < probabilityScores {
+				o.metrics[k].ece, o.diagrams[k] = report.ReliabilityDiagram(sc, s.genuine, report.CalibrationBins)
+			}
 		}
 		o.histG, o.histN = histogram(scores[reliabilityScore], s.genuine, cfg.Bins)
 		cfg.Progress.events((2*cfg.Passes + cfg.CeilingEpochs) * len(s.events))
@@ -320,6 +333,10 @@ func RunDetect(ctx context.Context, d, deca *Dataset, cfg DetectConfig) (*Detect
 			events, noise, dwell = append(events, float64(outs[n].events)), append(noise, outs[n].noise), append(dwell, outs[n].dwellShare)
 			if j.seed == 1 {
 				c.HistGenuine, c.HistNoise = outs[n].histG, outs[n].histN
+				c.ReliabilityDiagrams = map[string][]report.CalibrationBin{}
+				for k, d := range outs[n].diagrams {
+					c.ReliabilityDiagrams[detectScores[k]] = d
+				}
 			}
 		}
 		ev, _ := MeanStd(events)
@@ -328,13 +345,13 @@ func RunDetect(ctx context.Context, d, deca *Dataset, cfg DetectConfig) (*Detect
 		c.DwellShare, _ = MeanStd(dwell)
 		best := 0.0
 		for k, name := range detectScores {
-			var roc, ap, apn []float64
+			var roc, ap, apn, ece []float64
 			for n, j := range jobs {
 				if j.stream != si || outs[n].metrics[k] == nil {
 					continue
 				}
 				m := outs[n].metrics[k]
-				roc, ap, apn = append(roc, m.roc), append(ap, m.ap), append(apn, m.apn)
+				roc, ap, apn, ece = append(roc, m.roc), append(ap, m.ap), append(apn, m.apn), append(ece, m.ece)
 			}
 			if len(roc) == 0 {
 				continue
@@ -343,6 +360,10 @@ func RunDetect(ctx context.Context, d, deca *Dataset, cfg DetectConfig) (*Detect
 			dm.ROCAUC, dm.ROCAUCStd = MeanStd(roc)
 			dm.PRAUC, dm.PRAUCStd = MeanStd(ap)
 			dm.PRAUCNoise, dm.PRAUCNoiseS = MeanStd(apn)
+			if k < probabilityScores {
+				mean, std := MeanStd(ece)
+				dm.ECE, dm.ECEStd = &mean, &std
+			}
 			c.Metrics = append(c.Metrics, dm)
 			switch {
 			case k == ceilingScore:

@@ -8,7 +8,8 @@ import (
 	"path/filepath"
 )
 
-// WriteReport writes detect.md and detect.png into dir.
+// WriteReport writes detect.md, detect.png and detect_calibration.png
+// into dir.
 func (r *DetectResult) WriteReport(dir string, meta Meta) error {
 	var b bytes.Buffer
 	meta.header(&b, "Detection — how well the scores find noisy interactions")
@@ -28,20 +29,32 @@ func (r *DetectResult) WriteReport(dir string, meta Meta) error {
 		"offline_ceiling is not a baseline but a ceiling: a GMF (dimension 32, 4 sampled negatives) trained for %d epochs on "+
 		"the whole stream, each event scored by its final logit (a low loss ranks as genuine) — what a batch model that sees "+
 		"everything, many times, reaches.\n\n", r.Passes, r.Seeds, r.CeilingEpochs)
-	fmt.Fprintf(&b, "| stream | noise share | score | ROC-AUC | PR-AUC (genuine) | PR-AUC (noise) |\n|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| stream | noise share | score | ROC-AUC | PR-AUC (genuine) | PR-AUC (noise) | ECE |\n|---|---|---|---|---|---|---|\n")
 	for _, c := range r.Cases {
 		for _, m := range c.Metrics {
 			name := m.Score
 			if name == c.BestBaseline {
 				name += " (best baseline)"
 			}
-			fmt.Fprintf(&b, "| %s | %.3f | %s | %s | %s | %s |\n", c.Name, c.NoiseShare, name, pm(m.ROCAUC, m.ROCAUCStd), pm(m.PRAUC, m.PRAUCStd), pm(m.PRAUCNoise, m.PRAUCNoiseS))
+			ece := ""
+			if m.ECE != nil {
+				ece = pm(*m.ECE, *m.ECEStd)
+			}
+			fmt.Fprintf(&b, "| %s | %.3f | %s | %s | %s | %s | %s |\n", c.Name, c.NoiseShare, name, pm(m.ROCAUC, m.ROCAUCStd), pm(m.PRAUC, m.PRAUCStd), pm(m.PRAUCNoise, m.PRAUCNoiseS), ece)
 		}
 	}
-	fmt.Fprintf(&b, "\nA score that does not separate the classes has ROC-AUC 0.5 and PR-AUC equal to the class's share.\n\n")
+	fmt.Fprintf(&b, "\nA score that does not separate the classes has ROC-AUC 0.5 and PR-AUC equal to the class's share. "+
+		"ECE is the expected calibration error of the scores that are probabilities of being genuine (weight, p_clean): "+
+		"over %d equal-width bins of [0, 1], the event-weighted mean of |mean score − share genuine| of each bin; 0 is "+
+		"calibrated. A score can rank well and be miscalibrated, or the reverse.\n\n", report.CalibrationBins)
 	b.WriteString(r.againstBaselines())
 	fmt.Fprintf(&b, "![reliability histograms split by truth](detect.png)\n\n")
-	fmt.Fprintf(&b, "The histograms are of the reliability score (the GMM weight w) of the first seed, each class normalised to sum to 1.\n")
+	fmt.Fprintf(&b, "The histograms are of the reliability score (the GMM weight w) of the first seed, each class normalised to sum to 1.\n\n")
+	fmt.Fprintf(&b, "![reliability diagrams of weight and p_clean](detect_calibration.png)\n\n")
+	fmt.Fprintf(&b, "Reliability diagrams of the first seed: per non-empty bin of the score (%d equal-width bins), the bin's mean score "+
+		"against the share of its events that are genuine; a calibrated score lies on the diagonal, below it is over-confident "+
+		"that events are genuine. The bins' counts are in detect.json (reliability_diagrams): the low bins hold few events.\n",
+		report.CalibrationBins)
 	b.WriteString(detectNotes)
 	if err := writeAtomic(filepath.Join(dir, "detect.md"), b.Bytes()); err != nil {
 		return err
@@ -62,7 +75,29 @@ func (r *DetectResult) WriteReport(dir string, meta Meta) error {
 	if len(plots) == 0 {
 		return nil
 	}
-	return gridFigureRows(filepath.Join(dir, "detect.png"), titles, "reliability", "share of class", plots, 3)
+	if err := gridFigureRows(filepath.Join(dir, "detect.png"), titles, "reliability", "share of class", plots, 3); err != nil {
+		return err
+	}
+	return gridFigureRows(filepath.Join(dir, "detect_calibration.png"), titles, "mean predicted (bin)", "share genuine", r.calibrationPlots(), 3)
+}
+
+// calibrationPlots is, per case, the reliability diagrams of weight and
+// p_clean of the first seed, and the diagonal of a calibrated score.
+func (r *DetectResult) calibrationPlots() [][]series {
+	var plots [][]series
+	for _, c := range r.Cases {
+		var ss []series
+		for _, name := range []string{report.RecommendedScore, "p_clean"} {
+			s := series{name: name}
+			for _, bin := range c.ReliabilityDiagrams[name] {
+				s.xs, s.ys = append(s.xs, bin.MeanPredicted), append(s.ys, bin.ShareGenuine)
+			}
+			ss = append(ss, s)
+		}
+		ss = append(ss, series{name: "calibrated", xs: []float64{0, 1}, ys: []float64{0, 1}, dashed: true})
+		plots = append(plots, ss)
+	}
+	return plots
 }
 
 // againstBaselines says, per stream, how the recommended weight stands

@@ -10,8 +10,9 @@
 //     truncated loss (T-CE), and with each positive weighted by the
 //     denoiser's score; the denoiser's own classifier as the recommender;
 //     the ablations and the ρ schedules;
-//   - detect: ROC-AUC and PR-AUC of p_clean, reliability and the loss
-//     baseline where the truth is known.
+//   - detect: ROC-AUC and PR-AUC of weight, p_clean, reliability, the
+//     loss baseline and the label-free baselines where the truth is known,
+//     and the calibration (ECE, reliability diagrams) of weight and p_clean.
 //
 // Each experiment returns a result value that renders as a Markdown report
 // with PNG figures (gonum/plot) and as JSON.

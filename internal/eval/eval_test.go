@@ -178,6 +178,25 @@ func TestDetectEndToEnd(t *testing.T) {
 				t.Errorf("%s %s: ROC-AUC %v below 0.5", c.Name, m.Score, m.ROCAUC)
 			}
 		}
+		// weight and p_clean, the probabilities, carry a calibration error
+		// and, from the first seed, a reliability diagram of every event.
+		for i, m := range c.Metrics {
+			if (m.ECE != nil) != (i < 2) || m.ECE != nil && !(*m.ECE >= 0 && *m.ECE <= 1 && *m.ECEStd >= 0) {
+				t.Errorf("%s %s: ECE %v ± %v", c.Name, m.Score, m.ECE, m.ECEStd)
+			}
+		}
+		for _, name := range []string{"weight", "p_clean"} {
+			n := 0
+			for _, b := range c.ReliabilityDiagrams[name] {
+				n += b.Count
+				if !(b.MeanPredicted >= b.Lower && b.MeanPredicted <= b.Upper && b.ShareGenuine >= 0 && b.ShareGenuine <= 1) {
+					t.Errorf("%s %s: reliability diagram bin %+v", c.Name, name, b)
+				}
+			}
+			if n != c.Events {
+				t.Errorf("%s %s: the reliability diagram counts %d events of %d", c.Name, name, n, c.Events)
+			}
+		}
 		sum := 0.0
 		for _, v := range c.HistGenuine {
 			sum += v
@@ -199,7 +218,7 @@ func TestDetectEndToEnd(t *testing.T) {
 	if err := res.WriteReport(dir, Meta{Command: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	checkFiles(t, dir, "detect.md", "detect.png")
+	checkFiles(t, dir, "detect.md", "detect.png", "detect_calibration.png")
 }
 
 func TestLoadDeca(t *testing.T) {

@@ -117,3 +117,30 @@ func ECE(p []float64, genuine []bool, bins int) (ece float64, meanP, share []flo
 	}
 	return ece, meanP, share, count
 }
+
+// CalibrationBin is one bin of a reliability diagram: the events whose
+// probability falls in [Lower, Upper) ([Lower, 1] for the last bin).
+type CalibrationBin struct {
+	Lower         float64 `json:"lower"`
+	Upper         float64 `json:"upper"`
+	MeanPredicted float64 `json:"mean_predicted"` // mean probability of the bin's events
+	ShareGenuine  float64 `json:"share_genuine"`  // observed share of genuine events among them
+	Count         int     `json:"count"`
+}
+
+// ReliabilityDiagram is ECE with its diagram: the expected calibration
+// error of p against genuine over bins equal-width bins of [0, 1], and
+// the bins that hold at least one event, in order.
+func ReliabilityDiagram(p []float64, genuine []bool, bins int) (ece float64, diagram []CalibrationBin) {
+	ece, meanP, share, count := ECE(p, genuine, bins)
+	for b := range bins {
+		if count[b] == 0 {
+			continue
+		}
+		diagram = append(diagram, CalibrationBin{
+			Lower: float64(b) / float64(bins), Upper: float64(b+1) / float64(bins),
+			MeanPredicted: meanP[b], ShareGenuine: share[b], Count: count[b],
+		})
+	}
+	return ece, diagram
+}

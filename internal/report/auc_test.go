@@ -241,3 +241,24 @@ func TestECE(t *testing.T) {
 		t.Errorf("over-confident: ECE %v, bin 9 (%v, %v, %d), want 0.4, (0.9, 0.5, 4)", e, meanP[9], share[9], count[9])
 	}
 }
+
+// TestReliabilityDiagram: the diagram is ECE's bins that hold events, with
+// their bounds, in order; empty bins are left out.
+func TestReliabilityDiagram(t *testing.T) {
+	p := []float64{0.05, 0.05, 0.55, 0.95, 1}
+	g := []bool{false, true, true, true, true}
+	ece, d := ReliabilityDiagram(p, g, 10)
+	want := []CalibrationBin{{0, 0.1, 0.05, 0.5, 2}, {0.5, 0.6, 0.55, 1, 1}, {0.9, 1, 0.975, 1, 2}}
+	if e, _, _, _ := ECE(p, g, 10); ece != e {
+		t.Errorf("ECE %v, ReliabilityDiagram's %v", e, ece)
+	}
+	if len(d) != len(want) {
+		t.Fatalf("diagram %+v, want %+v", d, want)
+	}
+	for i := range want {
+		if math.Abs(d[i].Lower-want[i].Lower) > 1e-12 || math.Abs(d[i].Upper-want[i].Upper) > 1e-12 ||
+			math.Abs(d[i].MeanPredicted-want[i].MeanPredicted) > 1e-12 || d[i].ShareGenuine != want[i].ShareGenuine || d[i].Count != want[i].Count {
+			t.Errorf("bin %d: %+v, want %+v", i, d[i], want[i])
+		}
+	}
+}

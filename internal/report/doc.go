@@ -6,6 +6,8 @@
 //     equal to the trapezoidal area under the ROC curve) and
 //     AveragePrecision (PR-AUC as the step-wise sum over distinct
 //     thresholds, ties forming one threshold, as scikit-learn computes it);
+//   - calibration of the scores that are probabilities: ECE and
+//     ReliabilityDiagram over CalibrationBins equal-width bins;
 //   - Truth, where ground truth comes from: the event's "truth" field, a
 //     dwell threshold, or a rating threshold;
 //   - Collector, a consumer.Sink wrapper that records each scored event's

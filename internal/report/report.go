@@ -49,8 +49,9 @@ func (m *Metrics) baseline(name string) **float64 {
 // model's posterior that an event is genuine given all it reads.
 const RecommendedScore = "weight"
 
-// eceBins is the number of bins of the calibration error.
-const eceBins = 10
+// CalibrationBins is the number of equal-width bins of [0, 1] of the
+// calibration error and the reliability diagram.
+const CalibrationBins = 10
 
 // minDwellShare is the share of events that must carry dwell_ms for the
 // dwell baseline to be reported.
@@ -60,6 +61,10 @@ const minDwellShare = 0.5
 type Report struct {
 	Input string `json:"input,omitempty"`
 	Truth string `json:"truth"`
+	// Passes is how many times the input was read: the models learned
+	// from it Passes−1 times, then the last pass was scored (and is all
+	// the rest of the report counts). 1 but for replay --passes.
+	Passes int `json:"passes"`
 
 	Records         uint64            `json:"records"` // lines read, blank ones included
 	Events          uint64            `json:"events"`  // events scored
@@ -89,6 +94,11 @@ type Report struct {
 	// ECE is the expected calibration error (10 bins) of the scores that
 	// are probabilities: weight and p_clean.
 	ECE map[string]float64 `json:"ece"`
+	// ReliabilityDiagram is the recommended score's (weight's) reliability
+	// diagram: per non-empty bin of CalibrationBins, its mean predicted
+	// probability, observed share genuine and count. A calibrated score
+	// has mean_predicted ≈ share_genuine in every bin.
+	ReliabilityDiagram []CalibrationBin `json:"reliability_diagram,omitempty"`
 	// BestBaseline names the baseline with the highest ROC-AUC ("" when
 	// none is defined); BaselineDirection says, per baseline reported,
 	// whether a higher or a lower value was taken as genuine.
@@ -108,7 +118,8 @@ type Inputs struct {
 	Stats     consumer.Stats  // what the loop counted
 	Model     online.Summary  // the model at the end
 	Baseline  *online.Summary // the plain baseline at the end, if one ran
-	Elapsed   time.Duration   // wall time of the loop
+	Elapsed   time.Duration   // wall time of the loop (the scoring pass)
+	Passes    int             // replay's passes over the input (0 is taken as 1)
 }
 
 // Build computes the report.
@@ -116,6 +127,7 @@ func Build(in Inputs) Report {
 	c := in.Collector
 	r := Report{
 		Input:           in.Input,
+		Passes:          max(in.Passes, 1),
 		Truth:           c.truth.String(),
 		Records:         in.Stats.Records,
 		Events:          in.Stats.Scored,
@@ -155,8 +167,8 @@ func Build(in Inputs) Report {
 	r.AUC.Weight, r.PRAUC.Weight = metrics(c.weight, c.genuine)
 	if len(c.genuine) > 0 {
 		r.ECE = map[string]float64{}
-		r.ECE["weight"], _, _, _ = ECE(c.weight, c.genuine, eceBins)
-		r.ECE["p_clean"], _, _, _ = ECE(c.pClean, c.genuine, eceBins)
+		r.ECE["weight"], r.ReliabilityDiagram = ReliabilityDiagram(c.weight, c.genuine, CalibrationBins)
+		r.ECE["p_clean"], _, _, _ = ECE(c.pClean, c.genuine, CalibrationBins)
 	}
 	r.AUC.PClean, r.PRAUC.PClean = metrics(c.pClean, c.genuine)
 	r.AUC.Reliability, r.PRAUC.Reliability = metrics(c.reliability, c.genuine)
@@ -255,6 +267,13 @@ func (r *Report) PrintAs(w io.Writer, command string) error {
 		fmt.Fprintf(&b, ", %d blank", r.Blank)
 	}
 	fmt.Fprintf(&b, "; %.1f s, %.0f events/s\n", r.Seconds, r.EventsPerSec)
+	if r.Passes > 1 {
+		times := "once"
+		if r.Passes > 2 {
+			times = fmt.Sprintf("%d times", r.Passes-1)
+		}
+		fmt.Fprintf(&b, "scored in pass %d of %d: the models had learned from every event %s before (in-sample scores)\n", r.Passes, r.Passes, times)
+	}
 	if r.NumericalErrors > 0 {
 		fmt.Fprintf(&b, "numerical errors: %d updates discarded\n", r.NumericalErrors)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,7 +107,7 @@ func TestCollectorAndBuild(t *testing.T) {
 	for _, e := range evs {
 		r := &consumer.Result{
 			Event:     consumer.Event{User: "u", Item: "i", Truth: e.truth},
-			Score:     online.Score{PClean: e.pClean, Reliability: 1, Distilled: e.distill},
+			Score:     online.Score{Weight: e.pClean, PClean: e.pClean, Reliability: 1, Distilled: e.distill},
 			Shadow:    online.Score{Loss: e.loss},
 			HasShadow: !e.noShadow,
 		}
@@ -124,7 +125,7 @@ func TestCollectorAndBuild(t *testing.T) {
 	r := Build(Inputs{
 		Input: "in.jsonl", Collector: c, Model: sum, Baseline: &online.Summary{},
 		Stats:   consumer.Stats{Records: 7, Skipped: 1, SkippedByReason: map[consumer.SkipReason]uint64{consumer.SkipBlank: 1}, Scored: 5, Rejected: 1, ByReason: map[consumer.Reason]uint64{consumer.ReasonNotJSON: 1}},
-		Elapsed: 2 * time.Second,
+		Elapsed: 2 * time.Second, Passes: 2,
 	})
 	if r.Events != 5 || r.Invalid != 1 || r.InvalidByReason["not_json"] != 1 || r.EventsPerSec != 2.5 || r.Seconds != 2 {
 		t.Errorf("counts: %+v", r)
@@ -134,6 +135,19 @@ func TestCollectorAndBuild(t *testing.T) {
 	}
 	if *r.AUC.PClean != 1 || *r.PRAUC.PClean != 1 || *r.AUC.Reliability != 0.5 || *r.PRAUC.Reliability != 0.5 {
 		t.Errorf("metrics: auc %v %v, pr %v %v", *r.AUC.PClean, *r.AUC.Reliability, *r.PRAUC.PClean, *r.PRAUC.Reliability)
+	}
+	// weight (here = p_clean) 0.1 and 0.2 on noise, 0.8 and 0.9 on genuine
+	// events: four bins of one event each, each off by its distance to 0 or 1.
+	wantDiagram := []CalibrationBin{{0.1, 0.2, 0.1, 0, 1}, {0.2, 0.3, 0.2, 0, 1}, {0.8, 0.9, 0.8, 1, 1}, {0.9, 1, 0.9, 1, 1}}
+	if len(r.ReliabilityDiagram) != len(wantDiagram) || math.Abs(r.ECE["weight"]-0.15) > 1e-12 {
+		t.Errorf("weight: ECE %v, reliability diagram %+v; want 0.15, %+v", r.ECE["weight"], r.ReliabilityDiagram, wantDiagram)
+	} else {
+		for i, b := range r.ReliabilityDiagram {
+			w := wantDiagram[i]
+			if math.Abs(b.Lower-w.Lower) > 1e-12 || math.Abs(b.Upper-w.Upper) > 1e-12 || math.Abs(b.MeanPredicted-w.MeanPredicted) > 1e-12 || b.ShareGenuine != w.ShareGenuine || b.Count != w.Count {
+				t.Errorf("reliability diagram bin %d: %+v, want %+v", i, b, w)
+			}
+		}
 	}
 	// The baseline covers the three events with a shadow score: perfect.
 	if r.AUC.LossBaseline == nil || *r.AUC.LossBaseline != 1 {
@@ -148,7 +162,7 @@ func TestCollectorAndBuild(t *testing.T) {
 	if err := json.Unmarshal(js.Bytes(), &m); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"events", "invalid", "seconds", "events_per_sec", "distilled_share", "auc", "pr_auc", "gmm", "mean_transition"} {
+	for _, k := range []string{"passes", "events", "invalid", "seconds", "events_per_sec", "distilled_share", "auc", "pr_auc", "ece", "reliability_diagram", "gmm", "mean_transition"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("report JSON lacks %q", k)
 		}
@@ -174,7 +188,7 @@ func TestCollectorAndBuild(t *testing.T) {
 	if err := r.Print(&human); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"5 events scored, 1 invalid (not_json 1)", "p_clean            1.0000   1.0000", "(reliable)", "0.900 0.100"} {
+	for _, want := range []string{"5 events scored, 1 invalid (not_json 1)", "scored in pass 2 of 2", "calibration error 0.150", "p_clean            1.0000   1.0000", "(reliable)", "0.900 0.100"} {
 		if !strings.Contains(human.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, human.String())
 		}
