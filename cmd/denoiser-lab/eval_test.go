@@ -46,7 +46,7 @@ func TestEvalCommands(t *testing.T) {
 		{"recommend", []string{"recommend", "--seeds", "1", "--passes", "1", "--split", "chrono"},
 			[]string{"recommend.md", "recommend.png", "rho.png"}, "rows"},
 		{"detect", []string{"detect", "--seeds", "1", "--synth-events", "2000", "--synth-noise", "0.2"},
-			[]string{"detect.md", "detect.png"}, "cases"},
+			[]string{"detect.md", "detect.png", "detect_calibration.png"}, "cases"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
