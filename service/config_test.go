@@ -139,11 +139,49 @@ func TestOperationsExample(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatalf("the example does not validate: %v", err)
 	}
-	var tree map[string]any
-	if err := yaml.Unmarshal(m[1], &tree); err != nil {
+	have := map[string]bool{}
+	settingsIn(t, m[1], have)
+	for _, p := range service.Paths() {
+		if !have[p] {
+			t.Errorf("the example does not set %s", p)
+		}
+	}
+}
+
+// TestReadmeConfiguration: the README's YAML blocks (the service's
+// settings, then the seed and model defaults) name every setting there is,
+// and each block loads.
+func TestReadmeConfiguration(t *testing.T) {
+	doc, err := os.ReadFile("../README.md")
+	if err != nil {
 		t.Fatal(err)
 	}
 	have := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllSubmatch(doc, -1) {
+		path := filepath.Join(t.TempDir(), "c.yaml")
+		if err := os.WriteFile(path, m[1], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := (service.Layers{File: path}).Load(); err != nil {
+			t.Errorf("a README block does not load: %v\n%s", err, m[1])
+		}
+		settingsIn(t, m[1], have)
+	}
+	for _, p := range service.Paths() {
+		if !have[p] {
+			t.Errorf("the README's configuration does not show %s", p)
+		}
+	}
+}
+
+// settingsIn adds to have the setting paths ("kafka.brokers") a YAML
+// document sets.
+func settingsIn(t *testing.T, doc []byte, have map[string]bool) {
+	t.Helper()
+	var tree map[string]any
+	if err := yaml.Unmarshal(doc, &tree); err != nil {
+		t.Fatal(err)
+	}
 	var flatten func(prefix string, v any)
 	flatten = func(prefix string, v any) {
 		if mm, ok := v.(map[string]any); ok {
@@ -158,9 +196,4 @@ func TestOperationsExample(t *testing.T) {
 		have[prefix] = true
 	}
 	flatten("", tree)
-	for _, p := range service.Paths() {
-		if !have[p] {
-			t.Errorf("the example does not set %s", p)
-		}
-	}
 }
