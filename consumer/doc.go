@@ -10,11 +10,16 @@
 //   - sources: FileSource reads JSON lines from a file or any io.Reader;
 //     KafkaSource reads a topic as a member of a consumer group
 //     (github.com/segmentio/kafka-go ConsumerGroup, explicit generations).
-//     On every assignment a partition starts at the position the model has
-//     reached (the checkpoint's, or what Next returned since), not at the
-//     committed group offset, which only serves members without a
-//     checkpoint and lag monitoring. One fetcher per assigned partition
-//     feeds a bounded channel; both sources pass the suite in consumertest;
+//     On every assignment a partition starts at the later of the position
+//     the model has reached (the checkpoint's, or what Next returned
+//     since) and the committed group offset: commits follow checkpoints
+//     and handovers, so a later commit means another member has emitted
+//     the records in between. When a rebalance takes the partitions away,
+//     the source stops returning their records and sends a barrier
+//     (Message.Task) through the loop, where the service flushes,
+//     checkpoints and commits before the group rejoins. One fetcher per
+//     assigned partition feeds a bounded channel; both sources pass the
+//     suite in consumertest;
 //   - Run, the processing loop. It reads records, decodes them, calls
 //     Model.Step (score with the model as it was, then learn), hands the
 //     scored record to a Sink, routes bad records to a DeadLetter with their

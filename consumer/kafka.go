@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -54,8 +55,9 @@ type KafkaConfig struct {
 	Start string `yaml:"start"`
 	// Positions are the next offsets to read, per partition, of the
 	// checkpoint the model was restored from (Offset is the NEXT offset).
-	// On assignment a partition starts there, not at the group's committed
-	// offset: the model, not the group, knows what it has learned.
+	// On assignment a partition starts there, unless the group's committed
+	// offset is later: then another member has processed the records in
+	// between since the checkpoint, and the committed offset wins.
 	Positions []input.Position `yaml:"-"`
 	// FetchMaxBytes bounds one fetch response (default 1048576: 1 MiB).
 	FetchMaxBytes int `yaml:"fetch_max_bytes"`
@@ -87,6 +89,21 @@ type KafkaConfig struct {
 	RetryBackoff time.Duration `yaml:"-"`
 	// Logger receives the source's log lines (default: discard).
 	Logger *slog.Logger `yaml:"-"`
+	// Handover, if set, is called when the group takes the partitions away
+	// (a rebalance), on the model goroutine, once every record of theirs
+	// that Next returned has been processed (a barrier: Message.Task). It
+	// should flush the output, checkpoint and Commit, so that the next
+	// owner starts where this member's output ends. The group waits for
+	// it up to HandoverTimeout.
+	Handover func(ctx context.Context, out Flusher) error `yaml:"-"`
+}
+
+// HandoverTimeout is how long a rebalance waits for Handover: three
+// quarters of RebalanceTimeout, the time the coordinator gives members to
+// rejoin, so that a slow handover costs duplicates rather than the
+// membership.
+func (c KafkaConfig) HandoverTimeout() time.Duration {
+	return c.WithDefaults().RebalanceTimeout * 3 / 4
 }
 
 // WithDefaults returns c with every zero field that has a default set to
@@ -151,10 +168,13 @@ func (c KafkaConfig) Validate() error {
 
 // KafkaSource is a Source that reads one topic as a member of a consumer
 // group (kafka-go's ConsumerGroup, with explicit generations). On each
-// assignment every partition starts at the position the model has reached
-// (Positions, then what Next has returned since), falling back to the
-// committed group offset, then to Start. One fetcher goroutine per assigned
-// partition feeds a bounded channel that Next reads.
+// assignment every partition starts at the later of the position the model
+// has reached (Positions, then what Next has returned since) and the
+// committed group offset, then at Start. When a rebalance takes the
+// partitions away, Handover runs on the model loop before the group
+// rejoins (a barrier message), so that the committed offsets are where the
+// output ends. One fetcher goroutine per assigned partition feeds a bounded
+// channel that Next reads.
 //
 // Records of a partition come out of Next in offset order and at most once
 // per KafkaSource, even across rebalances that take a partition away and
@@ -187,12 +207,14 @@ type KafkaSource struct {
 	mu struct {
 		sync.Mutex
 		next      map[int]int64 // next offset per partition, as returned by Next (the model's view)
+		start     map[int]int64 // where each partition started in the live generation
 		hwm       map[int]int64 // high watermark per partition, from the last fetch
 		gen       *kafka.Generation
 		assigned  []int
 		stopping  bool
 		fetching  int // fetchers that may still send
 		generated int // generations joined
+		live      int // the generation whose records Next returns (s.mu.generated), 0 during a handover
 	}
 }
 
@@ -201,7 +223,9 @@ type fetched struct {
 	partition int
 	offset    int64
 	value     []byte
-	null      bool // the record has no value: a tombstone
+	null      bool                                 // the record has no value: a tombstone
+	gen       int                                  // the generation (s.mu.generated) that fetched it
+	task      func(context.Context, Flusher) error // a handover barrier instead of a record
 }
 
 // PartitionLag is the state of one assigned partition.
@@ -271,6 +295,7 @@ func NewKafkaSource(cfg KafkaConfig) (*KafkaSource, error) {
 		cancel:  cancel,
 	}
 	s.mu.next = map[int]int64{}
+	s.mu.start = map[int]int64{}
 	s.mu.hwm = map[int]int64{}
 	for _, p := range cfg.Positions {
 		if p.Topic == cfg.Topic && p.Partition >= 0 && p.Offset >= 0 {
@@ -336,11 +361,75 @@ func (s *KafkaSource) run() {
 		s.mu.Lock()
 		s.mu.gen, s.mu.assigned = gen, parts
 		s.mu.generated++
+		seq := s.mu.generated
+		s.mu.live = seq
+		clear(s.mu.start)
 		s.mu.Unlock()
 		s.log.Info("partitions assigned", "generation", gen.ID, "member", gen.MemberID, "partitions", parts)
+		var fetchers sync.WaitGroup
 		for _, pa := range gen.Assignments[s.cfg.Topic] {
-			gen.Start(func(ctx context.Context) { s.fetch(ctx, pa.ID, pa.Offset) })
+			fetchers.Add(1)
+			gen.Start(func(ctx context.Context) {
+				defer fetchers.Done()
+				s.fetch(ctx, seq, pa.ID, pa.Offset)
+			})
 		}
+		gen.Start(func(ctx context.Context) { s.handover(ctx, seq, gen.ID, parts, &fetchers) })
+	}
+}
+
+// handover runs for the whole of generation seq and, when it ends (a
+// rebalance takes every partition away: kafka-go's groups are eager),
+// hands the partitions over before the group may rejoin: Next stops
+// returning the generation's records (those fetched but not returned are
+// dropped, unread: the next owner reads them), then a barrier goes through
+// the model loop and calls cfg.Handover there. Without it the next owner
+// would start at the last periodic commit and emit again what this member
+// emitted since.
+func (s *KafkaSource) handover(genCtx context.Context, seq int, genID int32, parts []int, fetchers *sync.WaitGroup) {
+	<-genCtx.Done()
+	s.mu.Lock()
+	if s.mu.live == seq {
+		s.mu.live = 0
+	}
+	stopping := s.mu.stopping
+	s.mu.Unlock()
+	fetchers.Wait()
+	if len(parts) == 0 || s.cfg.Handover == nil || stopping || s.ctx.Err() != nil {
+		return // a stopping member checkpoints and commits on its way out
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.HandoverTimeout())
+	defer cancel()
+	done := make(chan error, 1)
+	barrier := fetched{task: func(loopCtx context.Context, out Flusher) error {
+		if ctx.Err() != nil {
+			return nil // too late: the group has moved on
+		}
+		deadline, _ := ctx.Deadline()
+		loopCtx, cancel := context.WithDeadline(loopCtx, deadline)
+		defer cancel()
+		done <- s.cfg.Handover(loopCtx, out)
+		return nil
+	}}
+	log := s.log.With("generation", genID, "partitions", parts)
+	select {
+	case s.recs <- barrier:
+	case <-ctx.Done():
+		log.Warn("handover: the model loop did not take the barrier in time; the next owners start at the last commit", "timeout", s.cfg.HandoverTimeout())
+		return
+	case <-s.stop:
+		return
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			log.Warn("handover failed; the next owners start at the last commit", "err", err)
+			return
+		}
+		log.Info("partitions handed over", "duration", time.Since(start))
+	case <-ctx.Done():
+		log.Warn("handover: not done in time; the next owners start at the last commit", "timeout", s.cfg.HandoverTimeout())
 	}
 }
 
@@ -371,17 +460,26 @@ func (s *KafkaSource) leave() {
 	}
 }
 
-// startOffset is where partition p starts in a new generation: where Next
-// left it (or the checkpoint put it), else the committed offset (a
-// negative committed value is kafka-go's "none": then Start).
+// startOffset is where partition p starts in a new generation: the later
+// of where Next left it (or the checkpoint put it) and the committed offset
+// (a negative committed value is kafka-go's "none"), else Start. The
+// committed offset fences a member's own position: when it is later,
+// another member has processed and emitted the records in between since
+// this member last owned p (commits follow checkpoints and handovers), and
+// starting earlier would emit them again, with other scores.
 func (s *KafkaSource) startOffset(p int, committed int64) (int64, string) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	next, ok := s.mu.next[p]
-	s.mu.Unlock()
 	switch {
-	case ok:
+	case ok && next >= committed:
 		return next, "checkpoint"
 	case committed >= 0:
+		if ok {
+			// Next drops the records below it still buffered from before.
+			s.mu.next[p] = committed
+			return committed, "committed (later than this member's position " + strconv.FormatInt(next, 10) + ")"
+		}
 		return committed, "committed"
 	case s.cfg.Start == StartLatest:
 		return kafka.LastOffset, StartLatest
@@ -393,7 +491,7 @@ func (s *KafkaSource) startOffset(p int, committed int64) (int64, string) {
 // fetch reads partition p until the generation ends (ctx), sending its
 // records to s.recs. Once stopping it sends no more but only returns when
 // the generation ends: returning would end the generation early.
-func (s *KafkaSource) fetch(genCtx context.Context, p int, committed int64) {
+func (s *KafkaSource) fetch(genCtx context.Context, seq, p int, committed int64) {
 	defer func() { <-genCtx.Done() }()
 	ctx := genCtx
 	if !s.enter() {
@@ -441,6 +539,11 @@ func (s *KafkaSource) fetch(genCtx context.Context, p int, committed int64) {
 		}
 	}
 	log.Info("fetching partition", "offset", off, "from", from)
+	s.mu.Lock()
+	if s.mu.live == seq {
+		s.mu.start[p] = off
+	}
+	s.mu.Unlock()
 
 	for {
 		select {
@@ -512,7 +615,7 @@ func (s *KafkaSource) fetch(genCtx context.Context, p int, committed int64) {
 					break
 				}
 			}
-			f := fetched{partition: p, offset: rec.Offset, value: v, null: rec.Value == nil}
+			f := fetched{partition: p, offset: rec.Offset, value: v, null: rec.Value == nil, gen: seq}
 			select {
 			case s.recs <- f:
 			default:
@@ -603,11 +706,16 @@ func (s *KafkaSource) Next(ctx context.Context) (Message, error) {
 		case <-ctx.Done():
 			return Message{}, ctx.Err()
 		}
+		if f.task != nil {
+			return Message{Task: f.task}, nil
+		}
 		s.mu.Lock()
 		next, ok := s.mu.next[f.partition]
-		if ok && f.offset < next {
-			// Fetched again after a rebalance gave the partition back
-			// while its older records were still buffered.
+		if f.gen != s.mu.live || ok && f.offset < next {
+			// Fetched in a generation that has ended (the partition is
+			// being handed over), or fetched again after a rebalance gave
+			// the partition back while its older records were still
+			// buffered.
 			s.mu.Unlock()
 			continue
 		}
@@ -671,15 +779,19 @@ func (s *KafkaSource) Lag() []PartitionLag {
 func (s *KafkaSource) Commit(ctx context.Context, positions []input.Position) error {
 	s.mu.Lock()
 	gen, assigned := s.mu.gen, s.mu.assigned
+	offsets := map[int]int64{}
+	for _, p := range positions {
+		start, started := s.mu.start[int(p.Partition)]
+		// A position before where the partition started in this
+		// generation is stale (the committed offset fenced it): committing
+		// it would move the group back.
+		if p.Topic == s.cfg.Topic && slices.Contains(assigned, int(p.Partition)) && (!started || p.Offset >= start) {
+			offsets[int(p.Partition)] = p.Offset
+		}
+	}
 	s.mu.Unlock()
 	if gen == nil {
 		return nil
-	}
-	offsets := map[int]int64{}
-	for _, p := range positions {
-		if p.Topic == s.cfg.Topic && slices.Contains(assigned, int(p.Partition)) {
-			offsets[int(p.Partition)] = p.Offset
-		}
 	}
 	if len(offsets) == 0 {
 		return nil

@@ -99,7 +99,10 @@ func TestKafkaSourceStartPosition(t *testing.T) {
 		start     string
 		want      int64
 	}{
-		{"checkpoint position wins over the committed offset", []input.Position{{Topic: topic, Partition: 0, Offset: 4}}, "", 4},
+		{"a checkpoint position later than the committed offset wins", []input.Position{{Topic: topic, Partition: 0, Offset: 9}}, "", 9},
+		// Another member processed and committed up to 7 since this
+		// member's checkpoint: starting at 4 would emit 4..6 again.
+		{"a committed offset later than the checkpoint fences it", []input.Position{{Topic: topic, Partition: 0, Offset: 4}}, "", 7},
 		{"committed offset without a checkpoint", nil, "", 7},
 		{"positions of another topic are ignored", []input.Position{{Topic: "other", Partition: 0, Offset: 2}}, consumer.StartLatest, 7},
 	} {

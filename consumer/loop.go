@@ -67,8 +67,9 @@ type Result struct {
 	Shadow    online.Score
 	HasShadow bool
 
-	skip  SkipReason // set inside the loop on a record with nothing to score
-	flush chan error // set on the loop's internal flush marker
+	skip  SkipReason                           // set inside the loop on a record with nothing to score
+	flush chan error                           // set on the loop's internal flush marker
+	task  func(context.Context, Flusher) error // set on a barrier (Message.Task)
 }
 
 // SkipReason says why a record held nothing to score. Skipped records are
@@ -245,6 +246,15 @@ func (l *loop) read(ctx context.Context, src Source) error {
 		case <-ctx.Done():
 			return nil
 		}
+		if m.Task != nil {
+			r.task = m.Task
+			select {
+			case l.decoded <- r:
+				continue
+			case <-ctx.Done():
+				return nil
+			}
+		}
 		raw := r.Raw[:0]
 		if cap(raw) > MaxRawBytes {
 			raw = nil
@@ -284,6 +294,15 @@ func (l *loop) step(ctx context.Context, model Model, opts Options, st *Stats) e
 		}
 		if r == nil {
 			return nil
+		}
+		if r.task != nil {
+			task := r.task
+			r.task = nil
+			l.free <- r // never blocks: the pool has room for every result
+			if err := task(ctx, (*flusher)(l)); err != nil {
+				return fmt.Errorf("barrier task: %w", err)
+			}
+			continue
 		}
 		if r.skip != "" {
 			st.Skipped++

@@ -362,3 +362,57 @@ func TestRunTasksRunBetweenRecordsWhileIdle(t *testing.T) {
 		t.Fatal("Run did not stop after a task failed")
 	}
 }
+
+// script is a Source that returns its messages, then io.EOF.
+type script []Message
+
+func (s *script) Next(context.Context) (Message, error) {
+	if len(*s) == 0 {
+		return Message{}, io.EOF
+	}
+	m := (*s)[0]
+	*s = (*s)[1:]
+	return m, nil
+}
+
+// TestRunBarrier: a message with a Task runs it on the model goroutine in
+// input order: after every record read before it has been stepped and
+// written, before any read after it.
+func TestRunBarrier(t *testing.T) {
+	rec := func(i int) Message {
+		return Message{Pos: input.Position{Topic: "t", Offset: int64(i)}, Value: fmt.Appendf(nil, `{"user":"u%d","item":"i%d"}`, i, i)}
+	}
+	model, sink := &fakeModel{}, &memSink{}
+	var steps, written []int
+	barrier := func(ctx context.Context, out Flusher) error {
+		if err := out.Flush(ctx); err != nil {
+			return err
+		}
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		steps, written = append(steps, model.steps), append(written, len(sink.scored))
+		return nil
+	}
+	src := script{}
+	for i := range 600 { // more than the loop's buffers: the barrier must wait for them
+		src = append(src, rec(i))
+		if i == 299 || i == 599 {
+			src = append(src, Message{Task: barrier})
+		}
+	}
+	st, err := Run(context.Background(), &src, model, sink, sink, Options{Buffer: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Records != 600 || st.Scored != 600 {
+		t.Fatalf("stats %+v: want 600 records scored (a barrier is not a record)", st)
+	}
+	if fmt.Sprint(steps, written) != "[300 600] [300 600]" {
+		t.Fatalf("at the barriers the model had stepped %v and the sink held %v records, want [300 600] both", steps, written)
+	}
+
+	failing := script{rec(0), {Task: func(context.Context, Flusher) error { return errors.New("no") }}, rec(1)}
+	if _, err := Run(context.Background(), &failing, &fakeModel{}, &memSink{}, &memSink{}, Options{}); err == nil || !strings.Contains(err.Error(), "barrier task: no") {
+		t.Fatalf("a failing barrier: Run returned %v, want the task's error", err)
+	}
+}

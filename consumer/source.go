@@ -36,6 +36,13 @@ type Message struct {
 	// (a *RecordError, as Decode returns): the record is dead-lettered
 	// with Value as its raw bytes.
 	Err error
+	// Task, if set, makes the message a barrier rather than a record (the
+	// other fields are ignored): Run calls it on the model goroutine after
+	// every record returned before it and before any returned after it,
+	// with a Flusher that waits for the sinks, as it calls Options.Tasks.
+	// A KafkaSource hands its partitions over this way when the group
+	// takes them away.
+	Task func(ctx context.Context, out Flusher) error
 }
 
 // FileSource reads JSON lines from a file or any io.Reader, gzip-compressed

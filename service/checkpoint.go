@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -260,6 +261,27 @@ func (c *checkpointer) finish(ctx context.Context, final bool) error {
 		c.saving = true
 		return fmt.Errorf("final checkpoint: %w", ctx.Err())
 	}
+}
+
+// handover runs on the model goroutine when a rebalance takes the
+// partitions away (consumer.KafkaConfig.Handover): it flushes the output,
+// saves a checkpoint and commits its offsets before it returns, so that
+// the next owner of each partition starts where this member's output ends.
+func (c *checkpointer) handover(ctx context.Context, out consumer.Flusher) error {
+	err := out.Flush(ctx)
+	if err == nil {
+		err = c.finish(ctx, true)
+	}
+	if err == nil && c.failing.Load() {
+		err = errors.New("the last checkpoint failed")
+	}
+	outcome := "ok"
+	if err != nil {
+		outcome = "failed"
+		err = fmt.Errorf("handover: %w", err)
+	}
+	c.metrics.handovers.WithLabelValues(outcome).Inc()
+	return err
 }
 
 // close stops the saver, waiting for a save in flight. Idempotence is the

@@ -35,10 +35,11 @@
 // # Invariants
 //
 //  1. One goroutine owns the model: the one that calls Run.
-//  2. Exactly-once model state: the model and the next input position of
-//     every partition it has read are saved together; a restart restores
-//     both, and the source starts every partition at the restored
-//     position, not at the committed group offset.
+//  2. Exactly-once model state on one member: the model and the next input
+//     position of every partition it has read are saved together; a
+//     restart restores both, and the source starts every partition at the
+//     restored position, unless the committed group offset is later
+//     (another member processed the records in between: the fence).
 //  3. At-least-once output: a checkpoint is taken only after every record
 //     it covers has been acknowledged by the output broker; records after
 //     it are processed again after a crash and re-emitted byte-identical,
@@ -46,6 +47,10 @@
 //  4. Run returns within Config.ShutdownTimeout of its context ending,
 //     even with the broker gone; only a drain that finished cleanly is
 //     followed by a final checkpoint.
+//  5. Handover: when a rebalance takes the partitions away, the member
+//     flushes, checkpoints and commits on the model goroutine (a barrier
+//     through the loop) before it rejoins, so the next owner starts where
+//     this member's output ends.
 //
 // What it must not do: know model internals (it only steps, serialises and
 // summarises the model) or encode records (package producer does).

@@ -29,6 +29,7 @@ type metrics struct {
 
 	checkpoints        prometheus.Counter
 	checkpointFailures prometheus.Counter
+	handovers          *prometheus.CounterVec
 	checkpointDuration prometheus.Histogram
 	checkpointPause    prometheus.Histogram
 	checkpointBytes    prometheus.Gauge
@@ -88,6 +89,10 @@ func newMetrics(reg prometheus.Registerer, src lagReader) (*metrics, error) {
 			Name: "denoiser_checkpoint_failures_total",
 			Help: "Checkpoints that failed to commit.",
 		}),
+		handovers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "denoiser_handovers_total",
+			Help: "Rebalances that took the partitions away, by outcome: ok (output flushed, checkpoint saved, offsets committed before the partitions went) or failed (the next owners start at the last commit and emit again what came after it).",
+		}, []string{"outcome"}),
 		checkpointDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "denoiser_checkpoint_duration_seconds",
 			Help:    "Time to commit a checkpoint to the state store (beside the model loop).",
@@ -121,7 +126,7 @@ func newMetrics(reg prometheus.Registerer, src lagReader) (*metrics, error) {
 	}
 	for _, c := range []prometheus.Collector{
 		m.consumed, m.scored, m.emitted, m.numerical, dl, sk, m.step, m.reliability, m.weight,
-		m.checkpoints, m.checkpointFailures, m.checkpointDuration, m.checkpointPause, m.checkpointBytes,
+		m.checkpoints, m.checkpointFailures, m.handovers, m.checkpointDuration, m.checkpointPause, m.checkpointBytes,
 		&scrapeCollector{m: m, src: src},
 	} {
 		if err := reg.Register(c); err != nil {

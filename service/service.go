@@ -162,6 +162,7 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Service, err error) 
 	src := k.SourceConfig
 	src.Brokers, src.Topic, src.Group, src.Positions = k.Brokers, k.InputTopic, k.Group, positions
 	src.Logger = log.With("component", "source")
+	src.Handover = func(ctx context.Context, out consumer.Flusher) error { return s.cp.handover(ctx, out) }
 	s.src, err = consumer.NewKafkaSource(src)
 	if err != nil {
 		return nil, fmt.Errorf("service: %w", err)
