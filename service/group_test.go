@@ -1,12 +1,22 @@
 package service_test
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/segmentio/kafka-go"
+
 	"denoiser/internal/kafkatest"
+	"denoiser/service"
 )
 
 // waitFor polls cond every 50ms until it holds, failing t after timeout.
@@ -98,5 +108,198 @@ func TestBrokerRestart(t *testing.T) {
 	}
 	if err, _ := r.stop(t); err != nil {
 		t.Fatalf("graceful stop after the restart: %v", err)
+	}
+}
+
+// TestRollingDeploy: three members of one group share six partitions, and
+// an operator restarts them one after the other (a rolling deploy): each is
+// stopped gracefully, the other two take its partitions over, and it comes
+// back with the same checkpoint directory and configuration, while events
+// keep arriving. Every input offset is scored, and none twice: DESIGN.md §4
+// wants nothing already acknowledged to be emitted again.
+//
+// DENOISER_ROLLING_EVENTS sets the number of events (default 30000).
+func TestRollingDeploy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a rolling deploy of three members: long")
+	}
+	n := 30000
+	if s := os.Getenv("DENOISER_ROLLING_EVENTS"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 100 {
+			t.Fatalf("DENOISER_ROLLING_EVENTS=%q: want a number of events, at least 100", s)
+		}
+		n = v
+	}
+	const partitions, members = 6, 3
+	began := time.Now()
+	b := kafkatest.New(t)
+	in := b.Topic(t, "rolling", partitions)
+	msgs := keyed(events(t, n, 9))
+
+	// A tenth of the events is there before the members start; a quarter
+	// more may arrive during each restart, the rest once the last member is
+	// back. The producer writes a batch every 50ms up to what the current
+	// phase allows.
+	allowed := make([]int, 0, members+2)
+	allowed = append(allowed, n/10)
+	for i := range members {
+		allowed = append(allowed, n/10+(i+1)*n/4)
+	}
+	allowed = append(allowed, n)
+	var phase, produced atomic.Int64
+	producerErr := make(chan error, 1)
+	quit := make(chan struct{})
+	go func() {
+		const batch = 200
+		sent := 0
+		for sent < n {
+			if limit := allowed[phase.Load()]; sent < limit {
+				end := min(sent+batch, limit)
+				if err := b.ProduceErr(in, msgs[sent:end]...); err != nil {
+					producerErr <- err
+					return
+				}
+				sent = end
+				produced.Store(int64(sent))
+			}
+			select {
+			case <-quit:
+				producerErr <- errors.New("stopped by the end of the test")
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		producerErr <- nil
+	}()
+	t.Cleanup(func() {
+		close(quit)
+		select {
+		case <-producerErr:
+		case <-time.After(time.Minute):
+			t.Error("the producer did not stop")
+		}
+	})
+
+	cfgs := make([]service.Config, members)
+	cfgs[0] = testConfig(t, b, in)
+	for i := 1; i < members; i++ {
+		cfgs[i] = cfgs[0]
+		cfgs[i].Checkpoint.Dir = t.TempDir()
+	}
+	// owned reports whether the members named by who, together, own every
+	// partition exactly once, each of them some.
+	owned := func(rs []*running, who ...int) bool {
+		var all []int
+		for _, i := range who {
+			p, _ := rs[i].svc.Assignment()
+			if len(p) == 0 {
+				return false
+			}
+			all = append(all, p...)
+		}
+		slices.Sort(all)
+		return slices.Equal(all, []int{0, 1, 2, 3, 4, 5})
+	}
+	rs := make([]*running, members)
+	for i := range rs {
+		rs[i] = start(t, cfgs[i])
+	}
+	waitFor(t, time.Minute, "the three members split the six partitions", func() bool { return owned(rs, 0, 1, 2) })
+
+	for i := range rs {
+		phase.Store(int64(i + 1))
+		before, stepStart := produced.Load(), time.Now()
+		err, d := rs[i].stop(t)
+		if err != nil {
+			t.Errorf("member %d's graceful stop: %v", i, err)
+		}
+		others := slices.DeleteFunc([]int{0, 1, 2}, func(j int) bool { return j == i })
+		waitFor(t, time.Minute, fmt.Sprintf("members %v own the partitions of member %d", others, i), func() bool { return owned(rs, others...) })
+		handedOver := time.Since(stepStart)
+		rs[i] = start(t, cfgs[i])
+		waitFor(t, time.Minute, fmt.Sprintf("member %d owns partitions again", i), func() bool { return owned(rs, 0, 1, 2) })
+		p, _ := rs[i].svc.Assignment()
+		t.Logf("restart of member %d: stopped in %v, partitions handed over after %v, back with %v after %v; %d events produced meanwhile",
+			i, d.Round(time.Millisecond), handedOver.Round(time.Millisecond), p, time.Since(stepStart).Round(time.Millisecond), produced.Load()-before)
+	}
+	if p := produced.Load(); p >= int64(allowed[members]) {
+		t.Logf("note: the producer had written all it was allowed (%d) before the last member was back", p)
+	}
+	phase.Store(members + 1)
+	select {
+	case err := <-producerErr:
+		producerErr <- err // for the cleanup
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("producing %d events: not done after 2m (%d written)", n, produced.Load())
+	}
+
+	end := inputEnds(t, b, in, n)
+	out := b.NewReader(t, cfgs[0].WithDefaults().Kafka.OutputTopic)
+	out.Until(t, 3*time.Minute, covers(t, end))
+	t.Logf("every input offset has an output record after %v", time.Since(began).Round(time.Millisecond))
+	for i, r := range rs {
+		if err, _ := r.stop(t); err != nil {
+			t.Errorf("member %d's final graceful stop: %v", i, err)
+		}
+	}
+	// Read whatever else arrived, until nothing has for 2s.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for count, since := -1, time.Now(); time.Since(since) < 2*time.Second; time.Sleep(100 * time.Millisecond) {
+		if err := out.Poll(ctx); err != nil && ctx.Err() != nil {
+			t.Fatalf("the output keeps growing after 30s (%d records): %v", len(out.Msgs), err)
+		}
+		if len(out.Msgs) != count {
+			count, since = len(out.Msgs), time.Now()
+		}
+	}
+
+	type position struct {
+		partition int
+		offset    int64
+	}
+	// The output is keyed by user, as the input is: the copies of one
+	// source position are in one output partition, in the order written.
+	first := map[position]kafka.Message{}
+	var dups, differ int
+	dupsOf := map[int]int{} // by input partition
+	var at []string
+	for _, m := range out.Msgs {
+		p, o := sourceOffset(t, m)
+		f, seen := first[position{p, o}]
+		if !seen {
+			first[position{p, o}] = m
+			continue
+		}
+		dups++
+		dupsOf[p]++
+		same := bytes.Equal(f.Value, m.Value)
+		if !same {
+			differ++
+		}
+		if len(at) < 10 {
+			at = append(at, fmt.Sprintf("input %d@%d at output %d@%d and %d@%d (same bytes: %v)", p, o, f.Partition, f.Offset, m.Partition, m.Offset, same))
+		}
+	}
+	var missing []string
+	for p := range partitions {
+		for o := range end[p] {
+			if _, ok := first[position{p, o}]; !ok {
+				missing = append(missing, fmt.Sprintf("%d@%d", p, o))
+			}
+		}
+	}
+	t.Logf("%d events, %d output records, %d duplicates (by input partition %v), %d of them differ in bytes from the first copy; %v in all",
+		n, len(out.Msgs), dups, dupsOf, differ, time.Since(began).Round(time.Millisecond))
+	if len(missing) > 0 {
+		t.Errorf("%d input offsets without an output record, first %v", len(missing), missing[:min(len(missing), 10)])
+	}
+	if dups > 0 {
+		t.Errorf("%d output records re-emit a source position already in the output (%d of them with other bytes), first:\n%s",
+			dups, differ, strings.Join(at, "\n"))
 	}
 }
