@@ -120,6 +120,32 @@ func TestKafkaSourceStartPosition(t *testing.T) {
 		})
 	}
 
+	t.Run("a fenced member does not commit below the fence", func(t *testing.T) {
+		stale := newKafkaSource(t, b, topic, group, func(c *consumer.KafkaConfig) {
+			c.Positions = []input.Position{{Topic: topic, Partition: 0, Offset: 4}}
+		})
+		if m := readN(t, stale, 1)[0]; m.Pos.Offset != 7 {
+			t.Fatalf("first record at %s, want the committed offset 7", m.Pos)
+		}
+		// Its checkpointer still holds 4 for the partition (no record of
+		// it processed since): committing that would move the group back.
+		if err := stale.Commit(context.Background(), []input.Position{{Topic: topic, Partition: 0, Offset: 4}}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if err := stale.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		next := newKafkaSource(t, b, topic, group, nil)
+		if m := readN(t, next, 1)[0]; m.Pos.Offset != 7 {
+			t.Fatalf("after the stale commit the next member starts at %s, want offset 7", m.Pos)
+		}
+		if err := next.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("a new group starts at Start", func(t *testing.T) {
 		earliest := newKafkaSource(t, b, topic, group+"-earliest", nil)
 		if m := readN(t, earliest, 1)[0]; m.Pos.Offset != 0 {
