@@ -172,13 +172,13 @@ func writeEvalOutputs(stderr io.Writer, out, rep string, meta eval.Meta, res any
 }
 
 func runEvalRecommend(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := newEvalFlags("recommend", stderr, "[--data FILE] [--split random|chrono] [--seeds N] [--passes N] [--weight product|p_clean|reliability] [--report FILE.json] [--out DIR]")
+	fs := newEvalFlags("recommend", stderr, "[--data FILE] [--split random|chrono] [--seeds N] [--passes N] [--weight product|weight|p_clean|reliability] [--report FILE.json] [--out DIR]")
 	var (
 		data    = fs.String("data", "", "MovieLens 100K u.data `file` (required)")
 		split   = fs.String("split", "random", "8:1:1 split: random (seeded) or chrono")
 		seeds   = fs.Int("seeds", 3, "number of seeds")
 		passes  = fs.Int("passes", 5, "passes of the denoiser over the training stream")
-		weight  = fs.String("weight", "product", "denoiser score that weighs positives: product, p_clean or reliability")
+		weight  = fs.String("weight", "product", "denoiser score that weighs positives: product, weight (the output's recommended weight), p_clean or reliability")
 		workers = fs.Int("workers", 2, "parallel runs")
 		rep     = fs.String("report", "", "write the numbers as JSON to `file`")
 		out     = fs.String("out", "docs/results", "`dir` for the Markdown report and figures (empty: none)")

@@ -17,6 +17,11 @@ const (
 	WeightProduct     = "product"
 	WeightPClean      = "p_clean"
 	WeightReliability = "reliability"
+	// WeightRecommended is the output's recommended weight (online.Score.Weight,
+	// the field `weight`): p_clean updated by what the event carries beside
+	// (user, item). On a stream of (user, item, rating) only it equals
+	// p_clean.
+	WeightRecommended = "weight"
 )
 
 // Variant is one configuration of the denoiser in the recommend
@@ -53,7 +58,7 @@ type RecommendConfig struct {
 	// stream; scores come from the last pass (default 5).
 	Passes int
 	// Weight is the score that weighs positives downstream: product
-	// (default), p_clean or reliability.
+	// (default), weight, p_clean or reliability.
 	Weight   string
 	GMF      GMFConfig
 	Variants []Variant // default DefaultVariants
@@ -94,8 +99,8 @@ func (c *RecommendConfig) defaults() error {
 	switch {
 	case c.Split != SplitRandom && c.Split != SplitChrono:
 		return fmt.Errorf("recommend: unknown split %q (use random or chrono)", c.Split)
-	case c.Weight != WeightProduct && c.Weight != WeightPClean && c.Weight != WeightReliability:
-		return fmt.Errorf("recommend: unknown weight %q (use product, p_clean or reliability)", c.Weight)
+	case c.Weight != WeightProduct && c.Weight != WeightPClean && c.Weight != WeightReliability && c.Weight != WeightRecommended:
+		return fmt.Errorf("recommend: unknown weight %q (use product, weight, p_clean or reliability)", c.Weight)
 	case c.Seeds < 1 || c.Passes < 1 || c.Workers < 1 || c.Segments < 1:
 		return fmt.Errorf("recommend: seeds, passes, workers and segments must be positive")
 	}
@@ -311,6 +316,8 @@ func runVariant(cfg RecommendConfig, d *Dataset, v Variant, sp Split, test []Int
 					weights[n] = sc.Reliability
 				case WeightPClean:
 					weights[n] = sc.PClean
+				case WeightRecommended:
+					weights[n] = sc.Weight
 				default:
 					weights[n] = sc.Reliability * sc.PClean
 				}

@@ -48,7 +48,7 @@ func (r *RecommendResult) WriteReport(dir string, meta Meta) error {
 	fmt.Fprintf(&b, "Why `product`: the score that the downstream weighting can use must say how likely the observed positive is "+
 		"genuine. p_clean is that posterior under T̂; the reliability w is the GMM's posterior of the reliable component. "+
 		"The product uses both and lets each ablation remove one factor (w = 1 leaves p_clean; T̂ = I makes p_clean ≡ 1 and "+
-		"leaves w). `--weight p_clean|reliability` selects one alone.\n\n")
+		"leaves w). `--weight p_clean|reliability` selects one alone; `--weight weight` the output's recommended weight, which on (user, item, rating) data such as this equals p_clean.\n\n")
 	for _, g := range []string{GroupDownstream, GroupDenoiserF} {
 		fmt.Fprintf(&b, "## %s\n\n| method |", g)
 		for _, k := range r.Cutoffs {
