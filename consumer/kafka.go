@@ -96,6 +96,13 @@ type KafkaConfig struct {
 	// owner starts where this member's output ends. The group waits for
 	// it up to HandoverTimeout.
 	Handover func(ctx context.Context, out Flusher) error `yaml:"-"`
+	// Emitted, if set, is asked on each assignment which records at or
+	// after each partition's start offset already have output (a previous
+	// owner emitted them, then crashed before it committed). Next marks
+	// them Message.Emitted: the model learns from them, the output does
+	// not get them again. It returns the offsets per partition; an error
+	// or a partial answer only costs duplicates. It has HandoverTimeout.
+	Emitted func(ctx context.Context, from map[int]int64) (map[int]map[int64]bool, error) `yaml:"-"`
 }
 
 // HandoverTimeout is how long a rebalance waits for Handover: three
@@ -206,9 +213,10 @@ type KafkaSource struct {
 
 	mu struct {
 		sync.Mutex
-		next      map[int]int64 // next offset per partition, as returned by Next (the model's view)
-		start     map[int]int64 // where each partition started in the live generation
-		hwm       map[int]int64 // high watermark per partition, from the last fetch
+		next      map[int]int64          // next offset per partition, as returned by Next (the model's view)
+		start     map[int]int64          // where each partition started in the live generation
+		emitted   map[int]map[int64]bool // offsets with output already (cfg.Emitted), per partition
+		hwm       map[int]int64          // high watermark per partition, from the last fetch
 		gen       *kafka.Generation
 		assigned  []int
 		stopping  bool
@@ -296,6 +304,7 @@ func NewKafkaSource(cfg KafkaConfig) (*KafkaSource, error) {
 	}
 	s.mu.next = map[int]int64{}
 	s.mu.start = map[int]int64{}
+	s.mu.emitted = map[int]map[int64]bool{}
 	s.mu.hwm = map[int]int64{}
 	for _, p := range cfg.Positions {
 		if p.Topic == cfg.Topic && p.Partition >= 0 && p.Offset >= 0 {
@@ -366,16 +375,57 @@ func (s *KafkaSource) run() {
 		clear(s.mu.start)
 		s.mu.Unlock()
 		s.log.Info("partitions assigned", "generation", gen.ID, "member", gen.MemberID, "partitions", parts)
+		starts := map[int]int64{}
+		froms := map[int]string{}
+		for _, pa := range gen.Assignments[s.cfg.Topic] {
+			starts[pa.ID], froms[pa.ID] = s.startOffset(pa.ID, pa.Offset)
+		}
+		s.findEmitted(starts)
 		var fetchers sync.WaitGroup
 		for _, pa := range gen.Assignments[s.cfg.Topic] {
 			fetchers.Add(1)
 			gen.Start(func(ctx context.Context) {
 				defer fetchers.Done()
-				s.fetch(ctx, seq, pa.ID, pa.Offset)
+				s.fetch(ctx, seq, pa.ID, starts[pa.ID], froms[pa.ID])
 			})
 		}
 		gen.Start(func(ctx context.Context) { s.handover(ctx, seq, gen.ID, parts, &fetchers) })
 	}
+}
+
+// findEmitted asks cfg.Emitted which records at or after the known start
+// offsets already have output, and keeps the answer for Next.
+func (s *KafkaSource) findEmitted(starts map[int]int64) {
+	from := map[int]int64{}
+	for p, off := range starts {
+		if off >= 0 { // Start (earliest, latest) has no position: nothing of ours was emitted
+			from[p] = off
+		}
+	}
+	s.mu.Lock()
+	clear(s.mu.emitted)
+	s.mu.Unlock()
+	if s.cfg.Emitted == nil || len(from) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.HandoverTimeout())
+	defer cancel()
+	t := time.Now()
+	found, err := s.cfg.Emitted(ctx, from)
+	if err != nil {
+		s.log.Warn("cannot tell which records already have output; those after the committed offsets are emitted again", "err", err)
+		return
+	}
+	n := 0
+	s.mu.Lock()
+	for p, offs := range found {
+		if len(offs) > 0 {
+			s.mu.emitted[p] = offs
+			n += len(offs)
+		}
+	}
+	s.mu.Unlock()
+	s.log.Info("records that already have output", "records", n, "duration", time.Since(t))
 }
 
 // handover runs for the whole of generation seq and, when it ends (a
@@ -491,7 +541,7 @@ func (s *KafkaSource) startOffset(p int, committed int64) (int64, string) {
 // fetch reads partition p until the generation ends (ctx), sending its
 // records to s.recs. Once stopping it sends no more but only returns when
 // the generation ends: returning would end the generation early.
-func (s *KafkaSource) fetch(genCtx context.Context, seq, p int, committed int64) {
+func (s *KafkaSource) fetch(genCtx context.Context, seq, p int, off int64, from string) {
 	defer func() { <-genCtx.Done() }()
 	ctx := genCtx
 	if !s.enter() {
@@ -511,7 +561,6 @@ func (s *KafkaSource) fetch(genCtx context.Context, seq, p int, committed int64)
 	}()
 
 	log := s.log.With("partition", p)
-	off, from := s.startOffset(p, committed)
 	wait := time.Duration(0)
 	retry := func(msg string, err error) bool {
 		wait = min(max(2*wait, 50*time.Millisecond), s.cfg.RetryBackoff)
@@ -720,8 +769,12 @@ func (s *KafkaSource) Next(ctx context.Context) (Message, error) {
 			continue
 		}
 		s.mu.next[f.partition] = f.offset + 1
+		emitted := s.mu.emitted[f.partition][f.offset]
+		if emitted {
+			delete(s.mu.emitted[f.partition], f.offset)
+		}
 		s.mu.Unlock()
-		return Message{Pos: input.Position{Topic: s.cfg.Topic, Partition: int32(f.partition), Offset: f.offset}, Value: f.value, Null: f.null}, nil
+		return Message{Pos: input.Position{Topic: s.cfg.Topic, Partition: int32(f.partition), Offset: f.offset}, Value: f.value, Null: f.null, Emitted: emitted}, nil
 	}
 }
 

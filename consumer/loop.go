@@ -67,6 +67,10 @@ type Result struct {
 	Shadow    online.Score
 	HasShadow bool
 
+	// Emitted is Message.Emitted: the record already has output, so the
+	// writer does not send it (or its dead letter) again.
+	Emitted bool
+
 	skip  SkipReason                           // set inside the loop on a record with nothing to score
 	flush chan error                           // set on the loop's internal flush marker
 	task  func(context.Context, Flusher) error // set on a barrier (Message.Task)
@@ -143,6 +147,9 @@ type Stats struct {
 	SkippedByReason map[SkipReason]uint64
 	Scored          uint64 // records scored and written to the sink
 	Rejected        uint64 // records dead-lettered
+	// AlreadyEmitted counts the records of Scored and Rejected that were
+	// not written again because they already had output (Result.Emitted).
+	AlreadyEmitted uint64
 	// ByReason counts rejected records per Reason.
 	ByReason map[Reason]uint64
 	// Numerical counts scored records whose update the model discarded for
@@ -260,7 +267,7 @@ func (l *loop) read(ctx context.Context, src Source) error {
 			raw = nil
 		}
 		post, shadow := r.Score.Posterior[:0], r.Shadow.Posterior[:0] // keep the backing arrays
-		*r = Result{Pos: m.Pos, RawSize: max(len(m.Value), m.Size)}
+		*r = Result{Pos: m.Pos, RawSize: max(len(m.Value), m.Size), Emitted: m.Emitted}
 		r.Score.Posterior, r.Shadow.Posterior = post, shadow
 		r.Raw = append(raw, m.Value[:min(len(m.Value), MaxRawBytes)]...)
 		if r.skip = skipReason(&m); r.skip != "" {
@@ -321,6 +328,9 @@ func (l *loop) step(ctx context.Context, model Model, opts Options, st *Stats) e
 		} else {
 			st.Rejected++
 			st.ByReason[r.Reason]++
+		}
+		if r.Emitted {
+			st.AlreadyEmitted++
 		}
 		pos := r.Pos
 		l.pending = r
@@ -398,7 +408,7 @@ func (l *loop) write(ctx context.Context, cancel context.CancelFunc) error {
 			}
 			continue
 		}
-		if failed == nil {
+		if failed == nil && !r.Emitted {
 			if r.Scored() {
 				if err := l.sink.Write(ctx, r); err != nil {
 					failed = fmt.Errorf("write record %s: %w", r.Pos, err)

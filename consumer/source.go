@@ -36,6 +36,11 @@ type Message struct {
 	// (a *RecordError, as Decode returns): the record is dead-lettered
 	// with Value as its raw bytes.
 	Err error
+	// Emitted marks a record that already has output (a previous owner of
+	// its partition emitted it, then crashed before committing): the
+	// model learns from it as from any record, but it is not written to
+	// the sink or the dead-letter again (Result.Emitted).
+	Emitted bool
 	// Task, if set, makes the message a barrier rather than a record (the
 	// other fields are ignored): Run calls it on the model goroutine after
 	// every record returned before it and before any returned after it,

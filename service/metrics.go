@@ -20,6 +20,7 @@ type metrics struct {
 	consumed     prometheus.Counter
 	scored       prometheus.Counter
 	emitted      prometheus.Counter
+	already      prometheus.Counter
 	deadLettered map[consumer.Reason]prometheus.Counter
 	skipped      map[consumer.SkipReason]prometheus.Counter
 	numerical    prometheus.Counter
@@ -53,6 +54,10 @@ func newMetrics(reg prometheus.Registerer, src lagReader) (*metrics, error) {
 		consumed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "denoiser_events_consumed_total",
 			Help: "Input records processed: scored, dead-lettered or skipped (the three counters add up to this one).",
+		}),
+		already: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "denoiser_records_already_emitted_total",
+			Help: "Records processed (the model learned from them) but not written again: a previous owner of their partition emitted them and crashed before it committed (found by reading the output topics back on assignment). They are counted in denoiser_events_scored_total or denoiser_events_dead_lettered_total too.",
 		}),
 		scored: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "denoiser_events_scored_total",
@@ -125,7 +130,7 @@ func newMetrics(reg prometheus.Registerer, src lagReader) (*metrics, error) {
 		m.deadLettered[r] = dl.WithLabelValues(string(r))
 	}
 	for _, c := range []prometheus.Collector{
-		m.consumed, m.scored, m.emitted, m.numerical, dl, sk, m.step, m.reliability, m.weight,
+		m.consumed, m.scored, m.emitted, m.already, m.numerical, dl, sk, m.step, m.reliability, m.weight,
 		m.checkpoints, m.checkpointFailures, m.handovers, m.checkpointDuration, m.checkpointPause, m.checkpointBytes,
 		&scrapeCollector{m: m, src: src},
 	} {
@@ -139,6 +144,9 @@ func newMetrics(reg prometheus.Registerer, src lagReader) (*metrics, error) {
 // record counts one processed record (model goroutine).
 func (m *metrics) record(r *consumer.Result) {
 	m.consumed.Inc()
+	if r.Emitted {
+		m.already.Inc()
+	}
 	if !r.Scored() {
 		if c := m.deadLettered[r.Reason]; c != nil {
 			c.Inc()

@@ -163,6 +163,14 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Service, err error) 
 	src.Brokers, src.Topic, src.Group, src.Positions = k.Brokers, k.InputTopic, k.Group, positions
 	src.Logger = log.With("component", "source")
 	src.Handover = func(ctx context.Context, out consumer.Flusher) error { return s.cp.handover(ctx, out) }
+	tail := producer.TailScan{Brokers: k.Brokers, Topics: []string{k.OutputTopic, k.DeadLetterTopic}, Window: producer.DefaultTailWindow, Timeout: k.RequestTimeout}
+	src.Emitted = func(ctx context.Context, from map[int]int64) (map[int]map[int64]bool, error) {
+		found, complete, err := tail.Emitted(ctx, k.InputTopic, from)
+		if err == nil && !complete {
+			log.Warn("output topics read back as far as allowed without finding every partition's start: records older than that may be emitted again", "window", tail.Window)
+		}
+		return found, err
+	}
 	s.src, err = consumer.NewKafkaSource(src)
 	if err != nil {
 		return nil, fmt.Errorf("service: %w", err)
