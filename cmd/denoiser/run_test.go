@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -623,4 +624,474 @@ func TestRunStartupTimeout(t *testing.T) {
 	if !strings.HasPrefix(last, "denoiser: run: ") || !strings.Contains(last, "could not join the consumer group within kafka.startup_timeout (2s)") {
 		t.Fatalf("last line %q does not say that the brokers could not be reached in time", last)
 	}
+}
+
+// TestRunCrashRecoveryGroup runs three `denoiser run` members of one
+// consumer group, each with its own state directory, over a six-partition
+// topic, and kills a random member with SIGKILL five times while the
+// events flow in, restarting it each time with the same configuration and
+// state. When every member is at the end of every partition they stop
+// gracefully. Every input offset must then have an output record (scored
+// or dead letter), and no input record may have more than one: on
+// assignment a member starts at the later of its checkpoint and the
+// committed offset, and reads the output topics back to find what a
+// crashed owner emitted after the committed offset (producer.TailScan),
+// so as not to emit it again.
+//
+// DENOISER_GROUP_CRASH_EVENTS sets the number of events (60,000);
+// DENOISER_CRASH_SEED reproduces the choice of members and kill times.
+func TestRunCrashRecoveryGroup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test of a group of three members: about a minute")
+	}
+	began := time.Now()
+	n := 60_000
+	if s := os.Getenv("DENOISER_GROUP_CRASH_EVENTS"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v <= 0 {
+			t.Fatalf("DENOISER_GROUP_CRASH_EVENTS=%q: want a positive number", s)
+		}
+		n = v
+	}
+	const members, kills, parts = 3, 5, 6
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("DENOISER_CRASH_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	rnd := rand.New(rand.NewPCG(seed, 3))
+	t.Logf("seed %d (DENOISER_CRASH_SEED=%d reproduces the members killed and the kill times); %d events", seed, seed, n)
+
+	b := kafkatest.New(t)
+	in := b.Topic(t, "gcrash", parts)
+	b.CreateTopic(t, in+".scored", 3)
+	b.CreateTopic(t, in+".dead-letter", 1)
+	root := t.TempDir()
+	cfgs := make([]string, members)
+	for i := range cfgs {
+		dir := filepath.Join(root, fmt.Sprintf("m%d", i))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cfgs[i] = runConfig(t, b, in, dir) // same topic, so the same group
+	}
+	msgs := keyedByUser(t, crashInput(t, n))
+
+	// Events flow in, in 60 chunks, while members are killed: over ~24 s,
+	// or ~48 s on a real broker, where each kill takes longer to be noticed
+	// (its session timeout is 6 s rather than 2 s).
+	pace := 400 * time.Millisecond
+	if b.Real {
+		pace *= 2
+	}
+	var sent sync.WaitGroup
+	var producedCount atomic.Int64
+	produced := make(chan error, 1)
+	quit := make(chan struct{})
+	sent.Add(1)
+	t.Cleanup(func() { close(quit); sent.Wait() })
+	go func() {
+		defer sent.Done()
+		chunk := max(n/60, 1)
+		for i := 0; i < n; i += chunk {
+			if err := b.ProduceErr(in, msgs[i:min(i+chunk, n)]...); err != nil {
+				produced <- err
+				return
+			}
+			producedCount.Store(int64(min(i+chunk, n)))
+			select {
+			case <-time.After(pace):
+			case <-quit:
+				produced <- errors.New("test ended")
+				return
+			}
+		}
+		produced <- nil
+	}()
+
+	scored := b.NewReader(t, in+".scored")
+	dead := b.NewReader(t, in+".dead-letter")
+	poll := func() int {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := scored.Poll(ctx); err != nil {
+			t.Logf("poll output: %v", err)
+		}
+		if err := dead.Poll(ctx); err != nil {
+			t.Logf("poll dead letters: %v", err)
+		}
+		return len(scored.Msgs) + len(dead.Msgs)
+	}
+
+	procs := make([]*child, members)
+	runs := make([]int, members)
+	var logs []string
+	start := func(i int) {
+		runs[i]++
+		path := filepath.Join(root, fmt.Sprintf("m%d-run%d.log", i, runs[i]))
+		logs = append(logs, path)
+		procs[i] = startChild(t, path, "run", "--config", cfgs[i])
+	}
+	alive := func() {
+		t.Helper()
+		for i, c := range procs {
+			select {
+			case err := <-c.done:
+				t.Fatalf("member %d exited by itself: %v\n%s", i, err, c.tail())
+			default:
+			}
+		}
+	}
+	for i := range members {
+		start(i)
+	}
+	restarted := 0
+	deadline := time.Now().Add(90 * time.Second)
+	for poll() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no output in 90s; the first member's log:\n%s", procs[0].tail())
+		}
+		alive()
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// Five kills of a random member, each a random delay after the member
+	// restarted last has been given its partitions (the group processes
+	// again: on a real broker that takes the killed member's session
+	// timeout).
+	for k := 1; k <= kills; k++ {
+		if k > 1 {
+			last := procs[restarted]
+			deadline := time.Now().Add(90 * time.Second)
+			for {
+				if b, _ := os.ReadFile(last.log); bytes.Contains(b, []byte(`msg="partitions assigned"`)) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("member %d was given no partitions within 90s of its restart:\n%s", restarted, last.tail())
+				}
+				alive()
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		delay := 300*time.Millisecond + time.Duration(rnd.Int64N(int64(3*time.Second)))
+		i := rnd.IntN(members)
+		time.Sleep(delay)
+		alive()
+		c := procs[i]
+		if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-c.done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("member %d still running 10s after SIGKILL", i)
+		}
+		t.Logf("kill %d: member %d (run %d) after %v; %d of %d events produced, %d output records so far",
+			k, i, runs[i], delay.Round(time.Millisecond), producedCount.Load(), n, poll())
+		start(i)
+		restarted = i
+	}
+	select {
+	case err := <-produced:
+		if err != nil {
+			t.Fatalf("produce: %v", err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("producing the input took more than 2 minutes after the last kill")
+	}
+
+	// The members are at the end once every input offset has an output and
+	// the group has committed every partition's end: then each partition's
+	// owner has processed it to the end (output of a killed member may
+	// cover offsets that the next owner has yet to go through).
+	ends := partitionEnds(t, b, in, parts)
+	total := int64(0)
+	for _, e := range ends {
+		total += e
+	}
+	if total != int64(n) {
+		t.Fatalf("the input partitions hold %d records (%v), want %d", total, ends, n)
+	}
+	group := in + "-g"
+	covered := map[srcPos]bool{}
+	seenMsgs := [2]int{}
+	cover := func() int {
+		for j, r := range []*kafkatest.Reader{scored, dead} {
+			for _, m := range r.Msgs[seenMsgs[j]:] {
+				covered[sourcePosOf(t, m)] = true
+			}
+			seenMsgs[j] = len(r.Msgs)
+		}
+		return len(covered)
+	}
+	var committed map[int]int64
+	atEnd := func() bool {
+		committed = committedOffsets(t, b, group, in, parts)
+		for p, e := range ends {
+			if committed[p] != e {
+				return false
+			}
+		}
+		return true
+	}
+	waitStart := time.Now()
+	deadline = time.Now().Add(3 * time.Minute)
+	for {
+		poll()
+		if cover() == n && atEnd() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("3 minutes after the input was produced: %d of %d input offsets have an output; committed %v, ends %v\n%s",
+				len(covered), n, committed, ends, relevantLogLines(logs))
+		}
+		alive()
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Logf("every input offset has an output and the group committed every end %v after the input was produced", time.Since(waitStart).Round(time.Millisecond))
+
+	stopStart := time.Now()
+	for _, c := range procs {
+		if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, c := range procs {
+		select {
+		case err := <-c.done:
+			if err != nil {
+				t.Errorf("member %d after SIGTERM: %v\n%s", i, err, c.tail())
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("member %d still running 30s after SIGTERM\n%s", i, c.tail())
+		}
+	}
+	t.Logf("members stopped %v after SIGTERM", time.Since(stopStart).Round(time.Millisecond))
+	poll()
+
+	// Every copy of every input record, in output order per topic and
+	// partition: scored first, then dead letters.
+	type outCopy struct {
+		topic   string
+		part    int
+		off     int64
+		version string
+		value   []byte
+	}
+	copies := map[srcPos][]outCopy{}
+	for _, r := range []*kafkatest.Reader{scored, dead} {
+		ms := slices.Clone(r.Msgs)
+		slices.SortFunc(ms, func(a, b kafka.Message) int {
+			if a.Partition != b.Partition {
+				return a.Partition - b.Partition
+			}
+			return int(a.Offset - b.Offset)
+		})
+		for _, m := range ms {
+			v, _ := kafkatest.Header(m, producer.HeaderModelVersion)
+			pos := sourcePosOf(t, m)
+			copies[pos] = append(copies[pos], outCopy{m.Topic, m.Partition, m.Offset, v, m.Value})
+		}
+	}
+	lost := 0
+	var lostAt []srcPos
+	for p := range parts {
+		for o := int64(0); o < ends[p]; o++ {
+			if len(copies[srcPos{p, o}]) == 0 {
+				lost++
+				if len(lostAt) < 10 {
+					lostAt = append(lostAt, srcPos{p, o})
+				}
+			}
+		}
+	}
+	dups, differing := 0, 0
+	var dupAt []srcPos
+	for pos, cs := range copies {
+		if len(cs) < 2 {
+			continue
+		}
+		dupAt = append(dupAt, pos)
+		dups += len(cs) - 1
+		for _, c := range cs[1:] {
+			if !bytes.Equal(c.value, cs[0].value) {
+				differing++
+			}
+		}
+	}
+	slices.SortFunc(dupAt, func(a, b srcPos) int {
+		if a.partition != b.partition {
+			return a.partition - b.partition
+		}
+		return int(a.offset - b.offset)
+	})
+	found, handovers, failures := logFigures(logs)
+	t.Logf("%d events in %d partitions %v, %d kills, %d member runs: %d scored and %d dead-letter records; %d lost, %d duplicates (%d differ in bytes from the first copy); %d records found already emitted, %d handovers, %d handover or scan failures; %v in all",
+		n, parts, ends, kills, len(logs), len(scored.Msgs), len(dead.Msgs), lost, dups, differing, found, handovers, failures, time.Since(began).Round(time.Millisecond))
+	if lost > 0 {
+		t.Errorf("%d input records have no output, the first at %v", lost, lostAt)
+	}
+	if dups > 0 {
+		var sb strings.Builder
+		for _, pos := range dupAt[:min(len(dupAt), 10)] {
+			fmt.Fprintf(&sb, "  input %s/%d@%d:", in, pos.partition, pos.offset)
+			for _, c := range copies[pos] {
+				fmt.Fprintf(&sb, " %s/%d@%d (model_version %s)", c.topic, c.part, c.off, c.version)
+			}
+			sb.WriteByte('\n')
+		}
+		t.Errorf("%d duplicate output records (%d differ in bytes from the first copy) at %d input positions; the first:\n%s\nmember logs:\n%s",
+			dups, differing, len(dupAt), sb.String(), relevantLogLines(logs))
+	}
+}
+
+// srcPos is an input position: partition and offset.
+type srcPos struct {
+	partition int
+	offset    int64
+}
+
+// sourcePosOf returns the source position headers of an output record.
+func sourcePosOf(t *testing.T, m kafka.Message) srcPos {
+	t.Helper()
+	v, ok := kafkatest.Header(m, producer.HeaderSourcePartition)
+	p, err := strconv.Atoi(v)
+	if !ok || err != nil {
+		t.Fatalf("record without source partition: %+v", m.Headers)
+	}
+	return srcPos{p, sourceOffsetOf(t, m)}
+}
+
+// keyedByUser turns event lines into messages keyed by their user, so that
+// the users spread over the partitions.
+func keyedByUser(t *testing.T, lines [][]byte) []kafka.Message {
+	t.Helper()
+	msgs := make([]kafka.Message, len(lines))
+	for i, l := range lines {
+		var e struct {
+			User string `json:"user"`
+		}
+		if err := json.Unmarshal(l, &e); err != nil || e.User == "" {
+			t.Fatalf("line %d has no user: %s", i, l)
+		}
+		msgs[i] = kafka.Message{Key: []byte(e.User), Value: l}
+	}
+	return msgs
+}
+
+// partitionEnds returns the high watermark of each partition of topic.
+func partitionEnds(t *testing.T, b *kafkatest.Broker, topic string, parts int) map[int]int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	c := &kafka.Client{Addr: kafka.TCP(b.Addrs...), Transport: tr}
+	req := &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{}}
+	for p := range parts {
+		req.Topics[topic] = append(req.Topics[topic], kafka.LastOffsetOf(p))
+	}
+	resp, err := c.ListOffsets(ctx, req)
+	if err != nil {
+		t.Fatalf("list offsets of %s: %v", topic, err)
+	}
+	ends := map[int]int64{}
+	for _, po := range resp.Topics[topic] {
+		if po.Error != nil {
+			t.Fatalf("list offsets of %s/%d: %v", topic, po.Partition, po.Error)
+		}
+		ends[po.Partition] = po.LastOffset
+	}
+	if len(ends) != parts {
+		t.Fatalf("list offsets of %s: %d partitions answered, want %d", topic, len(ends), parts)
+	}
+	return ends
+}
+
+// committedOffsets returns the group's committed offset of each partition
+// of topic (-1 where none, or when the broker cannot tell now).
+func committedOffsets(t *testing.T, b *kafkatest.Broker, group, topic string, parts int) map[int]int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	c := &kafka.Client{Addr: kafka.TCP(b.Addrs...), Transport: tr}
+	req := &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{}}
+	for p := range parts {
+		req.Topics[topic] = append(req.Topics[topic], p)
+	}
+	out := map[int]int64{}
+	for p := range parts {
+		out[p] = -1
+	}
+	resp, err := c.OffsetFetch(ctx, req)
+	if err != nil || resp.Error != nil {
+		return out
+	}
+	for _, po := range resp.Topics[topic] {
+		if po.Error == nil {
+			out[po.Partition] = po.CommittedOffset
+		}
+	}
+	return out
+}
+
+// groupLogMarks are the parts of the members' log lines that tell how a
+// partition changed hands.
+var groupLogMarks = []string{
+	"partitions assigned", "fetching partition", "records that already have output", "handed over",
+	"handover", "cannot tell", "read back as far", "giving up", "level=ERROR",
+}
+
+// relevantLogLines returns the lines of the member logs that tell how the
+// partitions changed hands, at most 80 per log.
+func relevantLogLines(logs []string) string {
+	var sb strings.Builder
+	for _, path := range logs {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		fmt.Fprintf(&sb, "== %s\n", filepath.Base(path))
+		n := 0
+		for _, line := range strings.Split(string(b), "\n") {
+			if !slices.ContainsFunc(groupLogMarks, func(m string) bool { return strings.Contains(line, m) }) {
+				continue
+			}
+			if n++; n > 80 {
+				sb.WriteString("  ...\n")
+				break
+			}
+			sb.WriteString("  " + line + "\n")
+		}
+	}
+	return sb.String()
+}
+
+// logFigures reads the member logs: the records found already emitted
+// (sum over "records that already have output"), the handovers done, and
+// the handovers and tail scans that failed.
+func logFigures(logs []string) (found, handovers, failures int) {
+	for _, path := range logs {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			switch {
+			case strings.Contains(line, "records that already have output"):
+				if _, v, ok := strings.Cut(line, " records="); ok {
+					v, _, _ = strings.Cut(v, " ")
+					k, _ := strconv.Atoi(v)
+					found += k
+				}
+			case strings.Contains(line, "partitions handed over"):
+				handovers++
+			case strings.Contains(line, "handover"), strings.Contains(line, "cannot tell"), strings.Contains(line, "read back as far"):
+				failures++
+			}
+		}
+	}
+	return found, handovers, failures
 }
