@@ -642,7 +642,7 @@ func TestRunStartupTimeout(t *testing.T) {
 // DENOISER_CRASH_SEED reproduces the choice of members and kill times.
 func TestRunCrashRecoveryGroup(t *testing.T) {
 	if testing.Short() {
-		t.Skip("crash test of a group of three members: about a minute")
+		t.Skip("crash test of a group of three members: about 30 s (a minute on a real broker)")
 	}
 	began := time.Now()
 	n := 60_000
