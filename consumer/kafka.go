@@ -106,11 +106,13 @@ type KafkaConfig struct {
 }
 
 // HandoverTimeout is how long a rebalance waits for Handover: three
-// quarters of RebalanceTimeout, the time the coordinator gives members to
-// rejoin, so that a slow handover costs duplicates rather than the
-// membership.
+// quarters of the shorter of RebalanceTimeout (the time the coordinator
+// gives members to rejoin) and SessionTimeout (kafka-go stops heartbeating
+// once the generation ends), so that a slow handover costs duplicates
+// rather than the membership.
 func (c KafkaConfig) HandoverTimeout() time.Duration {
-	return c.WithDefaults().RebalanceTimeout * 3 / 4
+	d := c.WithDefaults()
+	return min(d.RebalanceTimeout, d.SessionTimeout) * 3 / 4
 }
 
 // WithDefaults returns c with every zero field that has a default set to
