@@ -145,8 +145,8 @@ type Stats struct {
 	Skipped uint64 // records with nothing to score (SkippedByReason)
 	// SkippedByReason counts skipped records per SkipReason.
 	SkippedByReason map[SkipReason]uint64
-	Scored          uint64 // records scored and written to the sink
-	Rejected        uint64 // records dead-lettered
+	Scored          uint64 // records scored and written to the sink (unless AlreadyEmitted)
+	Rejected        uint64 // records dead-lettered (unless AlreadyEmitted)
 	// AlreadyEmitted counts the records of Scored and Rejected that were
 	// not written again because they already had output (Result.Emitted).
 	AlreadyEmitted uint64
