@@ -250,9 +250,10 @@ func (m *Model) score(u, i int32, y int, sc *Score) (x0, x1 float64, err error) 
 	sc.Label = y
 	sc.PClean = pClean(s.f, s.t, m.k, y)
 	sc.Weight = sc.PClean // Step adds the context's evidence
-	sc.Loss = -math.Log(math.Max(s.f[y], probFloor))
-	if !m.cfg.Plain {
-		sc.Loss = -math.Log(math.Max(s.noisy[y], probFloor))
+	if m.cfg.Plain {
+		sc.Loss = -math.Log(max(s.f[y], probFloor))
+	} else {
+		sc.Loss = -math.Log(max(s.noisy[y], probFloor))
 	}
 	sc.Version = m.schedule.events
 	sc.Reliability = 1
