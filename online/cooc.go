@@ -57,6 +57,10 @@ type sketchCooc struct {
 	userN     []uint32 // interactions per user
 	userSig   []uint64 // H/4 words per user, four 16-bit MinHash values each
 	hashSeeds []uint64
+	// itemSig holds H/4 words per item for the items hashed so far: the
+	// item's 16-bit hash values, which are the same for every user that
+	// adds it. Derived from the index on first use; not encoded.
+	itemSig []uint64
 	// overlap[eq] is J/(1+J) for J = eq/H, the share of n_u + n_u' that
 	// is the estimated intersection when eq of the H MinHash values agree:
 	// count looks it up rather than dividing twice per sampled user.
@@ -198,15 +202,41 @@ func (c *sketchCooc) add(u, i int32, r *rand.Rand) {
 	c.itemN[i] = n + 1
 	c.userN[u]++
 	w := c.h / 4
+	if int(i) >= len(c.itemSig)/w {
+		c.hashItems(int(i) + 1)
+	}
 	sig := c.userSig[int(u)*w : int(u+1)*w]
-	base := uint64(i)
-	for k, seed := range c.hashSeeds {
-		h := mix64(base^seed) >> 48
-		word, shift := k/4, uint(k%4)*16
-		if cur := sig[word] >> shift & 0xffff; h < cur {
-			sig[word] = sig[word]&^(0xffff<<shift) | h<<shift
+	for k, h := range c.itemSig[int(i)*w : int(i+1)*w][:len(sig)] {
+		sig[k] = minLanes(sig[k], h)
+	}
+}
+
+// hashItems extends itemSig to the items below n: lane k%4 of word k/4 of
+// item i is mix64(i ^ seed_k), top 16 bits.
+func (c *sketchCooc) hashItems(n int) {
+	for i := len(c.itemSig) / (c.h / 4); i < n; i++ {
+		var word uint64
+		for k, seed := range c.hashSeeds {
+			word |= (mix64(uint64(i)^seed) >> 48) << (uint(k%4) * 16)
+			if k%4 == 3 {
+				c.itemSig = append(c.itemSig, word)
+				word = 0
+			}
 		}
 	}
+}
+
+// minLanes is the lane-by-lane minimum of the four unsigned 16-bit lanes
+// of a and b.
+func minLanes(a, b uint64) uint64 {
+	// The top bit of each lane of low is set where a's low 15 bits are
+	// at least b's: (a|top) − (b&^top) cannot borrow across lanes. a < b
+	// where b's top bit alone is set, or where the top bits agree and a's
+	// low bits are smaller.
+	low := (a | laneHigh) - (b & laneLow)
+	less := ((^a & b) | (^(a ^ b) & ^low)) & laneHigh
+	take := (less >> 15) * 0xffff // 0xffff in each lane where a < b
+	return a&take | b&^take
 }
 
 // exactCooc keeps sorted item sets per user and user lists per item.
@@ -273,7 +303,7 @@ func (c *sketchCooc) copyInto(dst cooccurrence, users, items []rowSpan, nu, ni i
 		d = &sketchCooc{}
 		nu, ni, users, items = 0, 0, nil, nil
 	}
-	d.s, d.h, d.overlap = c.s, c.h, c.overlap
+	d.s, d.h, d.overlap, d.itemSig = c.s, c.h, c.overlap, c.itemSig[:len(c.itemSig):len(c.itemSig)]
 	d.itemN = syncRows(d.itemN, c.itemN, 1, items, ni)
 	d.itemRes = syncRows(d.itemRes, c.itemRes, c.s, items, ni)
 	d.userN = syncRows(d.userN, c.userN, 1, users, nu)
