@@ -46,9 +46,9 @@ func (g *gmm) posterior(c int, x0, x1 float64) float64 {
 	case a >= b:
 		// The larger term is exp(0), exactly 1 (a−max(a,b) is ±0): one
 		// exponential, not two, for the same values.
-		ea, eb = 1, math.Exp(b-a)
+		ea, eb = 1, expNeg(a-b)
 	default:
-		ea, eb = math.Exp(a-b), 1
+		ea, eb = expNeg(b-a), 1
 	}
 	r := ea / (ea + eb)
 	if c == 1 {
@@ -165,9 +165,14 @@ func (g *gmm) estep(x *mat.Dense, withLL bool) (float64, [2]moments) {
 		x0, x1 := raw.Data[i*raw.Stride], raw.Data[i*raw.Stride+1]
 		a, b := g.logComp(0, x0, x1), g.logComp(1, x0, x1)
 		// With e = exp(−|a−b|): the responsibilities are 1/(1+e) and
-		// e/(1+e), and log(e^a + e^b) = max(a,b) + log1p(e).
-		e := math.Exp(-math.Abs(a - b))
-		hi, lo := 1/(1+e), e/(1+e)
+		// e/(1+e), and log(e^a + e^b) = max(a,b) + log1p(e). Most points
+		// of a fitted mixture are so far from one component that e is 0
+		// and they are 1 and 0.
+		e := expNeg(math.Abs(a - b))
+		hi, lo := 1.0, 0.0
+		if e != 0 {
+			hi, lo = 1/(1+e), e/(1+e)
+		}
 		if a < b {
 			hi, lo = lo, hi
 		}
