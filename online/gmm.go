@@ -167,11 +167,11 @@ func (g *gmm) estep(x *mat.Dense, withLL bool) (float64, [2]moments) {
 		// With e = exp(−|a−b|): the responsibilities are 1/(1+e) and
 		// e/(1+e), and log(e^a + e^b) = max(a,b) + log1p(e). Most points
 		// of a fitted mixture are so far from one component that e is 0
-		// and they are 1 and 0.
+		// (expNeg) or 1+e is 1, and they are 1 and e without dividing.
 		e := expNeg(math.Abs(a - b))
-		hi, lo := 1.0, 0.0
-		if e != 0 {
-			hi, lo = 1/(1+e), e/(1+e)
+		hi, lo := 1.0, e
+		if den := 1 + e; den != 1 {
+			hi, lo = 1/den, e/den
 		}
 		if a < b {
 			hi, lo = lo, hi
