@@ -78,7 +78,7 @@ func fnv32(s string) uint32 {
 // weight returns the posterior that the event is genuine given its p_clean
 // and its context.
 func (c *contextModel) weight(pClean float64, x contextFeatures) float64 {
-	p := math.Min(math.Max(pClean, pCleanFloor), 1-pCleanFloor)
+	p := min(max(pClean, pCleanFloor), 1-pCleanFloor)
 	return sigmoid(math.Log(p/(1-p)) + c.evidence(x))
 }
 
@@ -89,7 +89,7 @@ func (c *contextModel) evidence(x contextFeatures) float64 {
 		var lp [2]float64
 		for k := range lp {
 			mean := c.dwellSum[k] / c.dwellMass[k]
-			v := math.Max(c.dwellSquares[k]/c.dwellMass[k]-mean*mean, 0) + varianceFloor
+			v := max(c.dwellSquares[k]/c.dwellMass[k]-mean*mean, 0) + varianceFloor
 			d := x.logDwell - mean
 			lp[k] = -0.5*math.Log(v) - 0.5*d*d/v
 		}
@@ -115,10 +115,11 @@ func (c *contextModel) learn(x contextFeatures, w float64) {
 			c.dwellSquares[k] = keep*c.dwellSquares[k] + r*x.logDwell*x.logDwell
 		}
 		if x.bucket >= 0 {
-			for b := range c.typeMass[k] {
-				c.typeMass[k][b] *= keep
+			mass := &c.typeMass[k]
+			for b := range mass {
+				mass[b] *= keep
 			}
-			c.typeMass[k][x.bucket] += r
+			mass[x.bucket] += r
 			c.typeTotal[k] = keep*c.typeTotal[k] + r
 		}
 	}
@@ -182,7 +183,9 @@ func (c *contextModel) decode(d *decoder) {
 	}
 }
 
-func clampAbs(v, limit float64) float64 { return math.Max(-limit, math.Min(limit, v)) }
+// clampAbs bounds v to [−limit, limit]. The built-in min and max treat
+// NaN, ±0 and ±Inf as math.Min and math.Max do, without a call.
+func clampAbs(v, limit float64) float64 { return max(-limit, min(limit, v)) }
 
 // sigmoid is the logistic function, stable for large |z|.
 func sigmoid(z float64) float64 {

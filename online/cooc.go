@@ -1,7 +1,6 @@
 package online
 
 import (
-	"math/bits"
 	"math/rand/v2"
 	"slices"
 )
@@ -20,7 +19,7 @@ import (
 // Memory is O(S) per item and O(H) per user, whatever the stream length.
 //
 // MinHash values are kept to 16 bits (b-bit MinHash, Li & König 2010), four
-// to a uint64, so that one XOR and a popcount compare four of them; two
+// to a uint64, so that a few word operations compare four of them; two
 // different minima collide in 16 bits with probability 2^-16, a bias far
 // below the sketch's sampling error.
 type cooccurrence interface {
@@ -58,6 +57,14 @@ type sketchCooc struct {
 	userN     []uint32 // interactions per user
 	userSig   []uint64 // H/4 words per user, four 16-bit MinHash values each
 	hashSeeds []uint64
+	// itemSig holds H/4 words per item for the items hashed so far: the
+	// item's 16-bit hash values, which are the same for every user that
+	// adds it. Derived from the index on first use; not encoded.
+	itemSig []uint64
+	// overlap[eq] is J/(1+J) for J = eq/H, the share of n_u + n_u' that
+	// is the estimated intersection when eq of the H MinHash values agree:
+	// count looks it up rather than dividing twice per sampled user.
+	overlap []float64
 }
 
 const (
@@ -65,19 +72,37 @@ const (
 	laneHigh = 0x8000800080008000
 )
 
-// equalLanes counts the 16-bit lanes in which a and b agree.
-func equalLanes(a, b uint64) int {
+// differingLanes is 1 in each 16-bit lane in which a and b differ, 0 in
+// the others. Added up over words, each lane counts up to 65535.
+func differingLanes(a, b uint64) uint64 {
 	x := a ^ b
 	nonzero := ((x & laneLow) + laneLow) | x
-	return 4 - bits.OnesCount64(nonzero&laneHigh)
+	return (nonzero & laneHigh) >> 15
 }
 
+// laneSum is the sum of the four 16-bit lanes of x, if it is below 65536:
+// the top lane of the product is the sum of all four.
+func laneSum(x uint64) int { return int((x * 0x0001000100010001) >> 48) }
+
+// equalLanes counts the 16-bit lanes in which a and b agree.
+func equalLanes(a, b uint64) int { return 4 - laneSum(differingLanes(a, b)) }
+
 func newSketchCooc(s, h int) *sketchCooc {
-	c := &sketchCooc{s: s, h: h, hashSeeds: make([]uint64, h)}
+	c := &sketchCooc{s: s, h: h, hashSeeds: make([]uint64, h), overlap: overlapShares(h)}
 	for k := range c.hashSeeds {
 		c.hashSeeds[k] = mix64(uint64(k)*0x632be59bd9b4e019 + 1)
 	}
 	return c
+}
+
+// overlapShares returns J/(1+J) for J = eq/h, eq = 0..h.
+func overlapShares(h int) []float64 {
+	shares := make([]float64, h+1)
+	for eq := range shares {
+		j := float64(eq) / float64(h)
+		shares[eq] = j / (1 + j)
+	}
+	return shares
 }
 
 func (c *sketchCooc) grow(nu, ni int) {
@@ -100,11 +125,26 @@ func (c *sketchCooc) count(u, i int32) float64 {
 	if n == 0 || c.userN[u] == 0 {
 		return 0
 	}
-	w := c.h / 4
 	res := c.itemRes[int(i)*c.s : int(i+1)*c.s]
-	su := c.userSig[int(u)*w : int(u+1)*w]
 	nu := float64(c.userN[u])
-	sampled, hits := 0, 0
+	var hits, sampled int
+	if c.h == 16 {
+		hits, sampled = c.hits16(res, u, nu)
+	} else {
+		hits, sampled = c.hits(res, u, nu)
+	}
+	if sampled == 0 {
+		return 0
+	}
+	return float64(hits) * float64(n) / float64(sampled)
+}
+
+// hits counts the users in the sample res, other than u, whose estimated
+// intersection with u exceeds 1, and returns it with the sample's size.
+// nu is n_u.
+func (c *sketchCooc) hits(res []int32, u int32, nu float64) (hits, sampled int) {
+	w := c.h / 4
+	su := c.userSig[int(u)*w : int(u+1)*w]
 	for _, v := range res {
 		if v < 0 {
 			break
@@ -115,19 +155,40 @@ func (c *sketchCooc) count(u, i int32) float64 {
 		}
 		sv := c.userSig[int(v)*w : int(v+1)*w]
 		sv = sv[:len(su)]
-		eq := 0
+		// The differing lanes of all H/4 words, added lane by lane (at
+		// most H/4 ≤ 256 each), then summed once.
+		var differ uint64
 		for k, x := range su {
-			eq += equalLanes(x, sv[k])
+			differ += differingLanes(x, sv[k])
 		}
-		j := float64(eq) / float64(c.h)
-		if j/(1+j)*(nu+float64(c.userN[v])) > 1.5 {
+		if c.overlap[c.h-laneSum(differ)]*(nu+float64(c.userN[v])) > 1.5 {
 			hits++
 		}
 	}
-	if sampled == 0 {
-		return 0
+	return hits, sampled
+}
+
+// hits16 is hits for the default 16 hashes, a signature of four words:
+// the same counts, with the comparison unrolled and fewer live values.
+func (c *sketchCooc) hits16(res []int32, u int32, nu float64) (hits, sampled int) {
+	sigs, userN, overlap := c.userSig, c.userN, (*[17]float64)(c.overlap)
+	su := (*[4]uint64)(sigs[int(u)*4:])
+	for _, v := range res {
+		if v < 0 {
+			break
+		}
+		sampled++
+		if v == u {
+			continue
+		}
+		sv := (*[4]uint64)(sigs[int(v)*4:])
+		differ := differingLanes(su[0], sv[0]) + differingLanes(su[1], sv[1]) +
+			differingLanes(su[2], sv[2]) + differingLanes(su[3], sv[3])
+		if overlap[16-laneSum(differ)]*(nu+float64(userN[v])) > 1.5 {
+			hits++
+		}
 	}
-	return float64(hits) * float64(n) / float64(sampled)
+	return hits, sampled
 }
 
 func (c *sketchCooc) add(u, i int32, r *rand.Rand) {
@@ -141,15 +202,41 @@ func (c *sketchCooc) add(u, i int32, r *rand.Rand) {
 	c.itemN[i] = n + 1
 	c.userN[u]++
 	w := c.h / 4
+	if int(i) >= len(c.itemSig)/w {
+		c.hashItems(int(i) + 1)
+	}
 	sig := c.userSig[int(u)*w : int(u+1)*w]
-	base := uint64(i)
-	for k, seed := range c.hashSeeds {
-		h := mix64(base^seed) >> 48
-		word, shift := k/4, uint(k%4)*16
-		if cur := sig[word] >> shift & 0xffff; h < cur {
-			sig[word] = sig[word]&^(0xffff<<shift) | h<<shift
+	for k, h := range c.itemSig[int(i)*w : int(i+1)*w][:len(sig)] {
+		sig[k] = minLanes(sig[k], h)
+	}
+}
+
+// hashItems extends itemSig to the items below n: lane k%4 of word k/4 of
+// item i is mix64(i ^ seed_k), top 16 bits.
+func (c *sketchCooc) hashItems(n int) {
+	for i := len(c.itemSig) / (c.h / 4); i < n; i++ {
+		var word uint64
+		for k, seed := range c.hashSeeds {
+			word |= (mix64(uint64(i)^seed) >> 48) << (uint(k%4) * 16)
+			if k%4 == 3 {
+				c.itemSig = append(c.itemSig, word)
+				word = 0
+			}
 		}
 	}
+}
+
+// minLanes is the lane-by-lane minimum of the four unsigned 16-bit lanes
+// of a and b.
+func minLanes(a, b uint64) uint64 {
+	// The top bit of each lane of low is set where a's low 15 bits are
+	// at least b's: (a|top) − (b&^top) cannot borrow across lanes. a < b
+	// where b's top bit alone is set, or where the top bits agree and a's
+	// low bits are smaller.
+	low := (a | laneHigh) - (b & laneLow)
+	less := ((^a & b) | (^(a ^ b) & ^low)) & laneHigh
+	take := (less >> 15) * 0xffff // 0xffff in each lane where a < b
+	return a&take | b&^take
 }
 
 // exactCooc keeps sorted item sets per user and user lists per item.
@@ -216,7 +303,7 @@ func (c *sketchCooc) copyInto(dst cooccurrence, users, items []rowSpan, nu, ni i
 		d = &sketchCooc{}
 		nu, ni, users, items = 0, 0, nil, nil
 	}
-	d.s, d.h = c.s, c.h
+	d.s, d.h, d.overlap, d.itemSig = c.s, c.h, c.overlap, c.itemSig[:len(c.itemSig):len(c.itemSig)]
 	d.itemN = syncRows(d.itemN, c.itemN, 1, items, ni)
 	d.itemRes = syncRows(d.itemRes, c.itemRes, c.s, items, ni)
 	d.userN = syncRows(d.userN, c.userN, 1, users, nu)

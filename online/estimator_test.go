@@ -215,3 +215,24 @@ func TestEqualLanes(t *testing.T) {
 		}
 	}
 }
+
+// TestMinLanes: minLanes is the unsigned minimum of each 16-bit lane.
+func TestMinLanes(t *testing.T) {
+	lanes := []uint64{0, 1, 0x7ffe, 0x7fff, 0x8000, 0x8001, 0xfffe, 0xffff, 0x1234, 0xabcd}
+	r := rand.New(rand.NewPCG(11, 12))
+	for range 20000 {
+		var a, b, want uint64
+		for k := 0; k < 4; k++ {
+			x, y := lanes[r.IntN(len(lanes))], lanes[r.IntN(len(lanes))]
+			if r.IntN(2) == 0 {
+				x, y = r.Uint64()&0xffff, r.Uint64()&0xffff
+			}
+			a |= x << (16 * k)
+			b |= y << (16 * k)
+			want |= min(x, y) << (16 * k)
+		}
+		if got := minLanes(a, b); got != want {
+			t.Fatalf("minLanes(%#x, %#x) = %#x, want %#x", a, b, got, want)
+		}
+	}
+}

@@ -38,8 +38,18 @@ func (g *gmm) logComp(c int, x0, x1 float64) float64 {
 // posterior returns the responsibility of component c for x.
 func (g *gmm) posterior(c int, x0, x1 float64) float64 {
 	a, b := g.logComp(0, x0, x1), g.logComp(1, x0, x1)
-	m := math.Max(a, b)
-	ea, eb := math.Exp(a-m), math.Exp(b-m)
+	var ea, eb float64
+	switch {
+	case math.IsInf(a, 0) || math.IsInf(b, 0) || math.IsNaN(a) || math.IsNaN(b):
+		m := math.Max(a, b)
+		ea, eb = math.Exp(a-m), math.Exp(b-m)
+	case a >= b:
+		// The larger term is exp(0), exactly 1 (a−max(a,b) is ±0): one
+		// exponential, not two, for the same values.
+		ea, eb = 1, expNeg(a-b)
+	default:
+		ea, eb = expNeg(b-a), 1
+	}
 	r := ea / (ea + eb)
 	if c == 1 {
 		r = eb / (ea + eb)
@@ -144,9 +154,9 @@ func (g *gmm) mstep(st *[2]moments, n int) bool {
 }
 
 // estep computes every point's responsibilities under the current
-// parameters and returns the mean log-likelihood and the components'
-// sufficient statistics.
-func (g *gmm) estep(x *mat.Dense) (float64, [2]moments) {
+// parameters and returns the mean log-likelihood (if withLL, else 0) and
+// the components' sufficient statistics.
+func (g *gmm) estep(x *mat.Dense, withLL bool) (float64, [2]moments) {
 	n, _ := x.Dims()
 	ll := 0.0
 	var st [2]moments
@@ -155,15 +165,22 @@ func (g *gmm) estep(x *mat.Dense) (float64, [2]moments) {
 		x0, x1 := raw.Data[i*raw.Stride], raw.Data[i*raw.Stride+1]
 		a, b := g.logComp(0, x0, x1), g.logComp(1, x0, x1)
 		// With e = exp(−|a−b|): the responsibilities are 1/(1+e) and
-		// e/(1+e), and log(e^a + e^b) = max(a,b) + log1p(e).
-		e := math.Exp(-math.Abs(a - b))
-		hi, lo := 1/(1+e), e/(1+e)
+		// e/(1+e), and log(e^a + e^b) = max(a,b) + log1p(e). Most points
+		// of a fitted mixture are so far from one component that e is 0
+		// (expNeg) or 1+e is 1, and they are 1 and e without dividing.
+		e := expNeg(math.Abs(a - b))
+		hi, lo := 1.0, e
+		if den := 1 + e; den != 1 {
+			hi, lo = 1/den, e/den
+		}
 		if a < b {
 			hi, lo = lo, hi
 		}
 		st[0].add(hi, x0, x1)
 		st[1].add(lo, x0, x1)
-		ll += math.Max(a, b) + math.Log1p(e)
+		if withLL {
+			ll += max(a, b) + math.Log1p(e)
+		}
 	}
 	return ll / float64(n), st
 }
@@ -185,14 +202,19 @@ func (g *gmm) fit(x *mat.Dense, f *gmmFitter, iters int) bool {
 			return false
 		}
 	}
+	// The test to stop can only stop an iteration that has one before it
+	// to compare with and one after it to skip: the log-likelihood is
+	// computed for those and the ones before them only (for none with
+	// the default 2 iterations), as nothing else reads it.
 	last := math.Inf(-1)
 	for it := 0; it < iters; it++ {
-		ll, st := g.estep(x)
+		canStop := it >= 1 && it < iters-1
+		ll, st := g.estep(x, canStop || it < iters-2)
 		if !g.mstep(&st, n) || !g.cache() {
 			*g = prev
 			return false
 		}
-		if ll-last < 1e-5*math.Abs(ll) {
+		if canStop && ll-last < 1e-5*math.Abs(ll) {
 			break
 		}
 		last = ll

@@ -152,7 +152,7 @@ func TestPairGradFiniteDifference(t *testing.T) {
 			loss()
 			m.noisyHead.forward(m.scratch.noisy, m.scratch.z)
 			copy(m.scratch.t, tFixed)
-			if _, ok := m.grads(u, i, y, ystar, w, tc.weight, tc.weight); !ok {
+			if _, ok := m.grads(y, ystar, w, tc.weight, tc.weight); !ok {
 				t.Fatal("gradients not finite")
 			}
 			g, z := append([]float64(nil), m.scratch.dClass...), append([]float64(nil), m.scratch.z...)
@@ -205,7 +205,7 @@ func TestTransitionChainFiniteDifference(t *testing.T) {
 	u, i := m.users.index["u"], m.items.index["i"]
 	y, ystar := 2, 0
 	m.forward(u, i)
-	trans, ok := m.grads(u, i, y, ystar, 1, 1, 1)
+	trans, ok := m.grads(y, ystar, 1, 1, 1)
 	if !trans || !ok {
 		t.Fatalf("transition not active (%v) or gradient not finite (%v)", trans, ok)
 	}

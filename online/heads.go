@@ -20,6 +20,26 @@ func newHead(k, dim int) head {
 // forward writes softmax(W z + b) into out (K values).
 func (h *head) forward(out, z []float64) { classForward(out, h.weights, h.bias, z) }
 
+// forwardPair writes z = p ⊙ q and forward(out, z); for a binary head,
+// whose one free row is one dot product, in one pass over the vectors.
+func (h *head) forwardPair(out, z, p, q []float64) {
+	if len(h.bias) != 2 {
+		hadamard(z, p, q)
+		h.forward(out, z)
+		return
+	}
+	d := len(z)
+	h.fromLogit(out, hadamardDot(z, p, q, h.weights[d:2*d]))
+}
+
+// fromLogit writes softmax(0, dot + b_1) into out: forward for a binary
+// head whose one free row's dot product with z is dot.
+func (h *head) fromLogit(out []float64, dot float64) {
+	out[0] = 0
+	out[1] = dot + h.bias[1]
+	softmax(out[:2], out[:2])
+}
+
 // backprop adds to dz the gradient that the logit gradient g sends back
 // to z: Σ_c g_c W_c over the non-reference classes.
 func (h *head) backprop(dz, g []float64) {
@@ -118,6 +138,15 @@ func (t *transition) forward(out, z []float64, i int32) {
 		}
 		softmax(row, row)
 	}
+}
+
+// fromLogit writes T̂(x) for item i into out (2×2) when T̂ is one-sided
+// with K = 2: forward, given the dot product of A_01 with z.
+func (t *transition) fromLogit(out []float64, dot float64, i int32) {
+	out[2], out[3] = 0, 1
+	out[0] = 0
+	out[1] = dot + t.bias[1] + t.itemOffsets(i)[1]
+	softmax(out[:2], out[:2])
 }
 
 // step takes a plain SGD step along g, the gradient of row ystar's

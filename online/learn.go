@@ -14,14 +14,22 @@ func (m *Model) distilling() bool {
 	return !m.cfg.Plain && m.schedule.events >= uint64(m.cfg.WarmUp)
 }
 
-// forward computes z, f and T̂ for the pair (u,i) into the scratch buffers
-// and returns p·q. During warm-up T̂ is the untrained network, near the
-// identity, so that warm-up scores are not all tied at p_clean = 1; learning
-// then holds it at the identity (see grads).
-func (m *Model) forward(u, i int32) float64 {
+// forward computes z, f and T̂ for the pair (u,i) into the scratch buffers.
+// During warm-up T̂ is the untrained network, near the identity, so that
+// warm-up scores are not all tied at p_clean = 1; learning then holds it
+// at the identity (see grads).
+func (m *Model) forward(u, i int32) {
 	s := &m.scratch
-	pq := hadamard(s.z, m.users.row(u), m.items.row(i))
-	m.classifier.forward(s.f, s.z)
+	p, q := m.users.row(u), m.items.row(i)
+	s.user, s.item = p, q
+	if m.oneLogitEach() && !m.cfg.Plain && !m.cfg.NoTransition {
+		lf, ln, lt := m.logits(p, q)
+		m.classifier.fromLogit(s.f, lf)
+		m.noisyHead.fromLogit(s.noisy, ln)
+		m.transition.fromLogit(s.t, lt, i)
+		return
+	}
+	m.classifier.forwardPair(s.f, s.z, p, q)
 	if !m.cfg.Plain {
 		m.noisyHead.forward(s.noisy, s.z)
 	}
@@ -30,7 +38,6 @@ func (m *Model) forward(u, i int32) float64 {
 	} else {
 		m.transition.forward(s.t, s.z, i)
 	}
-	return pq
 }
 
 // forwardNegative is forward for a sampled negative j in binary mode. With
@@ -40,18 +47,44 @@ func (m *Model) forward(u, i int32) float64 {
 // which is -1 for a negative that does not train them.
 func (m *Model) forwardNegative(u, j int32, aux bool) int {
 	s := &m.scratch
-	hadamard(s.z, m.users.row(u), m.items.row(j))
-	m.classifier.forward(s.f, s.z)
+	p, q := m.users.row(u), m.items.row(j)
+	s.user, s.item = p, q
 	copy(s.t, s.identity)
 	if m.cfg.Plain || !aux {
+		m.classifier.forwardPair(s.f, s.z, p, q)
 		return -1
 	}
+	if m.oneLogitEach() {
+		// T̂'s logit comes with the pass; it is read only if y* = 0.
+		lf, ln, lt := m.logits(p, q)
+		m.classifier.fromLogit(s.f, lf)
+		m.noisyHead.fromLogit(s.noisy, ln)
+		ystar := m.distill()
+		if ystar == 0 && m.transitionActive() && !m.cfg.NoTransition {
+			m.transition.fromLogit(s.t, lt, j)
+		}
+		return ystar
+	}
+	m.classifier.forwardPair(s.f, s.z, p, q)
 	m.noisyHead.forward(s.noisy, s.z)
 	ystar := m.distill()
 	if ystar == 0 && m.transitionActive() && !m.cfg.NoTransition {
 		m.transition.forward(s.t, s.z, j)
 	}
 	return ystar
+}
+
+// oneLogitEach reports whether f, η̃ and T̂ each have one free logit, a
+// dot product with z plus a bias: K = 2 and T̂ one-sided (binary mode).
+func (m *Model) oneLogitEach() bool { return m.k == 2 && m.transition.oneSided }
+
+// logits writes z = p ⊙ q into the scratch buffer and returns the dot
+// products with z of the one free row of f, of η̃ and of T̂ (A_01), summed
+// in the pass that forms z. Only when oneLogitEach.
+func (m *Model) logits(p, q []float64) (class, noisy, trans float64) {
+	d := m.d
+	return hadamardDot3(m.scratch.z, p, q,
+		m.classifier.weights[d:2*d], m.noisyHead.weights[d:2*d], m.transition.weights[d:2*d])
 }
 
 // distill returns the distilled label y* = argmax η̃(x) if
@@ -81,7 +114,7 @@ func (m *Model) distill() int {
 // scratch buffers. It reports false, and changes nothing, if a gradient is
 // not finite.
 func (m *Model) learnPair(u, i int32, y, ystar int, w, weight, auxWeight float64) bool {
-	trans, ok := m.grads(u, i, y, ystar, w, weight, auxWeight)
+	trans, ok := m.grads(y, ystar, w, weight, auxWeight)
 	if !ok {
 		return false
 	}
@@ -96,7 +129,7 @@ func (m *Model) learnPair(u, i int32, y, ystar int, w, weight, auxWeight float64
 // trans is true, dTrans (row ystar of the transition logits), scaled by
 // auxWeight, and zero when auxWeight is 0. Each is clipped to Config.Clip.
 // ok is false if any is not finite.
-func (m *Model) grads(u, i int32, y, ystar int, w, weight, auxWeight float64) (trans, ok bool) {
+func (m *Model) grads(y, ystar int, w, weight, auxWeight float64) (trans, ok bool) {
 	cfg, s := &m.cfg, &m.scratch
 	lw := 0.0
 	if ystar >= 0 {
@@ -111,8 +144,15 @@ func (m *Model) grads(u, i int32, y, ystar int, w, weight, auxWeight float64) (t
 		s.dClass[j] *= weight
 	}
 	clipNorm(s.dClass, cfg.Clip)
-	clear(s.dz)
-	m.classifier.backprop(s.dz, s.dClass)
+	// dz = Σ_c g_c W_c: with one free row and nothing else reaching z, it is
+	// g_1 W_1, which embeddingGrads forms as it goes rather than in a pass
+	// of its own.
+	dzScale, dz := s.dClass[len(s.dClass)-1], m.classifier.weights[(m.k-1)*m.d:]
+	if m.k != 2 || cfg.NoisyHeadTrainsEmbeddings {
+		clear(s.dz)
+		m.classifier.backprop(s.dz, s.dClass)
+		dzScale, dz = 1, s.dz
+	}
 	clear(s.dNoisy)
 	if !cfg.Plain && auxWeight > 0 {
 		for j := range s.dNoisy {
@@ -124,7 +164,7 @@ func (m *Model) grads(u, i int32, y, ystar int, w, weight, auxWeight float64) (t
 			m.noisyHead.backprop(s.dz, s.dNoisy)
 		}
 	}
-	s.dUserNorm2, s.dItemNorm2 = embeddingGrads(s.dUser, s.dItem, s.dz, m.users.row(u), m.items.row(i), cfg.L2, cfg.Clip)
+	s.dUserNorm2, s.dItemNorm2 = embeddingGrads(s.dUser, s.dItem, dzScale, dz, s.user, s.item, cfg.L2, cfg.Clip)
 	trans = ystar >= 0 && auxWeight > 0 && m.transitionActive() && !(cfg.Mode == ModeBinary && ystar == 1)
 	if trans {
 		transGrad(s.dTrans, s.t, m.k, ystar, y)
@@ -135,24 +175,57 @@ func (m *Model) grads(u, i int32, y, ystar int, w, weight, auxWeight float64) (t
 	}
 	// A NaN or Inf in dUser or dItem shows in its squared norm.
 	n2 := s.dUserNorm2 + s.dItemNorm2
-	ok = finite(s.dClass, s.dNoisy, s.dTrans) && !math.IsNaN(n2) && !math.IsInf(n2, 0)
+	ok = finite3(s.dClass, s.dNoisy, s.dTrans) && !math.IsNaN(n2) && !math.IsInf(n2, 0)
 	return trans, ok
 }
 
 // embeddingGrads writes dp = dz⊙q + l2·p and dq = dz⊙p + l2·q, clips each
-// to norm c, and returns their squared norms after clipping.
-func embeddingGrads(dp, dq, dz, p, q []float64, l2, c float64) (dp2, dq2 float64) {
-	n := len(dz)
-	dp, dq, p, q = dp[:n], dq[:n], p[:n], q[:n]
+// to norm c, and returns their squared norms after clipping. The gradient
+// reaching z is dz = g·w: a head row and its logit's gradient, or g = 1
+// and w = dz for a dz summed already. Each dz_j is 0 + g·w_j, exactly the
+// value clear and axpy would leave in a buffer (a −0 becomes +0), and
+// exactly w_j for g = 1 and such a w.
+func embeddingGrads(dp, dq []float64, g float64, w, p, q []float64, l2, c float64) (dp2, dq2 float64) {
+	n := len(p)
+	dp, dq, w, q = dp[:n], dq[:n], w[:n], q[:n]
 	// Two accumulators per sum: the additions of one chain wait for each
-	// other, two chains overlap.
+	// other, two chains overlap. Elements alternate between the two; the
+	// loop takes four at a time (one bounds check per block, as in
+	// nets.go), in the same order as two at a time.
 	var p0, p1, q0, q1 float64
 	j := 0
+	for ; j+4 <= n; j += 4 {
+		w4, p4, q4 := w[j:j+4:j+4], p[j:j+4:j+4], q[j:j+4:j+4]
+		dp4, dq4 := dp[j:j+4:j+4], dq[j:j+4:j+4]
+		dz0 := 0 + g*w4[0]
+		a0 := dz0*q4[0] + l2*p4[0]
+		b0 := dz0*p4[0] + l2*q4[0]
+		dz1 := 0 + g*w4[1]
+		a1 := dz1*q4[1] + l2*p4[1]
+		b1 := dz1*p4[1] + l2*q4[1]
+		dz2 := 0 + g*w4[2]
+		a2 := dz2*q4[2] + l2*p4[2]
+		b2 := dz2*p4[2] + l2*q4[2]
+		dz3 := 0 + g*w4[3]
+		a3 := dz3*q4[3] + l2*p4[3]
+		b3 := dz3*p4[3] + l2*q4[3]
+		dp4[0], dq4[0], dp4[1], dq4[1] = a0, b0, a1, b1
+		dp4[2], dq4[2], dp4[3], dq4[3] = a2, b2, a3, b3
+		p0 += a0 * a0
+		q0 += b0 * b0
+		p1 += a1 * a1
+		q1 += b1 * b1
+		p0 += a2 * a2
+		q0 += b2 * b2
+		p1 += a3 * a3
+		q1 += b3 * b3
+	}
 	for ; j+2 <= n; j += 2 {
-		a0 := dz[j]*q[j] + l2*p[j]
-		b0 := dz[j]*p[j] + l2*q[j]
-		a1 := dz[j+1]*q[j+1] + l2*p[j+1]
-		b1 := dz[j+1]*p[j+1] + l2*q[j+1]
+		dz0, dz1 := 0+g*w[j], 0+g*w[j+1]
+		a0 := dz0*q[j] + l2*p[j]
+		b0 := dz0*p[j] + l2*q[j]
+		a1 := dz1*q[j+1] + l2*p[j+1]
+		b1 := dz1*p[j+1] + l2*q[j+1]
 		dp[j], dq[j], dp[j+1], dq[j+1] = a0, b0, a1, b1
 		p0 += a0 * a0
 		q0 += b0 * b0
@@ -160,8 +233,9 @@ func embeddingGrads(dp, dq, dz, p, q []float64, l2, c float64) (dp2, dq2 float64
 		q1 += b1 * b1
 	}
 	for ; j < n; j++ {
-		a := dz[j]*q[j] + l2*p[j]
-		b := dz[j]*p[j] + l2*q[j]
+		dz := 0 + g*w[j]
+		a := dz*q[j] + l2*p[j]
+		b := dz*p[j] + l2*q[j]
 		dp[j], dq[j] = a, b
 		p0 += a * a
 		q0 += b * b
@@ -171,17 +245,29 @@ func embeddingGrads(dp, dq, dz, p, q []float64, l2, c float64) (dp2, dq2 float64
 
 // apply takes one step along the gradients grads left in the scratch
 // buffers: plain SGD for the networks (η̃ only if aux, T̂ only if trans), a
-// per-row adaptive step for the embeddings (table.step), so that rows seen
+// per-row adaptive step for the embeddings (table.stepRate), so that rows seen
 // often move less.
 func (m *Model) apply(u, i int32, ystar int, trans, aux bool) {
 	s, lr := &m.scratch, m.cfg.LearningRate
-	m.classifier.step(s.dClass, s.z, lr)
+	m.users.stamps[u], m.items.stamps[i] = m.epoch, m.epoch
+	userRate := m.users.stepRate(u, s.dUserNorm2, m.cfg.EmbeddingRate)
+	itemRate := m.items.stepRate(i, s.dItemNorm2, m.cfg.EmbeddingRate)
+	if m.k == 2 {
+		// The classifier's one free row and the two embedding rows in one
+		// pass: head.step and the rows' steps for a binary head.
+		g, d := s.dClass[1], m.d
+		axpy3(m.classifier.weights[d:2*d], -lr*g, s.z,
+			s.user, userRate, s.dUser,
+			s.item, itemRate, s.dItem)
+		m.classifier.bias[1] -= lr * g
+	} else {
+		m.classifier.step(s.dClass, s.z, lr)
+		axpy(s.user, userRate, s.dUser)
+		axpy(s.item, itemRate, s.dItem)
+	}
 	if aux && !m.cfg.Plain {
 		m.noisyHead.step(s.dNoisy, s.z, lr)
 	}
-	m.users.stamps[u], m.items.stamps[i] = m.epoch, m.epoch
-	m.users.step(u, s.dUser, s.dUserNorm2, m.cfg.EmbeddingRate)
-	m.items.step(i, s.dItem, s.dItemNorm2, m.cfg.EmbeddingRate)
 	if trans {
 		m.transition.step(s.dTrans, s.z, i, ystar, lr*m.cfg.TransitionRate, lr)
 	}

@@ -43,11 +43,12 @@ type Model struct {
 
 // scratch is one pair's forward pass and gradients; every Step reuses it.
 type scratch struct {
-	z        []float64 // p_u ⊙ q_i
-	f        []float64 // classifier posterior f(x), K
-	noisy    []float64 // noisy head η̃(x), K
-	t        []float64 // T̂(x), K×K row-major
-	identity []float64 // I, K×K
+	user, item []float64 // the pair's rows p_u and q_i, as forward found them
+	z          []float64 // p_u ⊙ q_i
+	f          []float64 // classifier posterior f(x), K
+	noisy      []float64 // noisy head η̃(x), K
+	t          []float64 // T̂(x), K×K row-major
+	identity   []float64 // I, K×K
 	// Gradients with respect to the classifier's, the noisy head's and
 	// one transition row's logits, to z, and to the user and item rows
 	// (with their squared norms after clipping).
@@ -250,9 +251,10 @@ func (m *Model) score(u, i int32, y int, sc *Score) (x0, x1 float64, err error) 
 	sc.Label = y
 	sc.PClean = pClean(s.f, s.t, m.k, y)
 	sc.Weight = sc.PClean // Step adds the context's evidence
-	sc.Loss = -math.Log(math.Max(s.f[y], probFloor))
-	if !m.cfg.Plain {
-		sc.Loss = -math.Log(math.Max(s.noisy[y], probFloor))
+	if m.cfg.Plain {
+		sc.Loss = -math.Log(max(s.f[y], probFloor))
+	} else {
+		sc.Loss = -math.Log(max(s.noisy[y], probFloor))
 	}
 	sc.Version = m.schedule.events
 	sc.Reliability = 1

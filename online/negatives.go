@@ -72,7 +72,7 @@ func (m *Model) seen(u, i int32) bool {
 		_, found := slices.BinarySearch(ex.userItems[u], i)
 		return found
 	}
-	return slices.Contains(m.users.recentOf(u), i)
+	return containsItem(m.users.recentOf(u), i)
 }
 
 // remember records (u,i) in the co-occurrence estimator, the user's recent
@@ -84,4 +84,23 @@ func (m *Model) remember(u, i int32) {
 	if m.popular.items != nil {
 		m.popular.push(i)
 	}
+}
+
+// containsItem reports whether s holds v, as slices.Contains does, four
+// elements to a loop iteration: the miss, the common answer, reads the
+// whole ring.
+func containsItem(s []int32, v int32) bool {
+	k := 0
+	for ; k+4 <= len(s); k += 4 {
+		s4 := s[k : k+4 : k+4]
+		if s4[0] == v || s4[1] == v || s4[2] == v || s4[3] == v {
+			return true
+		}
+	}
+	for ; k < len(s); k++ {
+		if s[k] == v {
+			return true
+		}
+	}
+	return false
 }

@@ -23,16 +23,79 @@ const transitionInitDiag = 0.9
 // probFloor keeps probabilities away from 0 inside logarithms.
 const probFloor = 1e-12
 
-// hadamard writes p⊙q into z and returns p·q.
-func hadamard(z, p, q []float64) float64 {
-	q = q[:len(p)]
-	z = z[:len(p)]
-	s := 0.0
-	for i, v := range p {
-		z[i] = v * q[i]
-		s += z[i]
+// The vector loops below work in blocks of four, each block a subslice
+// of capacity 4 indexed by constants: one bounds check per block rather
+// than one per element.
+
+// hadamard writes p⊙q into z.
+func hadamard(z, p, q []float64) {
+	q, z = q[:len(p)], z[:len(p)]
+	i := 0
+	for ; i+4 <= len(p); i += 4 {
+		p4, q4, z4 := p[i:i+4:i+4], q[i:i+4:i+4], z[i:i+4:i+4]
+		z4[0] = p4[0] * q4[0]
+		z4[1] = p4[1] * q4[1]
+		z4[2] = p4[2] * q4[2]
+		z4[3] = p4[3] * q4[3]
 	}
-	return s
+	for ; i < len(p); i++ {
+		z[i] = p[i] * q[i]
+	}
+}
+
+// hadamardDot writes p⊙q into z and returns w·z, summed as dot sums it:
+// hadamard and dot in one pass.
+func hadamardDot(z, p, q, w []float64) float64 {
+	q, z, w = q[:len(p)], z[:len(p)], w[:len(p)]
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(p); i += 4 {
+		p4, q4, z4, w4 := p[i:i+4:i+4], q[i:i+4:i+4], z[i:i+4:i+4], w[i:i+4:i+4]
+		z0, z1, z2, z3 := p4[0]*q4[0], p4[1]*q4[1], p4[2]*q4[2], p4[3]*q4[3]
+		z4[0], z4[1], z4[2], z4[3] = z0, z1, z2, z3
+		s0 += w4[0] * z0
+		s1 += w4[1] * z1
+		s2 += w4[2] * z2
+		s3 += w4[3] * z3
+	}
+	for ; i < len(p); i++ {
+		z[i] = p[i] * q[i]
+		s0 += w[i] * z[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// hadamardDot3 is hadamardDot for three vectors w1, w2, w3 at once.
+func hadamardDot3(z, p, q, w1, w2, w3 []float64) (d1, d2, d3 float64) {
+	n := len(p)
+	q, z, w1, w2, w3 = q[:n], z[:n], w1[:n], w2[:n], w3[:n]
+	var a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3 float64
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		p4, q4, z4 := p[i:i+4:i+4], q[i:i+4:i+4], z[i:i+4:i+4]
+		z0, z1, z2, z3 := p4[0]*q4[0], p4[1]*q4[1], p4[2]*q4[2], p4[3]*q4[3]
+		z4[0], z4[1], z4[2], z4[3] = z0, z1, z2, z3
+		u4, v4, w4 := w1[i:i+4:i+4], w2[i:i+4:i+4], w3[i:i+4:i+4]
+		a0 += u4[0] * z0
+		a1 += u4[1] * z1
+		a2 += u4[2] * z2
+		a3 += u4[3] * z3
+		b0 += v4[0] * z0
+		b1 += v4[1] * z1
+		b2 += v4[2] * z2
+		b3 += v4[3] * z3
+		c0 += w4[0] * z0
+		c1 += w4[1] * z1
+		c2 += w4[2] * z2
+		c3 += w4[3] * z3
+	}
+	for ; i < n; i++ {
+		z[i] = p[i] * q[i]
+		a0 += w1[i] * z[i]
+		b0 += w2[i] * z[i]
+		c0 += w3[i] * z[i]
+	}
+	return (a0 + a1) + (a2 + a3), (b0 + b1) + (b2 + b3), (c0 + c1) + (c2 + c3)
 }
 
 // dot is a·b, unrolled four ways with independent accumulators.
@@ -41,10 +104,11 @@ func dot(a, b []float64) float64 {
 	var s0, s1, s2, s3 float64
 	i := 0
 	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
+		a4, b4 := a[i:i+4:i+4], b[i:i+4:i+4]
+		s0 += a4[0] * b4[0]
+		s1 += a4[1] * b4[1]
+		s2 += a4[2] * b4[2]
+		s3 += a4[3] * b4[3]
 	}
 	for ; i < len(a); i++ {
 		s0 += a[i] * b[i]
@@ -52,10 +116,23 @@ func dot(a, b []float64) float64 {
 	return (s0 + s1) + (s2 + s3)
 }
 
+// expUnderflow is a distance beyond which math.Exp(−d) is exactly 0: it
+// underflows from d = 745.14 on (TestExpUnderflow).
+const expUnderflow = 750.0
+
+// expNeg is math.Exp(−d) for d ≥ 0 or NaN, without the call where it is
+// exactly 0.
+func expNeg(d float64) float64 {
+	if d > expUnderflow {
+		return 0
+	}
+	return math.Exp(-d)
+}
+
 // softmax writes softmax(x) into dst (which may alias x).
 func softmax(dst, x []float64) {
 	if len(x) == 2 { // the logistic function: one exponential
-		e := math.Exp(-math.Abs(x[1] - x[0]))
+		e := expNeg(math.Abs(x[1] - x[0]))
 		hi, lo := 1/(1+e), e/(1+e)
 		if x[1] >= x[0] {
 			dst[0], dst[1] = lo, hi
@@ -179,19 +256,66 @@ func clipTo(v []float64, n2, c float64) float64 {
 	return n2
 }
 
+// axpy3 does y1 += a1·x1, y2 += a2·x2 and y3 += a3·x3 in one pass: three
+// axpys over vectors of one length that do not overlap.
+func axpy3(y1 []float64, a1 float64, x1, y2 []float64, a2 float64, x2, y3 []float64, a3 float64, x3 []float64) {
+	n := len(y1)
+	x1, y2, x2, y3, x3 = x1[:n], y2[:n], x2[:n], y3[:n], x3[:n]
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		y14, x14 := y1[i:i+4:i+4], x1[i:i+4:i+4]
+		y24, x24 := y2[i:i+4:i+4], x2[i:i+4:i+4]
+		y34, x34 := y3[i:i+4:i+4], x3[i:i+4:i+4]
+		y14[0] += a1 * x14[0]
+		y24[0] += a2 * x24[0]
+		y34[0] += a3 * x34[0]
+		y14[1] += a1 * x14[1]
+		y24[1] += a2 * x24[1]
+		y34[1] += a3 * x34[1]
+		y14[2] += a1 * x14[2]
+		y24[2] += a2 * x24[2]
+		y34[2] += a3 * x34[2]
+		y14[3] += a1 * x14[3]
+		y24[3] += a2 * x24[3]
+		y34[3] += a3 * x34[3]
+	}
+	for ; i < n; i++ {
+		y1[i] += a1 * x1[i]
+		y2[i] += a2 * x2[i]
+		y3[i] += a3 * x3[i]
+	}
+}
+
 // axpy does y += a·x.
 func axpy(y []float64, a float64, x []float64) {
 	x = x[:len(y)]
 	i := 0
 	for ; i+4 <= len(y); i += 4 {
-		y[i] += a * x[i]
-		y[i+1] += a * x[i+1]
-		y[i+2] += a * x[i+2]
-		y[i+3] += a * x[i+3]
+		y4, x4 := y[i:i+4:i+4], x[i:i+4:i+4]
+		y4[0] += a * x4[0]
+		y4[1] += a * x4[1]
+		y4[2] += a * x4[2]
+		y4[3] += a * x4[3]
 	}
 	for ; i < len(y); i++ {
 		y[i] += a * x[i]
 	}
+}
+
+// finite3 is finite(a, b, c) without building the variadic list: the same
+// sum, in the same order.
+func finite3(a, b, c []float64) bool {
+	s := 0.0
+	for _, e := range a {
+		s += e
+	}
+	for _, e := range b {
+		s += e
+	}
+	for _, e := range c {
+		s += e
+	}
+	return !math.IsNaN(s) && !math.IsInf(s, 0)
 }
 
 // finite reports whether every element of every v is finite. A NaN or an

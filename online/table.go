@@ -45,11 +45,12 @@ func (t *table) add(id string, rnd *rand.Rand, scale float64, epoch uint64) int3
 	return r
 }
 
-// step adds the gradient's mean square (norm2/dim) to row r's G and moves
-// the row by −rate/sqrt(1+G) · grad: rows seen often move less.
-func (t *table) step(r int32, grad []float64, norm2, rate float64) {
+// stepRate adds a gradient's mean square (norm2/dim) to row r's G and
+// returns the factor −rate/sqrt(1+G) the row moves by along the gradient
+// (row += factor · grad): rows seen often move less.
+func (t *table) stepRate(r int32, norm2, rate float64) float64 {
 	t.stepSums[r] += norm2 / float64(t.dim)
-	axpy(t.row(r), -rate/math.Sqrt(1+t.stepSums[r]), grad)
+	return -rate / math.Sqrt(1+t.stepSums[r])
 }
 
 // encode writes ids, vectors and step sums.
