@@ -413,6 +413,10 @@ func (s *KafkaSource) findEmitted(starts map[int]int64) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.HandoverTimeout())
 	defer cancel()
 	t := time.Now()
+	s.dropIdle(ctx, from)
+	if len(from) == 0 {
+		return
+	}
 	found, err := s.cfg.Emitted(ctx, from)
 	if err != nil {
 		s.log.Warn("cannot tell which records already have output; those after the committed offsets are emitted again", "err", err)
@@ -428,6 +432,26 @@ func (s *KafkaSource) findEmitted(starts map[int]int64) {
 	}
 	s.mu.Unlock()
 	s.log.Info("records that already have output", "records", n, "duration", time.Since(t))
+}
+
+// dropIdle removes from from the partitions that hold no record at or
+// after their start: nothing of theirs can have output to find, and the
+// scan of an idle partition would read the output topics back as far as
+// it may. On an error it keeps them all.
+func (s *KafkaSource) dropIdle(ctx context.Context, from map[int]int64) {
+	req := &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{}}
+	for p := range from {
+		req.Topics[s.cfg.Topic] = append(req.Topics[s.cfg.Topic], kafka.LastOffsetOf(p))
+	}
+	resp, err := s.client.ListOffsets(ctx, req)
+	if err != nil {
+		return
+	}
+	for _, po := range resp.Topics[s.cfg.Topic] {
+		if start, ok := from[po.Partition]; ok && po.Error == nil && po.LastOffset <= start {
+			delete(from, po.Partition)
+		}
+	}
 }
 
 // handover runs for the whole of generation seq and, when it ends (a
