@@ -52,14 +52,21 @@ func DefaultVariants() []Variant {
 
 // RecommendConfig configures the RQ1/RQ3/RQ4 experiment.
 type RecommendConfig struct {
-	Split string // random (default) or chrono
-	Seeds int    // default 3
+	// Split is random (default), chrono or deca; deca needs Fixed.
+	Split string
+	// Fixed is the split of SplitDeca (LoadDecaSplit), the same for every
+	// seed; nil for the other splits.
+	Fixed *Split
+	Seeds int // default 3
 	// Passes is the number of passes of the denoiser over the training
 	// stream; scores come from the last pass (default 5).
 	Passes int
 	// Weight is the score that weighs positives downstream: product
 	// (default), weight, p_clean or reliability.
-	Weight   string
+	Weight string
+	// GMF configures the downstream model; on SplitDeca its Negatives
+	// default to 1, the one sampled negative per positive of DeCA's code
+	// (NSR = 1), elsewhere to GMFConfig's 4.
 	GMF      GMFConfig
 	Variants []Variant // default DefaultVariants
 	// TCEDrop is T-CE's final drop rate (default 0.2).
@@ -96,9 +103,14 @@ func (c *RecommendConfig) defaults() error {
 	if c.Workers == 0 {
 		c.Workers = 2
 	}
+	if c.Split == SplitDeca && c.GMF.Negatives == 0 {
+		c.GMF.Negatives = 1
+	}
 	switch {
-	case c.Split != SplitRandom && c.Split != SplitChrono:
-		return fmt.Errorf("recommend: unknown split %q (use random or chrono)", c.Split)
+	case c.Split != SplitRandom && c.Split != SplitChrono && c.Split != SplitDeca:
+		return fmt.Errorf("recommend: unknown split %q (use random, chrono or deca)", c.Split)
+	case (c.Split == SplitDeca) != (c.Fixed != nil):
+		return fmt.Errorf("recommend: split %s with fixed split %v: the deca split, and only it, needs its files (LoadDecaSplit)", c.Split, c.Fixed != nil)
 	case c.Weight != WeightProduct && c.Weight != WeightPClean && c.Weight != WeightReliability && c.Weight != WeightRecommended:
 		return fmt.Errorf("recommend: unknown weight %q (use product, weight, p_clean or reliability)", c.Weight)
 	case c.Seeds < 1 || c.Passes < 1 || c.Workers < 1 || c.Segments < 1:
@@ -138,17 +150,25 @@ type Curve struct {
 
 // RecommendResult is the outcome of RunRecommend.
 type RecommendResult struct {
-	Meta      Meta    `json:"meta"`
-	Split     string  `json:"split"`
-	Seeds     int     `json:"seeds"`
-	Passes    int     `json:"passes"`
-	Weight    string  `json:"weight"`
-	Cutoffs   []int   `json:"cutoffs"`
-	Train     int     `json:"train"`
-	Valid     int     `json:"valid"`
-	TestClean int     `json:"test_clean"`
-	Rows      []Row   `json:"rows"`
-	Curves    []Curve `json:"curves"`
+	Meta      Meta   `json:"meta"`
+	Split     string `json:"split"`
+	Seeds     int    `json:"seeds"`
+	Passes    int    `json:"passes"`
+	Weight    string `json:"weight"`
+	Negatives int    `json:"negatives"`
+	Cutoffs   []int  `json:"cutoffs"`
+	Train     int    `json:"train"`
+	Valid     int    `json:"valid"`
+	TestClean int    `json:"test_clean"`
+	// TestUsers is the number of users averaged (those with a test item);
+	// TestMasked the number of test interactions among the user's Seen
+	// ones, never ranked; RecallCeiling the mean Recall a perfect ranking
+	// would reach, the share of each user's test items that are ranked.
+	TestUsers     int     `json:"test_users"`
+	TestMasked    int     `json:"test_masked"`
+	RecallCeiling float64 `json:"recall_ceiling"`
+	Rows          []Row   `json:"rows"`
+	Curves        []Curve `json:"curves"`
 }
 
 // Groups of rows.
@@ -193,6 +213,11 @@ func RunRecommend(ctx context.Context, d *Dataset, cfg RecommendConfig) (*Recomm
 	splits := make([]Split, cfg.Seeds)
 	tests := make([][]Interaction, cfg.Seeds)
 	for s := range splits {
+		if cfg.Fixed != nil {
+			// The test file is the clean test.
+			splits[s], tests[s] = *cfg.Fixed, cfg.Fixed.Test
+			continue
+		}
 		sp, err := SplitData(d, cfg.Split, uint64(s+1))
 		if err != nil {
 			return nil, err
@@ -214,7 +239,7 @@ func RunRecommend(ctx context.Context, d *Dataset, cfg RecommendConfig) (*Recomm
 				return recOut{}, err
 			}
 			cfg.Progress.events(len(sp.Train) * g.Epochs)
-			return recOut{rows: []recRow{{method: name, group: GroupDownstream, m: Evaluate(g.Score, d.Users, d.Items, sp.Train, test)}}}, nil
+			return recOut{rows: []recRow{{method: name, group: GroupDownstream, m: Evaluate(g.Score, d.Users, d.Items, sp.Seen, test)}}}, nil
 		}
 		v := cfg.Variants[t.variant]
 		return runVariant(cfg, d, v, sp, test, t.seed)
@@ -222,8 +247,9 @@ func RunRecommend(ctx context.Context, d *Dataset, cfg RecommendConfig) (*Recomm
 	if err != nil {
 		return nil, err
 	}
-	res := &RecommendResult{Split: cfg.Split, Seeds: cfg.Seeds, Passes: cfg.Passes, Weight: cfg.Weight, Cutoffs: Cutoffs,
-		Train: len(splits[0].Train), Valid: len(splits[0].Valid), TestClean: len(tests[0])}
+	res := &RecommendResult{Split: cfg.Split, Seeds: cfg.Seeds, Passes: cfg.Passes, Weight: cfg.Weight, Negatives: cfg.GMF.withDefaults().Negatives,
+		Cutoffs: Cutoffs, Train: len(splits[0].Train), Valid: len(splits[0].Valid), TestClean: len(tests[0])}
+	res.TestUsers, res.TestMasked, res.RecallCeiling = recallCeiling(d.Users, splits[0].Seen, tests[0])
 	// Gather rows by (group, method) in task order of the first seed.
 	type key struct{ group, method string }
 	var order []key
@@ -327,7 +353,7 @@ func runVariant(cfg RecommendConfig, d *Dataset, v Variant, sp Split, test []Int
 		distilled, inSeg = 0, 0
 	}
 	cfg.Progress.events(len(train) * cfg.Passes)
-	fm := Evaluate(modelScorer(m, d.Items), d.Users, d.Items, train, test)
+	fm := Evaluate(modelScorer(m, d.Items), d.Users, d.Items, sp.Seen, test)
 	var w, w5, w12 float64
 	var n5, n12 int
 	for n, x := range train {
@@ -353,7 +379,7 @@ func runVariant(cfg RecommendConfig, d *Dataset, v Variant, sp Split, test []Int
 		return recOut{}, err
 	}
 	cfg.Progress.events(len(train) * g.Epochs)
-	gm := Evaluate(g.Score, d.Users, d.Items, train, test)
+	gm := Evaluate(g.Score, d.Users, d.Items, sp.Seen, test)
 	return recOut{
 		rows: []recRow{
 			{method: v.Name + "-weighted", group: GroupDownstream, m: gm, w: mean, w5: w5 / float64(max(n5, 1)), w12: w12 / float64(max(n12, 1))},
@@ -376,4 +402,33 @@ func modelScorer(m *online.Model, items int) Scorer {
 			}
 		}
 	}
+}
+
+// recallCeiling returns the number of users with a test item, the number
+// of test interactions among the seen ones (never ranked), and the mean
+// over those users of the share of their test items that are ranked: the
+// Recall at any cutoff of a perfect ranking with the cutoff at least the
+// user's test list.
+func recallCeiling(users int, seen, test []Interaction) (testUsers, masked int, ceiling float64) {
+	seenBy := byUser(seen, users)
+	rel := byUser(test, users)
+	for u, items := range rel {
+		if len(items) == 0 {
+			continue
+		}
+		ranked := 0
+		for i := range items {
+			if seenBy[u][i] {
+				masked++
+			} else {
+				ranked++
+			}
+		}
+		testUsers++
+		ceiling += float64(ranked) / float64(len(items))
+	}
+	if testUsers > 0 {
+		ceiling /= float64(testUsers)
+	}
+	return testUsers, masked, ceiling
 }
