@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"denoiser/internal/movielens"
@@ -129,11 +130,34 @@ func TestRecommendEndToEnd(t *testing.T) {
 			}
 		}
 	}
+	// The full model's weighted row against Normal and T-CE, recall and
+	// NDCG at 10 and 50.
+	if len(res.Paired) != 8 {
+		t.Errorf("%d paired comparisons, want 8", len(res.Paired))
+	}
 	dir := t.TempDir()
 	if err := res.WriteReport(dir, Meta{Command: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	checkFiles(t, dir, "recommend.md", "recommend.png", "rho.png")
+	if md, _ := os.ReadFile(filepath.Join(dir, "recommend.md")); !strings.Contains(string(md), "| GMF | "+FullWeighted+" | T-CE | N@50 |") {
+		t.Errorf("report lacks the paired comparison with T-CE at N@50")
+	}
+	if err := WriteJSON(filepath.Join(dir, "r.json"), res); err != nil {
+		t.Fatal(err)
+	}
+	var js struct {
+		Paired []map[string]any `json:"paired"`
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "r.json"))
+	if err := json.Unmarshal(b, &js); err != nil || len(js.Paired) != 8 {
+		t.Fatalf("json: %v, %d paired", err, len(js.Paired))
+	}
+	for _, k := range []string{"method", "baseline", "metric", "cutoff", "mean_diff", "p_value"} {
+		if _, ok := js.Paired[0][k]; !ok {
+			t.Errorf("json paired entry lacks %q", k)
+		}
+	}
 }
 
 func TestDetectEndToEnd(t *testing.T) {

@@ -168,8 +168,15 @@ type RecommendResult struct {
 	TestMasked    int     `json:"test_masked"`
 	RecallCeiling float64 `json:"recall_ceiling"`
 	Rows          []Row   `json:"rows"`
-	Curves        []Curve `json:"curves"`
+	// Paired compares the full model's weighted rows with Normal and T-CE
+	// seed by seed.
+	Paired []Paired `json:"paired"`
+	Curves []Curve  `json:"curves"`
 }
+
+// FullWeighted is the row of the downstream model weighted by the full
+// model (DefaultVariants' first).
+var FullWeighted = DefaultVariants()[0].Name + "-weighted"
 
 // Groups of rows.
 const (
@@ -299,6 +306,7 @@ func RunRecommend(ctx context.Context, d *Dataset, cfg RecommendConfig) (*Recomm
 			res.Rows = append(res.Rows, *row)
 		}
 	}
+	res.Paired = pairedComparisons(res.Rows, Cutoffs, "GMF", GroupDownstream, FullWeighted, []string{"Normal", "T-CE"})
 	for v := range cfg.Variants {
 		c := Curve{Variant: cfg.Variants[v].Name}
 		for j, s := range curves[v] {
