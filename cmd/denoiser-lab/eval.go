@@ -26,7 +26,7 @@ const dataHint = "MovieLens 100K's u.data: download ml-100k.zip from https://gro
 const evalUsage = `usage: denoiser-lab eval <transition|recommend|detect> [flags]
 
   transition   RQ2: error of the transition-matrix estimate under injected flip noise
-  recommend    RQ1/RQ3/RQ4: downstream GMF on Normal, T-CE and denoiser-weighted streams
+  recommend    RQ1/RQ3/RQ4: downstream GMF and NeuMF on Normal, T-CE and denoiser-weighted streams
   detect       ROC-AUC / PR-AUC of the scores where the noise is known
 
 Each writes a Markdown report and PNG figures into --out (default docs/results).
@@ -172,7 +172,9 @@ func writeEvalOutputs(stderr io.Writer, out, rep string, meta eval.Meta, res any
 }
 
 func runEvalRecommend(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := newEvalFlags("recommend", stderr, "[--data FILE|DIR] [--split random|chrono|deca] [--seeds N] [--passes N] [--weight product|weight|p_clean|reliability] [--negatives N] [--report FILE.json] [--out DIR]")
+	fs := newEvalFlags("recommend", stderr, "[--data FILE|DIR] [--split random|chrono|deca] [--seeds N] [--passes N] [--weight product|weight|p_clean|reliability] [--negatives N] [--backbone gmf|neumf]... [--report FILE.json] [--out DIR]")
+	var backbones listFlag
+	fs.Var(&backbones, "backbone", "downstream model: gmf or neumf (repeatable; default both)")
 	var (
 		data      = fs.String("data", "", "MovieLens 100K u.data `file`, or with --split deca the DeCA split's directory (required)")
 		split     = fs.String("split", "random", "random or chrono: an 8:1:1 split of --data (random: seeded); deca: the DeCA paper's fixed split in the directory --data")
@@ -189,6 +191,17 @@ func runEvalRecommend(ctx context.Context, args []string, stderr io.Writer) erro
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("eval recommend: unexpected arguments %q: %w", fs.Args(), cli.ErrUsage)
+	}
+	var models []string
+	for _, b := range backbones {
+		switch strings.ToLower(b) {
+		case "gmf":
+			models = append(models, eval.BackboneGMF)
+		case "neumf":
+			models = append(models, eval.BackboneNeuMF)
+		default:
+			return fmt.Errorf("eval recommend: unknown backbone %q (use gmf or neumf): %w", b, cli.ErrUsage)
+		}
 	}
 	if *negatives < 0 {
 		return fmt.Errorf("eval recommend: --negatives %d is negative: %w", *negatives, cli.ErrUsage)
@@ -213,7 +226,7 @@ func runEvalRecommend(ctx context.Context, args []string, stderr io.Writer) erro
 		var err error
 		res, err = eval.RunRecommend(ctx, d, eval.RecommendConfig{
 			Split: *split, Fixed: fixed, Seeds: *seeds, Passes: *passes, Weight: *weight, Workers: *workers, Progress: &c,
-			GMF: eval.GMFConfig{Negatives: *negatives},
+			GMF: eval.GMFConfig{Negatives: *negatives}, Backbones: models,
 		})
 		return err
 	})

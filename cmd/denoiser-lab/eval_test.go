@@ -73,8 +73,8 @@ func TestEvalCommands(t *testing.T) {
 			[]string{"transition.md"}, "cells", ""},
 		{"recommend", []string{"recommend", "--seeds", "1", "--passes", "1", "--split", "chrono"},
 			[]string{"recommend.md", "recommend.png", "rho.png"}, "rows", ""},
-		{"recommend deca", []string{"recommend", "--seeds", "2", "--passes", "1", "--split", "deca"},
-			[]string{"recommend.md", "recommend.png", "rho.png"}, "rows", deca},
+		{"recommend deca", []string{"recommend", "--seeds", "2", "--passes", "1", "--split", "deca", "--backbone", "gmf", "--backbone", "NeuMF"},
+			[]string{"recommend.md", "recommend.png", "rho.png"}, "paired", deca},
 		{"detect", []string{"detect", "--seeds", "1", "--synth-events", "2000", "--synth-noise", "0.2"},
 			[]string{"detect.md", "detect.png", "detect_calibration.png"}, "cases", ""},
 	}
@@ -122,6 +122,9 @@ func TestEvalUsageErrors(t *testing.T) {
 		{"eval", "transition", "--data", data, "--out", "", "--rates", "x"},
 		{"eval", "transition", "--data", data, "--out", "", "--estimator", "nope"},
 		{"eval", "recommend", "--data", data, "--out", "", "--split", "sideways"},
+		{"eval", "recommend", "--data", data, "--out", "", "--backbone", "lightgcn"},
+		{"eval", "recommend", "--data", data, "--out", "", "--backbone", "gmf,gmf"},
+		{"eval", "recommend", "--data", data, "--out", "", "--negatives", "-1"},
 		{"eval", "detect", "extra"},
 	} {
 		var stdout, stderr bytes.Buffer

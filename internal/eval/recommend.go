@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"denoiser/online"
 )
@@ -67,8 +68,11 @@ type RecommendConfig struct {
 	// GMF configures the downstream model; on SplitDeca its Negatives
 	// default to 1, the one sampled negative per positive of DeCA's code
 	// (NSR = 1), elsewhere to GMFConfig's 4.
-	GMF      GMFConfig
-	Variants []Variant // default DefaultVariants
+	GMF GMFConfig
+	// Backbones are the downstream models, BackboneGMF and BackboneNeuMF
+	// (default both).
+	Backbones []string
+	Variants  []Variant // default DefaultVariants
 	// TCEDrop is T-CE's final drop rate (default 0.2).
 	TCEDrop float64
 	// Segments is the number of points per pass of the distilled-share
@@ -93,6 +97,20 @@ func (c *RecommendConfig) defaults() error {
 	}
 	if c.Variants == nil {
 		c.Variants = DefaultVariants()
+	}
+	if c.Backbones == nil {
+		c.Backbones = []string{BackboneGMF, BackboneNeuMF}
+	}
+	for k, b := range c.Backbones {
+		if b != BackboneGMF && b != BackboneNeuMF {
+			return fmt.Errorf("recommend: unknown backbone %q (use %s or %s)", b, BackboneGMF, BackboneNeuMF)
+		}
+		if slices.Contains(c.Backbones[:k], b) {
+			return fmt.Errorf("recommend: backbone %s given twice", b)
+		}
+	}
+	if len(c.Backbones) == 0 {
+		return fmt.Errorf("recommend: no backbone")
 	}
 	if c.TCEDrop == 0 {
 		c.TCEDrop = 0.2
@@ -150,16 +168,19 @@ type Curve struct {
 
 // RecommendResult is the outcome of RunRecommend.
 type RecommendResult struct {
-	Meta      Meta   `json:"meta"`
-	Split     string `json:"split"`
-	Seeds     int    `json:"seeds"`
-	Passes    int    `json:"passes"`
-	Weight    string `json:"weight"`
-	Negatives int    `json:"negatives"`
-	Cutoffs   []int  `json:"cutoffs"`
-	Train     int    `json:"train"`
-	Valid     int    `json:"valid"`
-	TestClean int    `json:"test_clean"`
+	Meta      Meta     `json:"meta"`
+	Split     string   `json:"split"`
+	Seeds     int      `json:"seeds"`
+	Passes    int      `json:"passes"`
+	Weight    string   `json:"weight"`
+	Negatives int      `json:"negatives"`
+	Backbones []string `json:"backbones"`
+	Dim       int      `json:"dim"`
+	Hidden    []int    `json:"hidden"`
+	Cutoffs   []int    `json:"cutoffs"`
+	Train     int      `json:"train"`
+	Valid     int      `json:"valid"`
+	TestClean int      `json:"test_clean"`
 	// TestUsers is the number of users averaged (those with a test item);
 	// TestMasked the number of test interactions among the user's Seen
 	// ones, never ranked; RecallCeiling the mean Recall a perfect ranking
@@ -178,16 +199,27 @@ type RecommendResult struct {
 // model (DefaultVariants' first).
 var FullWeighted = DefaultVariants()[0].Name + "-weighted"
 
-// Groups of rows.
+// Downstream models.
 const (
-	GroupDownstream = "downstream GMF"
-	GroupDenoiserF  = "denoiser's f as the recommender"
+	BackboneGMF   = "GMF"
+	BackboneNeuMF = "NeuMF"
 )
 
+// Groups of rows: one per backbone (DownstreamGroup) and the denoiser's f.
+const (
+	GroupDownstream      = "downstream GMF"
+	GroupDownstreamNeuMF = "downstream NeuMF"
+	GroupDenoiserF       = "denoiser's f as the recommender"
+)
+
+// DownstreamGroup is the group of the rows of a backbone.
+func DownstreamGroup(backbone string) string { return "downstream " + backbone }
+
 type recTask struct {
-	seed    uint64
-	kind    string // normal, tce, variant
-	variant int
+	seed     uint64
+	kind     string // normal, tce, variant
+	variant  int
+	backbone string // normal and tce
 }
 
 type recOut struct {
@@ -209,9 +241,11 @@ func RunRecommend(ctx context.Context, d *Dataset, cfg RecommendConfig) (*Recomm
 	var tasks []recTask
 	for s := range cfg.Seeds {
 		seed := uint64(s + 1)
-		tasks = append(tasks, recTask{seed, "normal", 0}, recTask{seed, "tce", 0})
+		for _, b := range cfg.Backbones {
+			tasks = append(tasks, recTask{seed, "normal", 0, b}, recTask{seed, "tce", 0, b})
+		}
 		for v := range cfg.Variants {
-			tasks = append(tasks, recTask{seed, "variant", v})
+			tasks = append(tasks, recTask{seed, "variant", v, ""})
 		}
 	}
 	if cfg.Progress != nil {
@@ -241,12 +275,12 @@ func RunRecommend(ctx context.Context, d *Dataset, cfg RecommendConfig) (*Recomm
 			if t.kind == "tce" {
 				gc.DropRate, name = cfg.TCEDrop, "T-CE"
 			}
-			g, err := TrainGMF(gc, d.Users, d.Items, sp.Train, nil, sp.Valid, t.seed)
+			score, epochs, err := trainDownstream(t.backbone, gc, d, sp.Train, nil, sp.Valid, t.seed)
 			if err != nil {
 				return recOut{}, err
 			}
-			cfg.Progress.events(len(sp.Train) * g.Epochs)
-			return recOut{rows: []recRow{{method: name, group: GroupDownstream, m: Evaluate(g.Score, d.Users, d.Items, sp.Seen, test)}}}, nil
+			cfg.Progress.events(len(sp.Train) * epochs)
+			return recOut{rows: []recRow{{method: name, group: DownstreamGroup(t.backbone), m: Evaluate(score, d.Users, d.Items, sp.Seen, test)}}}, nil
 		}
 		v := cfg.Variants[t.variant]
 		return runVariant(cfg, d, v, sp, test, t.seed)
@@ -254,7 +288,8 @@ func RunRecommend(ctx context.Context, d *Dataset, cfg RecommendConfig) (*Recomm
 	if err != nil {
 		return nil, err
 	}
-	res := &RecommendResult{Split: cfg.Split, Seeds: cfg.Seeds, Passes: cfg.Passes, Weight: cfg.Weight, Negatives: cfg.GMF.withDefaults().Negatives,
+	res := &RecommendResult{Split: cfg.Split, Seeds: cfg.Seeds, Passes: cfg.Passes, Weight: cfg.Weight, Negatives: cfg.GMF.withDefaults().Negatives, Backbones: cfg.Backbones,
+		Dim: cfg.GMF.withDefaults().Dim, Hidden: cfg.GMF.withDefaults().Hidden,
 		Cutoffs: Cutoffs, Train: len(splits[0].Train), Valid: len(splits[0].Valid), TestClean: len(tests[0])}
 	res.TestUsers, res.TestMasked, res.RecallCeiling = recallCeiling(d.Users, splits[0].Seen, tests[0])
 	// Gather rows by (group, method) in task order of the first seed.
@@ -287,7 +322,11 @@ func RunRecommend(ctx context.Context, d *Dataset, cfg RecommendConfig) (*Recomm
 			curves[t.variant] = c
 		}
 	}
-	for _, g := range []string{GroupDownstream, GroupDenoiserF} {
+	var groups []string
+	for _, b := range cfg.Backbones {
+		groups = append(groups, DownstreamGroup(b))
+	}
+	for _, g := range append(groups, GroupDenoiserF) {
 		for _, k := range order {
 			if k.group != g {
 				continue
@@ -306,7 +345,9 @@ func RunRecommend(ctx context.Context, d *Dataset, cfg RecommendConfig) (*Recomm
 			res.Rows = append(res.Rows, *row)
 		}
 	}
-	res.Paired = pairedComparisons(res.Rows, Cutoffs, "GMF", GroupDownstream, FullWeighted, []string{"Normal", "T-CE"})
+	for _, b := range cfg.Backbones {
+		res.Paired = append(res.Paired, pairedComparisons(res.Rows, Cutoffs, b, DownstreamGroup(b), FullWeighted, []string{"Normal", "T-CE"})...)
+	}
 	for v := range cfg.Variants {
 		c := Curve{Variant: cfg.Variants[v].Name}
 		for j, s := range curves[v] {
@@ -382,19 +423,36 @@ func runVariant(cfg RecommendConfig, d *Dataset, v Variant, sp Split, test []Int
 	for n, x := range weights {
 		norm[n] = x / max(mean, 1e-12)
 	}
-	g, err := TrainGMF(cfg.GMF, d.Users, d.Items, train, norm, sp.Valid, seed)
-	if err != nil {
-		return recOut{}, err
+	out := recOut{curve: curve}
+	for _, b := range cfg.Backbones {
+		score, epochs, err := trainDownstream(b, cfg.GMF, d, train, norm, sp.Valid, seed)
+		if err != nil {
+			return recOut{}, err
+		}
+		cfg.Progress.events(len(train) * epochs)
+		out.rows = append(out.rows, recRow{method: v.Name + "-weighted", group: DownstreamGroup(b), m: Evaluate(score, d.Users, d.Items, sp.Seen, test),
+			w: mean, w5: w5 / float64(max(n5, 1)), w12: w12 / float64(max(n12, 1))})
 	}
-	cfg.Progress.events(len(train) * g.Epochs)
-	gm := Evaluate(g.Score, d.Users, d.Items, sp.Seen, test)
-	return recOut{
-		rows: []recRow{
-			{method: v.Name + "-weighted", group: GroupDownstream, m: gm, w: mean, w5: w5 / float64(max(n5, 1)), w12: w12 / float64(max(n12, 1))},
-			{method: v.Name, group: GroupDenoiserF, m: fm},
-		},
-		curve: curve,
-	}, nil
+	out.rows = append(out.rows, recRow{method: v.Name, group: GroupDenoiserF, m: fm})
+	return out, nil
+}
+
+// trainDownstream trains the backbone on train (positive n weighted by
+// weights[n], nil: 1) with early stopping on valid, and returns its scorer
+// and the epoch kept.
+func trainDownstream(backbone string, cfg GMFConfig, d *Dataset, train []Interaction, weights []float64, valid []Interaction, seed uint64) (Scorer, int, error) {
+	if backbone == BackboneNeuMF {
+		n, err := TrainNeuMF(cfg, d.Users, d.Items, train, weights, valid, seed)
+		if err != nil {
+			return nil, 0, err
+		}
+		return n.Score, n.Epochs, nil
+	}
+	g, err := TrainGMF(cfg, d.Users, d.Items, train, weights, valid, seed)
+	if err != nil {
+		return nil, 0, err
+	}
+	return g.Score, g.Epochs, nil
 }
 
 // modelScorer ranks items by the denoiser's clean posterior f_1(x).

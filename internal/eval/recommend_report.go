@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // PaperRQ1 is one row of the paper's ML-100k table: R@10, R@50, N@10,
@@ -54,7 +55,9 @@ func (r *RecommendResult) WriteReport(dir string, meta Meta) error {
 			"(both noisy), and a clean test of the %d rating-5 test interactions. Recommenders rank every item the user has no "+
 			"training interaction with. Mean ± std over %d seeds.\n\n", r.Split, r.Train, r.Valid, r.TestClean, r.Seeds)
 	}
-	fmt.Fprintf(&b, "- **Downstream GMF**: BCE, %d uniform negative(s) per positive and epoch, per-row adaptive SGD, early stopping on "+
+	fmt.Fprintf(&b, "- **Downstream models** (%s): GMF with d = %d, and NeuMF trained end to end (NeuMF-end: the same GMF tower "+
+		"beside an MLP tower on [m_u; n_i] of 2 × %d inputs, ReLU layers %v, one output over both towers). ", strings.Join(r.Backbones, ", "), r.Dim, r.Dim, r.Hidden)
+	fmt.Fprintf(&b, "Both: BCE, %d uniform negative(s) per positive and epoch, per-sample SGD with per-row adaptive steps, early stopping on "+
 		"validation Recall@20. *Normal* trains on the raw stream; *T-CE* drops the largest-loss share of each batch's positives, "+
 		"the rate rising linearly to 0.2 over 10 epochs; *…-weighted* weighs each positive by the denoiser's score "+
 		"(`%s`, rescaled to mean 1), taken from the last of %d passes of the denoiser (binary mode) over the "+
@@ -65,7 +68,11 @@ func (r *RecommendResult) WriteReport(dir string, meta Meta) error {
 		"genuine. p_clean is that posterior under T̂; the reliability w is the GMM's posterior of the reliable component. "+
 		"The product uses both and lets each ablation remove one factor (w = 1 leaves p_clean; T̂ = I makes p_clean ≡ 1 and "+
 		"leaves w). `--weight p_clean|reliability` selects one alone; `--weight weight` the output's recommended weight, which on (user, item, rating) data such as this equals p_clean.\n\n")
-	for _, g := range []string{GroupDownstream, GroupDenoiserF} {
+	var groups []string
+	for _, bb := range r.Backbones {
+		groups = append(groups, DownstreamGroup(bb))
+	}
+	for _, g := range append(groups, GroupDenoiserF) {
 		fmt.Fprintf(&b, "## %s\n\n| method |", g)
 		for _, k := range r.Cutoffs {
 			fmt.Fprintf(&b, " R@%d |", k)
@@ -96,7 +103,7 @@ func (r *RecommendResult) WriteReport(dir string, meta Meta) error {
 	fmt.Fprintf(&b, "Mean raw weight the denoiser gave the training positives (before rescaling), overall / rating-5 / rating ≤ 2:\n\n")
 	fmt.Fprintf(&b, "| weighted by | all | rating 5 | rating ≤ 2 |\n|---|---|---|---|\n")
 	for _, row := range r.Rows {
-		if row.Group == GroupDownstream && row.WeightMean > 0 {
+		if len(groups) > 0 && row.Group == groups[0] && row.WeightMean > 0 {
 			fmt.Fprintf(&b, "| %s | %.3f | %.3f | %.3f |\n", row.Method, row.WeightMean, row.WeightRating5, row.WeightRating12)
 		}
 	}
@@ -110,20 +117,40 @@ func (r *RecommendResult) WriteReport(dir string, meta Meta) error {
 		fmt.Fprintf(&b, "| %s | %.4f | %.4f | %.4f | %.4f |\n", p.Method, p.R10, p.R50, p.N10, p.N50)
 	}
 	i10, i50 := slices.Index(r.Cutoffs, 10), slices.Index(r.Cutoffs, 50)
-	full := r.row(GroupDownstream, FullWeighted)
-	normal, tce := r.row(GroupDownstream, "Normal"), r.row(GroupDownstream, "T-CE")
-	if full != nil && normal != nil && tce != nil && i10 >= 0 && i50 >= 0 {
-		fmt.Fprintf(&b, "| **here: Normal GMF** | %.4f | %.4f | %.4f | %.4f |\n", normal.RecallMean[i10], normal.RecallMean[i50], normal.NDCGMean[i10], normal.NDCGMean[i50])
-		fmt.Fprintf(&b, "| **here: RGBT-weighted GMF** | %.4f | %.4f | %.4f | %.4f |\n\n", full.RecallMean[i10], full.RecallMean[i50], full.NDCGMean[i10], full.NDCGMean[i50])
+	type check struct {
+		backbone          string
+		full, normal, tce *Row
+	}
+	var checks []check
+	for _, bb := range r.Backbones {
+		g := DownstreamGroup(bb)
+		c := check{bb, r.row(g, FullWeighted), r.row(g, "Normal"), r.row(g, "T-CE")}
+		if c.full == nil || c.normal == nil || c.tce == nil || i10 < 0 || i50 < 0 {
+			continue
+		}
+		checks = append(checks, c)
+		for _, x := range []struct {
+			name string
+			row  *Row
+		}{{"Normal", c.normal}, {"T-CE", c.tce}, {"RGBT-weighted", c.full}} {
+			fmt.Fprintf(&b, "| **here: %s %s** | %.4f | %.4f | %.4f | %.4f |\n", x.name, bb,
+				x.row.RecallMean[i10], x.row.RecallMean[i50], x.row.NDCGMean[i10], x.row.NDCGMean[i50])
+		}
+	}
+	fmt.Fprintln(&b)
+	if len(checks) > 0 {
 		fmt.Fprintf(&b, "### Goal check (RQ1)\n\n| goal | measured | met? |\n|---|---|---|\n")
-		fmt.Fprintf(&b, "| RGBT-weighted R@10 > Normal | %.4f vs %.4f | %s |\n", full.RecallMean[i10], normal.RecallMean[i10], mark(full.RecallMean[i10] > normal.RecallMean[i10]))
-		fmt.Fprintf(&b, "| RGBT-weighted R@10 > T-CE | %.4f vs %.4f | %s |\n", full.RecallMean[i10], tce.RecallMean[i10], mark(full.RecallMean[i10] > tce.RecallMean[i10]))
-		fmt.Fprintf(&b, "| RGBT-weighted N@10 > Normal | %.4f vs %.4f | %s |\n", full.NDCGMean[i10], normal.NDCGMean[i10], mark(full.NDCGMean[i10] > normal.NDCGMean[i10]))
-		fmt.Fprintf(&b, "| RGBT-weighted N@10 > T-CE | %.4f vs %.4f | %s |\n", full.NDCGMean[i10], tce.NDCGMean[i10], mark(full.NDCGMean[i10] > tce.NDCGMean[i10]))
-		fmt.Fprintf(&b, "| R@10 ≥ paper full RGBT (NeuMF-end 0.0800) | %.4f | %s (see note on comparability) |\n", full.RecallMean[i10], mark(full.RecallMean[i10] >= 0.0800))
-		fmt.Fprintf(&b, "| N@10 ≥ paper full RGBT (NeuMF-end 0.0698) | %.4f | %s (see note on comparability) |\n", full.NDCGMean[i10], mark(full.NDCGMean[i10] >= 0.0698))
-		fmt.Fprintf(&b, "\nThe differences between the downstream rows are small next to their seed-to-seed standard deviations; "+
-			"\"above\" in the goal check is a comparison of means, not a significant difference.\n\n")
+		for _, c := range checks {
+			full, normal, tce := c.full, c.normal, c.tce
+			fmt.Fprintf(&b, "| %s: RGBT-weighted R@10 > Normal | %.4f vs %.4f | %s |\n", c.backbone, full.RecallMean[i10], normal.RecallMean[i10], mark(full.RecallMean[i10] > normal.RecallMean[i10]))
+			fmt.Fprintf(&b, "| %s: RGBT-weighted R@10 > T-CE | %.4f vs %.4f | %s |\n", c.backbone, full.RecallMean[i10], tce.RecallMean[i10], mark(full.RecallMean[i10] > tce.RecallMean[i10]))
+			fmt.Fprintf(&b, "| %s: RGBT-weighted N@10 > Normal | %.4f vs %.4f | %s |\n", c.backbone, full.NDCGMean[i10], normal.NDCGMean[i10], mark(full.NDCGMean[i10] > normal.NDCGMean[i10]))
+			fmt.Fprintf(&b, "| %s: RGBT-weighted N@10 > T-CE | %.4f vs %.4f | %s |\n", c.backbone, full.NDCGMean[i10], tce.NDCGMean[i10], mark(full.NDCGMean[i10] > tce.NDCGMean[i10]))
+			fmt.Fprintf(&b, "| %s: R@10 ≥ paper full RGBT (NeuMF-end 0.0800) | %.4f | %s (see note on comparability) |\n", c.backbone, full.RecallMean[i10], mark(full.RecallMean[i10] >= 0.0800))
+			fmt.Fprintf(&b, "| %s: N@10 ≥ paper full RGBT (NeuMF-end 0.0698) | %.4f | %s (see note on comparability) |\n", c.backbone, full.NDCGMean[i10], mark(full.NDCGMean[i10] >= 0.0698))
+		}
+		fmt.Fprintf(&b, "\n\"Above\" in the goal check is a comparison of means; whether a difference is more than seed-to-seed noise "+
+			"is the paired comparison's question, below.\n\n")
 	}
 	r.pairedTable(&b)
 	fmt.Fprintf(&b, "## RQ4 — share of samples used over time\n\nShare of the events of each tenth of a pass that the denoiser "+
@@ -154,8 +181,11 @@ func (r *RecommendResult) figures(dir string) error {
 	var rec, ndcg []series
 	for _, row := range r.Rows {
 		name := row.Method
-		if row.Group == GroupDenoiserF {
+		switch {
+		case row.Group == GroupDenoiserF:
 			name = "f: " + name
+		case len(r.Backbones) > 1:
+			name = strings.TrimPrefix(row.Group, "downstream ") + ": " + name
 		}
 		s1 := series{name: name, dashed: row.Group == GroupDenoiserF}
 		s2 := s1
