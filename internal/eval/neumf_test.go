@@ -159,3 +159,23 @@ func TestNeuMFLearns(t *testing.T) {
 		t.Error("a hidden layer of size 0 accepted")
 	}
 }
+
+func BenchmarkNeuMFStep(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	n := newNeuMF(GMFConfig{}.withDefaults(), 943, 1611, r.NormFloat64)
+	b.ReportAllocs()
+	for k := range b.N {
+		n.step(int32(k%943), int32(k%1611), float64(k%2), 1)
+	}
+}
+
+func BenchmarkNeuMFScore(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	n := newNeuMF(GMFConfig{}.withDefaults(), 943, 1611, r.NormFloat64)
+	dst := make([]float64, 1611)
+	n.Score(0, dst)
+	b.ReportAllocs()
+	for k := range b.N {
+		n.Score(int32(k%943), dst)
+	}
+}
