@@ -26,7 +26,7 @@ const dataHint = "MovieLens 100K's u.data: download ml-100k.zip from https://gro
 const evalUsage = `usage: denoiser-lab eval <transition|recommend|detect> [flags]
 
   transition   RQ2: error of the transition-matrix estimate under injected flip noise
-  recommend    RQ1/RQ3/RQ4: downstream GMF on Normal, T-CE and denoiser-weighted streams
+  recommend    RQ1/RQ3/RQ4: downstream GMF and NeuMF on Normal, T-CE and denoiser-weighted streams
   detect       ROC-AUC / PR-AUC of the scores where the noise is known
 
 Each writes a Markdown report and PNG figures into --out (default docs/results).
@@ -172,16 +172,19 @@ func writeEvalOutputs(stderr io.Writer, out, rep string, meta eval.Meta, res any
 }
 
 func runEvalRecommend(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := newEvalFlags("recommend", stderr, "[--data FILE] [--split random|chrono] [--seeds N] [--passes N] [--weight product|weight|p_clean|reliability] [--report FILE.json] [--out DIR]")
+	fs := newEvalFlags("recommend", stderr, "[--data FILE|DIR] [--split random|chrono|deca] [--seeds N] [--passes N] [--weight product|weight|p_clean|reliability] [--negatives N] [--backbone gmf|neumf]... [--report FILE.json] [--out DIR]")
+	var backbones listFlag
+	fs.Var(&backbones, "backbone", "downstream model: gmf or neumf (repeatable; default both)")
 	var (
-		data    = fs.String("data", "", "MovieLens 100K u.data `file` (required)")
-		split   = fs.String("split", "random", "8:1:1 split: random (seeded) or chrono")
-		seeds   = fs.Int("seeds", 3, "number of seeds")
-		passes  = fs.Int("passes", 5, "passes of the denoiser over the training stream")
-		weight  = fs.String("weight", "product", "denoiser score that weighs positives: product, weight (the output's recommended weight), p_clean or reliability")
-		workers = fs.Int("workers", 2, "parallel runs")
-		rep     = fs.String("report", "", "write the numbers as JSON to `file`")
-		out     = fs.String("out", "docs/results", "`dir` for the Markdown report and figures (empty: none)")
+		data      = fs.String("data", "", "MovieLens 100K u.data `file`, or with --split deca the DeCA split's directory (required)")
+		split     = fs.String("split", "random", "random or chrono: an 8:1:1 split of --data (random: seeded); deca: the DeCA paper's fixed split in the directory --data")
+		negatives = fs.Int("negatives", 0, "negatives sampled per positive and epoch by the downstream model (0: 1 on the deca split, as DeCA's code, else 4)")
+		seeds     = fs.Int("seeds", 3, "number of seeds")
+		passes    = fs.Int("passes", 5, "passes of the denoiser over the training stream")
+		weight    = fs.String("weight", "product", "denoiser score that weighs positives: product, weight (the output's recommended weight), p_clean or reliability")
+		workers   = fs.Int("workers", 2, "parallel runs")
+		rep       = fs.String("report", "", "write the numbers as JSON to `file`")
+		out       = fs.String("out", "docs/results", "`dir` for the Markdown report and figures (empty: none)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -189,8 +192,31 @@ func runEvalRecommend(ctx context.Context, args []string, stderr io.Writer) erro
 	if fs.NArg() > 0 {
 		return fmt.Errorf("eval recommend: unexpected arguments %q: %w", fs.Args(), cli.ErrUsage)
 	}
+	var models []string
+	for _, b := range backbones {
+		switch strings.ToLower(b) {
+		case "gmf":
+			models = append(models, eval.BackboneGMF)
+		case "neumf":
+			models = append(models, eval.BackboneNeuMF)
+		default:
+			return fmt.Errorf("eval recommend: unknown backbone %q (use gmf or neumf): %w", b, cli.ErrUsage)
+		}
+	}
+	if *negatives < 0 {
+		return fmt.Errorf("eval recommend: --negatives %d is negative: %w", *negatives, cli.ErrUsage)
+	}
 	start := time.Now()
-	d, err := loadData(ctx, *data)
+	var (
+		d     *eval.Dataset
+		fixed *eval.Split
+		err   error
+	)
+	if *split == eval.SplitDeca {
+		d, fixed, err = loadDecaSplit(ctx, *data)
+	} else {
+		d, err = loadData(ctx, *data)
+	}
 	if err != nil {
 		return fmt.Errorf("eval recommend: %w", err)
 	}
@@ -199,7 +225,8 @@ func runEvalRecommend(ctx context.Context, args []string, stderr io.Writer) erro
 	err = withProgress(stderr, &c, func() error {
 		var err error
 		res, err = eval.RunRecommend(ctx, d, eval.RecommendConfig{
-			Split: *split, Seeds: *seeds, Passes: *passes, Weight: *weight, Workers: *workers, Progress: &c,
+			Split: *split, Fixed: fixed, Seeds: *seeds, Passes: *passes, Weight: *weight, Workers: *workers, Progress: &c,
+			GMF: eval.GMFConfig{Negatives: *negatives}, Backbones: models,
 		})
 		return err
 	})
@@ -279,6 +306,19 @@ func runEvalDetect(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	res.Meta = eval.Meta{Command: commandLine("detect", args), Commit: eval.Commit(), Data: strings.Trim(*data+" "+*deca, " "), Seconds: time.Since(start).Seconds()}
 	return writeEvalOutputs(stderr, *out, *rep, res.Meta, res, res.WriteReport, "detect.md")
+}
+
+// loadDecaSplit reads the DeCA split from dir; a missing directory or
+// file says where to get it.
+func loadDecaSplit(ctx context.Context, dir string) (*eval.Dataset, *eval.Split, error) {
+	if dir == "" {
+		return nil, nil, fmt.Errorf("--data DIR is required with --split deca: %s: %w", eval.DecaSource, cli.ErrUsage)
+	}
+	d, sp, err := eval.LoadDecaSplit(ctx, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	return d, &sp, nil
 }
 
 // loadData reads MovieLens from path; a missing path or file names where

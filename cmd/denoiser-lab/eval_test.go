@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"denoiser/internal/eval"
 )
 
 // tinyUData writes a small u.data-format file: 30 users × 20 ratings.
@@ -31,22 +34,49 @@ func tinyUData(t *testing.T) string {
 	return path
 }
 
+// tinyDecaSplit writes a small split in the DeCA format: 30 users × 20
+// training ratings over 45 items, and per user one clean validation item
+// that is also one of its two test items.
+func tinyDecaSplit(t *testing.T) string {
+	t.Helper()
+	var train, valid, test strings.Builder
+	for u := 1; u <= 30; u++ {
+		for k := 0; k < 20; k++ {
+			item := (u*7 + k*3) % 45
+			fmt.Fprintf(&train, "%d\t%d\t%d\n", u, item, 1+(u+item)%5)
+		}
+		v, w := (u*7+20*3)%45, (u*7+21*3)%45
+		fmt.Fprintf(&valid, "%d\t%d\t5\n", u, v)
+		fmt.Fprintf(&test, "%d\t%d\t5\n%d\t%d\t5\n", u, v, u, w)
+	}
+	dir := t.TempDir()
+	for name, text := range map[string]string{eval.DecaTrainFile: train.String(), eval.DecaValidFile: valid.String(), eval.DecaTestFile: test.String()} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
 func TestEvalCommands(t *testing.T) {
-	data := tinyUData(t)
+	data, deca := tinyUData(t), tinyDecaSplit(t)
 	tests := []struct {
 		name  string
 		args  []string
 		files []string
 		key   string // top-level JSON key that must be a non-empty list
+		data  string // --data; default the u.data file
 	}{
 		{"transition", []string{"transition", "--noise", "pairflip", "--noise", "symmetric", "--rates", "0.2", "--seeds", "1", "--passes", "1"},
-			[]string{"transition.md", "transition.png"}, "cells"},
+			[]string{"transition.md", "transition.png"}, "cells", ""},
 		{"transition rgbt only", []string{"transition", "--estimator", "rgbt", "--rates", "0.1", "--seeds", "1", "--passes", "1"},
-			[]string{"transition.md"}, "cells"},
+			[]string{"transition.md"}, "cells", ""},
 		{"recommend", []string{"recommend", "--seeds", "1", "--passes", "1", "--split", "chrono"},
-			[]string{"recommend.md", "recommend.png", "rho.png"}, "rows"},
+			[]string{"recommend.md", "recommend.png", "rho.png"}, "rows", ""},
+		{"recommend deca", []string{"recommend", "--seeds", "2", "--passes", "1", "--split", "deca", "--backbone", "gmf", "--backbone", "NeuMF"},
+			[]string{"recommend.md", "recommend.png", "rho.png"}, "paired", deca},
 		{"detect", []string{"detect", "--seeds", "1", "--synth-events", "2000", "--synth-noise", "0.2"},
-			[]string{"detect.md", "detect.png", "detect_calibration.png"}, "cases"},
+			[]string{"detect.md", "detect.png", "detect_calibration.png"}, "cases", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -54,7 +84,7 @@ func TestEvalCommands(t *testing.T) {
 			rep := filepath.Join(dir, "r.json")
 			var stdout, stderr bytes.Buffer
 			args := append([]string{"eval"}, tc.args...)
-			args = append(args, "--data", data, "--out", dir, "--report", rep)
+			args = append(args, "--data", cmp.Or(tc.data, data), "--out", dir, "--report", rep)
 			if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr.String())
 			}
@@ -92,6 +122,9 @@ func TestEvalUsageErrors(t *testing.T) {
 		{"eval", "transition", "--data", data, "--out", "", "--rates", "x"},
 		{"eval", "transition", "--data", data, "--out", "", "--estimator", "nope"},
 		{"eval", "recommend", "--data", data, "--out", "", "--split", "sideways"},
+		{"eval", "recommend", "--data", data, "--out", "", "--backbone", "lightgcn"},
+		{"eval", "recommend", "--data", data, "--out", "", "--backbone", "gmf,gmf"},
+		{"eval", "recommend", "--data", data, "--out", "", "--negatives", "-1"},
 		{"eval", "detect", "extra"},
 	} {
 		var stdout, stderr bytes.Buffer
@@ -102,6 +135,16 @@ func TestEvalUsageErrors(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := run(context.Background(), []string{"eval", "transition", "--data", filepath.Join(t.TempDir(), "missing"), "--out", ""}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "grouplens") {
 		t.Errorf("missing data: exit %d, want 1 and where to get it:\n%s", code, stderr.String())
+	}
+	for _, args := range [][]string{
+		{"eval", "recommend", "--split", "deca", "--out", ""},
+		{"eval", "recommend", "--split", "deca", "--out", "", "--data", filepath.Join(t.TempDir(), "missing")},
+	} {
+		stderr.Reset()
+		if code := run(context.Background(), args, &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "wangyu-ustc/DeCA") ||
+			!strings.Contains(stderr.String(), eval.DecaTrainFile) {
+			t.Errorf("%v: exit %d, want non-zero, the file and where to get it:\n%s", args, code, stderr.String())
+		}
 	}
 	stderr.Reset()
 	if code := run(context.Background(), []string{"eval", "recommend", "--out", ""}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "grouplens") {

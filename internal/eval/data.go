@@ -1,16 +1,13 @@
 package eval
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 
 	"denoiser/internal/movielens"
 	"denoiser/online"
@@ -66,6 +63,26 @@ func LoadMovieLens(ctx context.Context, path string) (*Dataset, error) {
 // (online.RatingClass: rounded half up, so half stars 0.5..5 become 1..5);
 // one below 0.5, which no MovieLens file holds, is level 1.
 func FromRatings(rs []movielens.Rating) *Dataset {
+	us, is := denseIDs(rs)
+	d := &Dataset{Users: len(us), Items: len(is), Rows: make([]Interaction, len(rs))}
+	for k, r := range rs {
+		d.Rows[k] = interaction(r, us, is)
+	}
+	return d
+}
+
+// interaction is r with its ids mapped by us and is.
+func interaction(r movielens.Rating, us, is map[int64]int32) Interaction {
+	level, ok := online.RatingClass(r.Rating, 10) // movielens reads ratings up to 10
+	if !ok {
+		level = 1
+	}
+	return Interaction{User: us[r.User], Item: is[r.Item], Rating: level, Clean: level, Seconds: r.Seconds}
+}
+
+// denseIDs maps the user and the item ids of rs to 0, 1, … in ascending
+// id order.
+func denseIDs(rs []movielens.Rating) (users, items map[int64]int32) {
 	dense := func(get func(movielens.Rating) int64) map[int64]int32 {
 		var ids []int64
 		seen := map[int64]bool{}
@@ -82,28 +99,28 @@ func FromRatings(rs []movielens.Rating) *Dataset {
 		}
 		return m
 	}
-	us := dense(func(r movielens.Rating) int64 { return r.User })
-	is := dense(func(r movielens.Rating) int64 { return r.Item })
-	d := &Dataset{Users: len(us), Items: len(is), Rows: make([]Interaction, len(rs))}
-	for k, r := range rs {
-		level, ok := online.RatingClass(r.Rating, 10) // movielens reads ratings up to 10
-		if !ok {
-			level = 1
-		}
-		d.Rows[k] = Interaction{User: us[r.User], Item: is[r.Item], Rating: level, Clean: level, Seconds: r.Seconds}
-	}
-	return d
+	return dense(func(r movielens.Rating) int64 { return r.User }), dense(func(r movielens.Rating) int64 { return r.Item })
 }
 
 // Split modes.
 const (
 	SplitRandom = "random" // a seeded shuffle of interactions
 	SplitChrono = "chrono" // by time: the oldest 80% train, then 10% / 10%
+	// SplitDeca is the DeCA paper's fixed split of ML-100k (LoadDecaSplit):
+	// the same for every seed.
+	SplitDeca = "deca"
 )
 
-// Split is the 8:1:1 division of a dataset.
+// Split is a division of a dataset into training, validation and test
+// interactions.
 type Split struct {
 	Train, Valid, Test []Interaction
+	// Seen are the interactions whose items are not ranked for their user
+	// at test time: Train for the 8:1:1 splits, Train and Valid for
+	// SplitDeca (DeCA's user_pos). A test item among them stays in the
+	// user's relevant list, so it counts in Recall's denominator and can
+	// never be a hit.
+	Seen []Interaction
 }
 
 // SplitSizes returns the sizes of the 8:1:1 split of n interactions:
@@ -131,6 +148,7 @@ func SplitData(d *Dataset, mode string, seed uint64) (Split, error) {
 	nt, nv, _ := SplitSizes(len(rows))
 	s := Split{Train: rows[:nt], Valid: rows[nt : nt+nv], Test: rows[nt+nv:]}
 	SortByTime(s.Train)
+	s.Seen = s.Train
 	return s, nil
 }
 
@@ -151,53 +169,4 @@ func CleanTest(rows []Interaction, minRating int) []Interaction {
 		}
 	}
 	return out
-}
-
-// DecaTrainFile is the training file of the DeCA paper's split of
-// MovieLens 100K (github.com/wangyu-ustc/DeCA, data/ml-100k/).
-const DecaTrainFile = "ml-100k.train.rating"
-
-// LoadDeca reads DecaTrainFile from dir: "user \t item \t rating" per line,
-// no timestamps. The file carries no time, so Seconds is the line's index:
-// sorting by time keeps the file order.
-func LoadDeca(ctx context.Context, dir string) (*Dataset, error) {
-	path := filepath.Join(dir, DecaTrainFile)
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("load deca: %w", err)
-	}
-	defer f.Close()
-	var rs []movielens.Rating
-	sc := bufio.NewScanner(f)
-	for line := 1; sc.Scan(); line++ {
-		if line%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-		fields := strings.Fields(sc.Text())
-		if len(fields) == 0 {
-			continue
-		}
-		if len(fields) != 3 {
-			return nil, fmt.Errorf("load deca %s:%d: %d fields, want user item rating", path, line, len(fields))
-		}
-		var v [3]int64
-		for k, s := range fields {
-			if v[k], err = strconv.ParseInt(s, 10, 64); err != nil {
-				return nil, fmt.Errorf("load deca %s:%d: %w", path, line, err)
-			}
-		}
-		if v[2] < 1 || v[2] > 5 {
-			return nil, fmt.Errorf("load deca %s:%d: rating %d outside 1..5", path, line, v[2])
-		}
-		rs = append(rs, movielens.Rating{User: v[0], Item: v[1], Rating: float64(v[2]), Seconds: int64(len(rs))})
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("load deca %s: %w", path, err)
-	}
-	if len(rs) == 0 {
-		return nil, fmt.Errorf("load deca %s: no ratings", path)
-	}
-	return FromRatings(rs), nil
 }

@@ -6,7 +6,9 @@
 //     matrix on held-out interactions against the true flip matrix, for
 //     the model's own T̂(x) and for class-level estimators;
 //   - recommend (RQ1, RQ3, RQ4): an 8:1:1 split with a clean (rating-5)
-//     test; a downstream GMF trained on the raw stream (Normal), with
+//     test, or the DeCA paper's fixed split with its test protocol (the
+//     user's training and validation items unranked, Recall over the
+//     whole test list); a downstream GMF trained on the raw stream (Normal), with
 //     truncated loss (T-CE), and with each positive weighted by the
 //     denoiser's score; the denoiser's own classifier as the recommender;
 //     the ablations and the ρ schedules;

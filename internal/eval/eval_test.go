@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"denoiser/internal/movielens"
@@ -112,8 +113,9 @@ func TestRecommendEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Normal, T-CE and three weighted rows; three f rows.
-	if len(res.Rows) != 8 || len(res.Curves) != 3 {
+	// Per backbone (GMF, NeuMF) Normal, T-CE and three weighted rows;
+	// three f rows.
+	if len(res.Rows) != 13 || len(res.Curves) != 3 {
 		t.Fatalf("%d rows, %d curves", len(res.Rows), len(res.Curves))
 	}
 	for _, r := range res.Rows {
@@ -129,11 +131,48 @@ func TestRecommendEndToEnd(t *testing.T) {
 			}
 		}
 	}
+	// The full model's weighted row against Normal and T-CE, recall and
+	// NDCG at 10 and 50, for each backbone.
+	if len(res.Paired) != 16 || res.Paired[0].Backbone != BackboneGMF || res.Paired[15].Backbone != BackboneNeuMF {
+		t.Errorf("%d paired comparisons, want 8 for GMF then 8 for NeuMF", len(res.Paired))
+	}
 	dir := t.TempDir()
 	if err := res.WriteReport(dir, Meta{Command: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	checkFiles(t, dir, "recommend.md", "recommend.png", "rho.png")
+	md, _ := os.ReadFile(filepath.Join(dir, "recommend.md"))
+	for _, w := range []string{"| NeuMF | " + FullWeighted + " | T-CE | N@50 |", "## downstream NeuMF", "**here: RGBT-weighted NeuMF**", "| NeuMF: RGBT-weighted R@10 > T-CE |"} {
+		if !strings.Contains(string(md), w) {
+			t.Errorf("report lacks %q", w)
+		}
+	}
+	gmfOnly, err := RunRecommend(context.Background(), d, RecommendConfig{
+		Seeds: 1, Passes: 1, Variants: vs[:1], Backbones: []string{BackboneGMF}, GMF: GMFConfig{Epochs: 1}, Segments: 4,
+	})
+	if err != nil || len(gmfOnly.Rows) != 4 || len(gmfOnly.Paired) != 8 || gmfOnly.Paired[0].PValue != nil {
+		t.Errorf("GMF only, one seed: %v, %d rows, paired %+v (want 4 rows, 8 comparisons without p)", err, len(gmfOnly.Rows), gmfOnly.Paired)
+	}
+	for _, bad := range [][]string{{}, {"GMF", "GMF"}, {"MF"}} {
+		if _, err := RunRecommend(context.Background(), d, RecommendConfig{Backbones: bad}); err == nil {
+			t.Errorf("backbones %q accepted", bad)
+		}
+	}
+	if err := WriteJSON(filepath.Join(dir, "r.json"), res); err != nil {
+		t.Fatal(err)
+	}
+	var js struct {
+		Paired []map[string]any `json:"paired"`
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "r.json"))
+	if err := json.Unmarshal(b, &js); err != nil || len(js.Paired) != 16 {
+		t.Fatalf("json: %v, %d paired", err, len(js.Paired))
+	}
+	for _, k := range []string{"backbone", "method", "baseline", "metric", "cutoff", "mean_diff", "p_value"} {
+		if _, ok := js.Paired[0][k]; !ok {
+			t.Errorf("json paired entry lacks %q", k)
+		}
+	}
 }
 
 func TestDetectEndToEnd(t *testing.T) {

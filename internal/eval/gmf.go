@@ -8,13 +8,17 @@ import (
 	"slices"
 )
 
-// GMFConfig configures the downstream recommender: GMF (score
-// h·(p_u ⊙ q_i) + b) trained with binary cross-entropy on the positives and
-// sampled negatives, per-sample SGD with per-row adaptive steps, and early
-// stopping on validation Recall@20.
+// GMFConfig configures the downstream recommenders: GMF (score
+// h·(p_u ⊙ q_i) + b) and NeuMF (GMF and an MLP tower), trained with binary
+// cross-entropy on the positives and sampled negatives, per-sample SGD with
+// per-row adaptive steps, and early stopping on validation Recall@20.
 type GMFConfig struct {
-	// Dim is the embedding dimension (default 32).
+	// Dim is the embedding dimension (default 32); NeuMF's MLP tower has
+	// embeddings of Dim per user and per item.
 	Dim int
+	// Hidden are the sizes of NeuMF's MLP layers above its 2·Dim input
+	// (default Dim, Dim/2: a tower halving at each layer).
+	Hidden []int
 	// Epochs bounds the passes over the training positives (default 60).
 	Epochs int
 	// Patience stops training after this many evaluations without a
@@ -57,6 +61,9 @@ func (c GMFConfig) withDefaults() GMFConfig {
 	def(&c.Negatives, 4)
 	def(&c.BatchSize, 1024)
 	def(&c.DropEpochs, 10)
+	if c.Hidden == nil {
+		c.Hidden = []int{c.Dim, max(c.Dim/2, 1)}
+	}
 	if c.LearningRate == 0 {
 		c.LearningRate = 0.05
 	}
@@ -76,6 +83,12 @@ type GMF struct {
 	// validation Recall@20 there.
 	Epochs int
 	Valid  float64
+
+	// Training state: the step sizes and the per-row accumulators of the
+	// squared gradients.
+	lr, l2     float64
+	accP, accQ []float64
+	dp, dq, dh []float64
 }
 
 // Score writes the score of every item for user u into dst.
@@ -108,7 +121,9 @@ func TrainGMF(cfg GMFConfig, users, items int, train []Interaction, weights []fl
 	}
 	r := newRand(seed, 3)
 	d := cfg.Dim
-	g := &GMF{d: d, p: make([]float64, users*d), q: make([]float64, items*d), h: make([]float64, d)}
+	g := &GMF{d: d, p: make([]float64, users*d), q: make([]float64, items*d), h: make([]float64, d),
+		lr: cfg.LearningRate, l2: cfg.L2, accP: make([]float64, users), accQ: make([]float64, items),
+		dp: make([]float64, d), dq: make([]float64, d), dh: make([]float64, d)}
 	for k := range g.p {
 		g.p[k] = r.NormFloat64() * 0.1
 	}
@@ -118,44 +133,78 @@ func TrainGMF(cfg GMFConfig, users, items int, train []Interaction, weights []fl
 	for k := range g.h {
 		g.h[k] = 1
 	}
-	accP, accQ := make([]float64, users), make([]float64, items)
+	best, epochs, v := fit(cfg, g, users, items, train, weights, valid, r)
+	kept := best.(*GMF)
+	kept.Epochs, kept.Valid = epochs, v
+	return kept, nil
+}
+
+// step takes one SGD step on the weighted BCE of label y for (u, i): per-row
+// adaptive steps for the embeddings (with weight decay on the two rows), a
+// tenth of the base step for h and b.
+func (g *GMF) step(u, i int32, y, w float64) {
+	d := g.d
+	pu, qi := g.p[int(u)*d:int(u+1)*d], g.q[int(i)*d:int(i+1)*d]
+	dp, dq, dh := g.dp, g.dq, g.dh
+	s := g.b
+	for k := range d {
+		s += g.h[k] * pu[k] * qi[k]
+	}
+	e := w * (sigmoid(s) - y) // d BCE / d s
+	gp, gq := 0.0, 0.0
+	for k := range d {
+		dp[k] = e*g.h[k]*qi[k] + g.l2*pu[k]
+		dq[k] = e*g.h[k]*pu[k] + g.l2*qi[k]
+		dh[k] = e * pu[k] * qi[k]
+		gp += dp[k] * dp[k]
+		gq += dq[k] * dq[k]
+	}
+	g.accP[u] += gp / float64(d)
+	g.accQ[i] += gq / float64(d)
+	lp := g.lr / math.Sqrt(1+g.accP[u])
+	lq := g.lr / math.Sqrt(1+g.accQ[i])
+	for k := range d {
+		pu[k] -= lp * dp[k]
+		qi[k] -= lq * dq[k]
+		g.h[k] -= 0.1 * g.lr * dh[k]
+	}
+	g.b -= 0.1 * g.lr * e
+}
+
+// frozen returns a copy of the parameters, without the training state.
+func (g *GMF) frozen() pointwise {
+	return &GMF{d: g.d, p: slices.Clone(g.p), q: slices.Clone(g.q), h: slices.Clone(g.h), b: g.b}
+}
+
+// pointwise is a downstream model that fit trains: a score per (user,
+// item) and an SGD step on the binary cross-entropy of one sample.
+type pointwise interface {
+	Score(u int32, dst []float64)
+	score(u, i int32) float64
+	// step takes one SGD step on w·BCE(σ(score(u, i)), y).
+	step(u, i int32, y, w float64)
+	// frozen returns a copy of the parameters that later steps leave
+	// alone.
+	frozen() pointwise
+}
+
+// fit trains m on the training positives, the positive n weighted by
+// weights[n] (nil: all 1), cfg.Negatives sampled negatives per positive and
+// epoch, T-CE's drop when cfg.DropRate > 0, and early stopping on valid's
+// Recall@20. It returns the kept parameters, their epoch and their
+// validation Recall@20 (0 without valid, the last epoch's parameters then).
+// r must be the stream that initialised m.
+func fit(cfg GMFConfig, m pointwise, users, items int, train []Interaction, weights []float64, valid []Interaction, r *rand.Rand) (pointwise, int, float64) {
 	seen := byUser(train, users)
 	order := make([]int, len(train))
 	for n := range order {
 		order[n] = n
 	}
 	best := -1.0
-	var keep GMF
-	stale := 0
-	dp, dq, dh := make([]float64, d), make([]float64, d), make([]float64, d)
+	var keep pointwise
+	keptEpoch, stale := 0, 0
 	loss := make([]float64, 0, cfg.BatchSize)
 	idx := make([]int, 0, cfg.BatchSize)
-	step := func(u, i int32, y, w float64) {
-		pu, qi := g.p[int(u)*d:int(u+1)*d], g.q[int(i)*d:int(i+1)*d]
-		s := g.b
-		for k := range d {
-			s += g.h[k] * pu[k] * qi[k]
-		}
-		e := w * (sigmoid(s) - y) // d BCE / d s
-		gp, gq := 0.0, 0.0
-		for k := range d {
-			dp[k] = e*g.h[k]*qi[k] + cfg.L2*pu[k]
-			dq[k] = e*g.h[k]*pu[k] + cfg.L2*qi[k]
-			dh[k] = e * pu[k] * qi[k]
-			gp += dp[k] * dp[k]
-			gq += dq[k] * dq[k]
-		}
-		accP[u] += gp / float64(d)
-		accQ[i] += gq / float64(d)
-		lp := cfg.LearningRate / math.Sqrt(1+accP[u])
-		lq := cfg.LearningRate / math.Sqrt(1+accQ[i])
-		for k := range d {
-			pu[k] -= lp * dp[k]
-			qi[k] -= lq * dq[k]
-			g.h[k] -= 0.1 * cfg.LearningRate * dh[k]
-		}
-		g.b -= 0.1 * cfg.LearningRate * e
-	}
 	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
 		r.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
 		drop := 0.0
@@ -171,7 +220,7 @@ func TrainGMF(cfg GMFConfig, users, items int, train []Interaction, weights []fl
 				loss = loss[:0]
 				for _, n := range batch {
 					x := train[n]
-					loss = append(loss, softplus(-g.score(x.User, x.Item)))
+					loss = append(loss, softplus(-m.score(x.User, x.Item)))
 				}
 				perm := make([]int, len(batch))
 				for k := range perm {
@@ -190,11 +239,11 @@ func TrainGMF(cfg GMFConfig, users, items int, train []Interaction, weights []fl
 				if weights != nil {
 					w = weights[n]
 				}
-				step(x.User, x.Item, 1, w)
+				m.step(x.User, x.Item, 1, w)
 				for range cfg.Negatives {
 					j := sampleUnseen(r, items, seen[x.User])
 					if j >= 0 {
-						step(x.User, j, 0, 1)
+						m.step(x.User, j, 0, 1)
 					}
 				}
 			}
@@ -203,23 +252,21 @@ func TrainGMF(cfg GMFConfig, users, items int, train []Interaction, weights []fl
 			continue
 		}
 		if len(valid) == 0 {
-			keep = *g
-			keep.Epochs = epoch
+			keep, keptEpoch = m, epoch
 			continue
 		}
-		m := Evaluate(g.Score, users, items, train, valid)
-		v := m.Recall[slices.Index(Cutoffs, 20)]
+		v := Evaluate(m.Score, users, items, train, valid).Recall[slices.Index(Cutoffs, 20)]
 		if v > best {
 			best, stale = v, 0
-			keep = GMF{d: d, p: slices.Clone(g.p), q: slices.Clone(g.q), h: slices.Clone(g.h), b: g.b, Epochs: epoch, Valid: v}
+			keep, keptEpoch = m.frozen(), epoch
 		} else if stale++; stale >= cfg.Patience {
 			break
 		}
 	}
-	if keep.p == nil {
-		keep = *g
+	if keep == nil {
+		return m, cfg.Epochs, 0
 	}
-	return &keep, nil
+	return keep, keptEpoch, max(best, 0)
 }
 
 func (g *GMF) score(u, i int32) float64 {

@@ -52,6 +52,23 @@ const recommendNotes = `
   difference smaller than about one standard deviation (most of them here) is not a finding.
 `
 
+// recommendDecaNotes closes the recommend report on the DeCA split.
+const recommendDecaNotes = `
+## Notes
+
+- **The protocol.** Train on every interaction of the training file, stop early on the clean validation file (Recall@20,
+  ranking every item but the user's training ones), test on the clean test file ranking every item but the user's
+  training and validation items. This is what DeCA's code does (its user_pos is train ∪ valid; compute_acc divides the
+  hits by the whole test list). Because all validation pairs are test pairs too, about half of the test list can never
+  be hit: the Recall ceiling above. Masking only the training items instead lets the validation items be ranked and
+  hit (issue 14 measured R@10 ≈ 0.15 that way for a plain GMF, against 0.06–0.075 with this protocol); the numbers here
+  are comparable neither with such a protocol nor with the 8:1:1 report.
+- **Negatives.** On this split the downstream model samples one negative per positive and epoch, as DeCA's code does
+  (NSR = 1); ` + "`--negatives`" + ` overrides it.
+- **The seeds** vary the models and the denoiser, not the split, which is fixed: the standard deviations measure training
+  noise only.
+`
+
 // detectNotes closes the detect report.
 const detectNotes = `
 ## Notes

@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"denoiser/online"
 )
@@ -52,16 +53,26 @@ func DefaultVariants() []Variant {
 
 // RecommendConfig configures the RQ1/RQ3/RQ4 experiment.
 type RecommendConfig struct {
-	Split string // random (default) or chrono
-	Seeds int    // default 3
+	// Split is random (default), chrono or deca; deca needs Fixed.
+	Split string
+	// Fixed is the split of SplitDeca (LoadDecaSplit), the same for every
+	// seed; nil for the other splits.
+	Fixed *Split
+	Seeds int // default 3
 	// Passes is the number of passes of the denoiser over the training
 	// stream; scores come from the last pass (default 5).
 	Passes int
 	// Weight is the score that weighs positives downstream: product
 	// (default), weight, p_clean or reliability.
-	Weight   string
-	GMF      GMFConfig
-	Variants []Variant // default DefaultVariants
+	Weight string
+	// GMF configures the downstream model; on SplitDeca its Negatives
+	// default to 1, the one sampled negative per positive of DeCA's code
+	// (NSR = 1), elsewhere to GMFConfig's 4.
+	GMF GMFConfig
+	// Backbones are the downstream models, BackboneGMF and BackboneNeuMF
+	// (default both).
+	Backbones []string
+	Variants  []Variant // default DefaultVariants
 	// TCEDrop is T-CE's final drop rate (default 0.2).
 	TCEDrop float64
 	// Segments is the number of points per pass of the distilled-share
@@ -87,6 +98,20 @@ func (c *RecommendConfig) defaults() error {
 	if c.Variants == nil {
 		c.Variants = DefaultVariants()
 	}
+	if c.Backbones == nil {
+		c.Backbones = []string{BackboneGMF, BackboneNeuMF}
+	}
+	for k, b := range c.Backbones {
+		if b != BackboneGMF && b != BackboneNeuMF {
+			return fmt.Errorf("recommend: unknown backbone %q (use %s or %s)", b, BackboneGMF, BackboneNeuMF)
+		}
+		if slices.Contains(c.Backbones[:k], b) {
+			return fmt.Errorf("recommend: backbone %s given twice", b)
+		}
+	}
+	if len(c.Backbones) == 0 {
+		return fmt.Errorf("recommend: no backbone")
+	}
 	if c.TCEDrop == 0 {
 		c.TCEDrop = 0.2
 	}
@@ -96,9 +121,14 @@ func (c *RecommendConfig) defaults() error {
 	if c.Workers == 0 {
 		c.Workers = 2
 	}
+	if c.Split == SplitDeca && c.GMF.Negatives == 0 {
+		c.GMF.Negatives = 1
+	}
 	switch {
-	case c.Split != SplitRandom && c.Split != SplitChrono:
-		return fmt.Errorf("recommend: unknown split %q (use random or chrono)", c.Split)
+	case c.Split != SplitRandom && c.Split != SplitChrono && c.Split != SplitDeca:
+		return fmt.Errorf("recommend: unknown split %q (use random, chrono or deca)", c.Split)
+	case (c.Split == SplitDeca) != (c.Fixed != nil):
+		return fmt.Errorf("recommend: split %s with fixed split %v: the deca split, and only it, needs its files (LoadDecaSplit)", c.Split, c.Fixed != nil)
 	case c.Weight != WeightProduct && c.Weight != WeightPClean && c.Weight != WeightReliability && c.Weight != WeightRecommended:
 		return fmt.Errorf("recommend: unknown weight %q (use product, weight, p_clean or reliability)", c.Weight)
 	case c.Seeds < 1 || c.Passes < 1 || c.Workers < 1 || c.Segments < 1:
@@ -138,29 +168,58 @@ type Curve struct {
 
 // RecommendResult is the outcome of RunRecommend.
 type RecommendResult struct {
-	Meta      Meta    `json:"meta"`
-	Split     string  `json:"split"`
-	Seeds     int     `json:"seeds"`
-	Passes    int     `json:"passes"`
-	Weight    string  `json:"weight"`
-	Cutoffs   []int   `json:"cutoffs"`
-	Train     int     `json:"train"`
-	Valid     int     `json:"valid"`
-	TestClean int     `json:"test_clean"`
-	Rows      []Row   `json:"rows"`
-	Curves    []Curve `json:"curves"`
+	Meta      Meta     `json:"meta"`
+	Split     string   `json:"split"`
+	Seeds     int      `json:"seeds"`
+	Passes    int      `json:"passes"`
+	Weight    string   `json:"weight"`
+	Negatives int      `json:"negatives"`
+	Backbones []string `json:"backbones"`
+	Dim       int      `json:"dim"`
+	Hidden    []int    `json:"hidden"`
+	Cutoffs   []int    `json:"cutoffs"`
+	Train     int      `json:"train"`
+	Valid     int      `json:"valid"`
+	TestClean int      `json:"test_clean"`
+	// TestUsers is the number of users averaged (those with a test item);
+	// TestMasked the number of test interactions among the user's Seen
+	// ones, never ranked; RecallCeiling the mean Recall a perfect ranking
+	// would reach, the share of each user's test items that are ranked.
+	TestUsers     int     `json:"test_users"`
+	TestMasked    int     `json:"test_masked"`
+	RecallCeiling float64 `json:"recall_ceiling"`
+	Rows          []Row   `json:"rows"`
+	// Paired compares the full model's weighted rows with Normal and T-CE
+	// seed by seed.
+	Paired []Paired `json:"paired"`
+	Curves []Curve  `json:"curves"`
 }
 
-// Groups of rows.
+// FullWeighted is the row of the downstream model weighted by the full
+// model (DefaultVariants' first).
+var FullWeighted = DefaultVariants()[0].Name + "-weighted"
+
+// Downstream models.
 const (
-	GroupDownstream = "downstream GMF"
-	GroupDenoiserF  = "denoiser's f as the recommender"
+	BackboneGMF   = "GMF"
+	BackboneNeuMF = "NeuMF"
 )
 
+// Groups of rows: one per backbone (DownstreamGroup) and the denoiser's f.
+const (
+	GroupDownstream      = "downstream GMF"
+	GroupDownstreamNeuMF = "downstream NeuMF"
+	GroupDenoiserF       = "denoiser's f as the recommender"
+)
+
+// DownstreamGroup is the group of the rows of a backbone.
+func DownstreamGroup(backbone string) string { return "downstream " + backbone }
+
 type recTask struct {
-	seed    uint64
-	kind    string // normal, tce, variant
-	variant int
+	seed     uint64
+	kind     string // normal, tce, variant
+	variant  int
+	backbone string // normal and tce
 }
 
 type recOut struct {
@@ -182,9 +241,11 @@ func RunRecommend(ctx context.Context, d *Dataset, cfg RecommendConfig) (*Recomm
 	var tasks []recTask
 	for s := range cfg.Seeds {
 		seed := uint64(s + 1)
-		tasks = append(tasks, recTask{seed, "normal", 0}, recTask{seed, "tce", 0})
+		for _, b := range cfg.Backbones {
+			tasks = append(tasks, recTask{seed, "normal", 0, b}, recTask{seed, "tce", 0, b})
+		}
 		for v := range cfg.Variants {
-			tasks = append(tasks, recTask{seed, "variant", v})
+			tasks = append(tasks, recTask{seed, "variant", v, ""})
 		}
 	}
 	if cfg.Progress != nil {
@@ -193,6 +254,11 @@ func RunRecommend(ctx context.Context, d *Dataset, cfg RecommendConfig) (*Recomm
 	splits := make([]Split, cfg.Seeds)
 	tests := make([][]Interaction, cfg.Seeds)
 	for s := range splits {
+		if cfg.Fixed != nil {
+			// The test file is the clean test.
+			splits[s], tests[s] = *cfg.Fixed, cfg.Fixed.Test
+			continue
+		}
 		sp, err := SplitData(d, cfg.Split, uint64(s+1))
 		if err != nil {
 			return nil, err
@@ -209,12 +275,12 @@ func RunRecommend(ctx context.Context, d *Dataset, cfg RecommendConfig) (*Recomm
 			if t.kind == "tce" {
 				gc.DropRate, name = cfg.TCEDrop, "T-CE"
 			}
-			g, err := TrainGMF(gc, d.Users, d.Items, sp.Train, nil, sp.Valid, t.seed)
+			score, epochs, err := trainDownstream(t.backbone, gc, d, sp.Train, nil, sp.Valid, t.seed)
 			if err != nil {
 				return recOut{}, err
 			}
-			cfg.Progress.events(len(sp.Train) * g.Epochs)
-			return recOut{rows: []recRow{{method: name, group: GroupDownstream, m: Evaluate(g.Score, d.Users, d.Items, sp.Train, test)}}}, nil
+			cfg.Progress.events(len(sp.Train) * epochs)
+			return recOut{rows: []recRow{{method: name, group: DownstreamGroup(t.backbone), m: Evaluate(score, d.Users, d.Items, sp.Seen, test)}}}, nil
 		}
 		v := cfg.Variants[t.variant]
 		return runVariant(cfg, d, v, sp, test, t.seed)
@@ -222,8 +288,10 @@ func RunRecommend(ctx context.Context, d *Dataset, cfg RecommendConfig) (*Recomm
 	if err != nil {
 		return nil, err
 	}
-	res := &RecommendResult{Split: cfg.Split, Seeds: cfg.Seeds, Passes: cfg.Passes, Weight: cfg.Weight, Cutoffs: Cutoffs,
-		Train: len(splits[0].Train), Valid: len(splits[0].Valid), TestClean: len(tests[0])}
+	res := &RecommendResult{Split: cfg.Split, Seeds: cfg.Seeds, Passes: cfg.Passes, Weight: cfg.Weight, Negatives: cfg.GMF.withDefaults().Negatives, Backbones: cfg.Backbones,
+		Dim: cfg.GMF.withDefaults().Dim, Hidden: cfg.GMF.withDefaults().Hidden,
+		Cutoffs: Cutoffs, Train: len(splits[0].Train), Valid: len(splits[0].Valid), TestClean: len(tests[0])}
+	res.TestUsers, res.TestMasked, res.RecallCeiling = recallCeiling(d.Users, splits[0].Seen, tests[0])
 	// Gather rows by (group, method) in task order of the first seed.
 	type key struct{ group, method string }
 	var order []key
@@ -254,7 +322,11 @@ func RunRecommend(ctx context.Context, d *Dataset, cfg RecommendConfig) (*Recomm
 			curves[t.variant] = c
 		}
 	}
-	for _, g := range []string{GroupDownstream, GroupDenoiserF} {
+	var groups []string
+	for _, b := range cfg.Backbones {
+		groups = append(groups, DownstreamGroup(b))
+	}
+	for _, g := range append(groups, GroupDenoiserF) {
 		for _, k := range order {
 			if k.group != g {
 				continue
@@ -272,6 +344,9 @@ func RunRecommend(ctx context.Context, d *Dataset, cfg RecommendConfig) (*Recomm
 			}
 			res.Rows = append(res.Rows, *row)
 		}
+	}
+	for _, b := range cfg.Backbones {
+		res.Paired = append(res.Paired, pairedComparisons(res.Rows, Cutoffs, b, DownstreamGroup(b), FullWeighted, []string{"Normal", "T-CE"})...)
 	}
 	for v := range cfg.Variants {
 		c := Curve{Variant: cfg.Variants[v].Name}
@@ -327,7 +402,7 @@ func runVariant(cfg RecommendConfig, d *Dataset, v Variant, sp Split, test []Int
 		distilled, inSeg = 0, 0
 	}
 	cfg.Progress.events(len(train) * cfg.Passes)
-	fm := Evaluate(modelScorer(m, d.Items), d.Users, d.Items, train, test)
+	fm := Evaluate(modelScorer(m, d.Items), d.Users, d.Items, sp.Seen, test)
 	var w, w5, w12 float64
 	var n5, n12 int
 	for n, x := range train {
@@ -348,19 +423,36 @@ func runVariant(cfg RecommendConfig, d *Dataset, v Variant, sp Split, test []Int
 	for n, x := range weights {
 		norm[n] = x / max(mean, 1e-12)
 	}
-	g, err := TrainGMF(cfg.GMF, d.Users, d.Items, train, norm, sp.Valid, seed)
-	if err != nil {
-		return recOut{}, err
+	out := recOut{curve: curve}
+	for _, b := range cfg.Backbones {
+		score, epochs, err := trainDownstream(b, cfg.GMF, d, train, norm, sp.Valid, seed)
+		if err != nil {
+			return recOut{}, err
+		}
+		cfg.Progress.events(len(train) * epochs)
+		out.rows = append(out.rows, recRow{method: v.Name + "-weighted", group: DownstreamGroup(b), m: Evaluate(score, d.Users, d.Items, sp.Seen, test),
+			w: mean, w5: w5 / float64(max(n5, 1)), w12: w12 / float64(max(n12, 1))})
 	}
-	cfg.Progress.events(len(train) * g.Epochs)
-	gm := Evaluate(g.Score, d.Users, d.Items, train, test)
-	return recOut{
-		rows: []recRow{
-			{method: v.Name + "-weighted", group: GroupDownstream, m: gm, w: mean, w5: w5 / float64(max(n5, 1)), w12: w12 / float64(max(n12, 1))},
-			{method: v.Name, group: GroupDenoiserF, m: fm},
-		},
-		curve: curve,
-	}, nil
+	out.rows = append(out.rows, recRow{method: v.Name, group: GroupDenoiserF, m: fm})
+	return out, nil
+}
+
+// trainDownstream trains the backbone on train (positive n weighted by
+// weights[n], nil: 1) with early stopping on valid, and returns its scorer
+// and the epoch kept.
+func trainDownstream(backbone string, cfg GMFConfig, d *Dataset, train []Interaction, weights []float64, valid []Interaction, seed uint64) (Scorer, int, error) {
+	if backbone == BackboneNeuMF {
+		n, err := TrainNeuMF(cfg, d.Users, d.Items, train, weights, valid, seed)
+		if err != nil {
+			return nil, 0, err
+		}
+		return n.Score, n.Epochs, nil
+	}
+	g, err := TrainGMF(cfg, d.Users, d.Items, train, weights, valid, seed)
+	if err != nil {
+		return nil, 0, err
+	}
+	return g.Score, g.Epochs, nil
 }
 
 // modelScorer ranks items by the denoiser's clean posterior f_1(x).
@@ -376,4 +468,33 @@ func modelScorer(m *online.Model, items int) Scorer {
 			}
 		}
 	}
+}
+
+// recallCeiling returns the number of users with a test item, the number
+// of test interactions among the seen ones (never ranked), and the mean
+// over those users of the share of their test items that are ranked: the
+// Recall at any cutoff of a perfect ranking with the cutoff at least the
+// user's test list.
+func recallCeiling(users int, seen, test []Interaction) (testUsers, masked int, ceiling float64) {
+	seenBy := byUser(seen, users)
+	rel := byUser(test, users)
+	for u, items := range rel {
+		if len(items) == 0 {
+			continue
+		}
+		ranked := 0
+		for i := range items {
+			if seenBy[u][i] {
+				masked++
+			} else {
+				ranked++
+			}
+		}
+		testUsers++
+		ceiling += float64(ranked) / float64(len(items))
+	}
+	if testUsers > 0 {
+		ceiling /= float64(testUsers)
+	}
+	return testUsers, masked, ceiling
 }

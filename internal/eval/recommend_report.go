@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // PaperRQ1 is one row of the paper's ML-100k table: R@10, R@50, N@10,
@@ -22,6 +23,10 @@ var PaperRecommend = []PaperRQ1{
 	{"GMF, full RGBT", 0.0748, 0.1181, 0.0652, 0.0779},
 }
 
+// PaperDecaNormal is the paper's Normal GMF on ML-100k as issue 14 quotes
+// it, the figures that DeCA's split and test protocol reproduce.
+var PaperDecaNormal = PaperRQ1{"GMF, Normal (as quoted in issue 14)", 0.0672, 0.2004, 0.0552, 0.0953}
+
 func (r *RecommendResult) row(group, method string) *Row {
 	for k := range r.Rows {
 		if r.Rows[k].Group == group && r.Rows[k].Method == method {
@@ -35,21 +40,39 @@ func (r *RecommendResult) row(group, method string) *Row {
 func (r *RecommendResult) WriteReport(dir string, meta Meta) error {
 	var b bytes.Buffer
 	meta.header(&b, "RQ1 / RQ3 / RQ4 — recommendation from noisy implicit feedback on ML-100k")
-	fmt.Fprintf(&b, "Every rating is an implicit positive. Split 8:1:1 by interaction (%s, seeded): %d train, %d validation "+
-		"(both noisy), and a clean test of the %d rating-5 test interactions. Recommenders rank every item the user has no "+
-		"training interaction with. Mean ± std over %d seeds.\n\n", r.Split, r.Train, r.Valid, r.TestClean, r.Seeds)
-	fmt.Fprintf(&b, "- **Downstream GMF**: BCE, 4 uniform negatives per positive and epoch, per-row adaptive SGD, early stopping on "+
+	if r.Split == SplitDeca {
+		fmt.Fprintf(&b, "Every rating is an implicit positive. The DeCA paper's split (github.com/wangyu-ustc/DeCA, data/ml-100k/): "+
+			"%d training interactions of every rating (noisy), %d clean (rating-5) validation and %d clean test interactions "+
+			"of %d users. Every validation pair is also a test pair (%d of the test pairs are). As in DeCA's code, the test "+
+			"ranks every item except the user's **training and validation items** (its user_pos = train ∪ valid), and Recall@K "+
+			"divides the hits by the user's whole test list, the masked validation items included, so a perfect ranking reaches "+
+			"a mean Recall of %.4f; NDCG's ideal list has min(K, whole test list) hits. Users with a test item are averaged. "+
+			"Validation (early stopping) ranks every item except the training ones. The split is fixed; the %d seeds vary the "+
+			"models' initialisation, sampling and the denoiser. Mean ± std over seeds.\n\n",
+			r.Train, r.Valid, r.TestClean, r.TestUsers, r.TestMasked, r.RecallCeiling, r.Seeds)
+	} else {
+		fmt.Fprintf(&b, "Every rating is an implicit positive. Split 8:1:1 by interaction (%s, seeded): %d train, %d validation "+
+			"(both noisy), and a clean test of the %d rating-5 test interactions. Recommenders rank every item the user has no "+
+			"training interaction with. Mean ± std over %d seeds.\n\n", r.Split, r.Train, r.Valid, r.TestClean, r.Seeds)
+	}
+	fmt.Fprintf(&b, "- **Downstream models** (%s): GMF with d = %d, and NeuMF trained end to end (NeuMF-end: the same GMF tower "+
+		"beside an MLP tower on [m_u; n_i] of 2 × %d inputs, ReLU layers %v, one output over both towers). ", strings.Join(r.Backbones, ", "), r.Dim, r.Dim, r.Hidden)
+	fmt.Fprintf(&b, "Both: BCE, %d uniform negative(s) per positive and epoch, per-sample SGD with per-row adaptive steps, early stopping on "+
 		"validation Recall@20. *Normal* trains on the raw stream; *T-CE* drops the largest-loss share of each batch's positives, "+
 		"the rate rising linearly to 0.2 over 10 epochs; *…-weighted* weighs each positive by the denoiser's score "+
 		"(`%s`, rescaled to mean 1), taken from the last of %d passes of the denoiser (binary mode) over the "+
-		"time-ordered training stream — each score is computed before the model learns from that event.\n", r.Weight, r.Passes)
+		"time-ordered training stream (the deca split has no time: file order) — each score is computed before the model learns from that event.\n", r.Negatives, r.Weight, r.Passes)
 	fmt.Fprintf(&b, "- **Denoiser's f**: the online model's clean posterior f(x) used directly as the recommender after the same "+
 		"%d passes (the paper's setting).\n\n", r.Passes)
 	fmt.Fprintf(&b, "Why `product`: the score that the downstream weighting can use must say how likely the observed positive is "+
 		"genuine. p_clean is that posterior under T̂; the reliability w is the GMM's posterior of the reliable component. "+
 		"The product uses both and lets each ablation remove one factor (w = 1 leaves p_clean; T̂ = I makes p_clean ≡ 1 and "+
 		"leaves w). `--weight p_clean|reliability` selects one alone; `--weight weight` the output's recommended weight, which on (user, item, rating) data such as this equals p_clean.\n\n")
-	for _, g := range []string{GroupDownstream, GroupDenoiserF} {
+	var groups []string
+	for _, bb := range r.Backbones {
+		groups = append(groups, DownstreamGroup(bb))
+	}
+	for _, g := range append(groups, GroupDenoiserF) {
 		fmt.Fprintf(&b, "## %s\n\n| method |", g)
 		for _, k := range r.Cutoffs {
 			fmt.Fprintf(&b, " R@%d |", k)
@@ -80,31 +103,56 @@ func (r *RecommendResult) WriteReport(dir string, meta Meta) error {
 	fmt.Fprintf(&b, "Mean raw weight the denoiser gave the training positives (before rescaling), overall / rating-5 / rating ≤ 2:\n\n")
 	fmt.Fprintf(&b, "| weighted by | all | rating 5 | rating ≤ 2 |\n|---|---|---|---|\n")
 	for _, row := range r.Rows {
-		if row.Group == GroupDownstream && row.WeightMean > 0 {
+		if len(groups) > 0 && row.Group == groups[0] && row.WeightMean > 0 {
 			fmt.Fprintf(&b, "| %s | %.3f | %.3f | %.3f |\n", row.Method, row.WeightMean, row.WeightRating5, row.WeightRating12)
 		}
 	}
 	fmt.Fprintf(&b, "\n![Recall@K and NDCG@K](recommend.png)\n\n")
 	fmt.Fprintf(&b, "## The paper's ML-100k numbers\n\n| paper | R@10 | R@50 | N@10 | N@50 |\n|---|---|---|---|---|\n")
-	for _, p := range PaperRecommend {
+	papers := PaperRecommend
+	if r.Split == SplitDeca {
+		papers = append(slices.Clone(papers), PaperDecaNormal)
+	}
+	for _, p := range papers {
 		fmt.Fprintf(&b, "| %s | %.4f | %.4f | %.4f | %.4f |\n", p.Method, p.R10, p.R50, p.N10, p.N50)
 	}
 	i10, i50 := slices.Index(r.Cutoffs, 10), slices.Index(r.Cutoffs, 50)
-	full := r.row(GroupDownstream, DefaultVariants()[0].Name+"-weighted")
-	normal, tce := r.row(GroupDownstream, "Normal"), r.row(GroupDownstream, "T-CE")
-	if full != nil && normal != nil && tce != nil && i10 >= 0 && i50 >= 0 {
-		fmt.Fprintf(&b, "| **here: Normal GMF** | %.4f | %.4f | %.4f | %.4f |\n", normal.RecallMean[i10], normal.RecallMean[i50], normal.NDCGMean[i10], normal.NDCGMean[i50])
-		fmt.Fprintf(&b, "| **here: RGBT-weighted GMF** | %.4f | %.4f | %.4f | %.4f |\n\n", full.RecallMean[i10], full.RecallMean[i50], full.NDCGMean[i10], full.NDCGMean[i50])
-		fmt.Fprintf(&b, "### Goal check (RQ1)\n\n| goal | measured | met? |\n|---|---|---|\n")
-		fmt.Fprintf(&b, "| RGBT-weighted R@10 > Normal | %.4f vs %.4f | %s |\n", full.RecallMean[i10], normal.RecallMean[i10], mark(full.RecallMean[i10] > normal.RecallMean[i10]))
-		fmt.Fprintf(&b, "| RGBT-weighted R@10 > T-CE | %.4f vs %.4f | %s |\n", full.RecallMean[i10], tce.RecallMean[i10], mark(full.RecallMean[i10] > tce.RecallMean[i10]))
-		fmt.Fprintf(&b, "| RGBT-weighted N@10 > Normal | %.4f vs %.4f | %s |\n", full.NDCGMean[i10], normal.NDCGMean[i10], mark(full.NDCGMean[i10] > normal.NDCGMean[i10]))
-		fmt.Fprintf(&b, "| RGBT-weighted N@10 > T-CE | %.4f vs %.4f | %s |\n", full.NDCGMean[i10], tce.NDCGMean[i10], mark(full.NDCGMean[i10] > tce.NDCGMean[i10]))
-		fmt.Fprintf(&b, "| R@10 ≥ paper full RGBT (NeuMF-end 0.0800) | %.4f | %s (see note on comparability) |\n", full.RecallMean[i10], mark(full.RecallMean[i10] >= 0.0800))
-		fmt.Fprintf(&b, "| N@10 ≥ paper full RGBT (NeuMF-end 0.0698) | %.4f | %s (see note on comparability) |\n", full.NDCGMean[i10], mark(full.NDCGMean[i10] >= 0.0698))
-		fmt.Fprintf(&b, "\nThe differences between the downstream rows are small next to their seed-to-seed standard deviations; "+
-			"\"above\" in the goal check is a comparison of means, not a significant difference.\n\n")
+	type check struct {
+		backbone          string
+		full, normal, tce *Row
 	}
+	var checks []check
+	for _, bb := range r.Backbones {
+		g := DownstreamGroup(bb)
+		c := check{bb, r.row(g, FullWeighted), r.row(g, "Normal"), r.row(g, "T-CE")}
+		if c.full == nil || c.normal == nil || c.tce == nil || i10 < 0 || i50 < 0 {
+			continue
+		}
+		checks = append(checks, c)
+		for _, x := range []struct {
+			name string
+			row  *Row
+		}{{"Normal", c.normal}, {"T-CE", c.tce}, {"RGBT-weighted", c.full}} {
+			fmt.Fprintf(&b, "| **here: %s %s** | %.4f | %.4f | %.4f | %.4f |\n", x.name, bb,
+				x.row.RecallMean[i10], x.row.RecallMean[i50], x.row.NDCGMean[i10], x.row.NDCGMean[i50])
+		}
+	}
+	fmt.Fprintln(&b)
+	if len(checks) > 0 {
+		fmt.Fprintf(&b, "### Goal check (RQ1)\n\n| goal | measured | met? |\n|---|---|---|\n")
+		for _, c := range checks {
+			full, normal, tce := c.full, c.normal, c.tce
+			fmt.Fprintf(&b, "| %s: RGBT-weighted R@10 > Normal | %.4f vs %.4f | %s |\n", c.backbone, full.RecallMean[i10], normal.RecallMean[i10], mark(full.RecallMean[i10] > normal.RecallMean[i10]))
+			fmt.Fprintf(&b, "| %s: RGBT-weighted R@10 > T-CE | %.4f vs %.4f | %s |\n", c.backbone, full.RecallMean[i10], tce.RecallMean[i10], mark(full.RecallMean[i10] > tce.RecallMean[i10]))
+			fmt.Fprintf(&b, "| %s: RGBT-weighted N@10 > Normal | %.4f vs %.4f | %s |\n", c.backbone, full.NDCGMean[i10], normal.NDCGMean[i10], mark(full.NDCGMean[i10] > normal.NDCGMean[i10]))
+			fmt.Fprintf(&b, "| %s: RGBT-weighted N@10 > T-CE | %.4f vs %.4f | %s |\n", c.backbone, full.NDCGMean[i10], tce.NDCGMean[i10], mark(full.NDCGMean[i10] > tce.NDCGMean[i10]))
+			fmt.Fprintf(&b, "| %s: R@10 ≥ paper full RGBT (NeuMF-end 0.0800) | %.4f | %s (see note on comparability) |\n", c.backbone, full.RecallMean[i10], mark(full.RecallMean[i10] >= 0.0800))
+			fmt.Fprintf(&b, "| %s: N@10 ≥ paper full RGBT (NeuMF-end 0.0698) | %.4f | %s (see note on comparability) |\n", c.backbone, full.NDCGMean[i10], mark(full.NDCGMean[i10] >= 0.0698))
+		}
+		fmt.Fprintf(&b, "\n\"Above\" in the goal check is a comparison of means; whether a difference is more than seed-to-seed noise "+
+			"is the paired comparison's question, below.\n\n")
+	}
+	r.pairedTable(&b)
 	fmt.Fprintf(&b, "## RQ4 — share of samples used over time\n\nShare of the events of each tenth of a pass that the denoiser "+
 		"distilled (the samples L_cal and T̂ learn from), averaged over seeds:\n\n![distilled share](rho.png)\n\n")
 	fmt.Fprintf(&b, "| variant | first tenth | end of pass 1 | end of last pass |\n|---|---|---|---|\n")
@@ -115,7 +163,11 @@ func (r *RecommendResult) WriteReport(dir string, meta Meta) error {
 		per := len(c.Share) / max(r.Passes, 1)
 		fmt.Fprintf(&b, "| %s | %.3f | %.3f | %.3f |\n", c.Variant, c.Share[0], c.Share[max(per-1, 0)], c.Share[len(c.Share)-1])
 	}
-	b.WriteString(recommendNotes)
+	if r.Split == SplitDeca {
+		b.WriteString(recommendDecaNotes)
+	} else {
+		b.WriteString(recommendNotes)
+	}
 	if err := writeAtomic(filepath.Join(dir, "recommend.md"), b.Bytes()); err != nil {
 		return err
 	}
@@ -129,8 +181,11 @@ func (r *RecommendResult) figures(dir string) error {
 	var rec, ndcg []series
 	for _, row := range r.Rows {
 		name := row.Method
-		if row.Group == GroupDenoiserF {
+		switch {
+		case row.Group == GroupDenoiserF:
 			name = "f: " + name
+		case len(r.Backbones) > 1:
+			name = strings.TrimPrefix(row.Group, "downstream ") + ": " + name
 		}
 		s1 := series{name: name, dashed: row.Group == GroupDenoiserF}
 		s2 := s1
@@ -148,4 +203,29 @@ func (r *RecommendResult) figures(dir string) error {
 		ss = append(ss, series{name: c.Variant, xs: c.Passes, ys: c.Share})
 	}
 	return gridFigure(filepath.Join(dir, "rho.png"), []string{"distilled share per tenth of a pass"}, "passes over the training stream", "share distilled", [][]series{ss})
+}
+
+// pairedTable writes the paired comparisons: mean difference over seeds
+// and the paired t-test's two-sided p-value.
+func (r *RecommendResult) pairedTable(b *bytes.Buffer) {
+	if len(r.Paired) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "### Paired comparisons over seeds\n\nFor each seed, the weighted model's metric minus the baseline's (same seed: same "+
+		"initialisation and sampling stream of the downstream model); the mean of those differences, Student's t with n − 1 "+
+		"degrees of freedom and its two-sided p-value. With %d seeds a p-value under 0.05 needs a difference consistent in "+
+		"sign and size across seeds; nothing is corrected for the %d tests in this table.\n\n", r.Seeds, len(r.Paired))
+	fmt.Fprintf(b, "| backbone | method | baseline | metric | mean diff | t | p |\n|---|---|---|---|---|---|---|\n")
+	for _, p := range r.Paired {
+		metric := "R"
+		if p.Metric == "ndcg" {
+			metric = "N"
+		}
+		ts, ps := "—", "—"
+		if p.T != nil {
+			ts, ps = fmt.Sprintf("%.2f", *p.T), fmt.Sprintf("%.3f", *p.PValue)
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s@%d | %+.4f | %s | %s |\n", p.Backbone, p.Method, p.Baseline, metric, p.Cutoff, p.MeanDiff, ts, ps)
+	}
+	fmt.Fprintln(b)
 }
