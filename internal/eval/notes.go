@@ -65,6 +65,11 @@ const recommendDecaNotes = `
   are comparable neither with such a protocol nor with the 8:1:1 report.
 - **Negatives.** On this split the downstream model samples one negative per positive and epoch, as DeCA's code does
   (NSR = 1); ` + "`--negatives`" + ` overrides it.
+- **Comparability with the paper.** The paper's rows quoted in issue 4 have R@50 only about 1.6 × R@10, which this
+  protocol does not give (R@50 is 2.6–3 × R@10 here and in the Normal GMF figures quoted in issue 14): the goal-check
+  lines against them compare different protocols. The figures of issue 14 are the ones to set the Normal rows
+  against. The models here are the lab's (per-row adaptive SGD, early stopping on validation Recall@20), not DeCA's
+  Adam-trained ones.
 - **The seeds** vary the models and the denoiser, not the split, which is fixed: the standard deviations measure training
   noise only.
 `
