@@ -254,19 +254,7 @@ func TestRunCrashRecovery(t *testing.T) {
 		produced <- nil
 	}()
 
-	scored := b.NewReader(t, in+".scored")
-	dead := b.NewReader(t, in+".dead-letter")
-	poll := func() int {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := scored.Poll(ctx); err != nil {
-			t.Logf("poll output: %v", err)
-		}
-		if err := dead.Poll(ctx); err != nil {
-			t.Logf("poll dead letters: %v", err)
-		}
-		return len(scored.Msgs) + len(dead.Msgs)
-	}
+	scored, dead, poll := outputReaders(t, b, in)
 
 	for k := 1; k <= kills; k++ {
 		c := startChild(t, filepath.Join(dir, fmt.Sprintf("run-%d.log", k)), "run", "--config", cfg)
@@ -708,19 +696,7 @@ func TestRunCrashRecoveryGroup(t *testing.T) {
 		produced <- nil
 	}()
 
-	scored := b.NewReader(t, in+".scored")
-	dead := b.NewReader(t, in+".dead-letter")
-	poll := func() int {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := scored.Poll(ctx); err != nil {
-			t.Logf("poll output: %v", err)
-		}
-		if err := dead.Poll(ctx); err != nil {
-			t.Logf("poll dead letters: %v", err)
-		}
-		return len(scored.Msgs) + len(dead.Msgs)
-	}
+	scored, dead, poll := outputReaders(t, b, in)
 
 	procs := make([]*child, members)
 	runs := make([]int, members)
@@ -1094,4 +1070,22 @@ func logFigures(logs []string) (found, handovers, failures int) {
 		}
 	}
 	return found, handovers, failures
+}
+
+// outputReaders reads the scored and dead-letter topics of input topic in;
+// poll reads what arrived since and returns how many records both hold.
+func outputReaders(t *testing.T, b *kafkatest.Broker, in string) (scored, dead *kafkatest.Reader, poll func() int) {
+	scored = b.NewReader(t, in+".scored")
+	dead = b.NewReader(t, in+".dead-letter")
+	return scored, dead, func() int {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := scored.Poll(ctx); err != nil {
+			t.Logf("poll output: %v", err)
+		}
+		if err := dead.Poll(ctx); err != nil {
+			t.Logf("poll dead letters: %v", err)
+		}
+		return len(scored.Msgs) + len(dead.Msgs)
+	}
 }

@@ -283,20 +283,8 @@ func TestLoadDeca(t *testing.T) {
 // TestGMFLearns checks that the downstream GMF ranks held-out items of a
 // clustered data set far above chance.
 func TestGMFLearns(t *testing.T) {
-	// 4 groups of users, each interacting only with its own quarter of the
-	// items.
 	const users, items = 80, 80
-	r := rand.New(rand.NewPCG(5, 5))
-	var rows []Interaction
-	for u := range users {
-		g := u % 4
-		for _, k := range r.Perm(20)[:12] {
-			rows = append(rows, Interaction{User: int32(u), Item: int32(g*20 + k), Rating: 5})
-		}
-	}
-	r.Shuffle(len(rows), func(a, b int) { rows[a], rows[b] = rows[b], rows[a] })
-	n := len(rows) * 8 / 10
-	train, test := rows[:n], rows[n:]
+	train, test := clustered()
 	g, err := TrainGMF(GMFConfig{Epochs: 20, EvalEvery: 20}, users, items, train, nil, nil, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -320,4 +308,21 @@ func checkFiles(t *testing.T, dir string, names ...string) {
 			t.Errorf("%s: %v", n, err)
 		}
 	}
+}
+
+// clustered is a data set of 80 users in 4 groups, each interacting only
+// with its own quarter of 80 items, split 8:2 at random (seeded).
+func clustered() (train, test []Interaction) {
+	const users = 80
+	r := rand.New(rand.NewPCG(5, 5))
+	var rows []Interaction
+	for u := range users {
+		g := u % 4
+		for _, k := range r.Perm(20)[:12] {
+			rows = append(rows, Interaction{User: int32(u), Item: int32(g*20 + k), Rating: 5})
+		}
+	}
+	r.Shuffle(len(rows), func(a, b int) { rows[a], rows[b] = rows[b], rows[a] })
+	n := len(rows) * 8 / 10
+	return rows[:n], rows[n:]
 }

@@ -128,17 +128,7 @@ func TestNeuMFScore(t *testing.T) {
 // data set of TestGMFLearns far above chance, deterministically.
 func TestNeuMFLearns(t *testing.T) {
 	const users, items = 80, 80
-	r := rand.New(rand.NewPCG(5, 5))
-	var rows []Interaction
-	for u := range users {
-		g := u % 4
-		for _, k := range r.Perm(20)[:12] {
-			rows = append(rows, Interaction{User: int32(u), Item: int32(g*20 + k), Rating: 5})
-		}
-	}
-	r.Shuffle(len(rows), func(a, b int) { rows[a], rows[b] = rows[b], rows[a] })
-	n := len(rows) * 8 / 10
-	train, test := rows[:n], rows[n:]
+	train, test := clustered()
 	cfg := GMFConfig{Epochs: 20, EvalEvery: 20}
 	m, err := TrainNeuMF(cfg, users, items, train, nil, nil, 1)
 	if err != nil {
