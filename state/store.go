@@ -235,7 +235,10 @@ func (s *Store) gcLoop() {
 		case <-s.kick:
 		}
 		r := s.collect()
-		if r.err != nil {
+		if errors.Is(r.err, ErrNoSpace) {
+			// The refused Save that asked for it says so already.
+			s.log.Debug("state: garbage collection postponed", "err", r.err)
+		} else if r.err != nil {
 			s.log.Warn("state: garbage collection failed", "err", r.err)
 		} else if r.dropped > 0 || r.rewrites > 0 {
 			s.log.Debug("state: garbage collected",

@@ -77,15 +77,22 @@ func Free(t testing.TB, dir string) int64 {
 	return int64(st.Bavail) * int64(st.Bsize)
 }
 
-// Used returns the bytes the files under dir occupy (allocated blocks).
+// Used returns the bytes the files under dir occupy (allocated blocks);
+// files removed while it walks do not count.
 func Used(t testing.TB, dir string) int64 {
 	t.Helper()
 	var n int64
 	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil // removed while walked
+		}
 		if err != nil || d.IsDir() {
 			return err
 		}
 		info, err := d.Info()
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
