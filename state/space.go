@@ -125,7 +125,7 @@ func ensureSpace(dir string, n, reserve int64) error {
 		return fmt.Errorf("free space of %s: %w", dir, err)
 	}
 	if readOnly {
-		return fmt.Errorf("%s: %w", dir, errReadOnly)
+		return fmt.Errorf("the filesystem is mounted read-only: %w", errReadOnly)
 	}
 	if free < n+reserve {
 		return &spaceError{dir: dir, free: free, write: n, reserve: reserve}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -141,4 +142,35 @@ func TestFullDiskOwnGarbage(t *testing.T) {
 	}
 	t.Logf("%d saves of %d MiB on a %d MiB filesystem: %d refused for space and retried; state directory at most %.1f MiB",
 		saves, modelSize>>20, disk>>20, refused, float64(maxUsed)/(1<<20))
+}
+
+// TestReadOnlyOpen: a store on a filesystem mounted read-only is refused by
+// Open with EROFS, a clear error rather than Badger's first failed write.
+func TestReadOnlyOpen(t *testing.T) {
+	mnt := disktest.Tmpfs(t, 16<<20)
+	dir := filepath.Join(mnt, "state")
+	s, err := Open(dir, noGC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(context.Background(), genCheckpoint(1, 100)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	disktest.Remount(t, mnt, "ro")
+	s, err = Open(dir, noGC)
+	if !errors.Is(err, syscall.EROFS) {
+		if err == nil {
+			s.Close()
+		}
+		t.Fatalf("Open on a read-only filesystem: %v, want EROFS", err)
+	}
+	t.Logf("refused: %v", err)
+	disktest.Remount(t, mnt, "rw")
+	s = openT(t, dir, noGC)
+	if cp, ok, err := s.Load(context.Background()); err != nil || !ok || cp.Version != 1 {
+		t.Fatalf("Load once writable again: version %d ok=%v err=%v", cp.Version, ok, err)
+	}
 }

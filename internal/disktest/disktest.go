@@ -38,6 +38,14 @@ func Tmpfs(t testing.TB, size int64) string {
 	return dir
 }
 
+// Remount remounts the filesystem mounted on dir with option ("ro", "rw").
+func Remount(t testing.TB, dir, option string) {
+	t.Helper()
+	if out, err := exec.Command("mount", "-o", "remount,"+option, dir).CombinedOutput(); err != nil {
+		t.Fatalf("remount %s %s: %v: %s", dir, option, err, out)
+	}
+}
+
 // Fill writes a ballast file in dir until its filesystem has no free byte
 // left, and returns the file's path; removing it frees the space again.
 func Fill(t testing.TB, dir string) string {
