@@ -63,7 +63,8 @@ type checkpointer struct {
 	jobs      chan saveJob
 	results   chan error
 	wg        sync.WaitGroup
-	failing   atomic.Bool   // the last save failed
+	failing   atomic.Bool   // the last save failed...
+	failure   atomic.Value  // ...with this error message (a string)
 	processed atomic.Uint64 // records processed, read by any goroutine
 }
 
@@ -135,10 +136,13 @@ func (c *checkpointer) poll() {
 }
 
 // checkpoint flushes the output and hands the model and positions to the
-// saver, unless nothing changed or a save is still in flight.
+// saver, unless a save is still in flight or nothing changed since the last
+// save that succeeded: after a failed save (a full disk) it tries again at
+// each interval even when no record has come since, so that the state
+// catches up by itself once the cause is gone.
 func (c *checkpointer) checkpoint(ctx context.Context, out consumer.Flusher) error {
 	c.poll()
-	if c.pending == 0 || c.saving {
+	if (c.pending == 0 && !c.failing.Load()) || c.saving {
 		return nil
 	}
 	start := time.Now()
@@ -203,6 +207,7 @@ func (c *checkpointer) save(job saveJob) error {
 	})
 	d := time.Since(start)
 	if err != nil {
+		c.failure.Store(err.Error())
 		c.failing.Store(true)
 		c.metrics.checkpointFailures.Inc()
 		c.log.Error("checkpoint failed", "err", err, "model_version", cp.Version)
@@ -238,7 +243,7 @@ func (c *checkpointer) finish(ctx context.Context, final bool) error {
 			return fmt.Errorf("final checkpoint: wait for the save in flight: %w", ctx.Err())
 		}
 	}
-	if !final || c.pending == 0 {
+	if !final || (c.pending == 0 && !c.failing.Load()) {
 		return nil
 	}
 	cp, err := c.snapshot()
@@ -282,6 +287,15 @@ func (c *checkpointer) handover(ctx context.Context, out consumer.Flusher) error
 	}
 	c.metrics.handovers.WithLabelValues(outcome).Inc()
 	return err
+}
+
+// failed returns why the last save failed, "" if it did not.
+func (c *checkpointer) failed() string {
+	if !c.failing.Load() {
+		return ""
+	}
+	msg, _ := c.failure.Load().(string)
+	return msg
 }
 
 // close stops the saver, waiting for a save in flight. Idempotence is the

@@ -22,7 +22,10 @@
 //     reused buffer and copies the positions; a saver goroutine commits
 //     them to Badger in one transaction, then commits the offsets to the
 //     group (for lag monitoring only). The loop pauses for the flush and
-//     the serialisation, never for the Badger write.
+//     the serialisation, never for the Badger write. A failed checkpoint
+//     (a full disk: state.ErrNoSpace) is counted, fails /readyz with its
+//     error and is tried again every Checkpoint.Interval, with or without
+//     new records; the stream goes on (docs/operations.md, "A full disk").
 //   - Metrics (denoiser_*, on an injected or private registry), /metrics,
 //     /healthz, /readyz, and a hook for more routes (Options.Handlers).
 //   - Live snapshots (LiveSnapshots, Options.LiveSnapshots): /snapshot

@@ -453,8 +453,8 @@ func (s *Service) Ready() (bool, string) {
 	if _, joined := s.src.Assignment(); !joined {
 		return false, "not yet a member of the consumer group"
 	}
-	if s.cp.failing.Load() {
-		return false, "the last checkpoint failed"
+	if why := s.cp.failed(); why != "" {
+		return false, "the last checkpoint failed: " + why
 	}
 	return true, "ready"
 }

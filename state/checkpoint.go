@@ -265,7 +265,15 @@ func (s *Store) SaveFrom(ctx context.Context, cp Checkpoint, write func(io.Write
 		return fmt.Errorf("state: save: %w", err)
 	}
 	gen := prev.generation + 1
-	cw := &chunkWriter{ctx: ctx, db: s.db, gen: gen, buf: s.chunkBuf[:0]}
+	// The model is likely about as large as the last one: refuse a save
+	// that cannot fit before it writes anything. Each chunk and the
+	// commit are checked again as they go.
+	keep := s.gcNeed(prev)
+	if err := s.ensureSpace(int64(prev.modelLen)+int64(prev.chunks)*entryOverhead, keep); err != nil {
+		return fmt.Errorf("state: save generation %d: %w", gen, err)
+	}
+	cw := &chunkWriter{ctx: ctx, db: s.db, gen: gen, buf: s.chunkBuf[:0],
+		space: func(n int64) error { return s.ensureSpace(n, keep) }}
 	if err := write(cw); err != nil {
 		if cw.err != nil {
 			err = cw.err
@@ -285,7 +293,26 @@ func (s *Store) SaveFrom(ctx context.Context, cp Checkpoint, write func(io.Write
 		crc:        cw.crc,
 		positions:  uint32(len(cp.Positions)),
 	}
-	return s.commit(ctx, rec, cp.Positions)
+	return s.commit(ctx, rec, cp.Positions, keep)
+}
+
+// ensureSpace checks that the store's filesystem has room for a write of n
+// bytes, the reserve of Badger's own writes and keep more (room for the
+// collector). When it has not, it asks the collector to run now: what it
+// frees lets a later save through.
+func (s *Store) ensureSpace(n, keep int64) error {
+	usage, err := readUsage(s.dir)
+	if err != nil {
+		return fmt.Errorf("measure %s: %w", s.dir, err)
+	}
+	err = ensureSpace(s.dir, n, usage.reserve()+keep)
+	if errors.Is(err, ErrNoSpace) {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	}
+	return err
 }
 
 // chunkWriter writes a model into the store, chunkSize bytes to a
@@ -299,6 +326,8 @@ type chunkWriter struct {
 	n      uint64 // model bytes written
 	crc    uint32
 	err    error
+	// space checks, before each chunk, that the filesystem has room for it.
+	space func(n int64) error
 }
 
 func (w *chunkWriter) Write(p []byte) (int, error) {
@@ -340,6 +369,10 @@ func (w *chunkWriter) flush() error {
 		w.err = err
 		return err
 	}
+	if err := w.space(int64(len(w.buf)) + entryOverhead); err != nil {
+		w.err = err
+		return err
+	}
 	w.err = w.db.Update(func(txn *badger.Txn) error {
 		return txn.Set(modelKey(w.gen, w.chunks), w.buf)
 	})
@@ -352,8 +385,9 @@ func (w *chunkWriter) flush() error {
 }
 
 // commit writes the positions and the commit record of rec in one
-// transaction, deleting the positions not in ps (invariant 3).
-func (s *Store) commit(ctx context.Context, rec record, ps []input.Position) error {
+// transaction, deleting the positions not in ps (invariant 3). gcRoom is
+// the free space to leave beyond Badger's reserve.
+func (s *Store) commit(ctx context.Context, rec record, ps []input.Position, gcRoom int64) error {
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
 	// Collect first: a read-write transaction allows one iterator and no
@@ -397,6 +431,13 @@ func (s *Store) commit(ctx context.Context, rec record, ps []input.Position) err
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("state: save: %w", err)
+	}
+	size := int64(len(stale)+len(ps)+1) * entryOverhead
+	for _, p := range ps {
+		size += int64(len(p.Topic))
+	}
+	if err := s.ensureSpace(size, gcRoom); err != nil {
+		return fmt.Errorf("state: save generation %d: %w", rec.generation, err)
 	}
 	if err := txn.Commit(); err != nil {
 		return fmt.Errorf("state: save: commit generation %d: %w", rec.generation, err)

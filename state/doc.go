@@ -40,6 +40,20 @@
 //  8. [Open] repairs what a crash can leave and Badger refuses (zero-length
 //     value-log and WAL files), under Badger's directory lock, and never
 //     removes anything that holds a committed write.
+//  9. A full filesystem is an error, never a fault. Badger writes through
+//     memory maps of sparse files, and a write into a page the filesystem
+//     cannot back kills the process (SIGBUS). So, on Linux, [Open], every
+//     chunk and commit of a Save, and each step of the collector first
+//     measure the free space of the store's filesystem, and refuse with
+//     [ErrNoSpace] what it does not cover with a reserve to spare: room
+//     for Badger's own memtable flushes and compactions (the size of its
+//     memtable logs and tables, plus 4 MiB) and, for Saves, for one
+//     rewrite of the collector, so that it can always free what
+//     superseded checkpoints hold. A refused Save leaves the previous
+//     checkpoint in place and starts a collection. [Store.Close] does not
+//     close Badger when its final flush would not fit (see Close). The
+//     check cannot see another process that fills the filesystem between
+//     it and the write: give the store a filesystem of its own.
 //
 // # What it must not do
 //

@@ -27,6 +27,11 @@ var (
 	// ErrCorrupt is returned by Load when what is on disk does not match its
 	// commit record, or was written by an unknown layout version.
 	ErrCorrupt = errors.New("state: corrupt checkpoint")
+	// ErrNoSpace is returned by Open, Save, SaveFrom and Close when the
+	// store's filesystem lacks the free space a write needs plus the
+	// reserve Badger's own flushes and compactions need (see doc.go). The
+	// write was not made; a later call succeeds once space is freed.
+	ErrNoSpace = errors.New("state: not enough free disk space")
 )
 
 // Options configures a Store. The zero value is valid.
@@ -54,9 +59,13 @@ type Options struct {
 }
 
 const (
-	defaultGCInterval       = time.Minute
-	defaultGCDiscardRatio   = 0.5
-	defaultValueLogFileSize = 256 << 20
+	defaultGCInterval     = time.Minute
+	defaultGCDiscardRatio = 0.5
+	// defaultValueLogFileSize is 64 MiB: Badger never collects the
+	// value-log file it is writing, so up to this much garbage stays on
+	// disk, and one rewrite of the collector needs up to half of it free
+	// (docs/design/state.md, "A full disk").
+	defaultValueLogFileSize = 64 << 20
 	// maxRewritesPerGC bounds the value-log rewrites of one collection, so
 	// that Close never waits for more than that.
 	maxRewritesPerGC = 8
@@ -94,10 +103,12 @@ func (o Options) withDefaults() Options {
 // safe for concurrent use: Saves are serialised, Loads run beside them.
 type Store struct {
 	db   *badger.DB
+	dir  string
 	opts Options
 	log  *slog.Logger
 
 	stop      chan struct{} // closed by Close: stops the GC goroutine
+	kick      chan struct{} // a Save refused for space asks for a collection now
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
@@ -125,6 +136,16 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	opts = opts.withDefaults()
 
+	// Badger's Open writes through memory maps (new log files, the flush
+	// of replayed memtables): on a full filesystem it would fault.
+	usage, err := readUsage(dir)
+	if err == nil {
+		err = ensureSpace(dir, 0, usage.reserve())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state: open %s: %w", dir, err)
+	}
+
 	bopts := badger.DefaultOptions(dir).
 		WithLogger(badgerLogger{opts.Logger}).
 		WithSyncWrites(!opts.NoSync).
@@ -151,7 +172,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state: open %s: %w", dir, err)
 	}
-	s := &Store{db: db, opts: opts, log: opts.Logger, stop: make(chan struct{})}
+	s := &Store{db: db, dir: dir, opts: opts, log: opts.Logger, stop: make(chan struct{}), kick: make(chan struct{}, 1)}
 	if opts.GCInterval > 0 {
 		s.wg.Add(1)
 		go s.gcLoop()
@@ -162,6 +183,13 @@ func Open(dir string, opts Options) (*Store, error) {
 // Close stops the garbage collector, waits for it and for running Saves and
 // Loads, and closes the database. It is idempotent: later calls return the
 // first call's result.
+//
+// Badger flushes its memtable into a table when it closes. When the
+// filesystem lacks the space for that, Close does not close Badger and
+// returns an error wrapping ErrNoSpace: Badger's files stay open and
+// mapped until the process exits, as after a crash, and the next Open
+// recovers everything committed from the memtable logs. The process
+// should exit soon after such a Close.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.stop)
@@ -173,6 +201,14 @@ func (s *Store) Close() error {
 		s.readMu.Unlock()
 		s.writeMu.Unlock()
 
+		usage, err := readUsage(s.dir)
+		if err == nil {
+			err = ensureSpace(s.dir, 0, usage.flushNeed())
+		}
+		if err != nil {
+			s.closeErr = fmt.Errorf("state: close: Badger left open until the process exits (the next Open recovers what was committed): %w", err)
+			return
+		}
 		if err := s.db.Close(); err != nil {
 			s.closeErr = fmt.Errorf("state: close: %w", err)
 		}
@@ -196,9 +232,13 @@ func (s *Store) gcLoop() {
 		case <-s.stop:
 			return
 		case <-t.C:
+		case <-s.kick:
 		}
 		r := s.collect()
-		if r.err != nil {
+		if errors.Is(r.err, ErrNoSpace) {
+			// The refused Save that asked for it says so already.
+			s.log.Debug("state: garbage collection postponed", "err", r.err)
+		} else if r.err != nil {
 			s.log.Warn("state: garbage collection failed", "err", r.err)
 		} else if r.dropped > 0 || r.rewrites > 0 {
 			s.log.Debug("state: garbage collected",
@@ -224,7 +264,7 @@ func (s *Store) collect() gcResult {
 			return r
 		default:
 		}
-		err := s.db.RunValueLogGC(s.opts.GCDiscardRatio)
+		err := s.rewriteValueLog()
 		switch {
 		case err == nil:
 			r.rewrites++
@@ -236,6 +276,37 @@ func (s *Store) collect() gcResult {
 		}
 	}
 	return r
+}
+
+// rewriteValueLog runs one value-log rewrite when the filesystem has room
+// for it: it writes the live entries of the file it collects. It holds
+// writeMu, so that no Save spends the space it counted on.
+func (s *Store) rewriteValueLog() error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	var committed record
+	if err := s.db.View(func(txn *badger.Txn) (err error) {
+		committed, _, err = readRecord(txn)
+		return err
+	}); err != nil {
+		return err
+	}
+	usage, err := readUsage(s.dir)
+	if err != nil {
+		return err
+	}
+	if err := ensureSpace(s.dir, s.gcNeed(committed), usage.reserve()); err != nil {
+		return err
+	}
+	return s.db.RunValueLogGC(s.opts.GCDiscardRatio)
+}
+
+// gcNeed is what one value-log rewrite may write while rec is committed.
+func (s *Store) gcNeed(rec record) int64 {
+	return gcNeed(int64(rec.modelLen), s.opts.valueLogFileSize, s.opts.GCDiscardRatio)
 }
 
 // dropSuperseded removes every model generation other than the committed
@@ -274,6 +345,14 @@ func (s *Store) dropSuperseded() (int, error) {
 	})
 	if err != nil || len(stale) == 0 {
 		return 0, err
+	}
+	// DropPrefix flushes the memtable and compacts the tables.
+	usage, err := readUsage(s.dir)
+	if err == nil {
+		err = ensureSpace(s.dir, 0, usage.reserve())
+	}
+	if err != nil {
+		return 0, fmt.Errorf("state: drop superseded generations: %w", err)
 	}
 	s.readMu.Lock()
 	defer s.readMu.Unlock()

@@ -1,0 +1,176 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"denoiser/internal/disktest"
+)
+
+// TestFullDiskRefusesSave fills the store's filesystem (a small tmpfs):
+// Save must return ErrNoSpace, never let Badger fault on a mapped page,
+// and leave the last checkpoint as it was; once space is freed the next
+// Save commits.
+func TestFullDiskRefusesSave(t *testing.T) {
+	mnt := disktest.Tmpfs(t, 48<<20)
+	s := openT(t, filepath.Join(mnt, "state"), noGC)
+	ctx := context.Background()
+	first := genCheckpoint(1, 6<<20)
+	if err := s.Save(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	ballast := disktest.Fill(t, mnt)
+
+	err := s.Save(ctx, genCheckpoint(2, 6<<20))
+	if !errors.Is(err, ErrNoSpace) {
+		t.Fatalf("Save on a full disk: %v, want ErrNoSpace", err)
+	}
+	if !strings.Contains(err.Error(), "0 B free on the filesystem of") {
+		t.Errorf("the error does not say what is free: %v", err)
+	}
+	t.Logf("refused: %v", err)
+	// A small model, a single chunk, is refused as well.
+	if err := s.Save(ctx, genCheckpoint(2, 100)); !errors.Is(err, ErrNoSpace) {
+		t.Fatalf("Save of a small model on a full disk: %v, want ErrNoSpace", err)
+	}
+	cp, ok, err := s.Load(ctx)
+	if err != nil || !ok {
+		t.Fatalf("Load on a full disk: ok=%v err=%v", ok, err)
+	}
+	equalCheckpoint(t, cp, first)
+
+	if err := os.Remove(ballast); err != nil {
+		t.Fatal(err)
+	}
+	second := genCheckpoint(2, 6<<20)
+	if err := s.Save(ctx, second); err != nil {
+		t.Fatalf("Save after space was freed: %v", err)
+	}
+	cp, _, err = s.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	equalCheckpoint(t, cp, second)
+}
+
+// TestFullDiskOpen: Open on a full filesystem returns ErrNoSpace, for a new
+// store and for one holding a checkpoint, instead of faulting in Badger's
+// start (new log files, the flush of replayed memtables). With space back,
+// the checkpoint is there.
+func TestFullDiskOpen(t *testing.T) {
+	mnt := disktest.Tmpfs(t, 32<<20)
+	dir := filepath.Join(mnt, "state")
+	s, err := Open(dir, noGC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := genCheckpoint(1, 5<<20)
+	if err := s.Save(context.Background(), want); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ballast := disktest.Fill(t, mnt)
+	for _, d := range []string{dir, filepath.Join(mnt, "new")} {
+		s, err := Open(d, noGC)
+		if !errors.Is(err, ErrNoSpace) {
+			if err == nil {
+				s.Close()
+			}
+			t.Fatalf("Open %s on a full disk: %v, want ErrNoSpace", d, err)
+		}
+		t.Logf("refused: %v", err)
+	}
+	if err := os.Remove(ballast); err != nil {
+		t.Fatal(err)
+	}
+	s = openT(t, dir, noGC)
+	cp, ok, err := s.Load(context.Background())
+	if err != nil || !ok {
+		t.Fatalf("Load after space was freed: ok=%v err=%v", ok, err)
+	}
+	equalCheckpoint(t, cp, want)
+}
+
+// TestFullDiskOwnGarbage saves a model many times over on a filesystem that
+// holds a few copies of it, with the collector running: superseded copies
+// must not fill it for good. A save the free space does not cover is
+// refused, the refusal starts a collection, and a later save commits; no
+// save faults.
+func TestFullDiskOwnGarbage(t *testing.T) {
+	const (
+		disk      = 128 << 20
+		modelSize = 6 << 20
+		saves     = 50 // 300 MiB through a 128 MiB filesystem
+	)
+	mnt := disktest.Tmpfs(t, disk)
+	dir := filepath.Join(mnt, "state")
+	s := openT(t, dir, Options{GCInterval: time.Second})
+	ctx := context.Background()
+	refused, maxUsed := 0, int64(0)
+	for v := uint64(1); v <= saves; v++ {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			err := s.Save(ctx, genCheckpoint(v, modelSize))
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, ErrNoSpace) {
+				t.Fatalf("Save %d: %v", v, err)
+			}
+			refused++
+			if time.Now().After(deadline) {
+				t.Fatalf("Save %d still refused after 30s: the collector freed nothing: %v", v, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		maxUsed = max(maxUsed, disktest.Used(t, dir))
+	}
+	cp, ok, err := s.Load(ctx)
+	if err != nil || !ok || cp.Version != saves {
+		t.Fatalf("final Load: version %d ok=%v err=%v", cp.Version, ok, err)
+	}
+	if err := checkGenCheckpoint(cp); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d saves of %d MiB on a %d MiB filesystem: %d refused for space and retried; state directory at most %.1f MiB",
+		saves, modelSize>>20, disk>>20, refused, float64(maxUsed)/(1<<20))
+}
+
+// TestReadOnlyOpen: a store on a filesystem mounted read-only is refused by
+// Open with EROFS, a clear error rather than Badger's first failed write.
+func TestReadOnlyOpen(t *testing.T) {
+	mnt := disktest.Tmpfs(t, 16<<20)
+	dir := filepath.Join(mnt, "state")
+	s, err := Open(dir, noGC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(context.Background(), genCheckpoint(1, 100)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	disktest.Remount(t, mnt, "ro")
+	s, err = Open(dir, noGC)
+	if !errors.Is(err, syscall.EROFS) {
+		if err == nil {
+			s.Close()
+		}
+		t.Fatalf("Open on a read-only filesystem: %v, want EROFS", err)
+	}
+	t.Logf("refused: %v", err)
+	disktest.Remount(t, mnt, "rw")
+	s = openT(t, dir, noGC)
+	if cp, ok, err := s.Load(context.Background()); err != nil || !ok || cp.Version != 1 {
+		t.Fatalf("Load once writable again: version %d ok=%v err=%v", cp.Version, ok, err)
+	}
+}
