@@ -8,7 +8,7 @@ BIN     := bin/denoiser
 LAB     := bin/denoiser-lab
 OUT     ?= out
 
-.PHONY: build demo test test-short bench fuzz kafka-start kafka-stop clean eval check-monitoring
+.PHONY: build demo test test-short bench bench-all bench-instructions bench-river fuzz kafka-start kafka-stop clean eval check-monitoring
 
 # Two binaries: the service (run, replay, snapshot) and the lab (demo,
 # eval, gen, convert), so that the service links neither plotting nor the
@@ -57,8 +57,35 @@ check-monitoring:
 test-short:
 	$(GO) test -short -count=1 ./...
 
+# The hot path's benchmarks (about a minute and a half), then the ratios
+# of each figure to its baseline in the same run (docs/perf.md): the step
+# of the RGBT model against the plain model's, and the pipeline (consumer
+# group -> model -> scored topic, on KAFKA_BROKERS or the embedded broker)
+# against a kafka-go pass-through. bench-all runs every benchmark of the
+# module (several minutes: 1M-user snapshots and checkpoints).
+BENCH_RATIOS := \
+	-ratio 'step, RGBT over plain, events per CPU-second: BenchmarkStep/rgbt events/cpu-s / BenchmarkStep/plain events/cpu-s' \
+	-ratio 'step, RGBT over plain, events per second: BenchmarkStep/rgbt events/s / BenchmarkStep/plain events/s' \
+	-ratio 'pipeline over pass-through, events per second: BenchmarkPipeline denoiser-events/s / BenchmarkPipeline passthrough-events/s' \
+	-ratio 'pipeline over pass-through, events per CPU-second: BenchmarkPipeline passthrough-cpu-µs/event / BenchmarkPipeline denoiser-cpu-µs/event'
 bench:
+	$(GO) test -run '^$$' -bench '^Benchmark(Step|Pipeline|Decode|AppendScored|Run)$$' -benchmem -timeout 30m \
+		./online ./service ./consumer ./producer 2>&1 | $(GO) run ./internal/benchratio $(BENCH_RATIOS)
+
+bench-all:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./...
+
+# Instructions per event of `denoiser replay` under valgrind's callgrind
+# (scripts/bench-instructions.sh; about a minute): a figure other load on
+# the machine does not move, for comparing commits (docs/perf.md).
+bench-instructions: build
+	scripts/bench-instructions.sh $(BIN)
+
+# denoiser replay against River's BiasedMF (Python) on the same stream
+# (scripts/bench_river.py; installs River into $(OUT)/river-venv the first
+# time; a few minutes). Not part of make test.
+bench-river: build
+	python3 scripts/bench_river.py --denoiser $(BIN) --lab $(LAB) --work $(OUT)/bench-river --venv $(OUT)/river-venv
 
 # Every decoder, FUZZTIME each: make fuzz FUZZTIME=10m, or a count of
 # executions, FUZZTIME=20000x. make test runs a count (about 10 s each):

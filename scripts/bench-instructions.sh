@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Instructions per event of `denoiser replay`, counted by valgrind's
+# callgrind: a figure that other load on the machine cannot move
+# (docs/perf.md). Used by `make bench-instructions`.
+#
+#   scripts/bench-instructions.sh [BIN]
+#
+# BIN is the denoiser binary (default bin/denoiser). Environment:
+#   LOG          the event log (default testdata/synthetic-20k.jsonl)
+#   EVENTS       N (default 10000): the log's first N events and first 2N
+#                events are replayed; the figure is the difference of the
+#                two counts divided by N, so that start-up (runtime, config,
+#                model allocation, opening files) and the end (flush, report,
+#                exit) cancel and what is left is events N+1..2N, each on a
+#                model past its warm-up
+#   OUT          where the logs, outputs and callgrind files go
+#                (default out/bench-instructions; callgrind_annotate reads them)
+#   REPLAY_ARGS  more arguments for every replay, e.g. "--config my.yaml"
+#
+# Two configurations are measured: the default one, and the plain model
+# (--set model.plain=true). replay always steps a plain model beside the
+# main one (its loss_baseline), so the first is RGBT + plain and the second
+# plain + plain, and their difference is what RGBT costs over the plain
+# model.
+#
+# What makes the count repeatable:
+#   - GODEBUG=asyncpreemptoff=1: the signals of Go's asynchronous
+#     preemption crash programs under valgrind;
+#   - GOMAXPROCS=1: with more Ps, idle threads spin looking for work, as
+#     long as the (serialised, slowed) scheduling lets them;
+#   - GOGC=off: a replay allocates little (3 collections in a 20,000-event
+#     replay) but when a collection starts and how much a concurrent mark
+#     scans depends on timing; with it on, the per-event figure moved by up
+#     to 4% between two runs. Allocation itself is still counted (mallocgc);
+#     allocations are measured by the benchmarks' allocs/op;
+#   - the truth field is removed from the log: with it, the report sorts
+#     every score at the end (ROC-AUC), n log n work that is not per event.
+# Two runs then agree to about 0.01% (docs/perf.md).
+set -euo pipefail
+
+bin=${1:-bin/denoiser}
+log=${LOG:-testdata/synthetic-20k.jsonl}
+n=${EVENTS:-10000}
+out=${OUT:-out/bench-instructions}
+read -r -a extra <<<"${REPLAY_ARGS:-}"
+
+command -v valgrind >/dev/null || { echo "bench-instructions: valgrind not found (Debian: apt-get install valgrind)" >&2; exit 2; }
+[[ -x $bin ]] || { echo "bench-instructions: $bin not found: make build" >&2; exit 2; }
+have=$(wc -l <"$log")
+((have >= 2 * n)) || { echo "bench-instructions: $log has $have events, fewer than 2×EVENTS = $((2 * n))" >&2; exit 2; }
+
+mkdir -p "$out"
+sed 's/,"truth":"[a-z]*"//' "$log" | head -n $((2 * n)) >"$out/events-2n.jsonl"
+if grep -q '"truth"' "$out/events-2n.jsonl"; then
+	echo "bench-instructions: could not remove the truth field from $log" >&2
+	exit 2
+fi
+head -n "$n" "$out/events-2n.jsonl" >"$out/events-1n.jsonl"
+
+# count CONFIG SIZE [ARGS...]: the instructions of one replay.
+count() {
+	local config=$1 size=$2
+	shift 2
+	local file="$out/callgrind.$config.$size.out"
+	GODEBUG=asyncpreemptoff=1 GOMAXPROCS=1 GOGC=off \
+		valgrind --tool=callgrind --callgrind-out-file="$file" \
+		"$bin" replay --in "$out/events-$size.jsonl" --out "$out/scored.$config.$size.jsonl" "${extra[@]}" "$@" \
+		>"$out/replay.$config.$size.log" 2>&1 ||
+		{ tail -20 "$out/replay.$config.$size.log" >&2; return 1; }
+	awk '$1 == "totals:" || $1 == "summary:" { print $2; exit }' "$file"
+}
+
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [[ -n $(git status --porcelain --untracked-files=no 2>/dev/null) ]]; then
+	commit="$commit+changes"
+fi
+echo "instructions per event: denoiser replay of $log without its truth field,"
+echo "events $((n + 1))..$((2 * n)) (replay of $((2 * n)) events minus replay of $n, over $n); commit $commit"
+echo "GODEBUG=asyncpreemptoff=1 GOMAXPROCS=1 GOGC=off valgrind --tool=callgrind $bin replay ${REPLAY_ARGS:-}"
+printf '%-8s %16s %16s %12s\n' config "$n events" "$((2 * n)) events" "per event"
+declare -A per
+for config in default plain; do
+	args=()
+	[[ $config == plain ]] && args=(--set model.plain=true)
+	small=$(count "$config" 1n "${args[@]}")
+	large=$(count "$config" 2n "${args[@]}")
+	per[$config]=$(((large - small) / n))
+	printf '%-8s %16d %16d %12d\n' "$config" "$small" "$large" "${per[$config]}"
+done
+echo "default: RGBT model + plain shadow + pipeline; plain: plain model + plain shadow + pipeline"
+echo "RGBT over the plain model: $((per[default] - per[plain])) per event; default/plain = $(awk -v a="${per[default]}" -v b="${per[plain]}" 'BEGIN { printf "%.3f", a / b }')"
