@@ -73,10 +73,28 @@ var allModes = []Config{
 	func() Config { c := smallConfig(ModeBinary); c.RhoSchedule = RhoFixed; c.RhoStart = 0.4; return c }(),
 	func() Config { c := smallConfig(ModeBinary); c.Plain = true; return c }(),
 	func() Config { c := smallConfig(ModeRating); c.NoGMM = true; c.NoTransition = true; return c }(),
+	// Bounds: caps below the stream's 60 users and 40 items, so that ids
+	// are evicted all along; admission after two sightings.
+	func() Config {
+		c := smallConfig(ModeBinary)
+		c.MaxUsers, c.MaxItems, c.AdmitAfter, c.AdmitSketchWidth = 40, 30, 2, 1024
+		return c
+	}(),
+	func() Config {
+		c := smallConfig(ModeBinary)
+		c.Cooccurrence, c.NegativeSampling = CoocExact, NegPopularity
+		c.MaxUsers, c.MaxItems = 25, 20
+		return c
+	}(),
+	func() Config { c := smallConfig(ModeRating); c.AdmitAfter, c.AdmitSketchWidth = 3, 1024; return c }(),
 }
 
 func configName(c Config) string {
-	return fmt.Sprintf("%s/%s/%s/plain=%v", c.Mode, c.Cooccurrence, c.RhoSchedule, c.Plain)
+	name := fmt.Sprintf("%s/%s/%s/plain=%v", c.Mode, c.Cooccurrence, c.RhoSchedule, c.Plain)
+	if c.bounded() {
+		name += fmt.Sprintf("/max=%d,%d/admit=%d", c.MaxUsers, c.MaxItems, c.AdmitAfter)
+	}
+	return name
 }
 
 // TestDeterminism: same config, same source state, same events give the
