@@ -492,3 +492,29 @@ func TestBoundsConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestCapAboveWorkingSetChangesNothing: caps the stream never reaches
+// leave every score as it is without them.
+func TestCapAboveWorkingSetChangesNothing(t *testing.T) {
+	evs := testStream(3000, 7) // 60 users, 40 items
+	for _, cfg := range allModes {
+		if cfg.bounded() {
+			continue
+		}
+		t.Run(configName(cfg), func(t *testing.T) {
+			capped := cfg
+			capped.MaxUsers, capped.MaxItems = 60, 40
+			a, _ := New(cfg, rand.NewPCG(5, 5))
+			b, _ := New(capped, rand.NewPCG(5, 5))
+			sa, sb := runScores(t, a, evs), runScores(t, b, evs)
+			for j := range sa {
+				if fmt.Sprint(sa[j]) != fmt.Sprint(sb[j]) {
+					t.Fatalf("event %d: %v without caps, %v with caps above the working set", j, sa[j], sb[j])
+				}
+			}
+			if s := b.Summary(); s.UsersEvicted != 0 || s.ItemsEvicted != 0 {
+				t.Fatalf("evicted below the cap: %+v", s)
+			}
+		})
+	}
+}
