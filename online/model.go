@@ -345,6 +345,8 @@ func (m *Model) Summary() Summary {
 		Events:          sch.events,
 		Users:           m.users.resident(),
 		Items:           m.items.resident(),
+		MaxUsers:        m.cfg.MaxUsers,
+		MaxItems:        m.cfg.MaxItems,
 		UsersEvicted:    m.bounds.usersEvicted,
 		ItemsEvicted:    m.bounds.itemsEvicted,
 		ColdUserEvents:  m.bounds.coldUsers,

@@ -11,10 +11,12 @@ type Summary struct {
 	Rho             float64 `json:"rho"`              // current ρ of the distillation threshold (1+ρ)/2
 	Refits          uint64  `json:"refits"`           // GMM refits so far
 	NumericalErrors uint64  `json:"numerical_errors"` // updates discarded for non-finite values
-	// With bounds (Config.MaxUsers, MaxItems, AdmitAfter): the ids
-	// evicted so far (an id admitted ever is resident or evicted, so
-	// admitted = Users + UsersEvicted), and the events whose user or item
-	// was not admitted and was scored with the cold row.
+	// With bounds (Config.MaxUsers, MaxItems, AdmitAfter): the caps (0:
+	// none), the ids evicted so far (an id admitted ever is resident or
+	// evicted, so admitted = Users + UsersEvicted), and the events whose
+	// user or item was not admitted and was scored with the cold row.
+	MaxUsers       int        `json:"max_users,omitempty"`
+	MaxItems       int        `json:"max_items,omitempty"`
 	UsersEvicted   uint64     `json:"users_evicted,omitempty"`
 	ItemsEvicted   uint64     `json:"items_evicted,omitempty"`
 	ColdUserEvents uint64     `json:"cold_user_events,omitempty"`
