@@ -132,7 +132,32 @@ type Config struct {
 	NoContext bool `json:"no_context,omitempty" yaml:"no_context"`
 	// NoTransition fixes T̂ to the identity (ablation).
 	NoTransition bool `json:"no_transition" yaml:"no_transition"`
+	// MaxUsers caps the users the model holds a row for (default 0: no
+	// cap). When a new user is admitted with the table full, the least
+	// recently seen user is evicted and its row reused (bounds.go).
+	MaxUsers int `json:"max_users,omitempty" yaml:"max_users"`
+	// MaxItems caps the items the model holds a row for (default 0: no
+	// cap), as MaxUsers does for users.
+	MaxItems int `json:"max_items,omitempty" yaml:"max_items"`
+	// AdmitAfter is the number of sightings after which an id gets a row
+	// of its own (default 1: at first sight; 0 means 1). Until then it is scored
+	// with its side's shared cold row, and its sightings are counted in a
+	// count-min sketch of AdmitSketchWidth columns.
+	AdmitAfter int `json:"admit_after,omitempty" yaml:"admit_after"`
+	// AdmitSketchWidth is the number of columns of each of the admission
+	// sketch's 4 rows, a power of two (default 1048576: 4 MiB); its
+	// counts are halved every AdmitSketchWidth sightings of unadmitted
+	// ids. Read only when AdmitAfter > 1.
+	AdmitSketchWidth int `json:"admit_sketch_width,omitempty" yaml:"admit_sketch_width"`
 }
+
+// bounded reports whether c bounds the tables: a cap or an admission
+// threshold. A bounded model is encoded in version 3 (FORMAT.md).
+func (c *Config) bounded() bool { return c.MaxUsers > 0 || c.MaxItems > 0 || c.AdmitAfter > 1 }
+
+// admits reports whether ids wait for admission, and so whether each
+// table has a cold row.
+func (c *Config) admits() bool { return c.AdmitAfter > 1 }
 
 // WithDefaults returns c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
@@ -192,6 +217,11 @@ func (c Config) WithDefaults() Config {
 	def(&c.L2, 1e-4)
 	def(&c.Clip, 5)
 	def(&c.InitScale, 0.1)
+	// AdmitAfter stays 0 for 1, so that the configuration of a model
+	// without bounds encodes as it did before bounds existed.
+	if c.AdmitAfter > 1 {
+		defInt(&c.AdmitSketchWidth, 1<<20)
+	}
 	return c
 }
 
@@ -301,6 +331,18 @@ func (c Config) Validate() error {
 	}
 	if c.SketchHashes < 4 || c.SketchHashes > 1024 || c.SketchHashes%4 != 0 {
 		bad("sketch_hashes", "%d; use a multiple of 4 in 4..1024", c.SketchHashes)
+	}
+	if c.MaxUsers < 0 || c.MaxUsers > maxRows {
+		bad("max_users", "%d; use 0 (no cap) or 1..%d", c.MaxUsers, maxRows)
+	}
+	if c.MaxItems < 0 || c.MaxItems > maxRows {
+		bad("max_items", "%d; use 0 (no cap) or 1..%d", c.MaxItems, maxRows)
+	}
+	if c.AdmitAfter < 0 || c.AdmitAfter > maxAdmitAfter {
+		bad("admit_after", "%d; use 1 (admit at first sight) .. %d", c.AdmitAfter, maxAdmitAfter)
+	}
+	if w := c.AdmitSketchWidth; w != 0 && (w < minSketchWidth || w > maxSketchWidth || w&(w-1) != 0) {
+		bad("admit_sketch_width", "%d; use a power of two in %d..%d", w, minSketchWidth, maxSketchWidth)
 	}
 	return errors.Join(errs...)
 }

@@ -29,6 +29,11 @@ type cooccurrence interface {
 	add(u, i int32, r *rand.Rand)
 	// grow makes room for users < nu and items < ni.
 	grow(nu, ni int)
+	// dropUser empties user row u for a new user, and dropItem item row
+	// i for a new item (bounds.go). A row of the other side whose state
+	// changes with it is stamped epoch in stamps, that side's stamps.
+	dropUser(u int32, itemStamps []uint64, epoch uint64)
+	dropItem(i int32, userStamps []uint64, epoch uint64)
 	// copyInto copies the estimator into dst and returns the copy. If dst
 	// is of the same kind and holds the first nu users and ni items as
 	// they were, only the listed users and items and the new ones are
@@ -117,6 +122,26 @@ func (c *sketchCooc) grow(nu, ni int) {
 		for k := 0; k < c.s; k++ {
 			c.itemRes = append(c.itemRes, -1)
 		}
+	}
+}
+
+// dropUser and dropItem reset the row's counts, signature or reservoir.
+// Reservoirs that hold user u go on holding it: they now sample the new
+// user, until they are overwritten (bounds.go).
+func (c *sketchCooc) dropUser(u int32, _ []uint64, _ uint64) {
+	c.userN[u] = 0
+	w := c.h / 4
+	sig := c.userSig[int(u)*w : int(u+1)*w]
+	for k := range sig {
+		sig[k] = ^uint64(0)
+	}
+}
+
+func (c *sketchCooc) dropItem(i int32, _ []uint64, _ uint64) {
+	c.itemN[i] = 0
+	res := c.itemRes[int(i)*c.s : int(i+1)*c.s]
+	for k := range res {
+		res[k] = -1
 	}
 }
 
@@ -252,6 +277,32 @@ func (c *exactCooc) grow(nu, ni int) {
 	for len(c.itemUsers) < ni {
 		c.itemUsers = append(c.itemUsers, nil)
 	}
+}
+
+// dropUser removes user u from the sets of its items (stamping them), and
+// empties its own.
+func (c *exactCooc) dropUser(u int32, itemStamps []uint64, epoch uint64) {
+	for _, i := range c.userItems[u] {
+		c.itemUsers[i] = removeSorted(c.itemUsers[i], u)
+		itemStamps[i] = epoch
+	}
+	c.userItems[u] = c.userItems[u][:0]
+}
+
+func (c *exactCooc) dropItem(i int32, userStamps []uint64, epoch uint64) {
+	for _, u := range c.itemUsers[i] {
+		c.userItems[u] = removeSorted(c.userItems[u], i)
+		userStamps[u] = epoch
+	}
+	c.itemUsers[i] = c.itemUsers[i][:0]
+}
+
+// removeSorted removes v from the sorted s, if it is there.
+func removeSorted(s []int32, v int32) []int32 {
+	if k, found := slices.BinarySearch(s, v); found {
+		return slices.Delete(s, k, k+1)
+	}
+	return s
 }
 
 func intersectsMoreThanOne(a, b []int32) bool {

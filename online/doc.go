@@ -10,7 +10,8 @@
 // The event type the model reads and the score it writes; the model's
 // parts — the user and item tables, the classifier and the noisy head η̃,
 // the transition, the mixture, the context statistics, the ρ schedule, the
-// co-occurrence estimator, the popularity ring; the Step loop; frozen copies
+// co-occurrence estimator, the popularity ring; the bounds on the tables
+// (caps, admission, eviction: bounds.go); the Step loop; frozen copies
 // (Model.FrozenCopy); and the binary encoding of all of it (WriteTo,
 // ReadModel; FORMAT.md).
 //
@@ -32,6 +33,11 @@
 //     scores are checked before they are returned, and ReadModel refuses a
 //     non-finite parameter.
 //   - An event that does not fit the label mode changes nothing.
+//   - A table holds a row for at most its cap of ids (Config.MaxUsers,
+//     MaxItems), plus its cold row when ids wait for admission
+//     (Config.AdmitAfter); a reused row starts as a new id's would. Which
+//     id is admitted or evicted depends on the events alone: the order is
+//     the model's own count of events, never a clock.
 //   - A warm Step allocates nothing.
 //   - A model read back continues exactly where the written one stopped;
 //     the same model always encodes to the same bytes, and an encoding

@@ -12,10 +12,22 @@ import (
 // The model encoding: FORMAT.md describes it byte by byte; codec.go has
 // its primitives, and every part encodes and decodes its own fields.
 
-// EncodingVersion is the version of the binary model encoding WriteTo
-// writes. ReadModel reads it and every earlier one: version 1 has no
-// context section (its models start with empty context statistics).
-const EncodingVersion = 2
+// EncodingVersion is the newest version of the binary model encoding,
+// which WriteTo writes for a model with bounds (Config.MaxUsers, MaxItems,
+// AdmitAfter); a model without them is written in version 2, the same
+// bytes as before bounds existed (Model.Encoding). ReadModel reads every
+// version: version 1 has no context section (its models start with empty
+// context statistics), version 3 adds the bounds section.
+const EncodingVersion = 3
+
+// Encoding is the encoding version WriteTo writes for m: 3 if its
+// configuration bounds the tables, else 2.
+func (m *Model) Encoding() uint32 {
+	if m.cfg.bounded() {
+		return 3
+	}
+	return 2
+}
 
 var modelMagic = [8]byte{'R', 'G', 'B', 'T', 'M', 'O', 'D', 'L'}
 
@@ -35,7 +47,7 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 	}
 	e := &encoder{w: bufio.NewWriterSize(w, 1<<16)}
 	e.write(modelMagic[:])
-	e.u32(EncodingVersion)
+	e.u32(m.Encoding())
 	e.section("CONF", func(e *encoder) { e.write(conf) })
 	e.section("RAND", func(e *encoder) { e.write(source) })
 	e.section("CTRS", m.encodeCounters)
@@ -49,6 +61,9 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 	e.section("CTXT", m.context.encode)
 	if m.popular.items != nil {
 		e.section("POPR", m.popular.encode)
+	}
+	if m.cfg.bounded() {
+		e.section("BNDS", m.encodeBounds)
 	}
 	e.section("END.", func(*encoder) {})
 	if e.err == nil {
@@ -138,6 +153,11 @@ func ReadModel(r io.Reader) (*Model, error) {
 		d.section("POPR")
 		m.popular.decode(d, m.items.len())
 	}
+	m.checkRows(d)
+	if cfg.bounded() {
+		d.section("BNDS")
+		m.decodeBounds(d)
+	}
 	if d.end(); d.err != nil {
 		return nil, d.err
 	}
@@ -170,6 +190,9 @@ func (d *decoder) header() (Config, uint32, error) {
 			d.fail("config: %v", err)
 		} else if err := cfg.Validate(); err != nil {
 			d.fail("config: %v", err)
+		} else if bounded := cfg.bounded(); bounded != (version >= 3) {
+			// Version 3 is the encoding of a model with bounds, and only of one.
+			d.fail("encoding version %d with a configuration that bounds the tables: %v", version, bounded)
 		}
 	}
 	if d.err != nil {

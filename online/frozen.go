@@ -35,6 +35,15 @@ func (m *Model) FrozenCopy(dst *Model) *Model {
 	dst.mixture.copyFrom(&m.mixture)
 	dst.context = m.context
 	dst.schedule.copyFrom(&m.schedule)
+	dst.bounds = m.bounds
+	if m.admission == nil {
+		dst.admission = nil
+	} else {
+		if dst.admission == nil {
+			dst.admission = &admission{}
+		}
+		dst.admission.copyFrom(m.admission)
+	}
 	if len(dst.scratch.identity) != len(m.scratch.identity) { // Summary reads it
 		dst.scratch.identity = append(dst.scratch.identity[:0], m.scratch.identity...)
 	}

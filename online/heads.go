@@ -115,6 +115,9 @@ func (t *transition) addItem() {
 	}
 }
 
+// resetItem zeroes the offsets of item row i, reused for a new item.
+func (t *transition) resetItem(i int32) { clear(t.itemOffsets(i)) }
+
 // itemOffsets is item i's K·K offsets.
 func (t *transition) itemOffsets(i int32) []float64 {
 	kk := t.k * t.k

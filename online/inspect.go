@@ -8,12 +8,13 @@ package online
 // Dim is the embedding dimension d.
 func (m *Model) Dim() int { return m.d }
 
-// NumUsers is the number of users the model knows; user indices are
-// 0..NumUsers()-1, in order of first appearance.
+// NumUsers is the number of user rows; user indices are 0..NumUsers()-1,
+// in order of first appearance, but that a capped table reuses an evicted
+// user's row, and that with admission (Config.AdmitAfter) row 0 is the
+// shared cold row, whose id is "".
 func (m *Model) NumUsers() int { return m.users.len() }
 
-// NumItems is the number of items the model knows; item indices are
-// 0..NumItems()-1, in order of first appearance.
+// NumItems is the number of item rows, indexed as users are (NumUsers).
 func (m *Model) NumItems() int { return m.items.len() }
 
 // UserID returns the id of user index u (0 <= u < NumUsers()).

@@ -26,6 +26,11 @@ type Model struct {
 	context    contextModel // dwell and event type as evidence (context.go)
 	schedule   schedule
 
+	// Bounds on the tables (bounds.go): the admission sketch (nil when
+	// ids are admitted at first sight) and the counters.
+	admission *admission
+	bounds    bounds
+
 	// A frozen copy (FrozenCopy) supports WriteTo and Summary only.
 	frozen bool
 	// Change tracking for FrozenCopy. Rows are stamped with the epoch in
@@ -80,6 +85,10 @@ func New(cfg Config, src *rand.PCG) (*Model, error) {
 		m.noisyHead.weights[j] = m.rnd.NormFloat64() * math.Sqrt2
 	}
 	m.transition.init()
+	if m.cfg.admits() {
+		m.admission.cells = make([]uint8, admitDepth*m.admission.width)
+		m.addColdRows()
+	}
 	return m, nil
 }
 
@@ -108,6 +117,14 @@ func newModel(cfg Config, src *rand.PCG) *Model {
 	}
 	if cfg.NegativeSampling == NegPopularity {
 		m.popular.items = make([]int32, popRingSize)
+	}
+	m.users.capacity, m.items.capacity = cfg.MaxUsers, cfg.MaxItems
+	m.users.lru.head, m.users.lru.tail = -1, -1
+	m.items.lru.head, m.items.lru.tail = -1, -1
+	if cfg.admits() {
+		m.users.base, m.items.base = 1, 1
+		// New allocates the cells; ReadModel reads them.
+		m.admission = &admission{width: cfg.AdmitSketchWidth}
 	}
 	return m
 }
@@ -169,27 +186,6 @@ func (m *Model) label(ev *Event) (int, error) {
 	}
 }
 
-// userID returns the row of user id, adding it if new.
-func (m *Model) userID(id string) int32 {
-	if u, ok := m.users.index[id]; ok {
-		return u
-	}
-	u := m.users.add(id, m.rnd, m.cfg.InitScale, m.epoch)
-	m.cooc.grow(m.users.len(), m.items.len())
-	return u
-}
-
-// itemID returns the row of item id, adding it if new.
-func (m *Model) itemID(id string) int32 {
-	if i, ok := m.items.index[id]; ok {
-		return i
-	}
-	i := m.items.add(id, m.rnd, m.cfg.InitScale, m.epoch)
-	m.transition.addItem()
-	m.cooc.grow(m.users.len(), m.items.len())
-	return i
-}
-
 // Step scores ev with the model as it is, writes the score into sc, then
 // learns from ev. An event that does not fit the label mode returns an
 // error wrapping ErrInvalidEvent and changes nothing. A numerical failure
@@ -202,6 +198,7 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	if err != nil {
 		return err
 	}
+	m.bounds.clock++
 	u, i := m.userID(ev.User), m.itemID(ev.Item)
 
 	// 1. Score with the model as it was.
@@ -293,7 +290,7 @@ func (m *Model) learnEvent(u, i int32, y int, weight float64, sc *Score, x0, x1 
 			m.mixture.push(x0, x1)
 		}
 	}
-	if m.cfg.Mode == ModeBinary && m.items.len() > 1 {
+	if m.cfg.Mode == ModeBinary && m.items.resident() > 1 {
 		ok = m.learnNegatives(u, i) && ok
 	}
 	return ok
@@ -346,8 +343,14 @@ func (m *Model) Summary() Summary {
 	sch := &m.schedule
 	s := Summary{
 		Events:          sch.events,
-		Users:           m.users.len(),
-		Items:           m.items.len(),
+		Users:           m.users.resident(),
+		Items:           m.items.resident(),
+		MaxUsers:        m.cfg.MaxUsers,
+		MaxItems:        m.cfg.MaxItems,
+		UsersEvicted:    m.bounds.usersEvicted,
+		ItemsEvicted:    m.bounds.itemsEvicted,
+		ColdUserEvents:  m.bounds.coldUsers,
+		ColdItemEvents:  m.bounds.coldItems,
 		Distilled:       sch.distilled,
 		Rho:             sch.rho,
 		Refits:          sch.refits,

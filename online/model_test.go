@@ -73,10 +73,28 @@ var allModes = []Config{
 	func() Config { c := smallConfig(ModeBinary); c.RhoSchedule = RhoFixed; c.RhoStart = 0.4; return c }(),
 	func() Config { c := smallConfig(ModeBinary); c.Plain = true; return c }(),
 	func() Config { c := smallConfig(ModeRating); c.NoGMM = true; c.NoTransition = true; return c }(),
+	// Bounds: caps below the stream's 60 users and 40 items, so that ids
+	// are evicted all along; admission after two sightings.
+	func() Config {
+		c := smallConfig(ModeBinary)
+		c.MaxUsers, c.MaxItems, c.AdmitAfter, c.AdmitSketchWidth = 40, 30, 2, 1024
+		return c
+	}(),
+	func() Config {
+		c := smallConfig(ModeBinary)
+		c.Cooccurrence, c.NegativeSampling = CoocExact, NegPopularity
+		c.MaxUsers, c.MaxItems = 25, 20
+		return c
+	}(),
+	func() Config { c := smallConfig(ModeRating); c.AdmitAfter, c.AdmitSketchWidth = 3, 1024; return c }(),
 }
 
 func configName(c Config) string {
-	return fmt.Sprintf("%s/%s/%s/plain=%v", c.Mode, c.Cooccurrence, c.RhoSchedule, c.Plain)
+	name := fmt.Sprintf("%s/%s/%s/plain=%v", c.Mode, c.Cooccurrence, c.RhoSchedule, c.Plain)
+	if c.bounded() {
+		name += fmt.Sprintf("/max=%d,%d/admit=%d", c.MaxUsers, c.MaxItems, c.AdmitAfter)
+	}
+	return name
 }
 
 // TestDeterminism: same config, same source state, same events give the
@@ -327,6 +345,16 @@ func BenchmarkStep(b *testing.B) {
 	}{
 		{"rgbt", Config{}},
 		{"plain", Config{Plain: true}},
+		// Caps at the stream's 2,000 users and 1,000 items: the same
+		// model as rgbt (TestCapAboveWorkingSetChangesNothing), plus the
+		// bookkeeping of recency on every event.
+		{"rgbt-cap-above", Config{MaxUsers: 2000, MaxItems: 1000}},
+		// Caps below the stream's 2,000 users and 1,000 items: most
+		// events meet an evicted id and take the least recently seen
+		// one's row.
+		{"rgbt-capped", Config{MaxUsers: 500, MaxItems: 500}},
+		// Admission after two sightings as well (a 4 MiB sketch).
+		{"rgbt-capped-admit", Config{MaxUsers: 500, MaxItems: 500, AdmitAfter: 2}},
 	} {
 		b.Run(cfg.name, func(b *testing.B) {
 			m, err := New(cfg.c, rand.NewPCG(1, 2))
@@ -410,6 +438,10 @@ func TestStepDoesNotAllocate(t *testing.T) {
 	}{
 		{"binary", Config{Mode: ModeBinary, Dim: 16, Negatives: 4, WarmUp: 300, RefitEvery: 100, GMMMinSamples: 32, GMMWindow: 256}},
 		{"rating", Config{Mode: ModeRating, Dim: 16, WarmUp: 300, RefitEvery: 100, GMMMinSamples: 32, GMMWindow: 256}},
+		// Tables capped below the stream's 60 users and 40 items: ids are
+		// evicted and their rows reused on most events.
+		{"binary-capped", Config{Mode: ModeBinary, Dim: 16, Negatives: 4, WarmUp: 300, RefitEvery: 100, GMMMinSamples: 32, GMMWindow: 256,
+			MaxUsers: 50, MaxItems: 36, AdmitAfter: 2, AdmitSketchWidth: 1024}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := New(tc.cfg, rand.NewPCG(1, 2))
@@ -432,12 +464,16 @@ func TestStepDoesNotAllocate(t *testing.T) {
 			}
 			// 4000 events end on a refit; 1 + 98 more stay before the next.
 			j := 0
+			evicted := m.Summary().UsersEvicted
 			allocs := testing.AllocsPerRun(98, func() {
 				m.Step(evs[j%len(evs)], &sc)
 				j++
 			})
 			if allocs != 0 {
 				t.Fatalf("Step allocates %v times per event on a warm model", allocs)
+			}
+			if tc.cfg.MaxUsers > 0 && m.Summary().UsersEvicted-evicted < 5 {
+				t.Fatalf("%d users evicted in 99 events: the capped case is not measured", m.Summary().UsersEvicted-evicted)
 			}
 		})
 	}

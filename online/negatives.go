@@ -56,7 +56,7 @@ func (m *Model) sampleNegative(u, pos int32) int32 {
 		if m.popular.items != nil && m.popular.pushed > 0 {
 			j = m.popular.items[m.rnd.IntN(m.popular.filled())]
 		} else {
-			j = int32(m.rnd.IntN(m.items.len()))
+			j = m.items.base + int32(m.rnd.IntN(m.items.resident()))
 		}
 		if j != pos && !m.seen(u, j) {
 			return j
@@ -76,12 +76,17 @@ func (m *Model) seen(u, i int32) bool {
 }
 
 // remember records (u,i) in the co-occurrence estimator, the user's recent
-// items and the popularity ring.
+// items and the popularity ring. A cold row (bounds.go) stands for many
+// ids: it is remembered in none of them, and a pair with one is not
+// co-occurrence evidence.
 func (m *Model) remember(u, i int32) {
 	m.users.stamps[u], m.items.stamps[i] = m.epoch, m.epoch
-	m.cooc.add(u, i, m.rnd)
-	m.users.push(u, i)
-	if m.popular.items != nil {
+	coldUser, coldItem := u < m.users.base, i < m.items.base
+	if !coldUser && !coldItem {
+		m.cooc.add(u, i, m.rnd)
+		m.users.push(u, i)
+	}
+	if m.popular.items != nil && !coldItem {
 		m.popular.push(i)
 	}
 }

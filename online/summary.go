@@ -3,15 +3,25 @@ package online
 // Summary is a read-only view of the model's state, for reports, metrics and
 // snapshot inspection.
 type Summary struct {
-	Events          uint64     `json:"events"`           // events learned from
-	Users           int        `json:"users"`            // distinct users seen
-	Items           int        `json:"items"`            // distinct items seen
-	Distilled       uint64     `json:"distilled"`        // observed events that received a distilled label
-	DistilledShare  float64    `json:"distilled_share"`  // Distilled / Events
-	Rho             float64    `json:"rho"`              // current ρ of the distillation threshold (1+ρ)/2
-	Refits          uint64     `json:"refits"`           // GMM refits so far
-	NumericalErrors uint64     `json:"numerical_errors"` // updates discarded for non-finite values
-	GMM             GMMSummary `json:"gmm"`
+	Events          uint64  `json:"events"`           // events learned from
+	Users           int     `json:"users"`            // users with a row of their own (with no bounds: distinct users seen)
+	Items           int     `json:"items"`            // items with a row of their own (with no bounds: distinct items seen)
+	Distilled       uint64  `json:"distilled"`        // observed events that received a distilled label
+	DistilledShare  float64 `json:"distilled_share"`  // Distilled / Events
+	Rho             float64 `json:"rho"`              // current ρ of the distillation threshold (1+ρ)/2
+	Refits          uint64  `json:"refits"`           // GMM refits so far
+	NumericalErrors uint64  `json:"numerical_errors"` // updates discarded for non-finite values
+	// With bounds (Config.MaxUsers, MaxItems, AdmitAfter): the caps (0:
+	// none), the ids evicted so far (an id admitted ever is resident or
+	// evicted, so admitted = Users + UsersEvicted), and the events whose
+	// user or item was not admitted and was scored with the cold row.
+	MaxUsers       int        `json:"max_users,omitempty"`
+	MaxItems       int        `json:"max_items,omitempty"`
+	UsersEvicted   uint64     `json:"users_evicted,omitempty"`
+	ItemsEvicted   uint64     `json:"items_evicted,omitempty"`
+	ColdUserEvents uint64     `json:"cold_user_events,omitempty"`
+	ColdItemEvents uint64     `json:"cold_item_events,omitempty"`
+	GMM            GMMSummary `json:"gmm"`
 	// MeanTransition is the mean T̂(x) (K×K, row-major rows) over the
 	// observed events of the last refit period.
 	MeanTransition [][]float64 `json:"mean_transition"`

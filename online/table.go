@@ -5,11 +5,18 @@ import (
 	"math/rand/v2"
 )
 
-// table is the embedding table of one side, users or items: the ids in
-// order of first appearance, the id → row index, and per row a vector of
-// dim values, the accumulator of its adaptive step and its change stamp.
+// table is the embedding table of one side, users or items: the id of
+// each row, the id → row index, and per row a vector of dim values, the
+// accumulator of its adaptive step and its change stamp. Rows are added in
+// order of first appearance; a capped table reuses the rows of evicted ids
+// (bounds.go).
 type table struct {
-	dim      int
+	dim int
+	// capacity is the most ids the table holds a row for (0: no cap);
+	// base is the first row of an id: 1 when row 0 is the cold row, else 0.
+	capacity int
+	base     int32
+	lru      recency // capped tables only
 	ids      []string
 	index    map[string]int32
 	vectors  []float64 // dim per row
@@ -42,6 +49,9 @@ func (t *table) add(id string, rnd *rand.Rand, scale float64, epoch uint64) int3
 	}
 	t.stepSums = append(t.stepSums, 0)
 	t.stamps = append(t.stamps, epoch)
+	if t.capacity > 0 {
+		t.lru.grow()
+	}
 	return r
 }
 
@@ -81,11 +91,21 @@ func (t *table) buildIndex() bool {
 
 // copyFrom makes t, which holds src's first n rows as they were at its
 // last sync, a copy of src: the rows in spans and the rows after n are
-// copied. The ids are immutable and shared; the index and the stamps are
-// not copied (a frozen copy looks nothing up and does not change).
+// copied. The ids of a table without a cap never change and are shared;
+// a capped table reuses rows, so its copy has ids of its own. The index,
+// the stamps and the recency list are not copied (a frozen copy looks
+// nothing up and does not change); the last sightings are.
 func (t *table) copyFrom(src *table, spans []rowSpan, n int) {
-	t.dim = src.dim
-	t.ids = src.ids[:len(src.ids):len(src.ids)]
+	t.dim, t.capacity, t.base = src.dim, src.capacity, src.base
+	if src.capacity == 0 {
+		t.ids = src.ids[:len(src.ids):len(src.ids)]
+	} else {
+		if n == 0 {
+			t.ids = nil // it may share another model's ids
+		}
+		t.ids = syncRows(t.ids, src.ids, 1, spans, n)
+		t.lru.lastSeen = syncRows(t.lru.lastSeen, src.lru.lastSeen, 1, spans, n)
+	}
 	t.vectors = syncRows(t.vectors, src.vectors, src.dim, spans, n)
 	t.stepSums = syncRows(t.stepSums, src.stepSums, 1, spans, n)
 }
@@ -104,11 +124,16 @@ type userTable struct {
 
 func (t *userTable) add(id string, rnd *rand.Rand, scale float64, epoch uint64) int32 {
 	u := t.table.add(id, rnd, scale, epoch)
+	t.growRing()
+	return u
+}
+
+// growRing appends an empty ring of recent items.
+func (t *userTable) growRing() {
 	t.pushed = append(t.pushed, 0)
 	for j := 0; j < recentItems; j++ {
 		t.recent = append(t.recent, -1)
 	}
-	return u
 }
 
 // recentOf is user u's ring of latest items.

@@ -310,11 +310,19 @@ func defaultsOf(c Config) Config {
 
 // effectiveModel is m with its defaults, and Classes the number of classes
 // the mode implies (binary: 2; dwell: one more than the thresholds),
-// which online.Config leaves at 0 outside rating mode.
+// which online.Config leaves at 0 outside rating mode; likewise the
+// admission threshold 1 and the sketch width, which online.Config leaves
+// at 0 when ids are admitted at first sight.
 func effectiveModel(m online.Config) online.Config {
 	m = m.WithDefaults()
 	if m.Mode != online.ModeRating && m.Classes == 0 {
 		m.Classes = m.K()
+	}
+	if m.AdmitAfter == 0 {
+		m.AdmitAfter = 1
+	}
+	if m.AdmitSketchWidth == 0 {
+		m.AdmitSketchWidth = online.Config{AdmitAfter: 2}.WithDefaults().AdmitSketchWidth
 	}
 	return m
 }

@@ -207,8 +207,18 @@ var (
 		"Seconds since the last committed checkpoint (since the start while there is none).", nil, nil)
 	descVersion = prometheus.NewDesc("denoiser_model_events",
 		"Events the model has learned from (its version).", nil, nil)
-	descUsers = prometheus.NewDesc("denoiser_model_users", "Distinct users in the model.", nil, nil)
-	descItems = prometheus.NewDesc("denoiser_model_items", "Distinct items in the model.", nil, nil)
+	descUsers = prometheus.NewDesc("denoiser_model_users",
+		"Users with a row of their own in the model (resident; without model.max_users and model.admit_after: the distinct users seen).", nil, nil)
+	descItems = prometheus.NewDesc("denoiser_model_items",
+		"Items with a row of their own in the model (resident; without model.max_items and model.admit_after: the distinct items seen).", nil, nil)
+	descCapacity = prometheus.NewDesc("denoiser_model_ids_capacity",
+		"The cap on resident ids per side (model.max_users, model.max_items); 0: no cap.", []string{"side"}, nil)
+	descAdmitted = prometheus.NewDesc("denoiser_model_ids_admitted_total",
+		"Ids given a row of their own, per side: resident plus evicted (restored with the model).", []string{"side"}, nil)
+	descEvicted = prometheus.NewDesc("denoiser_model_ids_evicted_total",
+		"Ids evicted, the least recently seen, to make room under the cap, per side (restored with the model).", []string{"side"}, nil)
+	descCold = prometheus.NewDesc("denoiser_model_cold_events_total",
+		"Events whose user (side=user) or item (side=item) was not admitted yet (model.admit_after) and was scored with the shared cold row (restored with the model).", []string{"side"}, nil)
 	descShare = prometheus.NewDesc("denoiser_distilled_share",
 		"Share of learned events that received a distilled label.", nil, nil)
 	descRho = prometheus.NewDesc("denoiser_rho",
@@ -231,7 +241,7 @@ var (
 
 func (c *scrapeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLag, descNext, descAssigned, descReady, descAge, descVersion, descUsers, descItems,
-		descShare, descRho, descRefits, descFitted, descReliable, descWeight, descMean, descTransition} {
+		descCapacity, descAdmitted, descEvicted, descCold, descShare, descRho, descRefits, descFitted, descReliable, descWeight, descMean, descTransition} {
 		ch <- d
 	}
 }
@@ -275,9 +285,25 @@ func (c *scrapeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descVersion, float64(s.Events))
 	gauge(descUsers, float64(s.Users))
 	gauge(descItems, float64(s.Items))
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	for _, side := range []struct {
+		name               string
+		capacity, resident int
+		evicted, cold      uint64
+	}{
+		{"user", s.MaxUsers, s.Users, s.UsersEvicted, s.ColdUserEvents},
+		{"item", s.MaxItems, s.Items, s.ItemsEvicted, s.ColdItemEvents},
+	} {
+		gauge(descCapacity, float64(side.capacity), side.name)
+		counter(descAdmitted, uint64(side.resident)+side.evicted, side.name)
+		counter(descEvicted, side.evicted, side.name)
+		counter(descCold, side.cold, side.name)
+	}
 	gauge(descShare, s.DistilledShare)
 	gauge(descRho, s.Rho)
-	ch <- prometheus.MustNewConstMetric(descRefits, prometheus.CounterValue, float64(s.Refits))
+	counter(descRefits, s.Refits)
 	fitted := 0.0
 	if s.GMM.Fitted {
 		fitted = 1

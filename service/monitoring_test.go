@@ -142,6 +142,37 @@ func TestMonitoringMatchesMetrics(t *testing.T) {
 	}
 }
 
+// TestIDMetrics: with caps and admission, /metrics shows per side the
+// cap, the resident ids (at most the cap), the ids evicted and admitted
+// (admitted = resident + evicted) and the events scored with the cold
+// row.
+func TestIDMetrics(t *testing.T) {
+	b := kafkatest.New(t)
+	in := b.Topic(t, "ids", 1)
+	cfg := testConfig(t, b, in)
+	cfg.Model.MaxUsers, cfg.Model.MaxItems, cfg.Model.AdmitAfter, cfg.Model.AdmitSketchWidth = 10, 40, 2, 1024
+	lines := events(t, 2000, 8)
+	b.Produce(t, in, keyed(lines)...)
+	r := start(t, cfg)
+	url := "http://" + r.svc.HTTPAddr() + "/metrics"
+	m := waitMetrics(t, url, time.Minute, "every record learned from", func(m map[string]float64) bool {
+		return m["denoiser_model_events"] == float64(len(lines))
+	})
+	for _, side := range []struct {
+		name, resident string
+		capacity       float64
+	}{{"user", "denoiser_model_users", 10}, {"item", "denoiser_model_items", 40}} {
+		label := `{side="` + side.name + `"}`
+		capacity, resident := m["denoiser_model_ids_capacity"+label], m[side.resident]
+		admitted, evicted, cold := m["denoiser_model_ids_admitted_total"+label], m["denoiser_model_ids_evicted_total"+label], m["denoiser_model_cold_events_total"+label]
+		t.Logf("%s: cap %v, resident %v, admitted %v, evicted %v, cold events %v", side.name, capacity, resident, admitted, evicted, cold)
+		if capacity != side.capacity || resident != side.capacity || evicted <= 0 || admitted != resident+evicted || cold <= 0 {
+			t.Errorf("%s: cap %v, resident %v, admitted %v, evicted %v, cold events %v; want cap = resident = %v, admitted = resident + evicted, some evicted and cold",
+				side.name, capacity, resident, admitted, evicted, cold, side.capacity)
+		}
+	}
+}
+
 // metricNameRE finds the service's metric names in a PromQL expression.
 var metricNameRE = regexp.MustCompile(`\bdenoiser_[a-zA-Z0-9_]+`)
 

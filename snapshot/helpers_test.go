@@ -25,6 +25,11 @@ var testConfigs = []struct {
 		c.Cooccurrence, c.NegativeSampling = online.CoocExact, online.NegPopularity
 		return c
 	}()},
+	{"binary-bounded", func() online.Config { // model encoding 3: caps, admission, eviction
+		c := onlinetest.SmallConfig(online.ModeBinary)
+		c.MaxUsers, c.MaxItems, c.AdmitAfter, c.AdmitSketchWidth = 40, 30, 2, 1024
+		return c
+	}()},
 }
 
 // step runs evs through m and returns the scores, formatted, one per line.

@@ -51,7 +51,7 @@ func TestRoundTrip(t *testing.T) {
 			if !s.Meta.CreatedAt.Equal(testMeta.CreatedAt) || s.Meta.Source != testMeta.Source || s.Meta.Generation != testMeta.Generation {
 				t.Fatalf("meta %+v, want %+v", s.Meta, testMeta)
 			}
-			if s.Info != info || s.ModelEncoding != online.EncodingVersion {
+			if s.Info != info || s.ModelEncoding != m.Encoding() {
 				t.Fatalf("read info %+v encoding %d, wrote %+v", s.Info, s.ModelEncoding, info)
 			}
 
