@@ -382,22 +382,43 @@ func (s *KafkaSource) run() {
 		for _, pa := range gen.Assignments[s.cfg.Topic] {
 			starts[pa.ID], froms[pa.ID] = s.startOffset(pa.ID, pa.Offset)
 		}
-		s.findEmitted(starts)
+		// The tail scan runs on the generation, not in this loop: a slow
+		// scan delays this member's fetching, never its next join, and the
+		// end of the generation cancels it. The fetchers wait for it.
+		scanned := make(chan struct{})
 		var fetchers sync.WaitGroup
 		for _, pa := range gen.Assignments[s.cfg.Topic] {
 			fetchers.Add(1)
 			gen.Start(func(ctx context.Context) {
 				defer fetchers.Done()
+				select {
+				case <-scanned:
+				case <-ctx.Done():
+					return
+				}
 				s.fetch(ctx, seq, pa.ID, starts[pa.ID], froms[pa.ID])
 			})
 		}
-		gen.Start(func(ctx context.Context) { s.handover(ctx, seq, gen.ID, parts, &fetchers) })
+		gen.Start(func(ctx context.Context) {
+			s.findEmitted(ctx, starts)
+			close(scanned)
+			s.handover(ctx, seq, gen.ID, parts, &fetchers)
+		})
 	}
 }
 
+// scanTimeout bounds the tail scan of one generation. The scan holds back
+// only this member's fetching (the generation's end cancels it, and the
+// group's heartbeats go on meanwhile), so it may take longer than a
+// handover: on a loaded machine the handover's bound (¾ of the shorter
+// group timeout, 1.5 s with a 2 s session) was seen to cut the scan short,
+// and what it had not settled was emitted twice.
+func (c KafkaConfig) scanTimeout() time.Duration { return max(c.HandoverTimeout(), 30*time.Second) }
+
 // findEmitted asks cfg.Emitted which records at or after the known start
-// offsets already have output, and keeps the answer for Next.
-func (s *KafkaSource) findEmitted(starts map[int]int64) {
+// offsets already have output, and keeps the answer for Next. It runs on
+// the generation genCtx and gives up when it ends or after scanTimeout.
+func (s *KafkaSource) findEmitted(genCtx context.Context, starts map[int]int64) {
 	from := map[int]int64{}
 	for p, off := range starts {
 		if off >= 0 { // Start (earliest, latest) has no position: nothing of ours was emitted
@@ -410,14 +431,18 @@ func (s *KafkaSource) findEmitted(starts map[int]int64) {
 	if s.cfg.Emitted == nil || len(from) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.HandoverTimeout())
+	ctx, cancel := context.WithTimeout(genCtx, s.cfg.scanTimeout())
 	defer cancel()
+	defer context.AfterFunc(s.ctx, cancel)() // a stopping member stops scanning
 	t := time.Now()
 	s.dropIdle(ctx, from)
 	if len(from) == 0 {
 		return
 	}
 	found, err := s.cfg.Emitted(ctx, from)
+	if err != nil && (genCtx.Err() != nil || s.ctx.Err() != nil) {
+		return // the generation ended or the member stops: nothing will be fetched
+	}
 	if err != nil {
 		s.log.Warn("cannot tell which records already have output; those after the committed offsets are emitted again", "err", err)
 		return
