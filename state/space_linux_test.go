@@ -174,3 +174,21 @@ func TestReadOnlyOpen(t *testing.T) {
 		t.Fatalf("Load once writable again: version %d ok=%v err=%v", cp.Version, ok, err)
 	}
 }
+
+// BenchmarkSpaceCheck is the check a Save makes before each 4 MiB chunk
+// and its commit (statfs and a listing of the directory), on a store that
+// holds a few checkpoints: compare with BenchmarkSave's time per save.
+func BenchmarkSpaceCheck(b *testing.B) {
+	s := openT(b, b.TempDir(), noGC)
+	for v := uint64(1); v <= 8; v++ {
+		if err := s.Save(context.Background(), genCheckpoint(v, 32<<20)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.ensureSpace(chunkSize, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -205,10 +205,11 @@ func (s *Store) Close() error {
 		if err == nil {
 			err = ensureSpace(s.dir, 0, usage.flushNeed())
 		}
-		if err != nil {
+		if errors.Is(err, ErrNoSpace) || errors.Is(err, errReadOnly) {
 			s.closeErr = fmt.Errorf("state: close: Badger left open until the process exits (the next Open recovers what was committed): %w", err)
 			return
 		}
+		// A failure to measure is no reason to keep Badger open.
 		if err := s.db.Close(); err != nil {
 			s.closeErr = fmt.Errorf("state: close: %w", err)
 		}
