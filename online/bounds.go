@@ -389,3 +389,34 @@ func (m *Model) checkRows(d *decoder) {
 		}
 	}
 }
+
+// RowBytes is the memory of one user row and one item row of a model of
+// configuration c in its per-row arrays: the embedding, the step
+// accumulator and change stamp, the id's string header, the recent items
+// (users), the transition offsets (items), the co-occurrence sketch's
+// share (the exact estimator's sets are counted as empty), and the
+// recency of a capped table. Not counted: the id's bytes, its entry in
+// the id → row map (about 30 bytes with a short id), the slack of
+// growing arrays, and a frozen copy, which holds the arrays again.
+func (c Config) RowBytes() (user, item int) {
+	c = c.WithDefaults()
+	const f64, i32, u32, u64, str, slice = 8, 4, 4, 8, 16, 24
+	row := c.Dim*f64 + f64 + u64 + str // vector, step sum, stamp, id
+	user = row + recentItems*i32 + u32 // recent items, pushed
+	item = row + c.K()*c.K()*f64       // transition offsets
+	if c.Cooccurrence == CoocExact {
+		user += slice
+		item += slice
+	} else {
+		user += u32 + c.SketchHashes/4*u64                     // count, signature
+		item += u32 + c.SketchUsers*i32 + c.SketchHashes/4*u64 // count, reservoir, hashes
+	}
+	const recency = u64 + 2*i32 // last sighting, prev, next
+	if c.MaxUsers > 0 {
+		user += recency
+	}
+	if c.MaxItems > 0 {
+		item += recency
+	}
+	return user, item
+}

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+
+	"denoiser/internal/heapstat"
 )
 
 // checkRows fails t unless every per-row array of m has one entry (or
@@ -528,6 +531,41 @@ func TestCapAboveWorkingSetChangesNothing(t *testing.T) {
 			if s := b.Summary(); s.UsersEvicted != 0 || s.ItemsEvicted != 0 {
 				t.Fatalf("evicted below the cap: %+v", s)
 			}
+		})
+	}
+}
+
+// BenchmarkMemoryPerID measures the live heap per resident user of a
+// model capped at 100,000 users that has seen 200,000, each once (every
+// event a new user, over 2,000 items, d = 32), beside Config.RowBytes'
+// count of the per-row arrays: the rest is the id → row map, the ids'
+// bytes and the slack of grown arrays.
+func BenchmarkMemoryPerID(b *testing.B) {
+	const users, items = 100000, 2000
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"capped", Config{MaxUsers: users}},
+		{"uncapped", Config{}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var perUser float64
+			for range b.N {
+				before := heapstat.Now()
+				m, _ := New(tc.cfg, rand.NewPCG(1, 1))
+				var sc Score
+				for j := 0; j < 2*users; j++ {
+					m.Step(Event{User: fmt.Sprint("user-", j), Item: fmt.Sprint("item-", j%items)}, &sc)
+				}
+				live := heapstat.Now() - before
+				_, itemBytes := tc.cfg.RowBytes()
+				perUser = (float64(live) - float64(items*itemBytes)) / float64(m.users.len())
+				runtime.KeepAlive(m)
+			}
+			userBytes, _ := tc.cfg.RowBytes()
+			b.ReportMetric(perUser, "live-bytes/user")
+			b.ReportMetric(float64(userBytes), "row-bytes/user")
 		})
 	}
 }
