@@ -13,11 +13,14 @@ import (
 //
 // Admission. An id not in its table is looked up in a count-min sketch
 // (admission) with conservative update; at its AdmitAfter-th sighting it
-// gets a row. Until then its events are scored and learned through its
-// side's cold row: row 0 of each table, id "", shared by every unadmitted
-// id, which learns as a generic user or item. A cold row keeps no
-// co-occurrence state, no recent items and no place in the popularity
-// ring, and is never a sampled negative: it stands for many ids at once.
+// gets a row. Until then its events are scored with its side's cold row:
+// row 0 of each table, id "", shared by every unadmitted id. The cold row
+// is zero and stays zero, so a pair with one is scored by the shared
+// parameters alone (the biases, T̂'s bias and, for an admitted item, its
+// offsets), which go on learning from it; neither embedding of such a
+// pair learns from it (apply). A cold row keeps no co-occurrence state, no
+// recent items and no place in the popularity ring, and is never a
+// sampled negative: it stands for many ids at once.
 //
 // Eviction. A capped table keeps its rows in a doubly linked list, most
 // recently seen first, threaded through per-row prev/next indices: a
@@ -242,10 +245,11 @@ func (m *Model) itemID(id string) int32 {
 	return i
 }
 
-// addColdRows gives each table its cold row, row 0 (New, with admission).
+// addColdRows gives each table its cold row, row 0, zero (New, with
+// admission).
 func (m *Model) addColdRows() {
-	m.users.add("", m.rnd, m.cfg.InitScale, m.epoch)
-	m.items.add("", m.rnd, m.cfg.InitScale, m.epoch)
+	clear(m.users.row(m.users.add("", m.rnd, 0, m.epoch)))
+	clear(m.items.row(m.items.add("", m.rnd, 0, m.epoch)))
 	m.transition.addItem()
 	m.cooc.grow(m.users.len(), m.items.len())
 }
@@ -384,4 +388,35 @@ func (m *Model) checkRows(d *decoder) {
 			d.fail("empty id")
 		}
 	}
+}
+
+// RowBytes is the memory of one user row and one item row of a model of
+// configuration c in its per-row arrays: the embedding, the step
+// accumulator and change stamp, the id's string header, the recent items
+// (users), the transition offsets (items), the co-occurrence sketch's
+// share (the exact estimator's sets are counted as empty), and the
+// recency of a capped table. Not counted: the id's bytes, its entry in
+// the id → row map (about 30 bytes with a short id), the slack of
+// growing arrays, and a frozen copy, which holds the arrays again.
+func (c Config) RowBytes() (user, item int) {
+	c = c.WithDefaults()
+	const f64, i32, u32, u64, str, slice = 8, 4, 4, 8, 16, 24
+	row := c.Dim*f64 + f64 + u64 + str // vector, step sum, stamp, id
+	user = row + recentItems*i32 + u32 // recent items, pushed
+	item = row + c.K()*c.K()*f64       // transition offsets
+	if c.Cooccurrence == CoocExact {
+		user += slice
+		item += slice
+	} else {
+		user += u32 + c.SketchHashes/4*u64                     // count, signature
+		item += u32 + c.SketchUsers*i32 + c.SketchHashes/4*u64 // count, reservoir, hashes
+	}
+	const recency = u64 + 2*i32 // last sighting, prev, next
+	if c.MaxUsers > 0 {
+		user += recency
+	}
+	if c.MaxItems > 0 {
+		item += recency
+	}
+	return user, item
 }

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+
+	"denoiser/internal/heapstat"
 )
 
 // checkRows fails t unless every per-row array of m has one entry (or
@@ -309,30 +312,43 @@ func TestAdmitAtThreshold(t *testing.T) {
 	}
 }
 
-// TestColdRowScores: an unadmitted pair is scored with the cold rows, as
-// if the two ids were the cold rows, and learns into them only.
+// TestColdRowScores: a pair with an unadmitted id is scored with the
+// cold row, which is zero: by the shared parameters alone. It teaches no
+// embedding, neither the cold row's nor the admitted partner's, and gives
+// the unadmitted id no row; the shared parameters learn from it.
 func TestColdRowScores(t *testing.T) {
 	cfg := smallConfig(ModeRating)
 	cfg.AdmitAfter, cfg.AdmitSketchWidth = 4, 1024
 	m, _ := New(cfg, rand.NewPCG(1, 1))
 	runScores(t, m, testStream(1000, 6))
 	users, items := m.users.len(), m.items.len()
+	item, ok := m.items.index["i1"]
+	if !ok {
+		t.Fatal("i1 not admitted")
+	}
+	itemRow, bias := slices.Clone(m.items.row(item)), slices.Clone(m.classifier.bias)
 	want := make([]float64, m.k)
-	m.Predict("", "", want) // the cold rows: id ""
+	m.Predict("", "i1", want) // the cold user row: id ""
 	var sc Score
-	if err := m.Step(Event{User: "unseen", Item: "unseen", Rating: 3}, &sc); err != nil {
+	if err := m.Step(Event{User: "unseen", Item: "i1", Rating: 3}, &sc); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(sc.Posterior, want) {
-		t.Fatalf("unadmitted pair scored %v; the cold rows give %v", sc.Posterior, want)
+		t.Fatalf("unadmitted user scored %v; the cold row gives %v", sc.Posterior, want)
 	}
 	if m.users.len() != users || m.items.len() != items {
 		t.Fatal("an unadmitted id got a row")
 	}
-	after := make([]float64, m.k)
-	m.Predict("", "", after)
-	if slices.Equal(after, want) {
-		t.Fatal("the cold rows did not learn")
+	if !slices.Equal(m.items.row(item), itemRow) {
+		t.Fatal("the admitted item learned from a pair with a cold row")
+	}
+	for _, row := range [][]float64{m.users.row(coldRow), m.items.row(coldRow)} {
+		if slices.ContainsFunc(row, func(v float64) bool { return v != 0 }) {
+			t.Fatalf("a cold row is not zero: %v", row)
+		}
+	}
+	if slices.Equal(m.classifier.bias, bias) {
+		t.Fatal("the classifier's bias did not learn from the cold pair")
 	}
 }
 
@@ -515,6 +531,41 @@ func TestCapAboveWorkingSetChangesNothing(t *testing.T) {
 			if s := b.Summary(); s.UsersEvicted != 0 || s.ItemsEvicted != 0 {
 				t.Fatalf("evicted below the cap: %+v", s)
 			}
+		})
+	}
+}
+
+// BenchmarkMemoryPerID measures the live heap per resident user of a
+// model capped at 100,000 users that has seen 200,000, each once (every
+// event a new user, over 2,000 items, d = 32), beside Config.RowBytes'
+// count of the per-row arrays: the rest is the id → row map, the ids'
+// bytes and the slack of grown arrays.
+func BenchmarkMemoryPerID(b *testing.B) {
+	const users, items = 100000, 2000
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"capped", Config{MaxUsers: users}},
+		{"uncapped", Config{}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var perUser float64
+			for range b.N {
+				before := heapstat.Now()
+				m, _ := New(tc.cfg, rand.NewPCG(1, 1))
+				var sc Score
+				for j := 0; j < 2*users; j++ {
+					m.Step(Event{User: fmt.Sprint("user-", j), Item: fmt.Sprint("item-", j%items)}, &sc)
+				}
+				live := heapstat.Now() - before
+				_, itemBytes := tc.cfg.RowBytes()
+				perUser = (float64(live) - float64(items*itemBytes)) / float64(m.users.len())
+				runtime.KeepAlive(m)
+			}
+			userBytes, _ := tc.cfg.RowBytes()
+			b.ReportMetric(perUser, "live-bytes/user")
+			b.ReportMetric(float64(userBytes), "row-bytes/user")
 		})
 	}
 }

@@ -246,12 +246,15 @@ func embeddingGrads(dp, dq []float64, g float64, w, p, q []float64, l2, c float6
 // apply takes one step along the gradients grads left in the scratch
 // buffers: plain SGD for the networks (η̃ only if aux, T̂ only if trans), a
 // per-row adaptive step for the embeddings (table.stepRate), so that rows seen
-// often move less.
+// often move less. The rows of a pair with a cold row do not move.
 func (m *Model) apply(u, i int32, ystar int, trans, aux bool) {
 	s, lr := &m.scratch, m.cfg.LearningRate
 	m.users.stamps[u], m.items.stamps[i] = m.epoch, m.epoch
-	userRate := m.users.stepRate(u, s.dUserNorm2, m.cfg.EmbeddingRate)
-	itemRate := m.items.stepRate(i, s.dItemNorm2, m.cfg.EmbeddingRate)
+	var userRate, itemRate float64 // 0: a pair with a cold row teaches no embedding (bounds.go)
+	if u >= m.users.base && i >= m.items.base {
+		userRate = m.users.stepRate(u, s.dUserNorm2, m.cfg.EmbeddingRate)
+		itemRate = m.items.stepRate(i, s.dItemNorm2, m.cfg.EmbeddingRate)
+	}
 	if m.k == 2 {
 		// The classifier's one free row and the two embedding rows in one
 		// pass: head.step and the rows' steps for a binary head.

@@ -46,6 +46,12 @@ func (c *Collector) Write(ctx context.Context, r *consumer.Result) error {
 		c.distilled++
 	}
 	ev := &r.Event
+	if c.truth.Mode == TruthNone {
+		// Nothing is evaluated: the counting baselines would count for
+		// nothing, and their maps grow with every id and pair.
+		c.withoutTruth++
+		return c.forward(ctx, r)
+	}
 	counts := c.counter.Observe(ev.User, ev.Item, ev.DwellMS, ev.HasDwell)
 	if g, ok := c.truth.Genuine(ev); ok {
 		for k, v := range counts {
@@ -63,6 +69,11 @@ func (c *Collector) Write(ctx context.Context, r *consumer.Result) error {
 	} else {
 		c.withoutTruth++
 	}
+	return c.forward(ctx, r)
+}
+
+// forward passes r on to the next sink.
+func (c *Collector) forward(ctx context.Context, r *consumer.Result) error {
 	if c.next == nil {
 		return nil
 	}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -30,6 +32,7 @@ func TestParseTruth(t *testing.T) {
 		"rating:2":    {Mode: TruthRating, Threshold: 2},
 		"rating:2.5":  {Mode: TruthRating, Threshold: 2.5},
 		"rating:0.5":  {Mode: TruthRating, Threshold: 0.5},
+		"none":        {Mode: TruthNone},
 	}
 	for s, want := range good {
 		got, err := ParseTruth(s)
@@ -40,7 +43,7 @@ func TestParseTruth(t *testing.T) {
 			t.Errorf("String() = %q, want %q", got.String(), s)
 		}
 	}
-	for _, s := range []string{"dwell", "dwell:", "dwell:x", "rating:-1", "rating:-0.5", "rating:NaN", "rating:Inf", "rating:1e400", "rating:0x1p1", "rating:1_0", "dwell:2.5", "field:1", "label", "Rating:2"} {
+	for _, s := range []string{"dwell", "dwell:", "dwell:x", "rating:-1", "rating:-0.5", "rating:NaN", "rating:Inf", "rating:1e400", "rating:0x1p1", "rating:1_0", "dwell:2.5", "field:1", "label", "Rating:2", "none:1"} {
 		if _, err := ParseTruth(s); !errors.Is(err, ErrTruthMode) {
 			t.Errorf("ParseTruth(%q) = %v, want ErrTruthMode", s, err)
 		}
@@ -72,6 +75,7 @@ func TestTruthGenuine(t *testing.T) {
 		{field, consumer.Event{Truth: "genuine"}, true, true},
 		{field, consumer.Event{Truth: "noise", DwellMS: 50000, HasDwell: true}, false, true},
 		{field, consumer.Event{}, false, false},
+		{Truth{Mode: TruthNone}, consumer.Event{Truth: "genuine", DwellMS: 50000, HasDwell: true, Rating: 5, HasRating: true}, false, false},
 	}
 	for _, tt := range tests {
 		g, ok := tt.truth.Genuine(&tt.ev)
@@ -192,6 +196,32 @@ func TestCollectorAndBuild(t *testing.T) {
 		if !strings.Contains(human.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, human.String())
 		}
+	}
+}
+
+// TestCollectorWithoutTruth: with truth mode none a Collector passes
+// every record on, counts it as without truth, and keeps nothing per
+// event or per id: its memory does not grow with the stream.
+func TestCollectorWithoutTruth(t *testing.T) {
+	next := &countSink{}
+	c := NewCollector(Truth{Mode: TruthNone}, next)
+	r := &consumer.Result{Event: consumer.Event{Truth: "genuine"}}
+	for j := range 10000 {
+		r.Event.User, r.Event.Item = fmt.Sprint("u", j), fmt.Sprint("i", j)
+		if err := c.Write(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if next.writes != 10000 || c.withoutTruth != 10000 || len(c.genuine) != 0 || len(c.counter.users) != 0 || len(c.counter.pairs) != 0 {
+		t.Fatalf("passed on %d, %d without truth; kept %d events, %d users, %d pairs",
+			next.writes, c.withoutTruth, len(c.genuine), len(c.counter.users), len(c.counter.pairs))
+	}
+	rep := Build(Inputs{Input: "in.jsonl", Collector: c, Model: online.Summary{Events: 10000}, Elapsed: time.Second})
+	if rep.WithTruth != 0 || rep.WithoutTruth != 10000 || rep.Truth != TruthNone {
+		t.Fatalf("report: %d with truth, %d without, truth %q", rep.WithTruth, rep.WithoutTruth, rep.Truth)
+	}
+	if err := rep.Print(io.Discard); err != nil {
+		t.Fatal(err)
 	}
 }
 

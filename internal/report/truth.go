@@ -17,6 +17,10 @@ const (
 	TruthField  = "field"  // the event's "truth" field
 	TruthDwell  = "dwell"  // dwell_ms < Threshold is noise
 	TruthRating = "rating" // rating <= Threshold is noise
+	// TruthNone evaluates nothing: no event has an answer, and a
+	// Collector keeps no per-event or per-id state (a replay's memory is
+	// then its models').
+	TruthNone = "none"
 )
 
 // Truth says where the ground truth of an event comes from. It is used by
@@ -29,8 +33,8 @@ type Truth struct {
 	Threshold float64
 }
 
-// ParseTruth parses "field", "dwell:MS" or "rating:R". An empty string is
-// "field".
+// ParseTruth parses "field", "dwell:MS", "rating:R" or "none". An empty
+// string is "field".
 func ParseTruth(s string) (Truth, error) {
 	mode, arg, hasArg := strings.Cut(s, ":")
 	switch mode {
@@ -51,8 +55,13 @@ func ParseTruth(s string) (Truth, error) {
 			return Truth{}, fmt.Errorf("parse truth %q: want rating:R with R a non-negative decimal number (2, 2.5): %w", s, ErrTruthMode)
 		}
 		return Truth{Mode: mode, Threshold: v}, nil
+	case TruthNone:
+		if hasArg {
+			return Truth{}, fmt.Errorf("parse truth %q: none takes no argument: %w", s, ErrTruthMode)
+		}
+		return Truth{Mode: TruthNone}, nil
 	default:
-		return Truth{}, fmt.Errorf("parse truth %q: use field, dwell:MS or rating:R: %w", s, ErrTruthMode)
+		return Truth{}, fmt.Errorf("parse truth %q: use field, dwell:MS, rating:R or none: %w", s, ErrTruthMode)
 	}
 }
 
@@ -60,6 +69,9 @@ func ParseTruth(s string) (Truth, error) {
 func (t Truth) String() string {
 	if t.Mode == TruthField || t.Mode == "" {
 		return TruthField
+	}
+	if t.Mode == TruthNone {
+		return TruthNone
 	}
 	return t.Mode + ":" + strconv.FormatFloat(t.Threshold, 'f', -1, 64)
 }
@@ -85,6 +97,8 @@ func isDecimal(s string) bool {
 // no answer (no truth field, no dwell, no rating).
 func (t Truth) Genuine(ev *consumer.Event) (genuine, ok bool) {
 	switch t.Mode {
+	case TruthNone:
+		return false, false
 	case TruthDwell:
 		if !ev.HasDwell {
 			return false, false
