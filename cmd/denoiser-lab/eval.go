@@ -107,7 +107,7 @@ func newEvalFlags(name string, stderr io.Writer, usage string) *flag.FlagSet {
 }
 
 func runEvalTransition(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := newEvalFlags("transition", stderr, "[--data FILE] [--noise KIND]... [--rates LIST] [--seeds N] [--estimator NAME]... [--report FILE.json] [--out DIR]")
+	fs := newEvalFlags("transition", stderr, "[--data FILE] [--noise KIND]... [--rates LIST] [--seeds N] [--first-seed N] [--estimator NAME]... [--ordinal-epochs N] [--report FILE.json] [--out DIR]")
 	var noises, estimators listFlag
 	fs.Var(&noises, "noise", "noise `kind`: symmetric or pairflip (repeatable; default both)")
 	fs.Var(&estimators, "estimator", "estimator: rgbt, anchor or ordinal (repeatable; default all)")
@@ -115,6 +115,8 @@ func runEvalTransition(ctx context.Context, args []string, stderr io.Writer) err
 		data    = fs.String("data", "", "MovieLens 100K u.data `file` (required)")
 		rates   = fs.String("rates", "0.1,0.2,0.3,0.4", "comma-separated noise `rates`")
 		seeds   = fs.Int("seeds", 3, "number of seeds")
+		first   = fs.Int("first-seed", 2, "first seed (seed 1 is the one the settings were chosen on)")
+		epochs  = fs.Int("ordinal-epochs", 0, "EM epochs of the ordinal estimator (0: its default, 12)")
 		passes  = fs.Int("passes", 3, "passes of the online model over the training stream")
 		workers = fs.Int("workers", 2, "parallel runs")
 		rep     = fs.String("report", "", "write the numbers as JSON to `file`")
@@ -140,8 +142,8 @@ func runEvalTransition(ctx context.Context, args []string, stderr io.Writer) err
 	err = withProgress(stderr, &c, func() error {
 		var err error
 		res, err = eval.RunTransition(ctx, d, eval.TransitionConfig{
-			Noises: noises, Rates: rs, Seeds: *seeds, Estimators: estimators,
-			Passes: *passes, Workers: *workers, Progress: &c,
+			Noises: noises, Rates: rs, Seeds: *seeds, FirstSeed: *first, Estimators: estimators,
+			Passes: *passes, Workers: *workers, Progress: &c, Ordinal: eval.OrdinalConfig{Epochs: *epochs},
 		})
 		return err
 	})
