@@ -332,16 +332,7 @@ func RunRecommend(ctx context.Context, d *Dataset, cfg RecommendConfig) (*Recomm
 				continue
 			}
 			row := acc[k]
-			for c := range Cutoffs {
-				var rs, ns []float64
-				for _, m := range row.PerSeed {
-					rs, ns = append(rs, m.Recall[c]), append(ns, m.NDCG[c])
-				}
-				rm, rsd := MeanStd(rs)
-				nm, nsd := MeanStd(ns)
-				row.RecallMean, row.RecallStd = append(row.RecallMean, rm), append(row.RecallStd, rsd)
-				row.NDCGMean, row.NDCGStd = append(row.NDCGMean, nm), append(row.NDCGStd, nsd)
-			}
+			row.RecallMean, row.RecallStd, row.NDCGMean, row.NDCGStd = summarize(row.PerSeed)
 			res.Rows = append(res.Rows, *row)
 		}
 	}
@@ -414,6 +405,22 @@ func runVariant(cfg RecommendConfig, d *Dataset, v Variant, sp Split, test []Int
 	}
 	out.rows = append(out.rows, recRow{method: v.Name, group: GroupDenoiserF, m: fm})
 	return out, nil
+}
+
+// summarize returns the mean and std over seeds of Recall and NDCG at
+// each cutoff.
+func summarize(perSeed []RankMetrics) (recallMean, recallStd, ndcgMean, ndcgStd []float64) {
+	for c := range Cutoffs {
+		var rs, ns []float64
+		for _, m := range perSeed {
+			rs, ns = append(rs, m.Recall[c]), append(ns, m.NDCG[c])
+		}
+		rm, rsd := MeanStd(rs)
+		nm, nsd := MeanStd(ns)
+		recallMean, recallStd = append(recallMean, rm), append(recallStd, rsd)
+		ndcgMean, ndcgStd = append(ndcgMean, nm), append(ndcgStd, nsd)
+	}
+	return recallMean, recallStd, ndcgMean, ndcgStd
 }
 
 // trainDenoiser runs passes of the denoiser variant v (binary mode) over

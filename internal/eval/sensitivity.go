@@ -188,17 +188,11 @@ func RunSensitivity(ctx context.Context, d *Dataset, cfg SensitivityConfig) (*Se
 	curves := make([][]float64, len(vs))
 	for v := range vs {
 		p := SensitivityPoint{Param: points[v].param, Value: points[v].value, Variant: vs[v].Name}
-		for c := range Cutoffs {
-			var rs, ns []float64
-			for s := range cfg.Seeds {
-				o := outs[s*len(vs)+v]
-				rs, ns = append(rs, o.m.Recall[c]), append(ns, o.m.NDCG[c])
-			}
-			rm, rsd := MeanStd(rs)
-			nm, nsd := MeanStd(ns)
-			p.RecallMean, p.RecallStd = append(p.RecallMean, rm), append(p.RecallStd, rsd)
-			p.NDCGMean, p.NDCGStd = append(p.NDCGMean, nm), append(p.NDCGStd, nsd)
+		var perSeed []RankMetrics
+		for s := range cfg.Seeds {
+			perSeed = append(perSeed, outs[s*len(vs)+v].m)
 		}
+		p.RecallMean, p.RecallStd, p.NDCGMean, p.NDCGStd = summarize(perSeed)
 		for s := range cfg.Seeds {
 			c := outs[s*len(vs)+v].curve
 			if curves[v] == nil {
