@@ -23,10 +23,11 @@ import (
 // the repository.
 const dataHint = "MovieLens 100K's u.data: download ml-100k.zip from https://grouplens.org/datasets/movielens/100k/ and unzip it"
 
-const evalUsage = `usage: denoiser-lab eval <transition|recommend|detect> [flags]
+const evalUsage = `usage: denoiser-lab eval <transition|recommend|sensitivity|detect> [flags]
 
   transition   RQ2: error of the transition-matrix estimate under injected flip noise
   recommend    RQ1/RQ3/RQ4: downstream GMF and NeuMF on Normal, T-CE and denoiser-weighted streams
+  sensitivity  RQ3/RQ4: the denoiser's f against λ and fixed ρ; distilled share, progressive against fixed ρ
   detect       ROC-AUC / PR-AUC of the scores where the noise is known
 
 Each writes a Markdown report and PNG figures into --out (default docs/results).
@@ -39,9 +40,10 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("eval: missing subcommand: %w", cli.ErrUsage)
 	}
 	sub := map[string]func(context.Context, []string, io.Writer) error{
-		"transition": runEvalTransition,
-		"recommend":  runEvalRecommend,
-		"detect":     runEvalDetect,
+		"transition":  runEvalTransition,
+		"recommend":   runEvalRecommend,
+		"sensitivity": runEvalSensitivity,
+		"detect":      runEvalDetect,
 	}
 	switch args[0] {
 	case "help", "-h", "-help", "--help":
@@ -153,6 +155,53 @@ func runEvalTransition(ctx context.Context, args []string, stderr io.Writer) err
 	meta := eval.Meta{Command: commandLine("transition", args), Commit: eval.Commit(), Data: *data, Seconds: time.Since(start).Seconds()}
 	res.Meta = meta
 	return writeEvalOutputs(stderr, *out, *rep, meta, res, res.WriteReport, "transition.md")
+}
+
+func runEvalSensitivity(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := newEvalFlags("sensitivity", stderr, "[--data FILE] [--lambdas LIST] [--rhos LIST] [--seeds N] [--first-seed N] [--passes N] [--report FILE.json] [--out DIR]")
+	var (
+		data    = fs.String("data", "", "MovieLens 100K u.data `file` (required)")
+		lambdas = fs.String("lambdas", "0.1,0.3,1,3,10", "comma-separated λ, tried with the progressive ρ (must hold 1)")
+		rhos    = fs.String("rhos", "0.4,0.5,0.6,0.7,0.8,0.9", "comma-separated fixed ρ, tried with λ = 1 (must hold 0.4, 0.6, 0.8)")
+		seeds   = fs.Int("seeds", 2, "number of seeds")
+		first   = fs.Int("first-seed", 1, "first seed")
+		passes  = fs.Int("passes", 5, "passes of the denoiser over the training stream")
+		workers = fs.Int("workers", 2, "parallel runs")
+		rep     = fs.String("report", "", "write the numbers as JSON to `file`")
+		out     = fs.String("out", "docs/results", "`dir` for the Markdown report and figures (empty: none)")
+	)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("eval sensitivity: unexpected arguments %q: %w", fs.Args(), cli.ErrUsage)
+	}
+	ls, err := parseRates(*lambdas)
+	if err != nil {
+		return fmt.Errorf("eval sensitivity: --lambdas: %w", err)
+	}
+	rs, err := parseRates(*rhos)
+	if err != nil {
+		return fmt.Errorf("eval sensitivity: --rhos: %w", err)
+	}
+	start := time.Now()
+	d, err := loadData(ctx, *data)
+	if err != nil {
+		return fmt.Errorf("eval sensitivity: %w", err)
+	}
+	var c eval.Counter
+	var res *eval.SensitivityResult
+	err = withProgress(stderr, &c, func() error {
+		var err error
+		res, err = eval.RunSensitivity(ctx, d, eval.SensitivityConfig{Lambdas: ls, Rhos: rs, Seeds: *seeds, FirstSeed: *first,
+			Passes: *passes, Workers: *workers, Progress: &c})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("eval sensitivity: %w", err)
+	}
+	res.Meta = eval.Meta{Command: commandLine("sensitivity", args), Commit: eval.Commit(), Data: *data, Seconds: time.Since(start).Seconds()}
+	return writeEvalOutputs(stderr, *out, *rep, res.Meta, res, res.WriteReport, "sensitivity.md")
 }
 
 // writeEvalOutputs writes the Markdown report (into out) and the JSON

@@ -75,6 +75,8 @@ func TestEvalCommands(t *testing.T) {
 			[]string{"recommend.md", "recommend.png", "rho.png"}, "rows", ""},
 		{"recommend deca", []string{"recommend", "--seeds", "2", "--passes", "1", "--split", "deca", "--backbone", "gmf", "--backbone", "NeuMF"},
 			[]string{"recommend.md", "recommend.png", "rho.png"}, "paired", deca},
+		{"sensitivity", []string{"sensitivity", "--seeds", "1", "--passes", "2", "--lambdas", "0.5,1", "--rhos", "0.4,0.6,0.8"},
+			[]string{"sensitivity.md", "sensitivity.png", "distilled.png"}, "points", ""},
 		{"detect", []string{"detect", "--seeds", "1", "--synth-events", "2000", "--synth-noise", "0.2"},
 			[]string{"detect.md", "detect.png", "detect_calibration.png"}, "cases", ""},
 	}
@@ -122,6 +124,8 @@ func TestEvalUsageErrors(t *testing.T) {
 		{"eval", "transition", "--data", data, "--out", "", "--rates", "x"},
 		{"eval", "transition", "--data", data, "--out", "", "--estimator", "nope"},
 		{"eval", "recommend", "--data", data, "--out", "", "--split", "sideways"},
+		{"eval", "sensitivity", "--data", data, "--out", "", "--lambdas", "0.5,2"},
+		{"eval", "sensitivity", "--data", data, "--out", "", "--rhos", "0.4,0.6"},
 		{"eval", "recommend", "--data", data, "--out", "", "--backbone", "lightgcn"},
 		{"eval", "recommend", "--data", data, "--out", "", "--backbone", "gmf,gmf"},
 		{"eval", "recommend", "--data", data, "--out", "", "--negatives", "-1"},

@@ -4,7 +4,8 @@
 //   - transition (RQ2): flip noise (symmetric, pairflip) injected into the
 //     ratings as K = 5 classes; the L1 error of the estimated transition
 //     matrix on held-out interactions against the true flip matrix, for
-//     the model's own T̂(x) and for class-level estimators;
+//     the model's own T̂(x) and for class-level estimators, of which the
+//     ordinal EM estimator (Ordinal) is the one for rating data;
 //   - recommend (RQ1, RQ3, RQ4): an 8:1:1 split with a clean (rating-5)
 //     test, or the DeCA paper's fixed split with its test protocol (the
 //     user's training and validation items unranked, Recall over the
@@ -12,6 +13,9 @@
 //     truncated loss (T-CE), and with each positive weighted by the
 //     denoiser's score; the denoiser's own classifier as the recommender;
 //     the ablations and the ρ schedules;
+//   - sensitivity (RQ3, RQ4): the denoiser's classifier as the recommender
+//     against λ and against a fixed ρ, and the share of events distilled
+//     over the passes, progressive against fixed ρ;
 //   - detect: ROC-AUC and PR-AUC of weight, p_clean, reliability, the
 //     loss baseline and the label-free baselines where the truth is known,
 //     and the calibration (ECE, reliability diagrams) of weight and p_clean.

@@ -397,3 +397,43 @@ func TestOrdinalRecoversKnownFlips(t *testing.T) {
 		})
 	}
 }
+
+func TestSensitivityEndToEnd(t *testing.T) {
+	d := FromRatings(tinyRatings(60, 80, 30, 4))
+	res, err := RunSensitivity(context.Background(), d, SensitivityConfig{
+		Lambdas: []float64{0.3, 1}, Rhos: []float64{0.4, 0.6, 0.8}, Seeds: 2, Passes: 2, Segments: 4,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Points) != 5 {
+		t.Fatalf("%d points, want 5", len(res.Points))
+	}
+	// The progressive schedule's curve and the three fixed ρ.
+	if len(res.Curves) != 4 || res.Curves[0].Variant != "λ = 1, progressive ρ" {
+		t.Fatalf("curves %+v", res.Curves)
+	}
+	for _, c := range res.Curves {
+		if len(c.Share) != 2*4 || c.Passes[len(c.Passes)-1] != 2 {
+			t.Errorf("%s: %d points ending at pass %v, want 8 ending at 2", c.Variant, len(c.Share), c.Passes[len(c.Passes)-1])
+		}
+		for _, s := range c.Share {
+			if !(s >= 0 && s <= 1) {
+				t.Errorf("%s: share %v outside [0, 1]", c.Variant, s)
+			}
+		}
+	}
+	for _, p := range res.Points {
+		if len(p.RecallMean) != len(Cutoffs) || !(p.RecallMean[len(Cutoffs)-1] > 0) {
+			t.Errorf("%s: recall %v", p.Variant, p.RecallMean)
+		}
+	}
+	dir := t.TempDir()
+	if err := res.WriteReport(dir, Meta{Command: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	checkFiles(t, dir, "sensitivity.md", "sensitivity.png", "distilled.png")
+	if _, err := RunSensitivity(context.Background(), d, SensitivityConfig{Rhos: []float64{0.5}}); err == nil {
+		t.Error("curves at ρ not tried: no error")
+	}
+}

@@ -332,16 +332,7 @@ func RunRecommend(ctx context.Context, d *Dataset, cfg RecommendConfig) (*Recomm
 				continue
 			}
 			row := acc[k]
-			for c := range Cutoffs {
-				var rs, ns []float64
-				for _, m := range row.PerSeed {
-					rs, ns = append(rs, m.Recall[c]), append(ns, m.NDCG[c])
-				}
-				rm, rsd := MeanStd(rs)
-				nm, nsd := MeanStd(ns)
-				row.RecallMean, row.RecallStd = append(row.RecallMean, rm), append(row.RecallStd, rsd)
-				row.NDCGMean, row.NDCGStd = append(row.NDCGMean, nm), append(row.NDCGStd, nsd)
-			}
+			row.RecallMean, row.RecallStd, row.NDCGMean, row.NDCGStd = summarize(row.PerSeed)
 			res.Rows = append(res.Rows, *row)
 		}
 	}
@@ -363,43 +354,22 @@ func RunRecommend(ctx context.Context, d *Dataset, cfg RecommendConfig) (*Recomm
 // with its classifier f, and trains the downstream GMF on the positives
 // weighted by its last-pass scores.
 func runVariant(cfg RecommendConfig, d *Dataset, v Variant, sp Split, test []Interaction, seed uint64) (recOut, error) {
-	m, err := online.New(v.Config, online.NewSource(seed))
-	if err != nil {
-		return recOut{}, err
-	}
 	train := sp.Train
 	weights := make([]float64, len(train))
-	seg := max(1, len(train)/cfg.Segments)
-	var curve []float64
-	distilled, inSeg := 0, 0
-	var sc online.Score
-	for pass := range cfg.Passes {
-		for n, x := range train {
-			if err := m.Step(online.Event{User: UserID(x.User), Item: ItemID(x.Item)}, &sc); err != nil {
-				return recOut{}, fmt.Errorf("variant %s: step: %w", v.Name, err)
-			}
-			if sc.Distilled >= 0 {
-				distilled++
-			}
-			if inSeg++; inSeg == seg {
-				curve = append(curve, float64(distilled)/float64(seg))
-				distilled, inSeg = 0, 0
-			}
-			if pass == cfg.Passes-1 {
-				switch cfg.Weight {
-				case WeightReliability:
-					weights[n] = sc.Reliability
-				case WeightPClean:
-					weights[n] = sc.PClean
-				case WeightRecommended:
-					weights[n] = sc.Weight
-				default:
-					weights[n] = sc.Reliability * sc.PClean
-				}
-			}
+	m, curve, err := trainDenoiser(v, train, cfg.Passes, cfg.Segments, seed, func(n int, sc *online.Score) {
+		switch cfg.Weight {
+		case WeightReliability:
+			weights[n] = sc.Reliability
+		case WeightPClean:
+			weights[n] = sc.PClean
+		case WeightRecommended:
+			weights[n] = sc.Weight
+		default:
+			weights[n] = sc.Reliability * sc.PClean
 		}
-		// A partial last segment would be noisy: drop it.
-		distilled, inSeg = 0, 0
+	})
+	if err != nil {
+		return recOut{}, err
 	}
 	cfg.Progress.events(len(train) * cfg.Passes)
 	fm := Evaluate(modelScorer(m, d.Items), d.Users, d.Items, sp.Seen, test)
@@ -435,6 +405,55 @@ func runVariant(cfg RecommendConfig, d *Dataset, v Variant, sp Split, test []Int
 	}
 	out.rows = append(out.rows, recRow{method: v.Name, group: GroupDenoiserF, m: fm})
 	return out, nil
+}
+
+// summarize returns the mean and std over seeds of Recall and NDCG at
+// each cutoff.
+func summarize(perSeed []RankMetrics) (recallMean, recallStd, ndcgMean, ndcgStd []float64) {
+	for c := range Cutoffs {
+		var rs, ns []float64
+		for _, m := range perSeed {
+			rs, ns = append(rs, m.Recall[c]), append(ns, m.NDCG[c])
+		}
+		rm, rsd := MeanStd(rs)
+		nm, nsd := MeanStd(ns)
+		recallMean, recallStd = append(recallMean, rm), append(recallStd, rsd)
+		ndcgMean, ndcgStd = append(ndcgMean, nm), append(ndcgStd, nsd)
+	}
+	return recallMean, recallStd, ndcgMean, ndcgStd
+}
+
+// trainDenoiser runs passes of the denoiser variant v (binary mode) over
+// train and returns the model and the distilled share of each of the
+// segments per pass (a partial last segment of a pass is dropped); last,
+// if not nil, sees every event's score in the last pass.
+func trainDenoiser(v Variant, train []Interaction, passes, segments int, seed uint64, last func(n int, sc *online.Score)) (*online.Model, []float64, error) {
+	m, err := online.New(v.Config, online.NewSource(seed))
+	if err != nil {
+		return nil, nil, err
+	}
+	seg := max(1, len(train)/segments)
+	var curve []float64
+	var sc online.Score
+	for pass := range passes {
+		distilled, inSeg := 0, 0
+		for n, x := range train {
+			if err := m.Step(online.Event{User: UserID(x.User), Item: ItemID(x.Item)}, &sc); err != nil {
+				return nil, nil, fmt.Errorf("variant %s: step: %w", v.Name, err)
+			}
+			if sc.Distilled >= 0 {
+				distilled++
+			}
+			if inSeg++; inSeg == seg {
+				curve = append(curve, float64(distilled)/float64(seg))
+				distilled, inSeg = 0, 0
+			}
+			if last != nil && pass == passes-1 {
+				last(n, &sc)
+			}
+		}
+	}
+	return m, curve, nil
 }
 
 // trainDownstream trains the backbone on train (positive n weighted by
