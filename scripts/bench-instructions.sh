@@ -81,6 +81,26 @@ count() {
 	)
 }
 
+# packages FILE: the self instructions of FILE by Go package, "package count"
+# per line (the package is the function's name up to the first dot after
+# its last slash, generic shapes and receivers left out).
+packages() {
+	callgrind_annotate --auto=no --threshold=100 "$1" | awk '
+	/^ *[0-9,]+ \( *[0-9.]+%\) / && !/PROGRAM TOTALS/ {
+		n = $1; gsub(",", "", n)
+		line = $0
+		sub(/^ *[0-9,]+ \( *[0-9.]+%\) +/, "", line)
+		sub(/ \[[^]]*\]$/, "", line)
+		head = substr(line, index(line, ":") + 1)
+		if ((i = index(head, "(")) > 0) head = substr(head, 1, i - 1)
+		if ((i = index(head, "[")) > 0) head = substr(head, 1, i - 1)
+		pre = ""
+		while ((i = index(head, "/")) > 0) { pre = pre substr(head, 1, i); head = substr(head, i + 1) }
+		sum[(i = index(head, ".")) > 0 ? pre substr(head, 1, i - 1) : "(other)"] += n
+	}
+	END { for (p in sum) print p, sum[p] }'
+}
+
 # The commit: COMMIT, else what the binary says (make build stamps it when
 # the checkout lets Go read it), else this checkout's HEAD.
 commit=${COMMIT:-$("$bin" version 2>/dev/null | awk '{ print $2 }')}
@@ -105,3 +125,14 @@ for config in default plain; do
 done
 echo "default: RGBT model + plain shadow + pipeline; plain: plain model + plain shadow + pipeline"
 echo "RGBT over the plain model: $((per[default] - per[plain])) per event; default/plain = $(awk -v a="${per[default]}" -v b="${per[plain]}" 'BEGIN { printf "%.3f", a / b }')"
+
+echo
+echo "per event by Go package (self instructions, events $((n + 1))..$((2 * n)); the largest 12 in the default configuration):"
+printf '%-40s %10s %10s\n' package default plain
+for config in default plain; do
+	packages "$out/callgrind.$config.1n.out" | sed "s/^/$config -1 /"
+	packages "$out/callgrind.$config.2n.out" | sed "s/^/$config 1 /"
+done | awk -v n="$n" '
+	{ per[$3, $1] += $2 * $4; pkgs[$3] = 1 }
+	END { for (p in pkgs) printf "%s %.0f %.0f\n", p, per[p, "default"] / n, per[p, "plain"] / n }' |
+	sort -k2,2nr | head -12 | awk '{ printf "%-40s %10d %10d\n", $1, $2, $3 }'
