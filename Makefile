@@ -65,27 +65,30 @@ check-monitoring:
 test-short:
 	$(GO) test -short -count=1 ./...
 
-# The hot path's benchmarks (about a minute and a half), then the ratios
-# of each figure to its baseline in the same run (docs/perf.md): the step
-# of the RGBT model against the plain model's, and the pipeline (consumer
-# group -> model -> scored topic, on KAFKA_BROKERS or the embedded broker)
-# against a kafka-go pass-through. bench-all runs every benchmark of the
-# module (several minutes: 1M-user snapshots and checkpoints).
+# The hot path's benchmarks (about a minute), then the ratio of each
+# figure to its baseline in the same run (docs/perf.md): the RGBT model's
+# step against the plain model's, and the pipeline (consumer group ->
+# model -> scored topic, on KAFKA_BROKERS or the embedded broker) against
+# a kafka-go pass-through. BENCHFLAGS=-count=5 repeats each benchmark and
+# takes the ratio of the medians. bench-all runs every benchmark of the
+# module (about 8 minutes: 1M-user snapshots and checkpoints).
 BENCH_RATIOS := \
 	-ratio 'step, RGBT over plain, events per CPU-second: BenchmarkStep/rgbt events/cpu-s / BenchmarkStep/plain events/cpu-s' \
 	-ratio 'step, RGBT over plain, events per second: BenchmarkStep/rgbt events/s / BenchmarkStep/plain events/s' \
 	-ratio 'pipeline over pass-through, events per second: BenchmarkPipeline denoiser-events/s / BenchmarkPipeline passthrough-events/s' \
 	-ratio 'pipeline over pass-through, events per CPU-second: BenchmarkPipeline passthrough-cpu-µs/event / BenchmarkPipeline denoiser-cpu-µs/event'
+BENCHFLAGS ?=
 bench:
-	$(GO) test -run '^$$' -bench '^Benchmark(Step|Pipeline|Decode|AppendScored|Run)$$' -benchmem -timeout 30m \
+	$(GO) test -run '^$$' -bench '^Benchmark(Step|Pipeline|Decode|AppendScored|Run)$$' -benchmem -timeout 30m $(BENCHFLAGS) \
 		./online ./service ./consumer ./producer 2>&1 | $(GO) run ./internal/benchratio $(BENCH_RATIOS)
 
 bench-all:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./...
 
 # Instructions per event of `denoiser replay` under valgrind's callgrind
-# (scripts/bench-instructions.sh; about a minute): a figure other load on
-# the machine does not move, for comparing commits (docs/perf.md).
+# (scripts/bench-instructions.sh; about a minute, valgrind needed): a
+# figure other load on the machine does not move, for comparing commits
+# (docs/perf.md).
 bench-instructions: build
 	scripts/bench-instructions.sh $(BIN)
 

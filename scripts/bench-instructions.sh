@@ -15,7 +15,9 @@
 #                model past its warm-up
 #   OUT          where the logs, outputs and callgrind files go
 #                (default out/bench-instructions; callgrind_annotate reads them)
-#   REPLAY_ARGS  more arguments for every replay, e.g. "--config my.yaml"
+#   COMMIT       the commit to name in the output (default: the binary's, else HEAD)
+#   REPLAY_ARGS  more arguments for every replay, e.g. "--config /abs/my.yaml"
+#                (replay runs in OUT: give paths absolute)
 #
 # Two configurations are measured: the default one, and the plain model
 # (--set model.plain=true). replay always steps a plain model beside the
@@ -34,8 +36,12 @@
 #     to 4% between two runs. Allocation itself is still counted (mallocgc);
 #     allocations are measured by the benchmarks' allocs/op;
 #   - the truth field is removed from the log: with it, the report sorts
-#     every score at the end (ROC-AUC), n log n work that is not per event.
-# Two runs then agree to about 0.01% (docs/perf.md).
+#     every score at the end (ROC-AUC), n log n work that is not per event;
+#   - replay runs in OUT on inputs named events-1n/2n.jsonl: each scored
+#     record carries its source's name, so the path's length is per-event
+#     work (16 instructions a character).
+# What is left is Go's map hash seed, random per process: map probes, a few
+# tens of instructions per event (docs/perf.md has the spread).
 set -euo pipefail
 
 bin=${1:-bin/denoiser}
@@ -46,6 +52,7 @@ read -r -a extra <<<"${REPLAY_ARGS:-}"
 
 command -v valgrind >/dev/null || { echo "bench-instructions: valgrind not found (Debian: apt-get install valgrind)" >&2; exit 2; }
 [[ -x $bin ]] || { echo "bench-instructions: $bin not found: make build" >&2; exit 2; }
+bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
 have=$(wc -l <"$log")
 ((have >= 2 * n)) || { echo "bench-instructions: $log has $have events, fewer than 2×EVENTS = $((2 * n))" >&2; exit 2; }
 
@@ -61,22 +68,51 @@ head -n "$n" "$out/events-2n.jsonl" >"$out/events-1n.jsonl"
 count() {
 	local config=$1 size=$2
 	shift 2
-	local file="$out/callgrind.$config.$size.out"
-	GODEBUG=asyncpreemptoff=1 GOMAXPROCS=1 GOGC=off \
-		valgrind --tool=callgrind --callgrind-out-file="$file" \
-		"$bin" replay --in "$out/events-$size.jsonl" --out "$out/scored.$config.$size.jsonl" "${extra[@]}" "$@" \
-		>"$out/replay.$config.$size.log" 2>&1 ||
-		{ tail -20 "$out/replay.$config.$size.log" >&2; return 1; }
-	awk '$1 == "totals:" || $1 == "summary:" { print $2; exit }' "$file"
+	# In $out, with names of one length: every scored record carries its
+	# source (the input's name), so a longer path costs more per event.
+	(
+		cd "$out"
+		GODEBUG=asyncpreemptoff=1 GOMAXPROCS=1 GOGC=off \
+			valgrind --tool=callgrind --callgrind-out-file="callgrind.$config.$size.out" \
+			"$bin" replay --in "events-$size.jsonl" --out "scored.$config.$size.jsonl" "${extra[@]}" "$@" \
+			>"replay.$config.$size.log" 2>&1 ||
+			{ tail -20 "replay.$config.$size.log" >&2; exit 1; }
+		awk '$1 == "totals:" || $1 == "summary:" { print $2; exit }' "callgrind.$config.$size.out"
+	)
 }
 
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-if [[ -n $(git status --porcelain --untracked-files=no 2>/dev/null) ]]; then
-	commit="$commit+changes"
+# packages FILE: the self instructions of FILE by Go package, "package count"
+# per line (the package is the function's name up to the first dot after
+# its last slash, generic shapes and receivers left out).
+packages() {
+	callgrind_annotate --auto=no --threshold=100 "$1" | awk '
+	/^ *[0-9,]+ \( *[0-9.]+%\) / && !/PROGRAM TOTALS/ {
+		n = $1; gsub(",", "", n)
+		line = $0
+		sub(/^ *[0-9,]+ \( *[0-9.]+%\) +/, "", line)
+		sub(/ \[[^]]*\]$/, "", line)
+		head = substr(line, index(line, ":") + 1)
+		if ((i = index(head, "(")) > 0) head = substr(head, 1, i - 1)
+		if ((i = index(head, "[")) > 0) head = substr(head, 1, i - 1)
+		pre = ""
+		while ((i = index(head, "/")) > 0) { pre = pre substr(head, 1, i); head = substr(head, i + 1) }
+		sum[(i = index(head, ".")) > 0 ? pre substr(head, 1, i - 1) : "(other)"] += n
+	}
+	END { for (p in sum) print p, sum[p] }'
+}
+
+# The commit: COMMIT, else what the binary says (make build stamps it when
+# the checkout lets Go read it), else this checkout's HEAD.
+commit=${COMMIT:-$("$bin" version 2>/dev/null | awk '{ print $2 }')}
+if [[ -z $commit || $commit == unknown ]]; then
+	commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown) (this checkout's HEAD)"
+	if [[ -n $(git status --porcelain --untracked-files=no 2>/dev/null) ]]; then
+		commit="$commit with uncommitted changes"
+	fi
 fi
 echo "instructions per event: denoiser replay of $log without its truth field,"
 echo "events $((n + 1))..$((2 * n)) (replay of $((2 * n)) events minus replay of $n, over $n); commit $commit"
-echo "GODEBUG=asyncpreemptoff=1 GOMAXPROCS=1 GOGC=off valgrind --tool=callgrind $bin replay ${REPLAY_ARGS:-}"
+echo "cd $out; GODEBUG=asyncpreemptoff=1 GOMAXPROCS=1 GOGC=off valgrind --tool=callgrind $bin replay --in events-{1n,2n}.jsonl ${REPLAY_ARGS:-}"
 printf '%-8s %16s %16s %12s\n' config "$n events" "$((2 * n)) events" "per event"
 declare -A per
 for config in default plain; do
@@ -89,3 +125,14 @@ for config in default plain; do
 done
 echo "default: RGBT model + plain shadow + pipeline; plain: plain model + plain shadow + pipeline"
 echo "RGBT over the plain model: $((per[default] - per[plain])) per event; default/plain = $(awk -v a="${per[default]}" -v b="${per[plain]}" 'BEGIN { printf "%.3f", a / b }')"
+
+echo
+echo "per event by Go package (self instructions, events $((n + 1))..$((2 * n)); the largest 12 in the default configuration):"
+printf '%-40s %10s %10s\n' package default plain
+for config in default plain; do
+	packages "$out/callgrind.$config.1n.out" | sed "s/^/$config -1 /"
+	packages "$out/callgrind.$config.2n.out" | sed "s/^/$config 1 /"
+done | awk -v n="$n" '
+	{ per[$3, $1] += $2 * $4; pkgs[$3] = 1 }
+	END { for (p in pkgs) printf "%s %.0f %.0f\n", p, per[p, "default"] / n, per[p, "plain"] / n }' |
+	sort -k2,2nr | head -12 | awk '{ printf "%-40s %10d %10d\n", $1, $2, $3 }'

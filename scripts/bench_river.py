@@ -38,7 +38,7 @@ import sys
 import time
 
 RIVER = "river==0.26.1"  # the version these figures were taken with (docs/perf.md)
-IN_VENV = "DENOISER_BENCH_RIVER_VENV"
+IN_VENV = "BENCH_RIVER_IN_VENV"  # not DENOISER_*: replay reads those as settings
 
 
 def ensure_venv(venv):
@@ -87,8 +87,10 @@ def denoiser_run(binary, log, work):
     """Runs denoiser replay on log; returns (replay loop seconds, process CPU seconds, events)."""
     report = os.path.join(work, "denoiser-report.json")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run([binary, "replay", "--in", log, "--out", os.path.join(work, "denoiser-scored.jsonl"), "--report", report],
-                   check=True, stderr=subprocess.DEVNULL)
+    run = subprocess.run([binary, "replay", "--in", log, "--out", os.path.join(work, "denoiser-scored.jsonl"), "--report", report],
+                         stderr=subprocess.PIPE, text=True)
+    if run.returncode != 0:
+        sys.exit(f"bench-river: denoiser replay failed ({run.returncode}):\n{run.stderr}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     with open(report) as f:

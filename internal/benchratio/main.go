@@ -147,7 +147,7 @@ func report(w io.Writer, res results, ratios []ratio) error {
 			missing = append(missing, q.Den.String()+" (zero)")
 			continue
 		}
-		fmt.Fprintf(w, "  %-48s %7.3f   (%s %.4g / %s %.4g, n=%d/%d)\n", q.Label, n/d, q.Num, n, q.Den, d, len(num), len(den))
+		fmt.Fprintf(w, "  %-52s %7.3f   (%s %.4g / %s %.4g, n=%d/%d)\n", q.Label, n/d, q.Num, n, q.Den, d, len(num), len(den))
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("no result for %s", strings.Join(missing, ", "))
