@@ -420,3 +420,54 @@ func (c Config) RowBytes() (user, item int) {
 	}
 	return user, item
 }
+
+// maxReserveBytes bounds what New reserves for a capped table (see
+// reserve).
+const maxReserveBytes = 16 << 30
+
+// reserve gives each capped table's arrays room for the cap's rows up
+// front (New), when they take at most maxReserveBytes: the arrays then
+// never grow by copying, which would hold an old and a new array at once,
+// and never overshoot the cap. The room is address space; memory is
+// touched as rows are added.
+func (m *Model) reserve() {
+	base := 0
+	if m.cfg.admits() {
+		base = 1
+	}
+	userBytes, itemBytes := m.cfg.RowBytes()
+	if n := m.cfg.MaxUsers + base; m.cfg.MaxUsers > 0 && n*userBytes <= maxReserveBytes {
+		m.users.reserve(n)
+		m.users.recent = reserveRows(m.users.recent, n*recentItems)
+		m.users.pushed = reserveRows(m.users.pushed, n)
+		m.cooc.reserve(n, 0)
+	}
+	if n := m.cfg.MaxItems + base; m.cfg.MaxItems > 0 && n*itemBytes <= maxReserveBytes {
+		m.items.reserve(n)
+		m.transition.offsets = reserveRows(m.transition.offsets, n*m.k*m.k)
+		m.cooc.reserve(0, n)
+	}
+}
+
+// reserve gives the table's arrays room for n rows.
+func (t *table) reserve(n int) {
+	t.ids = reserveRows(t.ids, n)
+	t.vectors = reserveRows(t.vectors, n*t.dim)
+	t.stepSums = reserveRows(t.stepSums, n)
+	t.stamps = reserveRows(t.stamps, n)
+	t.lru.lastSeen = reserveRows(t.lru.lastSeen, n)
+	t.lru.prev = reserveRows(t.lru.prev, n)
+	t.lru.next = reserveRows(t.lru.next, n)
+}
+
+// reserveRows returns s with capacity for n more values. Unlike
+// slices.Grow it does not write the room (a large make comes as untouched
+// pages), so the reservation costs no resident memory until it is used.
+func reserveRows[T any](s []T, n int) []T {
+	if cap(s)-len(s) >= n {
+		return s
+	}
+	r := make([]T, len(s), len(s)+n)
+	copy(r, s)
+	return r
+}

@@ -280,6 +280,13 @@ func TestRowsStayWithinCap(t *testing.T) {
 		if s := m.Summary(); s.Users != cfg.MaxUsers || s.UsersEvicted == 0 || s.ItemsEvicted == 0 {
 			t.Fatalf("admit_after=%d: %+v", admit, s)
 		}
+		// New reserved the caps' room: the arrays never grew past it.
+		if c := cap(m.users.vectors); c != (cfg.MaxUsers+base)*m.d {
+			t.Fatalf("user vectors hold room for %d values, want the cap's %d", c, (cfg.MaxUsers+base)*m.d)
+		}
+		if c := cap(m.transition.offsets); c != (cfg.MaxItems+base)*m.k*m.k {
+			t.Fatalf("transition offsets hold room for %d values, want the cap's %d", c, (cfg.MaxItems+base)*m.k*m.k)
+		}
 	}
 }
 

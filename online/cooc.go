@@ -29,6 +29,9 @@ type cooccurrence interface {
 	add(u, i int32, r *rand.Rand)
 	// grow makes room for users < nu and items < ni.
 	grow(nu, ni int)
+	// reserve gives the per-row arrays capacity for nu users and ni
+	// items more (Model.reserve).
+	reserve(nu, ni int)
 	// dropUser empties user row u for a new user, and dropItem item row
 	// i for a new item (bounds.go). A row of the other side whose state
 	// changes with it is stamped epoch in stamps, that side's stamps.
@@ -108,6 +111,14 @@ func overlapShares(h int) []float64 {
 		shares[eq] = j / (1 + j)
 	}
 	return shares
+}
+
+func (c *sketchCooc) reserve(nu, ni int) {
+	c.userN = reserveRows(c.userN, nu)
+	c.userSig = reserveRows(c.userSig, nu*c.h/4)
+	c.itemN = reserveRows(c.itemN, ni)
+	c.itemRes = reserveRows(c.itemRes, ni*c.s)
+	c.itemSig = reserveRows(c.itemSig, ni*c.h/4)
 }
 
 func (c *sketchCooc) grow(nu, ni int) {
@@ -268,6 +279,11 @@ func minLanes(a, b uint64) uint64 {
 type exactCooc struct {
 	userItems [][]int32 // sorted
 	itemUsers [][]int32 // sorted
+}
+
+func (c *exactCooc) reserve(nu, ni int) {
+	c.userItems = reserveRows(c.userItems, nu)
+	c.itemUsers = reserveRows(c.itemUsers, ni)
 }
 
 func (c *exactCooc) grow(nu, ni int) {

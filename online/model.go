@@ -85,6 +85,7 @@ func New(cfg Config, src *rand.PCG) (*Model, error) {
 		m.noisyHead.weights[j] = m.rnd.NormFloat64() * math.Sqrt2
 	}
 	m.transition.init()
+	m.reserve()
 	if m.cfg.admits() {
 		m.admission.cells = make([]uint8, admitDepth*m.admission.width)
 		m.addColdRows()
