@@ -29,11 +29,12 @@
 #   - GODEBUG=asyncpreemptoff=1: the signals of Go's asynchronous
 #     preemption crash programs under valgrind;
 #   - GOMAXPROCS=1: with more Ps, idle threads spin looking for work, as
-#     long as the (serialised, slowed) scheduling lets them;
-#   - GOGC=off: a replay allocates little (3 collections in a 20,000-event
+#     long as the (serialised, slowed) scheduling lets them; with 2 Ps and
+#     the collector on, two runs differed by 4.5%;
+#   - GOGC=off: a replay allocates little (2-3 collections in a 20,000-event
 #     replay) but when a collection starts and how much a concurrent mark
-#     scans depends on timing; with it on, the per-event figure moved by up
-#     to 4% between two runs. Allocation itself is still counted (mallocgc);
+#     scans depends on timing; with GOMAXPROCS=1 but the collector on, two
+#     runs differed by 1%. Allocation itself is still counted (mallocgc);
 #     allocations are measured by the benchmarks' allocs/op;
 #   - the truth field is removed from the log: with it, the report sorts
 #     every score at the end (ROC-AUC), n log n work that is not per event;
