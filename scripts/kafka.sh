@@ -26,7 +26,7 @@
 #   KAFKA_PORT             client listener port [19092]
 #   KAFKA_CONTROLLER_PORT  KRaft controller port [19093]
 #   KAFKA_HEAP_OPTS        JVM heap [-Xmx512m -Xms512m]
-#   KAFKA_START_TIMEOUT    seconds to wait for the broker to serve [60]
+#   KAFKA_START_TIMEOUT    seconds to wait for the broker to serve [180]
 #   KAFKA_STOP_TIMEOUT     seconds to wait after SIGTERM before SIGKILL [30]
 #   JAVA                   java binary [java]
 #   MVN                    maven binary [mvn]
@@ -45,7 +45,7 @@ KAFKA_RUN_DIR=${KAFKA_RUN_DIR:-/tmp/denoiser-kafka}
 KAFKA_PORT=${KAFKA_PORT:-19092}
 KAFKA_CONTROLLER_PORT=${KAFKA_CONTROLLER_PORT:-19093}
 KAFKA_HEAP_OPTS=${KAFKA_HEAP_OPTS:--Xmx512m -Xms512m}
-KAFKA_START_TIMEOUT=${KAFKA_START_TIMEOUT:-60}
+KAFKA_START_TIMEOUT=${KAFKA_START_TIMEOUT:-180}
 KAFKA_STOP_TIMEOUT=${KAFKA_STOP_TIMEOUT:-30}
 JAVA=${JAVA:-java}
 MVN=${MVN:-mvn}
