@@ -101,7 +101,8 @@ type KafkaConfig struct {
 	// owner emitted them, then crashed before it committed). Next marks
 	// them Message.Emitted: the model learns from them, the output does
 	// not get them again. It returns the offsets per partition; an error
-	// or a partial answer only costs duplicates. It has HandoverTimeout.
+	// or a partial answer only costs duplicates. It has scanTimeout: 30 s,
+	// or HandoverTimeout if longer.
 	Emitted func(ctx context.Context, from map[int]int64) (map[int]map[int64]bool, error) `yaml:"-"`
 }
 
@@ -382,6 +383,19 @@ func (s *KafkaSource) run() {
 		for _, pa := range gen.Assignments[s.cfg.Topic] {
 			starts[pa.ID], froms[pa.ID] = s.startOffset(pa.ID, pa.Offset)
 		}
+		// The fence holds from here, through the tail scan, not only once
+		// a fetcher starts: a checkpoint committed during the scan must not
+		// move a partition back. A start that fetch has yet to resolve
+		// (earliest, latest) has nothing of this member's to commit.
+		s.mu.Lock()
+		if s.mu.live == seq {
+			for p, off := range starts {
+				if off >= 0 {
+					s.mu.start[p] = off
+				}
+			}
+		}
+		s.mu.Unlock()
 		// The tail scan runs on the generation, not in this loop: a slow
 		// scan delays this member's fetching, never its next join, and the
 		// end of the generation cancels it. The fetchers wait for it.
@@ -400,7 +414,7 @@ func (s *KafkaSource) run() {
 			})
 		}
 		gen.Start(func(ctx context.Context) {
-			s.findEmitted(ctx, starts)
+			s.findEmitted(ctx, seq, starts)
 			close(scanned)
 			s.handover(ctx, seq, gen.ID, parts, &fetchers)
 		})
@@ -418,7 +432,7 @@ func (c KafkaConfig) scanTimeout() time.Duration { return max(c.HandoverTimeout(
 // findEmitted asks cfg.Emitted which records at or after the known start
 // offsets already have output, and keeps the answer for Next. It runs on
 // the generation genCtx and gives up when it ends or after scanTimeout.
-func (s *KafkaSource) findEmitted(genCtx context.Context, starts map[int]int64) {
+func (s *KafkaSource) findEmitted(genCtx context.Context, seq int, starts map[int]int64) {
 	from := map[int]int64{}
 	for p, off := range starts {
 		if off >= 0 { // Start (earliest, latest) has no position: nothing of ours was emitted
@@ -426,6 +440,10 @@ func (s *KafkaSource) findEmitted(genCtx context.Context, starts map[int]int64) 
 		}
 	}
 	s.mu.Lock()
+	if s.mu.live != seq {
+		s.mu.Unlock()
+		return // the generation ended before the scan began
+	}
 	clear(s.mu.emitted)
 	s.mu.Unlock()
 	if s.cfg.Emitted == nil || len(from) == 0 {
@@ -449,6 +467,10 @@ func (s *KafkaSource) findEmitted(genCtx context.Context, starts map[int]int64) 
 	}
 	n := 0
 	s.mu.Lock()
+	if s.mu.live != seq {
+		s.mu.Unlock()
+		return
+	}
 	for p, offs := range found {
 		if len(offs) > 0 {
 			s.mu.emitted[p] = offs
@@ -888,8 +910,9 @@ func (s *KafkaSource) Commit(ctx context.Context, positions []input.Position) er
 		start, started := s.mu.start[int(p.Partition)]
 		// A position before where the partition started in this
 		// generation is stale (the committed offset fenced it): committing
-		// it would move the group back.
-		if p.Topic == s.cfg.Topic && slices.Contains(assigned, int(p.Partition)) && (!started || p.Offset >= start) {
+		// it would move the group back. A partition with no start yet has
+		// had nothing processed in this generation.
+		if p.Topic == s.cfg.Topic && slices.Contains(assigned, int(p.Partition)) && started && p.Offset >= start {
 			offsets[int(p.Partition)] = p.Offset
 		}
 	}

@@ -146,6 +146,47 @@ func TestKafkaSourceStartPosition(t *testing.T) {
 		}
 	})
 
+	t.Run("the fence holds during the tail scan", func(t *testing.T) {
+		scanning, release := make(chan struct{}), make(chan struct{})
+		stale := newKafkaSource(t, b, topic, group, func(c *consumer.KafkaConfig) {
+			c.Positions = []input.Position{{Topic: topic, Partition: 0, Offset: 4}}
+			c.Emitted = func(ctx context.Context, from map[int]int64) (map[int]map[int64]bool, error) {
+				close(scanning)
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return nil, nil
+			}
+		})
+		select {
+		case <-scanning:
+		case <-time.After(30 * time.Second):
+			t.Fatal("no tail scan within 30s")
+		}
+		// A checkpoint commits while the scan runs, before any fetcher
+		// started: its stale 4 must not move the group back from 7.
+		if err := stale.Commit(context.Background(), []input.Position{{Topic: topic, Partition: 0, Offset: 4}}); err != nil {
+			t.Fatal(err)
+		}
+		close(release)
+		if m := readN(t, stale, 1)[0]; m.Pos.Offset != 7 {
+			t.Fatalf("first record at %s, want the committed offset 7", m.Pos)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if err := stale.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		next := newKafkaSource(t, b, topic, group, nil)
+		if m := readN(t, next, 1)[0]; m.Pos.Offset != 7 {
+			t.Fatalf("after a commit during the scan the next member starts at %s, want offset 7", m.Pos)
+		}
+		if err := next.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("a new group starts at Start", func(t *testing.T) {
 		earliest := newKafkaSource(t, b, topic, group+"-earliest", nil)
 		if m := readN(t, earliest, 1)[0]; m.Pos.Offset != 0 {
