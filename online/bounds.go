@@ -152,10 +152,13 @@ func cmpUint64(a, b uint64) int {
 	return 0
 }
 
-// touch records a sighting of row r at tick now, if the table is capped.
-func (t *table) touch(r int32, now uint64) {
+// touch records a sighting of row r at tick now, if the table is capped,
+// and stamps the row changed in epoch: its last tick is part of it, even
+// if the event then teaches the row nothing.
+func (t *table) touch(r int32, now, epoch uint64) {
 	if t.capacity > 0 {
 		t.lru.touch(r, now)
+		t.stamps[r] = epoch
 	}
 }
 
@@ -206,7 +209,7 @@ func (t *userTable) place(id string, rnd *rand.Rand, scale float64, epoch, now u
 // admitted now, else the cold row.
 func (m *Model) userID(id string) int32 {
 	if u, ok := m.users.index[id]; ok {
-		m.users.touch(u, m.bounds.clock)
+		m.users.touch(u, m.bounds.clock, m.epoch)
 		return u
 	}
 	if m.admission != nil && !m.admission.see(idHash(saltUser, id), m.cfg.AdmitAfter) {
@@ -226,7 +229,7 @@ func (m *Model) userID(id string) int32 {
 // itemID returns the row of item id, as userID does for users.
 func (m *Model) itemID(id string) int32 {
 	if i, ok := m.items.index[id]; ok {
-		m.items.touch(i, m.bounds.clock)
+		m.items.touch(i, m.bounds.clock, m.epoch)
 		return i
 	}
 	if m.admission != nil && !m.admission.see(idHash(saltItem, id), m.cfg.AdmitAfter) {

@@ -359,6 +359,43 @@ func TestColdRowScores(t *testing.T) {
 	}
 }
 
+// TestColdItemOffsetsStayZero: T̂'s per-item offsets learn for admitted
+// items, never for the cold item row, which stands for every unadmitted
+// item and sees only observed events (never a sampled negative).
+func TestColdItemOffsetsStayZero(t *testing.T) {
+	// Rating mode with nearly every rating a 5: η̃ becomes confident from
+	// its bias alone, so pairs with the cold item (z = 0) are distilled
+	// and train T̂. (In binary mode η̃ of a cold pair stays near ½ and such
+	// a pair is never distilled.)
+	cfg := smallConfig(ModeRating)
+	cfg.AdmitAfter, cfg.AdmitSketchWidth = 3, 1024
+	m, _ := New(cfg, rand.NewPCG(1, 1))
+	evs := testStream(6000, 8)
+	for j := range evs {
+		evs[j].Rating = 5
+		if j%10 == 0 {
+			evs[j].Rating = 4
+		}
+		if j%3 == 0 { // a stream of one-off items keeps the cold item busy
+			evs[j].Item = fmt.Sprintf("once%d", j)
+		}
+	}
+	runScores(t, m, evs)
+	if m.bounds.coldItems == 0 {
+		t.Fatal("no event was scored with the cold item row")
+	}
+	if slices.ContainsFunc(m.transition.itemOffsets(coldRow), func(v float64) bool { return v != 0 }) {
+		t.Fatalf("the cold item's offsets learned: %v", m.transition.itemOffsets(coldRow))
+	}
+	learned := false
+	for i := m.items.base; int(i) < m.items.len(); i++ {
+		learned = learned || slices.ContainsFunc(m.transition.itemOffsets(i), func(v float64) bool { return v != 0 })
+	}
+	if !learned {
+		t.Fatal("no admitted item's offsets learned: the check above cannot fail")
+	}
+}
+
 // TestAdmissionSketchKnownAnswer: the count-min sketch never counts an id
 // below its sightings; a cell is non-zero exactly when a counted id maps
 // to it, so with D distinct ids each row's share of non-zero cells is

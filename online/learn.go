@@ -272,6 +272,10 @@ func (m *Model) apply(u, i int32, ystar int, trans, aux bool) {
 		m.noisyHead.step(s.dNoisy, s.z, lr)
 	}
 	if trans {
-		m.transition.step(s.dTrans, s.z, i, ystar, lr*m.cfg.TransitionRate, lr)
+		offsetRate := lr
+		if i < m.items.base {
+			offsetRate = 0 // the cold item's offsets stay zero (bounds.go)
+		}
+		m.transition.step(s.dTrans, s.z, i, ystar, lr*m.cfg.TransitionRate, offsetRate)
 	}
 }
