@@ -58,7 +58,9 @@ have=$(wc -l <"$log")
 ((have >= 2 * n)) || { echo "bench-instructions: $log has $have events, fewer than 2×EVENTS = $((2 * n))" >&2; exit 2; }
 
 mkdir -p "$out"
-sed 's/,"truth":"[a-z]*"//' "$log" | head -n $((2 * n)) >"$out/events-2n.jsonl"
+# sed quits after 2×EVENTS lines itself: `| head` would end it with
+# SIGPIPE, which pipefail turns into a silent exit 141.
+sed -e 's/,"truth":"[a-z]*"//' -e "$((2 * n))q" "$log" >"$out/events-2n.jsonl"
 if grep -q '"truth"' "$out/events-2n.jsonl"; then
 	echo "bench-instructions: could not remove the truth field from $log" >&2
 	exit 2
