@@ -237,9 +237,6 @@ func fitOrdinal(cfg OrdinalConfig, start float64, users, items, k int, rows []In
 	return o
 }
 
-// probs writes the ordinal clean posterior at score s into pk.
-func (o *Ordinal) probs(s float64, pk []float64) { o.probsScaled(s, 1, pk) }
-
 // probsScaled writes the ordinal clean posterior at score s and scale g
 // into pk: P(y ≤ c) = σ(g·(cut_c − s)).
 func (o *Ordinal) probsScaled(s, g float64, pk []float64) {

@@ -425,18 +425,19 @@ func summarize(perSeed []RankMetrics) (recallMean, recallStd, ndcgMean, ndcgStd 
 
 // trainDenoiser runs passes of the denoiser variant v (binary mode) over
 // train and returns the model and the distilled share of each of the
-// segments per pass (a partial last segment of a pass is dropped); last,
-// if not nil, sees every event's score in the last pass.
+// segments per pass (min(segments, len(train)) of them, segment j the
+// events from j·len/segments on, so that their sizes differ by at most
+// one); last, if not nil, sees every event's score in the last pass.
 func trainDenoiser(v Variant, train []Interaction, passes, segments int, seed uint64, last func(n int, sc *online.Score)) (*online.Model, []float64, error) {
 	m, err := online.New(v.Config, online.NewSource(seed))
 	if err != nil {
 		return nil, nil, err
 	}
-	seg := max(1, len(train)/segments)
+	segments = max(1, min(segments, len(train)))
 	var curve []float64
 	var sc online.Score
 	for pass := range passes {
-		distilled, inSeg := 0, 0
+		distilled, start, next := 0, 0, 1
 		for n, x := range train {
 			if err := m.Step(online.Event{User: UserID(x.User), Item: ItemID(x.Item)}, &sc); err != nil {
 				return nil, nil, fmt.Errorf("variant %s: step: %w", v.Name, err)
@@ -444,9 +445,10 @@ func trainDenoiser(v Variant, train []Interaction, passes, segments int, seed ui
 			if sc.Distilled >= 0 {
 				distilled++
 			}
-			if inSeg++; inSeg == seg {
-				curve = append(curve, float64(distilled)/float64(seg))
-				distilled, inSeg = 0, 0
+			if end := next * len(train) / segments; n+1 == end {
+				curve = append(curve, float64(distilled)/float64(end-start))
+				distilled, start = 0, end
+				next++
 			}
 			if last != nil && pass == passes-1 {
 				last(n, &sc)
