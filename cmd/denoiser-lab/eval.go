@@ -236,6 +236,8 @@ func runEvalRecommend(ctx context.Context, args []string, stderr io.Writer) erro
 		workers   = fs.Int("workers", 2, "parallel runs")
 		rep       = fs.String("report", "", "write the numbers as JSON to `file`")
 		out       = fs.String("out", "docs/results", "`dir` for the Markdown report and figures (empty: none)")
+		oracle    = fs.Bool("oracle", false, "add a downstream row weighted by the truth (rating <= 2 weighs 0): what weighting can gain at best, a diagnosis")
+		ablations = fs.Bool("ablations", true, "run the ablations and fixed-ρ variants beside the full model (false: the full model only)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -257,6 +259,10 @@ func runEvalRecommend(ctx context.Context, args []string, stderr io.Writer) erro
 	if *negatives < 0 {
 		return fmt.Errorf("eval recommend: --negatives %d is negative: %w", *negatives, cli.ErrUsage)
 	}
+	var variants []eval.Variant // nil: eval.DefaultVariants
+	if !*ablations {
+		variants = eval.DefaultVariants()[:1]
+	}
 	start := time.Now()
 	var (
 		d     *eval.Dataset
@@ -277,7 +283,7 @@ func runEvalRecommend(ctx context.Context, args []string, stderr io.Writer) erro
 		var err error
 		res, err = eval.RunRecommend(ctx, d, eval.RecommendConfig{
 			Split: *split, Fixed: fixed, Seeds: *seeds, Passes: *passes, Weight: *weight, Workers: *workers, Progress: &c,
-			GMF: eval.GMFConfig{Negatives: *negatives}, Backbones: models,
+			GMF: eval.GMFConfig{Negatives: *negatives}, Backbones: models, Oracle: *oracle, Variants: variants,
 		})
 		return err
 	})

@@ -133,10 +133,24 @@ func TestRecommendDeca(t *testing.T) {
 	vs := DefaultVariants()[:1]
 	vs[0].Config.WarmUp = 5
 	res, err := RunRecommend(context.Background(), d, RecommendConfig{
-		Split: SplitDeca, Fixed: &sp, Seeds: 2, Passes: 1, Variants: vs, GMF: GMFConfig{Epochs: 2, EvalEvery: 1}, Segments: 2,
+		Split: SplitDeca, Fixed: &sp, Seeds: 2, Passes: 1, Variants: vs, GMF: GMFConfig{Epochs: 2, EvalEvery: 1}, Segments: 2, Oracle: true,
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	oracleRows, oraclePaired := 0, 0
+	for _, r := range res.Rows {
+		if r.Method == OracleWeighted {
+			oracleRows++
+		}
+	}
+	for _, p := range res.Paired {
+		if p.Method == OracleWeighted && (p.Baseline == "Normal" || p.Baseline == FullWeighted) {
+			oraclePaired++
+		}
+	}
+	if want := len(res.Backbones); oracleRows != want || oraclePaired != want*2*2*2 {
+		t.Errorf("oracle: %d rows, %d paired comparisons; want %d and %d (2 baselines, 2 metrics, 2 cutoffs per backbone)", oracleRows, oraclePaired, want, want*8)
 	}
 	if res.Negatives != 1 || res.Train != 11 || res.Valid != 2 || res.TestClean != 5 || res.TestUsers != 2 || res.TestMasked != 2 {
 		t.Errorf("result header %+v", res)

@@ -73,6 +73,11 @@ type RecommendConfig struct {
 	// (default both).
 	Backbones []string
 	Variants  []Variant // default DefaultVariants
+	// Oracle adds a row per backbone weighted by the truth: a training
+	// positive with rating <= 2 weighs 0, every other 1. It reads the
+	// labels no denoiser has, so it bounds what weighting can gain on the
+	// split; it is a diagnosis, not a method.
+	Oracle bool
 	// TCEDrop is T-CE's final drop rate (default 0.2).
 	TCEDrop float64
 	// Segments is the number of points per pass of the distilled-share
@@ -199,6 +204,9 @@ type RecommendResult struct {
 // model (DefaultVariants' first).
 var FullWeighted = DefaultVariants()[0].Name + "-weighted"
 
+// OracleWeighted is the row of RecommendConfig.Oracle.
+const OracleWeighted = "oracle-weighted (rating ≤ 2 weighs 0)"
+
 // Downstream models.
 const (
 	BackboneGMF   = "GMF"
@@ -243,6 +251,9 @@ func RunRecommend(ctx context.Context, d *Dataset, cfg RecommendConfig) (*Recomm
 		seed := uint64(s + 1)
 		for _, b := range cfg.Backbones {
 			tasks = append(tasks, recTask{seed, "normal", 0, b}, recTask{seed, "tce", 0, b})
+			if cfg.Oracle {
+				tasks = append(tasks, recTask{seed, "oracle", 0, b})
+			}
 		}
 		for v := range cfg.Variants {
 			tasks = append(tasks, recTask{seed, "variant", v, ""})
@@ -281,6 +292,19 @@ func RunRecommend(ctx context.Context, d *Dataset, cfg RecommendConfig) (*Recomm
 			}
 			cfg.Progress.events(len(sp.Train) * epochs)
 			return recOut{rows: []recRow{{method: name, group: DownstreamGroup(t.backbone), m: Evaluate(score, d.Users, d.Items, sp.Seen, test)}}}, nil
+		case "oracle":
+			weights := make([]float64, len(sp.Train))
+			for n, x := range sp.Train {
+				if x.Rating > 2 {
+					weights[n] = 1
+				}
+			}
+			score, epochs, err := trainDownstream(t.backbone, cfg.GMF, d, sp.Train, weights, sp.Valid, t.seed)
+			if err != nil {
+				return recOut{}, err
+			}
+			cfg.Progress.events(len(sp.Train) * epochs)
+			return recOut{rows: []recRow{{method: OracleWeighted, group: DownstreamGroup(t.backbone), m: Evaluate(score, d.Users, d.Items, sp.Seen, test)}}}, nil
 		}
 		v := cfg.Variants[t.variant]
 		return runVariant(cfg, d, v, sp, test, t.seed)
@@ -338,6 +362,9 @@ func RunRecommend(ctx context.Context, d *Dataset, cfg RecommendConfig) (*Recomm
 	}
 	for _, b := range cfg.Backbones {
 		res.Paired = append(res.Paired, pairedComparisons(res.Rows, Cutoffs, b, DownstreamGroup(b), FullWeighted, []string{"Normal", "T-CE"})...)
+		if cfg.Oracle {
+			res.Paired = append(res.Paired, pairedComparisons(res.Rows, Cutoffs, b, DownstreamGroup(b), OracleWeighted, []string{"Normal", FullWeighted})...)
+		}
 	}
 	for v := range cfg.Variants {
 		c := Curve{Variant: cfg.Variants[v].Name}
