@@ -3,6 +3,7 @@ package online
 import (
 	"bytes"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"testing"
 )
@@ -59,6 +60,61 @@ func FuzzReadModel(f *testing.F) {
 		if err := m.Step(Event{User: "fuzz-user", Item: "fuzz-item", Rating: 1, HasDwell: true}, &sc); err != nil &&
 			!errors.Is(err, ErrNumerical) && !errors.Is(err, ErrInvalidEvent) {
 			t.Fatalf("an accepted model fails to learn: %v", err)
+		}
+	})
+}
+
+// FuzzReadModelDeltas: no delta makes ReadModelDeltas panic, hang or
+// allocate without bound; a refusal wraps ErrCorrupt; a model it accepts
+// encodes to bytes that read back. The seeds are deltas of small models
+// of every kind, each applied to its own base.
+func FuzzReadModelDeltas(f *testing.F) {
+	evs := testStream(200, 9)
+	var bases [][]byte
+	for k, cfg := range allModes {
+		cfg.Dim, cfg.GMMWindow, cfg.GMMMinSamples, cfg.WarmUp, cfg.RefitEvery = 2, 16, 8, 50, 40
+		cfg.SketchUsers, cfg.SketchHashes = 2, 4
+		m, err := New(cfg, rand.NewPCG(1, 2))
+		if err != nil {
+			f.Fatal(err)
+		}
+		var sc Score
+		for _, ev := range evs[:100] {
+			m.Step(ev, &sc)
+		}
+		cp := m.FrozenCopy(nil)
+		var base bytes.Buffer
+		if _, err := cp.WriteTo(&base); err != nil {
+			f.Fatal(err)
+		}
+		bases = append(bases, base.Bytes())
+		cp.MarkSaved()
+		for _, ev := range evs[100:] {
+			m.Step(ev, &sc)
+		}
+		cp = m.FrozenCopy(cp)
+		var delta bytes.Buffer
+		if _, err := cp.WriteDelta(&delta); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(uint8(k), delta.Bytes())
+	}
+	f.Add(uint8(0), []byte("RGBTDLTA"))
+	f.Fuzz(func(t *testing.T, k uint8, b []byte) {
+		base := bases[int(k)%len(bases)]
+		m, err := ReadModelDeltas(bytes.NewReader(base), []io.Reader{bytes.NewReader(b)})
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("refusal does not wrap ErrCorrupt: %v", err)
+			}
+			return
+		}
+		var out bytes.Buffer
+		if _, err := m.WriteTo(&out); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadModel(bytes.NewReader(out.Bytes())); err != nil {
+			t.Fatalf("the encoding of an accepted model does not read back: %v", err)
 		}
 	})
 }
