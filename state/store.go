@@ -50,6 +50,17 @@ type Options struct {
 	// NoSync skips the fsync at the end of each Save. Default false: a Save
 	// that returned nil survives a machine crash.
 	NoSync bool
+	// MaxDeltas is the most deltas (SaveModel) a checkpoint may have
+	// after its base; the next save writes a new base. Default 0: 256.
+	// Negative: never a delta.
+	MaxDeltas int
+	// DeltaShare bounds the deltas of a checkpoint, together, to this
+	// share of its base: a delta that would pass it is written as a new
+	// base instead. So the model takes at most 1 + DeltaShare times its
+	// base in the store, and 2 + DeltaShare while a new base replaces it
+	// (docs/design/state.md, "Deltas"). Default 0: 0.5. Must be in
+	// (0, 1].
+	DeltaShare float64
 
 	// valueLogFileSize overrides the value-log file size (tests).
 	// Default 0: defaultValueLogFileSize.
@@ -61,6 +72,8 @@ type Options struct {
 const (
 	defaultGCInterval     = time.Minute
 	defaultGCDiscardRatio = 0.5
+	defaultMaxDeltas      = 256
+	defaultDeltaShare     = 0.5
 	// defaultValueLogFileSize is 64 MiB: Badger never collects the
 	// value-log file it is writing, so up to this much garbage stays on
 	// disk, and one rewrite of the collector needs up to half of it free
@@ -76,6 +89,12 @@ func (o Options) Validate() error {
 	if o.GCDiscardRatio != 0 && (o.GCDiscardRatio <= 0 || o.GCDiscardRatio >= 1) {
 		return fmt.Errorf("state: Options.GCDiscardRatio = %v: must be in (0, 1); 0 means %v",
 			o.GCDiscardRatio, defaultGCDiscardRatio)
+	}
+	if o.DeltaShare != 0 && !(o.DeltaShare > 0 && o.DeltaShare <= 1) {
+		return fmt.Errorf("state: Options.DeltaShare = %v: must be in (0, 1]; 0 means %v", o.DeltaShare, defaultDeltaShare)
+	}
+	if o.MaxDeltas > maxChain {
+		return fmt.Errorf("state: Options.MaxDeltas = %d: at most %d", o.MaxDeltas, maxChain)
 	}
 	if o.valueLogFileSize != 0 && (o.valueLogFileSize < 1<<20 || o.valueLogFileSize >= 2<<30) {
 		return fmt.Errorf("state: value log file size %d: must be in [1 MiB, 2 GiB)", o.valueLogFileSize)
@@ -95,6 +114,15 @@ func (o Options) withDefaults() Options {
 	}
 	if o.valueLogFileSize == 0 {
 		o.valueLogFileSize = defaultValueLogFileSize
+	}
+	if o.MaxDeltas == 0 {
+		o.MaxDeltas = defaultMaxDeltas
+	}
+	if o.MaxDeltas < 0 {
+		o.MaxDeltas = 0
+	}
+	if o.DeltaShare == 0 {
+		o.DeltaShare = defaultDeltaShare
 	}
 	return o
 }
@@ -307,12 +335,12 @@ func (s *Store) rewriteValueLog() error {
 
 // gcNeed is what one value-log rewrite may write while rec is committed.
 func (s *Store) gcNeed(rec record) int64 {
-	return gcNeed(int64(rec.modelLen), s.opts.valueLogFileSize, s.opts.GCDiscardRatio)
+	return gcNeed(int64(rec.chainBytes()), s.opts.valueLogFileSize, s.opts.GCDiscardRatio)
 }
 
-// dropSuperseded removes every model generation other than the committed
-// one with DropPrefix. See docs/design/state.md for why this, and not a
-// Delete in Save.
+// dropSuperseded removes every model generation other than those of the
+// committed checkpoint (its base and deltas) with DropPrefix. See
+// docs/design/state.md for why this, and not a Delete in Save.
 func (s *Store) dropSuperseded() (int, error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
@@ -321,14 +349,11 @@ func (s *Store) dropSuperseded() (int, error) {
 	}
 	var stale [][]byte
 	err := s.db.View(func(txn *badger.Txn) error {
-		var current uint64
 		rec, ok, err := readRecord(txn)
 		if err != nil {
 			return err
 		}
-		if ok {
-			current = rec.generation
-		}
+		live := func(gen uint64) bool { return ok && gen >= rec.base && gen <= rec.generation }
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(modelPrefix)})
 		defer it.Close()
 		var last uint64
@@ -337,7 +362,7 @@ func (s *Store) dropSuperseded() (int, error) {
 			if err != nil {
 				return err
 			}
-			if gen != current && gen != last {
+			if !live(gen) && gen != last {
 				stale = append(stale, modelGenPrefix(gen))
 				last = gen
 			}
