@@ -365,6 +365,12 @@ type Saved struct {
 	Delta bool
 	// Bytes is the number of model bytes written.
 	Bytes int64
+	// BaseBytes is the size of the checkpoint's base (Bytes for a base),
+	// Deltas the number of deltas after it (0 for a base) and DeltaBytes
+	// their size: the model takes BaseBytes + DeltaBytes in the store.
+	BaseBytes  int64
+	Deltas     int
+	DeltaBytes int64
 }
 
 // SaveModel commits a new checkpoint, replacing the previous one: its model
@@ -464,7 +470,8 @@ func (s *Store) SaveModel(ctx context.Context, cp Checkpoint, w ModelWriter) (Sa
 	if !delta && found {
 		s.requestGC()
 	}
-	return Saved{Generation: gen, Delta: delta, Bytes: int64(cw.n)}, nil
+	return Saved{Generation: gen, Delta: delta, Bytes: int64(cw.n),
+		BaseBytes: int64(rec.baseLen), Deltas: int(rec.deltas()), DeltaBytes: int64(rec.deltaBytes)}, nil
 }
 
 // deltaFits reports whether w's delta may follow prev, the committed
