@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -35,7 +36,10 @@ import (
 //     new bases;
 //   - flat-out: 20,000 events between checkpoints but the stream never
 //     waits: while a save runs, events pile up and the next checkpoint
-//     covers them all.
+//     covers them all;
+//   - whole/paced/events=20000: as the first, for 30 checkpoints, with
+//     deltas turned off (Options.MaxDeltas < 0): every checkpoint writes
+//     the whole model, as before deltas.
 //
 // It reports the model's size, the directory's largest and final size
 // against it, the checkpoints and how many were bases, and the mean pause
@@ -56,26 +60,44 @@ func BenchmarkStateDirectory(b *testing.B) {
 	for _, bc := range []struct {
 		name            string
 		between, events int
-		paced           bool
+		paced, whole    bool
 	}{
-		{"paced/events=20000", 20_000, 2_000_000, true},
-		{"paced/events=500000", 500_000, 5_000_000, true},
-		{"flat-out", 20_000, 4_000_000, false},
+		{"paced/events=20000", 20_000, 2_000_000, true, false},
+		{"paced/events=500000", 500_000, 5_000_000, true, false},
+		{"flat-out", 20_000, 4_000_000, false, false},
+		{"whole/paced/events=20000", 20_000, 600_000, true, true},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			for range b.N {
-				runStateDirectory(b, model, r, users, items, bc.between, bc.events, bc.paced)
+				runStateDirectory(b, model, r, users, items, bc.between, bc.events, bc.paced, bc.whole)
 			}
 		})
 	}
 }
 
-func runStateDirectory(b *testing.B, model *online.Model, r *rand.Rand, users, items, between, events int, paced bool) {
+// countingSaver counts the model bytes its store writes.
+type countingSaver struct {
+	*state.Store
+	written atomic.Int64
+}
+
+func (s *countingSaver) SaveModel(ctx context.Context, cp state.Checkpoint, w state.ModelWriter) (state.Saved, error) {
+	saved, err := s.Store.SaveModel(ctx, cp, w)
+	s.written.Add(saved.Bytes)
+	return saved, err
+}
+
+func runStateDirectory(b *testing.B, model *online.Model, r *rand.Rand, users, items, between, events int, paced, whole bool) {
 	dir := b.TempDir()
-	store, err := state.Open(dir, state.Options{})
+	opts := state.Options{}
+	if whole {
+		opts.MaxDeltas = -1
+	}
+	st, err := state.Open(dir, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
+	store := &countingSaver{Store: st}
 	met, err := newMetrics(prometheus.NewRegistry(), noLag{})
 	if err != nil {
 		b.Fatal(err)
@@ -122,6 +144,7 @@ func runStateDirectory(b *testing.B, model *online.Model, r *rand.Rand, users, i
 	close(stop)
 	<-sampled
 	final := dirBytes(b, dir)
+	b.Logf("at the end: %s", dirSummary(dir))
 	if err := store.Close(); err != nil {
 		b.Fatal(err)
 	}
@@ -137,6 +160,7 @@ func runStateDirectory(b *testing.B, model *online.Model, r *rand.Rand, users, i
 	b.ReportMetric(float64(final)/float64(enc.n), "dir-end/model")
 	b.ReportMetric(checkpoints, "checkpoints")
 	b.ReportMetric(metricValue(b, met.checkpointBases).GetCounter().GetValue(), "bases")
+	b.ReportMetric(mb(store.written.Load())/checkpoints, "written-MB/checkpoint")
 	pause := metricValue(b, met.checkpointPause).GetHistogram()
 	save := metricValue(b, met.checkpointDuration).GetHistogram()
 	b.ReportMetric(1e3*pause.GetSampleSum()/float64(max(pause.GetSampleCount(), 1)), "pause-ms")
@@ -163,6 +187,29 @@ func dirBytes(b *testing.B, dir string) int64 {
 		}
 	}
 	return n
+}
+
+// dirSummary counts the value-log files, tables and memtable logs of a
+// Badger directory and their allocated MB.
+func dirSummary(dir string) string {
+	entries, _ := os.ReadDir(dir)
+	count, size := map[string]int{}, map[string]int64{}
+	for _, e := range entries {
+		ext := filepath.Ext(e.Name())
+		info, err := os.Stat(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			count[ext]++
+			size[ext] += st.Blocks * 512
+		}
+	}
+	out := ""
+	for _, ext := range []string{".vlog", ".sst", ".mem"} {
+		out += fmt.Sprintf("%d %s files %.0f MB; ", count[ext], ext, float64(size[ext])/1e6)
+	}
+	return out
 }
 
 func metricValue(b *testing.B, c prometheus.Collector) *dto.Metric {

@@ -79,9 +79,13 @@ const (
 	// disk, and one rewrite of the collector needs up to half of it free
 	// (docs/design/state.md, "A full disk").
 	defaultValueLogFileSize = 64 << 20
-	// maxRewritesPerGC bounds the value-log rewrites of one collection, so
-	// that Close never waits for more than that.
-	maxRewritesPerGC = 8
+	// maxRewritesPerGC bounds the value-log rewrites of one collection
+	// (16 GiB of 64 MiB files). A collection goes on while files are
+	// mostly garbage: a new base supersedes a whole chain, often more
+	// files than a few rewrites free, and what one collection leaves
+	// waits a whole GCInterval. Close waits for one rewrite at most: the
+	// loop stops between two.
+	maxRewritesPerGC = 256
 )
 
 // Validate reports whether the options are usable.
