@@ -151,9 +151,7 @@ func (m *Model) encodeDelta(e *encoder, confCRC uint32) {
 		m.items.encodeRows(e, items)
 		eachSpan(items, m.k*m.k, func(lo, hi int) { e.floats(m.transition.offsets[lo:hi]) })
 	})
-	e.section("CLSF", func(e *encoder) { m.classifier.encode(e); m.noisyHead.encode(e) })
-	e.section("TRAN", func(e *encoder) { m.transition.encode(e); m.schedule.encodeMeans(e) })
-	e.section("GMMX", m.mixture.encodeGMM)
+	m.encodeNets(e)
 	e.section("WIND", func(e *encoder) {
 		x := &m.mixture
 		size := len(x.window) / 2
@@ -399,14 +397,7 @@ func (m *Model) applyDelta(r io.Reader, confCRC uint32) error {
 	items := d.spans(ni, fromItems)
 	m.items.decodeRows(d, items)
 	eachSpan(items, m.k*m.k, func(lo, hi int) { d.floatsInto(m.transition.offsets[lo:hi]) })
-	d.section("CLSF")
-	m.classifier.decode(d, m.k, m.d)
-	m.noisyHead.decode(d, m.k, m.d)
-	d.section("TRAN")
-	m.transition.decode(d)
-	m.schedule.decodeMeans(d, m.k)
-	d.section("GMMX")
-	m.mixture.decodeGMM(d)
+	m.decodeNets(d)
 	d.section("WIND")
 	x := &m.mixture
 	size := len(x.window) / 2

@@ -8,6 +8,22 @@ import (
 	"testing"
 )
 
+// fuzzModel is a model of cfg made tiny, so that each fuzz execution
+// decodes a whole one, after the events evs.
+func fuzzModel(f *testing.F, cfg Config, evs []Event) *Model {
+	cfg.Dim, cfg.GMMWindow, cfg.GMMMinSamples, cfg.WarmUp, cfg.RefitEvery = 2, 16, 8, 50, 40
+	cfg.SketchUsers, cfg.SketchHashes = 2, 4
+	m, err := New(cfg, rand.NewPCG(1, 2))
+	if err != nil {
+		f.Fatal(err)
+	}
+	var sc Score
+	for _, ev := range evs {
+		m.Step(ev, &sc)
+	}
+	return m
+}
+
 // FuzzReadModel: no input makes ReadModel panic, hang or allocate without
 // bound; a refusal wraps ErrCorrupt; a model it accepts encodes to bytes
 // that read back and encode to the same bytes (the input itself may differ,
@@ -18,16 +34,7 @@ import (
 func FuzzReadModel(f *testing.F) {
 	evs := testStream(200, 9)
 	for _, cfg := range allModes {
-		cfg.Dim, cfg.GMMWindow, cfg.GMMMinSamples, cfg.WarmUp, cfg.RefitEvery = 2, 16, 8, 50, 40
-		cfg.SketchUsers, cfg.SketchHashes = 2, 4
-		m, err := New(cfg, rand.NewPCG(1, 2))
-		if err != nil {
-			f.Fatal(err)
-		}
-		var sc Score
-		for _, ev := range evs {
-			m.Step(ev, &sc)
-		}
+		m := fuzzModel(f, cfg, evs)
 		var buf bytes.Buffer
 		if _, err := m.WriteTo(&buf); err != nil {
 			f.Fatal(err)
@@ -72,16 +79,7 @@ func FuzzReadModelDeltas(f *testing.F) {
 	evs := testStream(200, 9)
 	var bases [][]byte
 	for k, cfg := range allModes {
-		cfg.Dim, cfg.GMMWindow, cfg.GMMMinSamples, cfg.WarmUp, cfg.RefitEvery = 2, 16, 8, 50, 40
-		cfg.SketchUsers, cfg.SketchHashes = 2, 4
-		m, err := New(cfg, rand.NewPCG(1, 2))
-		if err != nil {
-			f.Fatal(err)
-		}
-		var sc Score
-		for _, ev := range evs[:100] {
-			m.Step(ev, &sc)
-		}
+		m := fuzzModel(f, cfg, evs[:100])
 		cp := m.FrozenCopy(nil)
 		var base bytes.Buffer
 		if _, err := cp.WriteTo(&base); err != nil {
@@ -89,6 +87,7 @@ func FuzzReadModelDeltas(f *testing.F) {
 		}
 		bases = append(bases, base.Bytes())
 		cp.MarkSaved()
+		var sc Score
 		for _, ev := range evs[100:] {
 			m.Step(ev, &sc)
 		}

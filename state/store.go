@@ -145,7 +145,7 @@ type Store struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	// writeMu serialises Save, the collector's DropPrefix and Close.
+	// writeMu serialises Save, a whole collection and Close.
 	// readMu is held shared by Load and Position, exclusively by DropPrefix
 	// (it ignores MVCC snapshots) and Close.
 	// closed is written holding both, so reading it under either is safe.
@@ -284,10 +284,20 @@ func (s *Store) gcLoop() {
 }
 
 // collect drops superseded model generations, then rewrites value-log files
-// that are mostly garbage (at most maxRewritesPerGC per call).
+// that are mostly garbage (at most maxRewritesPerGC per call). It holds
+// writeMu throughout, so that saves wait for it: a collection that took
+// the lock once per rewrite got one rewrite in between two saves, and a
+// store whose saves wrote whole models of several value-log files each
+// grew faster than it freed (docs/design/state.md, "Deltas").
 func (s *Store) collect() gcResult {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
 	var r gcResult
-	r.dropped, r.err = s.dropSuperseded()
+	if s.closed {
+		r.err = ErrClosed
+		return r
+	}
+	r.dropped, r.err = s.dropSupersededLocked()
 	if r.err != nil {
 		return r
 	}
@@ -312,14 +322,9 @@ func (s *Store) collect() gcResult {
 }
 
 // rewriteValueLog runs one value-log rewrite when the filesystem has room
-// for it: it writes the live entries of the file it collects. It holds
-// writeMu, so that no Save spends the space it counted on.
+// for it: it writes the live entries of the file it collects. The caller
+// holds writeMu, so that no Save spends the space it counted on.
 func (s *Store) rewriteValueLog() error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	if s.closed {
-		return ErrClosed
-	}
 	var committed record
 	if err := s.db.View(func(txn *badger.Txn) (err error) {
 		committed, _, err = readRecord(txn)
@@ -351,6 +356,11 @@ func (s *Store) dropSuperseded() (int, error) {
 	if s.closed {
 		return 0, ErrClosed
 	}
+	return s.dropSupersededLocked()
+}
+
+// dropSupersededLocked is dropSuperseded with writeMu held.
+func (s *Store) dropSupersededLocked() (int, error) {
 	var stale [][]byte
 	err := s.db.View(func(txn *badger.Txn) error {
 		rec, ok, err := readRecord(txn)
