@@ -27,7 +27,7 @@ var (
 	// ErrCorrupt is returned by Load when what is on disk does not match its
 	// commit record, or was written by an unknown layout version.
 	ErrCorrupt = errors.New("state: corrupt checkpoint")
-	// ErrNoSpace is returned by Open, Save, SaveFrom and Close when the
+	// ErrNoSpace is returned by Open, Save, SaveFrom, SaveModel and Close when the
 	// store's filesystem lacks the free space a write needs plus the
 	// reserve Badger's own flushes and compactions need (see doc.go). The
 	// write was not made; a later call succeeds once space is freed.
