@@ -281,3 +281,47 @@ func TestLayout1Directory(t *testing.T) {
 		t.Fatalf("collect: %+v, want the three layout-1 generations dropped", r)
 	}
 }
+
+// TestIdleStoreWritesNothing: with nothing new to save, the collector's
+// runs change no file of the directory (an idle stream takes no
+// checkpoint, and its store must not write either).
+func TestIdleStoreWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	s := openT(t, dir, noGC)
+	ctx := context.Background()
+	var since uint64
+	for v := uint64(1); v <= 4; v++ {
+		saved, err := saveChained(ctx, s, v, 3*chunkSize, 1000, since)
+		if err != nil {
+			t.Fatal(err)
+		}
+		since = saved.Generation
+	}
+	if r := s.collect(); r.err != nil {
+		t.Fatal(r.err)
+	}
+	files := func() map[string]string {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, e := range entries {
+			info, err := e.Info()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[e.Name()] = fmt.Sprint(info.Size(), info.ModTime().UnixNano())
+		}
+		return out
+	}
+	before := files()
+	for range 3 {
+		if r := s.collect(); r.err != nil || r.dropped != 0 || r.rewrites != 0 {
+			t.Fatalf("an idle collection: %+v", r)
+		}
+	}
+	if after := files(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("idle collections changed the directory:\nbefore %v\n after %v", before, after)
+	}
+}
