@@ -45,22 +45,12 @@ func FuzzReadModel(f *testing.F) {
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := ReadModel(bytes.NewReader(b))
-		if err != nil {
-			if !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("refusal does not wrap ErrCorrupt: %v", err)
-			}
+		m2, out := readsBack(t, m, err)
+		if m2 == nil {
 			return
 		}
-		var out bytes.Buffer
-		if _, err := m.WriteTo(&out); err != nil {
-			t.Fatal(err)
-		}
-		m2, err := ReadModel(bytes.NewReader(out.Bytes()))
-		if err != nil {
-			t.Fatalf("the encoding of an accepted model does not read back: %v", err)
-		}
 		var out2 bytes.Buffer
-		if _, err := m2.WriteTo(&out2); err != nil || !bytes.Equal(out.Bytes(), out2.Bytes()) {
+		if _, err := m2.WriteTo(&out2); err != nil || !bytes.Equal(out, out2.Bytes()) {
 			t.Fatalf("encoding is not a fixed point (%v)", err)
 		}
 		var sc Score
@@ -102,18 +92,28 @@ func FuzzReadModelDeltas(f *testing.F) {
 	f.Fuzz(func(t *testing.T, k uint8, b []byte) {
 		base := bases[int(k)%len(bases)]
 		m, err := ReadModelDeltas(bytes.NewReader(base), []io.Reader{bytes.NewReader(b)})
-		if err != nil {
-			if !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("refusal does not wrap ErrCorrupt: %v", err)
-			}
-			return
-		}
-		var out bytes.Buffer
-		if _, err := m.WriteTo(&out); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := ReadModel(bytes.NewReader(out.Bytes())); err != nil {
-			t.Fatalf("the encoding of an accepted model does not read back: %v", err)
-		}
+		readsBack(t, m, err)
 	})
+}
+
+// readsBack checks what a fuzzed read returned: a refusal wraps
+// ErrCorrupt; an accepted model encodes to bytes that read back. It
+// returns the model read back and the encoding, nil for a refusal.
+func readsBack(t *testing.T, m *Model, err error) (*Model, []byte) {
+	t.Helper()
+	if err != nil {
+		if !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("refusal does not wrap ErrCorrupt: %v", err)
+		}
+		return nil, nil
+	}
+	var out bytes.Buffer
+	if _, err := m.WriteTo(&out); err != nil {
+		t.Fatal(err)
+	}
+	again, err := ReadModel(bytes.NewReader(out.Bytes()))
+	if err != nil {
+		t.Fatalf("the encoding of an accepted model does not read back: %v", err)
+	}
+	return again, out.Bytes()
 }
