@@ -36,7 +36,10 @@ demo: build
 # that split goes to $(RESULTS)/deca (about 22 minutes on 2 cores).
 DATA    ?=
 DECA    ?=
-RESULTS ?= docs/results
+# Reports go to out/results unless RESULTS says otherwise, so that a run
+# never overwrites the committed docs/results by accident; refresh those
+# with make eval DATA=... RESULTS=docs/results.
+RESULTS ?= out/results
 eval: build
 	@test -n "$(DATA)" || { echo "make eval needs DATA=path/to/ml-100k/u.data: download ml-100k.zip from https://grouplens.org/datasets/movielens/100k/ and unzip it"; exit 2; }
 	$(LAB) eval transition --data $(DATA) --out $(RESULTS) --report $(RESULTS)/transition.json

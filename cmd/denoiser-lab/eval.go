@@ -122,7 +122,7 @@ func runEvalTransition(ctx context.Context, args []string, stderr io.Writer) err
 		passes  = fs.Int("passes", 3, "passes of the online model over the training stream")
 		workers = fs.Int("workers", 2, "parallel runs")
 		rep     = fs.String("report", "", "write the numbers as JSON to `file`")
-		out     = fs.String("out", "docs/results", "`dir` for the Markdown report and figures (empty: none)")
+		out     = fs.String("out", "out/results", "`dir` for the Markdown report and figures (empty: none; the committed reports are in docs/results: pass it to refresh them)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -168,7 +168,7 @@ func runEvalSensitivity(ctx context.Context, args []string, stderr io.Writer) er
 		passes  = fs.Int("passes", 5, "passes of the denoiser over the training stream")
 		workers = fs.Int("workers", 2, "parallel runs")
 		rep     = fs.String("report", "", "write the numbers as JSON to `file`")
-		out     = fs.String("out", "docs/results", "`dir` for the Markdown report and figures (empty: none)")
+		out     = fs.String("out", "out/results", "`dir` for the Markdown report and figures (empty: none; the committed reports are in docs/results: pass it to refresh them)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -235,7 +235,7 @@ func runEvalRecommend(ctx context.Context, args []string, stderr io.Writer) erro
 		weight    = fs.String("weight", "product", "denoiser score that weighs positives: product, weight (the output's recommended weight), p_clean or reliability")
 		workers   = fs.Int("workers", 2, "parallel runs")
 		rep       = fs.String("report", "", "write the numbers as JSON to `file`")
-		out       = fs.String("out", "docs/results", "`dir` for the Markdown report and figures (empty: none)")
+		out       = fs.String("out", "out/results", "`dir` for the Markdown report and figures (empty: none; the committed reports are in docs/results: pass it to refresh them)")
 		oracle    = fs.Bool("oracle", false, "add a downstream row weighted by the truth (rating <= 2 weighs 0): what weighting can gain at best, a diagnosis")
 		ablations = fs.Bool("ablations", true, "run the ablations and fixed-ρ variants beside the full model (false: the full model only)")
 	)
@@ -309,7 +309,7 @@ func runEvalDetect(ctx context.Context, args []string, stderr io.Writer) error {
 		ceiling     = fs.Int("ceiling-epochs", 1, "epochs of the offline ceiling's batch matrix factorisation (more memorise the noise it is scored on)")
 		workers     = fs.Int("workers", 2, "parallel runs")
 		rep         = fs.String("report", "", "write the numbers as JSON to `file`")
-		out         = fs.String("out", "docs/results", "`dir` for the Markdown report and figures (empty: none)")
+		out         = fs.String("out", "out/results", "`dir` for the Markdown report and figures (empty: none; the committed reports are in docs/results: pass it to refresh them)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
