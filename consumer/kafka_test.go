@@ -75,6 +75,24 @@ func lines(n int) [][]byte {
 	return out
 }
 
+// nextStartsAt closes src and checks that the next member of group starts
+// at offset want: that src did not commit the group back.
+func nextStartsAt(t *testing.T, b *kafkatest.Broker, src *consumer.KafkaSource, topic, group string, want int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := src.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	next := newKafkaSource(t, b, topic, group, nil)
+	if m := readN(t, next, 1)[0]; m.Pos.Offset != want {
+		t.Fatalf("the next member starts at %s, want offset %d", m.Pos, want)
+	}
+	if err := next.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestKafkaSourceStartPosition(t *testing.T) {
 	b := kafkatest.New(t)
 	topic := b.Topic(t, "start", 1)
@@ -132,18 +150,7 @@ func TestKafkaSourceStartPosition(t *testing.T) {
 		if err := stale.Commit(context.Background(), []input.Position{{Topic: topic, Partition: 0, Offset: 4}}); err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		if err := stale.Close(ctx); err != nil {
-			t.Fatal(err)
-		}
-		next := newKafkaSource(t, b, topic, group, nil)
-		if m := readN(t, next, 1)[0]; m.Pos.Offset != 7 {
-			t.Fatalf("after the stale commit the next member starts at %s, want offset 7", m.Pos)
-		}
-		if err := next.Close(ctx); err != nil {
-			t.Fatal(err)
-		}
+		nextStartsAt(t, b, stale, topic, group, 7)
 	})
 
 	t.Run("the fence holds during the tail scan", func(t *testing.T) {
@@ -173,18 +180,7 @@ func TestKafkaSourceStartPosition(t *testing.T) {
 		if m := readN(t, stale, 1)[0]; m.Pos.Offset != 7 {
 			t.Fatalf("first record at %s, want the committed offset 7", m.Pos)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		if err := stale.Close(ctx); err != nil {
-			t.Fatal(err)
-		}
-		next := newKafkaSource(t, b, topic, group, nil)
-		if m := readN(t, next, 1)[0]; m.Pos.Offset != 7 {
-			t.Fatalf("after a commit during the scan the next member starts at %s, want offset 7", m.Pos)
-		}
-		if err := next.Close(ctx); err != nil {
-			t.Fatal(err)
-		}
+		nextStartsAt(t, b, stale, topic, group, 7)
 	})
 
 	t.Run("a new group starts at Start", func(t *testing.T) {
