@@ -197,15 +197,10 @@ func changedRows(dst []rowSpan, stamps []uint64, since uint64) []rowSpan {
 
 // syncRows makes dst, which holds the first n rows (w values each) of src
 // as they were at its last sync, a copy of src: it copies the listed spans
-// (those below n; the spans may list new rows too) and appends the rows
-// dst lacks.
+// and appends the rows dst lacks.
 func syncRows[T any](dst, src []T, w int, spans []rowSpan, n int) []T {
 	for _, s := range spans {
-		if int(s.lo) >= n {
-			break
-		}
-		hi := min(int(s.hi), n)
-		copy(dst[int(s.lo)*w:hi*w], src[int(s.lo)*w:hi*w])
+		copy(dst[int(s.lo)*w:int(s.hi)*w], src[int(s.lo)*w:int(s.hi)*w])
 	}
 	return append(dst[:n*w], src[n*w:]...)
 }
