@@ -98,14 +98,39 @@ func withProgress(stderr io.Writer, c *eval.Counter, fn func() error) error {
 	return fn()
 }
 
-func newEvalFlags(name string, stderr io.Writer, usage string) *flag.FlagSet {
+// evalFlags is the flag set of an eval subcommand with the flags every
+// one of them has.
+type evalFlags struct {
+	*flag.FlagSet
+	name    string
+	workers *int
+	report  *string
+	out     *string
+}
+
+func newEvalFlags(name string, stderr io.Writer, usage string) *evalFlags {
 	fs := flag.NewFlagSet("eval "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: denoiser-lab eval %s %s\n\n", name, usage)
 		fs.PrintDefaults()
 	}
-	return fs
+	return &evalFlags{FlagSet: fs, name: name,
+		workers: fs.Int("workers", 2, "parallel runs"),
+		report:  fs.String("report", "", "write the numbers as JSON to `file`"),
+		out:     fs.String("out", "out/results", "`dir` for the Markdown report and figures (empty: none; the committed reports are in docs/results: pass it to refresh them)"),
+	}
+}
+
+// parse parses args and refuses positional arguments.
+func (fs *evalFlags) parse(args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("eval %s: unexpected arguments %q: %w", fs.name, fs.Args(), cli.ErrUsage)
+	}
+	return nil
 }
 
 func runEvalTransition(ctx context.Context, args []string, stderr io.Writer) error {
@@ -114,22 +139,17 @@ func runEvalTransition(ctx context.Context, args []string, stderr io.Writer) err
 	fs.Var(&noises, "noise", "noise `kind`: symmetric or pairflip (repeatable; default both)")
 	fs.Var(&estimators, "estimator", "estimator: rgbt, anchor or ordinal (repeatable; default all)")
 	var (
-		data    = fs.String("data", "", "MovieLens 100K u.data `file` (required)")
-		rates   = fs.String("rates", "0.1,0.2,0.3,0.4", "comma-separated noise `rates`")
-		seeds   = fs.Int("seeds", 3, "number of seeds")
-		first   = fs.Int("first-seed", 2, "first seed (seed 1 is the one the settings were chosen on)")
-		epochs  = fs.Int("ordinal-epochs", 0, "EM epochs of the ordinal estimator (0: its default, 12)")
-		passes  = fs.Int("passes", 3, "passes of the online model over the training stream")
-		workers = fs.Int("workers", 2, "parallel runs")
-		rep     = fs.String("report", "", "write the numbers as JSON to `file`")
-		out     = fs.String("out", "out/results", "`dir` for the Markdown report and figures (empty: none; the committed reports are in docs/results: pass it to refresh them)")
+		data   = fs.String("data", "", "MovieLens 100K u.data `file` (required)")
+		rates  = fs.String("rates", "0.1,0.2,0.3,0.4", "comma-separated noise `rates`")
+		seeds  = fs.Int("seeds", 3, "number of seeds")
+		first  = fs.Int("first-seed", 2, "first seed (seed 1 is the one the settings were chosen on)")
+		epochs = fs.Int("ordinal-epochs", 0, "EM epochs of the ordinal estimator (0: its default, 12)")
+		passes = fs.Int("passes", 3, "passes of the online model over the training stream")
 	)
-	if err := fs.Parse(args); err != nil {
+	if err := fs.parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("eval transition: unexpected arguments %q: %w", fs.Args(), cli.ErrUsage)
-	}
+	workers, rep, out := fs.workers, fs.report, fs.out
 	rs, err := parseRates(*rates)
 	if err != nil {
 		return fmt.Errorf("eval transition: %w", err)
@@ -166,16 +186,11 @@ func runEvalSensitivity(ctx context.Context, args []string, stderr io.Writer) er
 		seeds   = fs.Int("seeds", 2, "number of seeds")
 		first   = fs.Int("first-seed", 1, "first seed")
 		passes  = fs.Int("passes", 5, "passes of the denoiser over the training stream")
-		workers = fs.Int("workers", 2, "parallel runs")
-		rep     = fs.String("report", "", "write the numbers as JSON to `file`")
-		out     = fs.String("out", "out/results", "`dir` for the Markdown report and figures (empty: none; the committed reports are in docs/results: pass it to refresh them)")
 	)
-	if err := fs.Parse(args); err != nil {
+	if err := fs.parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("eval sensitivity: unexpected arguments %q: %w", fs.Args(), cli.ErrUsage)
-	}
+	workers, rep, out := fs.workers, fs.report, fs.out
 	ls, err := parseRates(*lambdas)
 	if err != nil {
 		return fmt.Errorf("eval sensitivity: --lambdas: %w", err)
@@ -223,7 +238,7 @@ func writeEvalOutputs(stderr io.Writer, out, rep string, meta eval.Meta, res any
 }
 
 func runEvalRecommend(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := newEvalFlags("recommend", stderr, "[--data FILE|DIR] [--split random|chrono|deca] [--seeds N] [--passes N] [--weight product|weight|p_clean|reliability] [--negatives N] [--backbone gmf|neumf]... [--report FILE.json] [--out DIR]")
+	fs := newEvalFlags("recommend", stderr, "[--data FILE|DIR] [--split random|chrono|deca] [--seeds N] [--passes N] [--weight product|weight|p_clean|reliability] [--negatives N] [--backbone gmf|neumf]... [--oracle] [--ablations=false] [--report FILE.json] [--out DIR]")
 	var backbones listFlag
 	fs.Var(&backbones, "backbone", "downstream model: gmf or neumf (repeatable; default both)")
 	var (
@@ -233,18 +248,13 @@ func runEvalRecommend(ctx context.Context, args []string, stderr io.Writer) erro
 		seeds     = fs.Int("seeds", 3, "number of seeds")
 		passes    = fs.Int("passes", 5, "passes of the denoiser over the training stream")
 		weight    = fs.String("weight", "product", "denoiser score that weighs positives: product, weight (the output's recommended weight), p_clean or reliability")
-		workers   = fs.Int("workers", 2, "parallel runs")
-		rep       = fs.String("report", "", "write the numbers as JSON to `file`")
-		out       = fs.String("out", "out/results", "`dir` for the Markdown report and figures (empty: none; the committed reports are in docs/results: pass it to refresh them)")
 		oracle    = fs.Bool("oracle", false, "add a downstream row weighted by the truth (rating <= 2 weighs 0): what weighting can gain at best, a diagnosis")
 		ablations = fs.Bool("ablations", true, "run the ablations and fixed-ρ variants beside the full model (false: the full model only)")
 	)
-	if err := fs.Parse(args); err != nil {
+	if err := fs.parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("eval recommend: unexpected arguments %q: %w", fs.Args(), cli.ErrUsage)
-	}
+	workers, rep, out := fs.workers, fs.report, fs.out
 	var models []string
 	for _, b := range backbones {
 		switch strings.ToLower(b) {
@@ -307,16 +317,11 @@ func runEvalDetect(ctx context.Context, args []string, stderr io.Writer) error {
 		seeds       = fs.Int("seeds", 2, "number of seeds (on synthetic streams both the generator's and the model's)")
 		passes      = fs.Int("passes", 1, "passes over each stream; scores from the last")
 		ceiling     = fs.Int("ceiling-epochs", 1, "epochs of the offline ceiling's batch matrix factorisation (more memorise the noise it is scored on)")
-		workers     = fs.Int("workers", 2, "parallel runs")
-		rep         = fs.String("report", "", "write the numbers as JSON to `file`")
-		out         = fs.String("out", "out/results", "`dir` for the Markdown report and figures (empty: none; the committed reports are in docs/results: pass it to refresh them)")
 	)
-	if err := fs.Parse(args); err != nil {
+	if err := fs.parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("eval detect: unexpected arguments %q: %w", fs.Args(), cli.ErrUsage)
-	}
+	workers, rep, out := fs.workers, fs.report, fs.out
 	noise, err := parseRates(*synthNoise)
 	if err != nil {
 		return fmt.Errorf("eval detect: %w", err)
