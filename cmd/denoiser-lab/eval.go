@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -79,6 +80,23 @@ func parseRates(s string) ([]float64, error) {
 			return nil, fmt.Errorf("rates: %q is not a number: %w", v, cli.ErrUsage)
 		}
 		out = append(out, f)
+	}
+	return out, nil
+}
+
+// parseInts parses a comma-separated list of integers in [lo, hi]; what
+// names them in the error.
+func parseInts(s string, lo, hi int, what string) ([]int, error) {
+	fs, err := parseRates(s)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int, len(fs))
+	for k, f := range fs {
+		if f != math.Trunc(f) || f < float64(lo) || f > float64(hi) {
+			return nil, fmt.Errorf("%s %v is not an integer in %d..%d: %w", what, f, lo, hi, cli.ErrUsage)
+		}
+		out[k] = int(f)
 	}
 	return out, nil
 }
@@ -305,18 +323,18 @@ func runEvalRecommend(ctx context.Context, args []string, stderr io.Writer) erro
 }
 
 func runEvalDetect(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := newEvalFlags("detect", stderr, "[--data FILE] [--deca DIR] [--synth-events N] [--synth-noise LIST] [--dwell-shares LIST] [--profile v1|v2] [--seeds N] [--passes N] [--ceiling-epochs N] [--report FILE.json] [--out DIR]")
+	fs := newEvalFlags("detect", stderr, "[--data FILE] [--deca DIR] [--synth-events N] [--synth-noise LIST] [--dwell-shares LIST] [--profile v1|v2] [--seeds N] [--passes N] [--ceiling-epochs LIST] [--report FILE.json] [--out DIR]")
 	var (
 		data        = fs.String("data", "", "MovieLens 100K u.data `file` (none: no ML-100k case)")
 		deca        = fs.String("deca", "", "`dir` of the DeCA split of MovieLens 100K; its "+eval.DecaTrainFile+" is scored in file order (none: no DeCA case)")
 		thresholds  = fs.String("thresholds", "2", "comma-separated rating thresholds R of the MovieLens cases (rating <= R is noise)")
-		synthEvents = fs.Int("synth-events", 100000, "events per synthetic stream")
+		synthEvents = fs.Int("synth-events", 200000, "events per synthetic stream")
 		synthNoise  = fs.String("synth-noise", "0.2", "comma-separated noise shares of the synthetic streams")
 		dwellShares = fs.String("dwell-shares", "1,0.3,0", "comma-separated shares of synthetic events that carry dwell_ms; each noise share runs with each")
 		profile     = fs.String("profile", "v2", "generator profile of the synthetic streams (v1 or v2)")
 		seeds       = fs.Int("seeds", 2, "number of seeds (on synthetic streams both the generator's and the model's)")
 		passes      = fs.Int("passes", 1, "passes over each stream; scores from the last")
-		ceiling     = fs.Int("ceiling-epochs", 1, "epochs of the offline ceiling's batch matrix factorisation (more memorise the noise it is scored on)")
+		ceiling     = fs.String("ceiling-epochs", "1,2,4", "comma-separated epoch counts of the offline ceiling's batch matrix factorisations; the ceiling is the best of them by ROC-AUC (more epochs memorise the noise they are scored on)")
 	)
 	if err := fs.parse(args); err != nil {
 		return err
@@ -330,16 +348,13 @@ func runEvalDetect(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("eval detect: %w", err)
 	}
-	ths, err := parseRates(*thresholds)
+	th, err := parseInts(*thresholds, 1, 4, "threshold")
 	if err != nil {
 		return fmt.Errorf("eval detect: %w", err)
 	}
-	var th []int
-	for _, t := range ths {
-		if t != float64(int(t)) || t < 1 || t > 4 {
-			return fmt.Errorf("eval detect: threshold %v is not a rating in 1..4: %w", t, cli.ErrUsage)
-		}
-		th = append(th, int(t))
+	epochs, err := parseInts(*ceiling, 1, math.MaxInt32, "ceiling epochs")
+	if err != nil {
+		return fmt.Errorf("eval detect: %w", err)
 	}
 	start := time.Now()
 	var d, dd *eval.Dataset
@@ -359,7 +374,7 @@ func runEvalDetect(ctx context.Context, args []string, stderr io.Writer) error {
 		var err error
 		res, err = eval.RunDetect(ctx, d, dd, eval.DetectConfig{
 			Thresholds: th, SynthNoise: noise, SynthEvents: *synthEvents, SynthProfile: *profile, DwellShares: dwell,
-			Seeds: *seeds, Passes: *passes, CeilingEpochs: *ceiling, Workers: *workers, Progress: &c,
+			Seeds: *seeds, Passes: *passes, CeilingEpochs: epochs, Workers: *workers, Progress: &c,
 		})
 		return err
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"denoiser/internal/report"
@@ -45,7 +46,7 @@ type DetectConfig struct {
 	// a dataset.
 	Thresholds []int
 	// SynthNoise are the noise shares of the synthetic streams (default
-	// 0.2); SynthEvents their length (default 100000).
+	// 0.2); SynthEvents their length (default 200000).
 	SynthNoise  []float64
 	SynthEvents int
 	// SynthProfile is the generator's profile (default synth.ProfileV2).
@@ -60,11 +61,14 @@ type DetectConfig struct {
 	// Passes over each stream; scores come from the last (default 1: the
 	// stream stage's own prequential scores).
 	Passes int
-	// CeilingEpochs is the number of epochs of the offline ceiling's
-	// matrix factorisation (default 1: it trains on the events it scores,
-	// so more epochs memorise the noise and rank it as genuine;
-	// the detect report's notes have the sweep).
-	CeilingEpochs int
+	// CeilingEpochs are the epoch counts of the offline ceiling's matrix
+	// factorisations (default 1, 2, 4). A batch model trains on the events
+	// it scores, so with more epochs it memorises the noise and ranks it as
+	// genuine, and the best count differs from stream to stream (v2, no
+	// dwell: 1 epoch is best at 100k events, 2 at 200k). The ceiling of a
+	// seed is the best of them by ROC-AUC: chosen with the truth, which a
+	// ceiling may be.
+	CeilingEpochs []int
 	// Model configures the denoiser (binary mode); the loss baseline is
 	// the same configuration with Plain set.
 	Model    online.Config
@@ -81,7 +85,7 @@ func (c *DetectConfig) defaults() error {
 		c.SynthNoise = []float64{0.2}
 	}
 	if c.SynthEvents == 0 {
-		c.SynthEvents = 100000
+		c.SynthEvents = 200000
 	}
 	if c.SynthProfile == "" {
 		c.SynthProfile = synth.ProfileV2
@@ -95,8 +99,8 @@ func (c *DetectConfig) defaults() error {
 	if c.Passes == 0 {
 		c.Passes = 1
 	}
-	if c.CeilingEpochs == 0 {
-		c.CeilingEpochs = 1
+	if c.CeilingEpochs == nil {
+		c.CeilingEpochs = []int{1, 2, 4}
 	}
 	if c.Bins == 0 {
 		c.Bins = 20
@@ -104,7 +108,7 @@ func (c *DetectConfig) defaults() error {
 	if c.Workers == 0 {
 		c.Workers = 2
 	}
-	if c.Seeds < 1 || c.Passes < 1 || c.Workers < 1 || c.Bins < 2 || c.SynthEvents < 1 || c.CeilingEpochs < 1 {
+	if c.Seeds < 1 || c.Passes < 1 || c.Workers < 1 || c.Bins < 2 || c.SynthEvents < 1 || len(c.CeilingEpochs) == 0 || slices.Min(c.CeilingEpochs) < 1 {
 		return fmt.Errorf("detect: seeds, passes, workers, synthetic events, ceiling epochs must be positive and bins at least 2")
 	}
 	for _, d := range c.DwellShares {
@@ -160,7 +164,7 @@ type DetectResult struct {
 	Meta          Meta         `json:"meta"`
 	Seeds         int          `json:"seeds"`
 	Passes        int          `json:"passes"`
-	CeilingEpochs int          `json:"ceiling_epochs"`
+	CeilingEpochs []int        `json:"ceiling_epochs"`
 	Cases         []DetectCase `json:"cases"`
 }
 
@@ -315,7 +319,11 @@ func RunDetect(ctx context.Context, d, deca *Dataset, cfg DetectConfig) (*Detect
 			}
 		}
 		o.histG, o.histN = histogram(scores[reliabilityScore], s.genuine, cfg.Bins)
-		cfg.Progress.events((2*cfg.Passes + cfg.CeilingEpochs) * len(s.events))
+		ceilingEpochs := 0
+		for _, e := range cfg.CeilingEpochs {
+			ceilingEpochs += e
+		}
+		cfg.Progress.events((2*cfg.Passes + ceilingEpochs) * len(s.events))
 		cfg.Progress.job()
 		return o, nil
 	})
@@ -434,10 +442,11 @@ func detectScoresOf(ctx context.Context, s *stream, cfg DetectConfig, seed uint6
 	return scores, dwellShare, err
 }
 
-// offlineCeiling trains a GMF for epochs passes over every event of s
-// (sampled negatives, no early stopping) and scores each event by its
-// final logit: a higher logit is a lower loss.
-func offlineCeiling(s *stream, epochs int, seed uint64) ([]float64, error) {
+// offlineCeiling trains a GMF for each count of epochs over every event of
+// s (sampled negatives, no early stopping), scores each event by the
+// final logit (a higher logit is a lower loss) and returns the scores of
+// the count with the best ROC-AUC.
+func offlineCeiling(s *stream, epochs []int, seed uint64) ([]float64, error) {
 	users, items := map[string]int32{}, map[string]int32{}
 	dense := func(m map[string]int32, id string) int32 {
 		k, ok := m[id]
@@ -451,15 +460,26 @@ func offlineCeiling(s *stream, epochs int, seed uint64) ([]float64, error) {
 	for e, ev := range s.events {
 		rows[e] = Interaction{User: dense(users, ev.User), Item: dense(items, ev.Item), Rating: 1, Clean: 1}
 	}
-	g, err := TrainGMF(GMFConfig{Epochs: epochs, EvalEvery: epochs}, len(users), len(items), rows, nil, nil, seed)
-	if err != nil {
-		return nil, fmt.Errorf("offline ceiling: %w", err)
+	var best []float64
+	bestROC := -1.0
+	for _, n := range epochs {
+		g, err := TrainGMF(GMFConfig{Epochs: n, EvalEvery: n}, len(users), len(items), rows, nil, nil, seed)
+		if err != nil {
+			return nil, fmt.Errorf("offline ceiling: %w", err)
+		}
+		out := make([]float64, len(rows))
+		for e, x := range rows {
+			out[e] = g.score(x.User, x.Item)
+		}
+		roc, err := report.ROCAUC(out, s.genuine)
+		if err != nil {
+			return nil, fmt.Errorf("offline ceiling: %w", err)
+		}
+		if roc > bestROC {
+			best, bestROC = out, roc
+		}
 	}
-	out := make([]float64, len(rows))
-	for e, x := range rows {
-		out[e] = g.score(x.User, x.Item)
-	}
-	return out, nil
+	return best, nil
 }
 
 // histogram returns the share of genuine and of noisy events per bin of

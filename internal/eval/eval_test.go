@@ -180,7 +180,7 @@ func TestDetectEndToEnd(t *testing.T) {
 	d := FromRatings(tinyRatings(40, 50, 25, 4))
 	res, err := RunDetect(context.Background(), d, d, DetectConfig{
 		Thresholds: []int{2}, SynthNoise: []float64{0.2}, SynthEvents: 3000, DwellShares: []float64{1, 0.3, 0},
-		Seeds: 2, Bins: 5, CeilingEpochs: 2,
+		Seeds: 2, Bins: 5, CeilingEpochs: []int{1, 2},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -435,5 +435,31 @@ func TestSensitivityEndToEnd(t *testing.T) {
 	checkFiles(t, dir, "sensitivity.md", "sensitivity.png", "distilled.png")
 	if _, err := RunSensitivity(context.Background(), d, SensitivityConfig{Rhos: []float64{0.5}}); err == nil {
 		t.Error("curves at ρ not tried: no error")
+	}
+}
+
+// The offline ceiling is the best of its epoch counts by ROC-AUC: a list
+// scores at least as well as each of its counts alone, and as well as one
+// of them.
+func TestOfflineCeilingTakesTheBestCount(t *testing.T) {
+	s := ratingStream(FromRatings(tinyRatings(40, 50, 25, 4)), 2)
+	roc := func(epochs ...int) float64 {
+		t.Helper()
+		sc, err := offlineCeiling(s, epochs, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := report.ROCAUC(sc, s.genuine)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	one, four, both := roc(1), roc(4), roc(1, 4)
+	if one == four {
+		t.Fatalf("1 and 4 epochs score the same (%.4f): the test cannot tell which was taken", one)
+	}
+	if both != max(one, four) {
+		t.Errorf("ceiling over 1 and 4 epochs: ROC-AUC %.4f, want the better of %.4f and %.4f", both, one, four)
 	}
 }
