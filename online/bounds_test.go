@@ -500,9 +500,10 @@ func TestAdmissionSketchHalving(t *testing.T) {
 	}
 }
 
-// TestBoundsEncoding: a model without bounds is encoded in version 2, as
-// before bounds existed; one with bounds in version 3; each version is
-// refused with the other kind of configuration.
+// TestBoundsEncoding: every model is encoded in the newest version, with
+// the bounds section exactly when it has bounds; an older version is
+// refused with the kind of configuration it never held (version 3 without
+// bounds, 2 with them).
 func TestBoundsEncoding(t *testing.T) {
 	plain, _ := New(smallConfig(ModeBinary), rand.NewPCG(1, 1))
 	bcfg := smallConfig(ModeBinary)
@@ -512,16 +513,19 @@ func TestBoundsEncoding(t *testing.T) {
 	runScores(t, plain, evs)
 	runScores(t, bounded, evs)
 	for _, tc := range []struct {
-		m    *Model
-		want uint32
-	}{{plain, 2}, {bounded, 3}} {
+		m     *Model
+		wrong uint32
+	}{{plain, 3}, {bounded, 2}} {
 		b := encode(t, tc.m)
-		if v := binary.LittleEndian.Uint32(b[8:]); v != tc.want || tc.m.Encoding() != tc.want {
-			t.Fatalf("encoded as version %d (Encoding %d), want %d", v, tc.m.Encoding(), tc.want)
+		if v := binary.LittleEndian.Uint32(b[8:]); v != EncodingVersion || tc.m.Encoding() != EncodingVersion {
+			t.Fatalf("encoded as version %d (Encoding %d), want %d", v, tc.m.Encoding(), EncodingVersion)
 		}
-		binary.LittleEndian.PutUint32(b[8:], 5-tc.want) // 2 <-> 3
-		if _, err := ReadModel(bytes.NewReader(b)); err == nil {
-			t.Fatalf("version %d read as version %d", tc.want, 5-tc.want)
+		if _, err := ReadModel(bytes.NewReader(b)); err != nil {
+			t.Fatal(err)
+		}
+		binary.LittleEndian.PutUint32(b[8:], tc.wrong)
+		if _, err := ReadModel(bytes.NewReader(b)); err == nil || !strings.Contains(err.Error(), "bounds the tables") {
+			t.Fatalf("version %d with bounds %v: %v, want the refusal", tc.wrong, tc.m.cfg.bounded(), err)
 		}
 	}
 }

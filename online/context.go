@@ -19,6 +19,20 @@ import "math"
 // = genuine is learned, not written in) and the classes cannot swap. The
 // posterior, Score.Weight, is p_clean updated by the evidence:
 // logit(weight) = logit(p_clean) + Σ log p(c | genuine) / p(c | noise).
+//
+// EM sharpens: it fits the classes to the posterior it computes from
+// them, so it finds the direction the anchor points to and separates the
+// classes further than p_clean alone could. When p_clean is near chance
+// (a cap far below the working set leaves the classifier nothing to
+// learn), the anchor points nowhere and EM can settle the wrong way round:
+// it ranked noise above genuine events (ROC-AUC 0.12) on such a stream. So
+// a second set of statistics, the anchor's, is fitted to p_clean alone,
+// with no feedback from the context. Each feature's EM evidence is used
+// only while it points the way the anchor's does (dwell: the sign of the
+// difference of the class means; event type: the mass-weighted agreement
+// of the per-type log ratios); otherwise the anchor's own, weaker,
+// evidence is used. The anchor's direction is the direction p_clean
+// carries, and no feature's direction is assumed.
 const (
 	// contextWindow is the number of events the statistics decay over.
 	contextWindow = 5000
@@ -42,9 +56,15 @@ const (
 	varianceFloor = 1e-3
 )
 
-// contextModel holds the decayed sufficient statistics of the two classes
-// (index 0: noise, 1: genuine).
+// contextModel is the context part: the EM statistics, fitted to the
+// posterior (the weight), and the anchor's, fitted to p_clean.
 type contextModel struct {
+	em, anchor contextStats
+}
+
+// contextStats holds the decayed sufficient statistics of the two classes
+// (index 0: noise, 1: genuine).
+type contextStats struct {
 	dwellMass, dwellSum, dwellSquares [2]float64
 	typeMass                          [2][typeBuckets]float64
 	typeTotal                         [2]float64
@@ -88,51 +108,122 @@ func (c *contextModel) weight(pClean float64, x contextFeatures) float64 {
 	return sigmoid(math.Log(p/(1-p)) + c.evidence(x))
 }
 
-// evidence is the log-likelihood ratio, genuine against noise, of x.
+// evidence is the log-likelihood ratio, genuine against noise, of x: per
+// feature the EM statistics' where they point the anchor's way, the
+// anchor's where they do not.
 func (c *contextModel) evidence(x contextFeatures) float64 {
 	llr := 0.0
-	if x.hasDwell && c.dwellMass[0] >= contextMinMass && c.dwellMass[1] >= contextMinMass {
-		var lp [2]float64
-		for k := range lp {
-			mean := c.dwellSum[k] / c.dwellMass[k]
-			v := max(c.dwellSquares[k]/c.dwellMass[k]-mean*mean, 0) + varianceFloor
-			d := x.logDwell - mean
-			lp[k] = -0.5*math.Log(v) - 0.5*d*d/v
+	if x.hasDwell {
+		s := &c.em
+		if c.em.dwellDirection()*c.anchor.dwellDirection() <= 0 {
+			s = &c.anchor
 		}
-		llr += lp[1] - lp[0]
+		llr += s.dwellEvidence(x.logDwell)
 	}
-	if b := x.bucket; b >= 0 && c.typeTotal[0] >= contextMinMass && c.typeTotal[1] >= contextMinMass {
-		// Laplace-smoothed categorical of each class.
-		p1 := (c.typeMass[1][b] + 1) / (c.typeTotal[1] + typeBuckets)
-		p0 := (c.typeMass[0][b] + 1) / (c.typeTotal[0] + typeBuckets)
-		llr += math.Log(p1 / p0)
+	if x.bucket >= 0 {
+		s := &c.em
+		if typeAgreement(&c.em, &c.anchor) <= 0 {
+			s = &c.anchor
+		}
+		llr += s.typeEvidence(x.bucket)
 	}
 	return clampAbs(llr, contextClamp)
 }
 
-// learn adds x with posterior w of being genuine (the EM step), after
-// decaying what was there.
-func (c *contextModel) learn(x contextFeatures, w float64) {
+// learn adds x to the EM statistics with posterior w of being genuine
+// (the EM step) and to the anchor's with p_clean.
+func (c *contextModel) learn(x contextFeatures, w, pClean float64) {
+	c.em.learn(x, w)
+	c.anchor.learn(x, pClean)
+}
+
+// dwellReady reports whether each class has the mass to count as evidence.
+func (s *contextStats) dwellReady() bool {
+	return s.dwellMass[0] >= contextMinMass && s.dwellMass[1] >= contextMinMass
+}
+
+func (s *contextStats) typeReady() bool {
+	return s.typeTotal[0] >= contextMinMass && s.typeTotal[1] >= contextMinMass
+}
+
+// dwellMoments returns the mean and the (floored) variance of class k's
+// log dwell.
+func (s *contextStats) dwellMoments(k int) (mean, variance float64) {
+	mean = s.dwellSum[k] / s.dwellMass[k]
+	return mean, max(s.dwellSquares[k]/s.dwellMass[k]-mean*mean, 0) + varianceFloor
+}
+
+// dwellDirection is the genuine class's mean log dwell minus the noise
+// class's, 0 before both classes have the mass.
+func (s *contextStats) dwellDirection() float64 {
+	if !s.dwellReady() {
+		return 0
+	}
+	m0, _ := s.dwellMoments(0)
+	m1, _ := s.dwellMoments(1)
+	return m1 - m0
+}
+
+// dwellEvidence is the Gaussian log-likelihood ratio of a log dwell, 0
+// before both classes have the mass.
+func (s *contextStats) dwellEvidence(logDwell float64) float64 {
+	if !s.dwellReady() {
+		return 0
+	}
+	var lp [2]float64
+	for k := range lp {
+		mean, v := s.dwellMoments(k)
+		d := logDwell - mean
+		lp[k] = -0.5*math.Log(v) - 0.5*d*d/v
+	}
+	return lp[1] - lp[0]
+}
+
+// typeEvidence is the log ratio of the Laplace-smoothed categoricals of
+// the two classes at bucket b, 0 before both classes have the mass.
+func (s *contextStats) typeEvidence(b int) float64 {
+	if !s.typeReady() {
+		return 0
+	}
+	p1 := (s.typeMass[1][b] + 1) / (s.typeTotal[1] + typeBuckets)
+	p0 := (s.typeMass[0][b] + 1) / (s.typeTotal[0] + typeBuckets)
+	return math.Log(p1 / p0)
+}
+
+// typeAgreement is Σ_b mass_b · e_b · a_b over the buckets, with e and a
+// the per-bucket evidence of the two sets of statistics and mass_b the
+// bucket's share in a: positive when they rank event types the same way.
+func typeAgreement(e, a *contextStats) float64 {
+	sum := 0.0
+	for b := range typeBuckets {
+		sum += (a.typeMass[0][b] + a.typeMass[1][b]) * e.typeEvidence(b) * a.typeEvidence(b)
+	}
+	return sum
+}
+
+// learn adds x with responsibility w of the genuine class, after decaying
+// what was there.
+func (s *contextStats) learn(x contextFeatures, w float64) {
 	const keep = 1 - 1.0/contextWindow
 	for k, r := range [2]float64{1 - w, w} {
 		if x.hasDwell {
-			c.dwellMass[k] = keep*c.dwellMass[k] + r
-			c.dwellSum[k] = keep*c.dwellSum[k] + r*x.logDwell
-			c.dwellSquares[k] = keep*c.dwellSquares[k] + r*x.logDwell*x.logDwell
+			s.dwellMass[k] = keep*s.dwellMass[k] + r
+			s.dwellSum[k] = keep*s.dwellSum[k] + r*x.logDwell
+			s.dwellSquares[k] = keep*s.dwellSquares[k] + r*x.logDwell*x.logDwell
 		}
 		if x.bucket >= 0 {
-			mass := &c.typeMass[k]
+			mass := &s.typeMass[k]
 			for b := range mass {
 				mass[b] *= keep
 			}
 			mass[x.bucket] += r
-			c.typeTotal[k] = keep*c.typeTotal[k] + r
+			s.typeTotal[k] = keep*s.typeTotal[k] + r
 		}
 	}
 }
 
 // finite reports whether every statistic is finite.
-func (c *contextModel) finite() bool {
+func (c *contextStats) finite() bool {
 	s := 0.0
 	for k := range 2 {
 		s += c.dwellMass[k] + c.dwellSum[k] + c.dwellSquares[k] + c.typeTotal[k]
@@ -145,7 +236,7 @@ func (c *contextModel) finite() bool {
 
 // encode writes the statistics: f64[2] dwell mass, f64[2] dwell sum, f64[2]
 // dwell squares, f64[2·typeBuckets] type mass, f64[2] type total.
-func (c *contextModel) encode(e *encoder) {
+func (c *contextStats) encode(e *encoder) {
 	for k := range 2 {
 		e.f64(c.dwellMass[k])
 	}
@@ -166,7 +257,7 @@ func (c *contextModel) encode(e *encoder) {
 }
 
 // decode reads what encode writes.
-func (c *contextModel) decode(d *decoder) {
+func (c *contextStats) decode(d *decoder) {
 	for k := range 2 {
 		c.dwellMass[k] = d.f64()
 	}
@@ -187,6 +278,27 @@ func (c *contextModel) decode(d *decoder) {
 	if d.err == nil && !c.finite() {
 		d.fail("context statistics not finite")
 	}
+}
+
+// encode writes the EM statistics, then the anchor's.
+func (c *contextModel) encode(e *encoder) {
+	c.em.encode(e)
+	c.anchor.encode(e)
+}
+
+// decode reads what encode writes.
+func (c *contextModel) decode(d *decoder) {
+	c.em.decode(d)
+	c.anchor.decode(d)
+}
+
+// decodeEM reads the statistics of an encoding before version 4, which
+// has no anchor's: the anchor starts as a copy of the EM statistics, so
+// that the evidence goes on as it was and the anchor follows p_clean from
+// there.
+func (c *contextModel) decodeEM(d *decoder) {
+	c.em.decode(d)
+	c.anchor = c.em
 }
 
 // clampAbs bounds v to [−limit, limit]. The built-in min and max treat

@@ -30,14 +30,19 @@ func contextStream(n int, noise, genuineMean, noiseMean float64, seed uint64) (x
 	return xs, prior, genuine
 }
 
-// run scores each event (test-then-train) and returns the weights and the
-// share of pairs (genuine, noise) ranked right over the second half.
+// runContext scores each event (test-then-train) with an empty context
+// part and returns the weights and the share of pairs (genuine, noise)
+// ranked right over the second half.
 func runContext(xs []contextFeatures, prior []float64, genuine []bool) (weights []float64, auc float64) {
-	var c contextModel
+	return runContextFrom(&contextModel{}, xs, prior, genuine)
+}
+
+// runContextFrom is runContext from the statistics of c.
+func runContextFrom(c *contextModel, xs []contextFeatures, prior []float64, genuine []bool) (weights []float64, auc float64) {
 	for i, x := range xs {
 		w := c.weight(prior[i], x)
 		weights = append(weights, w)
-		c.learn(x, w)
+		c.learn(x, w, prior[i])
 	}
 	half := len(xs) / 2
 	var right, pairs float64
@@ -92,11 +97,11 @@ func TestContextKnownMeans(t *testing.T) {
 	xs, prior, genuine := contextStream(30000, 0.2, 10, 7, 5)
 	var c contextModel
 	for i, x := range xs {
-		c.learn(x, c.weight(prior[i], x))
+		c.learn(x, c.weight(prior[i], x), prior[i])
 	}
 	_ = genuine
 	for k, want := range []float64{7, 10} {
-		if got := c.dwellSum[k] / c.dwellMass[k]; math.Abs(got-want) > 0.3 {
+		if got := c.em.dwellSum[k] / c.em.dwellMass[k]; math.Abs(got-want) > 0.3 {
 			t.Errorf("class %d: mean log dwell %.3f, want %.1f ± 0.3", k, got, want)
 		}
 	}
@@ -117,7 +122,7 @@ func TestContextNeutralWithout(t *testing.T) {
 		t.Errorf("empty statistics: weight %v, want p_clean 0.8", w)
 	}
 	for i, x := range xs {
-		c.learn(x, c.weight(prior[i], x))
+		c.learn(x, c.weight(prior[i], x), prior[i])
 	}
 	bare := contextOf(&Event{}, ModeBinary)
 	if w := c.weight(0.8, bare); math.Abs(w-0.8) > 1e-12 {
@@ -130,5 +135,40 @@ func TestContextNeutralWithout(t *testing.T) {
 		if w := c.weight(p, xs[1]); math.IsNaN(w) || w < 0 || w > 1 {
 			t.Errorf("p_clean %v: weight %v", p, w)
 		}
+	}
+}
+
+// TestContextDoesNotFlip: the classifier's p_clean first points the wrong
+// way (noise looks cleaner), then weakly the right way. EM, fitted to its
+// own posterior, settles on the wrong direction in the first phase and
+// would keep it; the anchor statistics, fitted to p_clean alone, turn with
+// p_clean, and the weight follows them, so it ranks genuine events above
+// noise once p_clean does.
+func TestContextDoesNotFlip(t *testing.T) {
+	xs, _, genuine := contextStream(40000, 0.2, 10, 7, 11)
+	prior := make([]float64, len(xs))
+	for i := range prior {
+		switch {
+		case i < 10000 && !genuine[i]:
+			prior[i] = 0.6 // the wrong way
+		case i >= 10000 && genuine[i]:
+			prior[i] = 0.52 // weakly the right way
+		default:
+			prior[i] = 0.5
+		}
+	}
+	var c contextModel
+	for i, x := range xs[:10000] {
+		c.learn(x, c.weight(prior[i], x), prior[i])
+	}
+	if d := c.em.dwellDirection(); d >= 0 {
+		t.Fatalf("after the first phase EM's genuine class has the longer dwell (%.2f): the test does not set up a flip", d)
+	}
+	_, auc := runContextFrom(&c, xs[10000:], prior[10000:], genuine[10000:])
+	if d := c.em.dwellDirection(); d >= 0 {
+		t.Logf("EM turned by itself (%.2f)", d)
+	}
+	if auc < 0.9 {
+		t.Errorf("ROC-AUC of the weight over the second half of the second phase %.3f, want ≥ 0.9", auc)
 	}
 }

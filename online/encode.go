@@ -12,22 +12,18 @@ import (
 // The model encoding: FORMAT.md describes it byte by byte; codec.go has
 // its primitives, and every part encodes and decodes its own fields.
 
-// EncodingVersion is the newest version of the binary model encoding,
-// which WriteTo writes for a model with bounds (Config.MaxUsers, MaxItems,
-// AdmitAfter); a model without them is written in version 2, the same
-// bytes as before bounds existed (Model.Encoding). ReadModel reads every
-// version: version 1 has no context section (its models start with empty
-// context statistics), version 3 adds the bounds section.
-const EncodingVersion = 3
+// EncodingVersion is the version of the binary model encoding that WriteTo
+// writes. ReadModel reads every version: version 1 has no context section
+// (its models start with empty context statistics); version 2 has the
+// context's EM statistics only (the anchor starts as their copy) and no
+// bounds; version 3 is version 2 with the bounds section, written for
+// bounded models only; version 4 adds the context's anchor statistics and
+// has the bounds section exactly when the configuration bounds the
+// tables.
+const EncodingVersion = 4
 
-// Encoding is the encoding version WriteTo writes for m: 3 if its
-// configuration bounds the tables, else 2.
-func (m *Model) Encoding() uint32 {
-	if m.cfg.bounded() {
-		return 3
-	}
-	return 2
-}
+// Encoding is the encoding version WriteTo writes for m.
+func (m *Model) Encoding() uint32 { return EncodingVersion }
 
 var modelMagic = [8]byte{'R', 'G', 'B', 'T', 'M', 'O', 'D', 'L'}
 
@@ -146,7 +142,11 @@ func ReadModel(r io.Reader) (*Model, error) {
 	m.decodeCooccurrence(d)
 	if version >= 2 {
 		d.section("CTXT")
-		m.context.decode(d)
+		if version >= 4 {
+			m.context.decode(d)
+		} else {
+			m.context.decodeEM(d)
+		}
 	}
 	m.users.checkRecent(d, m.items.len())
 	if m.popular.items != nil {
@@ -190,8 +190,9 @@ func (d *decoder) header() (Config, uint32, error) {
 			d.fail("config: %v", err)
 		} else if err := cfg.Validate(); err != nil {
 			d.fail("config: %v", err)
-		} else if bounded := cfg.bounded(); bounded != (version >= 3) {
-			// Version 3 is the encoding of a model with bounds, and only of one.
+		} else if bounded := cfg.bounded(); version < 4 && bounded != (version == 3) {
+			// Version 3 is the encoding of a model with bounds, and only
+			// of one; versions 1 and 2 have no bounds.
 			d.fail("encoding version %d with a configuration that bounds the tables: %v", version, bounded)
 		}
 	}

@@ -215,7 +215,7 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	// 2. Learn.
 	ok := m.learnEvent(u, i, y, ev.Weight, sc, x0, x1)
 	if ok && m.useContext() {
-		m.context.learn(context, sc.Weight)
+		m.context.learn(context, sc.Weight, sc.PClean)
 	}
 	m.remember(u, i)
 	m.schedule.events++

@@ -13,7 +13,7 @@ import (
 
 // FormatVersion is the snapshot format version Write writes. Read reads
 // every version from 1 up to this one.
-const FormatVersion = 2
+const FormatVersion = 3
 
 // magic starts every snapshot file (see FORMAT.md).
 var magic = [12]byte{0x89, 'D', 'E', 'N', 'O', 'I', 'S', 'E', '\r', '\n', 0x1a, '\n'}

@@ -38,6 +38,7 @@ type Snapshot struct {
 var readers = map[uint32]func(*reader, *Snapshot) error{
 	1: readV1,
 	2: readV1, // the frames of version 1; the model inside is encoding 2 (context statistics)
+	3: readV1, // the frames of version 1; the model inside is encoding 4 (the context's anchor statistics)
 }
 
 // Read reads a snapshot of any supported format version from r, verifying
