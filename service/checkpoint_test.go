@@ -167,19 +167,8 @@ func TestCheckpointsWriteDeltas(t *testing.T) {
 				t.Fatal(err)
 			}
 			offset++
-			for deadline := time.Now().Add(10 * time.Second); c.saving && time.Now().Before(deadline); {
-				time.Sleep(time.Millisecond)
-				c.poll()
-			}
+			waitSave(t, c)
 		}
-	}
-	encode := func(m *online.Model) []byte {
-		t.Helper()
-		var b strings.Builder
-		if _, err := m.WriteTo(&b); err != nil {
-			t.Fatal(err)
-		}
-		return []byte(b.String())
 	}
 	// run feeds n events through a checkpointer of the store in dir, takes
 	// the final checkpoint, and returns the checkpointer's metrics and what
@@ -215,7 +204,7 @@ func TestCheckpointsWriteDeltas(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(encode(got), encode(m)) {
+		if !bytes.Equal(encodeModel(t, got), encodeModel(t, m)) {
 			t.Fatalf("generation %d (base %d + %d deltas) does not decode to the model", cp.Generation, cp.Base, len(cp.Deltas))
 		}
 		return met, cp, got
