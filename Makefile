@@ -116,7 +116,7 @@ bench-river: build
 # at a few dozen executions.
 FUZZTIME ?= 1m
 FUZZMINIMIZETIME ?= 1s
-FUZZERS := consumer:FuzzDecode online:FuzzReadModel snapshot:FuzzRead internal/movielens:FuzzRead
+FUZZERS := consumer:FuzzDecode online:FuzzReadModel online:FuzzReadModelDeltas snapshot:FuzzRead internal/movielens:FuzzRead
 fuzz:
 	@set -e; for f in $(FUZZERS); do \
 		echo "fuzz $${f%%:*} $${f##*:} for $(FUZZTIME)"; \

@@ -212,7 +212,7 @@ func (m *Model) userID(id string) int32 {
 		m.users.touch(u, m.bounds.clock, m.epoch)
 		return u
 	}
-	if m.admission != nil && !m.admission.see(idHash(saltUser, id), m.cfg.AdmitAfter) {
+	if m.admission != nil && !m.admission.see(idHash(saltUser, id), m.cfg.AdmitAfter, m.epoch) {
 		m.bounds.coldUsers++
 		return coldRow
 	}
@@ -232,7 +232,7 @@ func (m *Model) itemID(id string) int32 {
 		m.items.touch(i, m.bounds.clock, m.epoch)
 		return i
 	}
-	if m.admission != nil && !m.admission.see(idHash(saltItem, id), m.cfg.AdmitAfter) {
+	if m.admission != nil && !m.admission.see(idHash(saltItem, id), m.cfg.AdmitAfter, m.epoch) {
 		m.bounds.coldItems++
 		return coldRow
 	}
@@ -268,6 +268,20 @@ type admission struct {
 	width int     // columns per row, a power of two
 	cells []uint8 // admitDepth rows of width counters, saturating at 255
 	added uint64  // sightings since the last halving
+	// stamps[b] is the epoch in which block b (admitBlock cells) of cells
+	// last changed, as a table's row stamps (FrozenCopy, WriteDelta).
+	// Not encoded; a frozen copy has none.
+	stamps []uint64
+}
+
+// admitBlock is the number of sketch cells one change stamp covers: a
+// delta writes the blocks that changed, not the whole sketch. The
+// smallest sketch (4 rows of minSketchWidth) is one block.
+const admitBlock = 4096
+
+// newAdmission returns the sketch of width columns, its cells zero.
+func newAdmission(width int) *admission {
+	return &admission{width: width, cells: make([]uint8, admitDepth*width), stamps: make([]uint64, admitDepth*width/admitBlock)}
 }
 
 // admitSeeds make the admitDepth column hashes of an id's hash.
@@ -305,9 +319,9 @@ func (a *admission) estimate(h uint64) int {
 	return int(est)
 }
 
-// see counts a sighting of hash h and reports whether its count has
-// reached threshold.
-func (a *admission) see(h uint64, threshold int) bool {
+// see counts a sighting of hash h in epoch and reports whether its count
+// has reached threshold.
+func (a *admission) see(h uint64, threshold int, epoch uint64) bool {
 	var cols [admitDepth]int
 	a.columns(h, &cols)
 	est := uint8(math.MaxUint8)
@@ -318,6 +332,7 @@ func (a *admission) see(h uint64, threshold int) bool {
 		for _, c := range cols {
 			if a.cells[c] == est {
 				a.cells[c] = est + 1
+				a.stamps[c/admitBlock] = epoch
 			}
 		}
 		est++
@@ -326,13 +341,22 @@ func (a *admission) see(h uint64, threshold int) bool {
 		for j, v := range a.cells {
 			a.cells[j] = v >> 1
 		}
+		for b := range a.stamps {
+			a.stamps[b] = epoch
+		}
 		a.added = 0
 	}
 	return int(est) >= threshold
 }
 
-func (a *admission) copyFrom(src *admission) {
+// copyFrom makes a a copy of src. If incremental, a holds src as it was
+// but for the cells of the listed blocks, and only those are copied.
+func (a *admission) copyFrom(src *admission, blocks []rowSpan, incremental bool) {
 	a.width, a.added = src.width, src.added
+	if incremental && len(a.cells) == len(src.cells) {
+		syncRows(a.cells, src.cells, admitBlock, blocks, len(src.cells)/admitBlock)
+		return
+	}
 	a.cells = append(a.cells[:0], src.cells...)
 }
 

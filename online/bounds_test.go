@@ -405,7 +405,7 @@ func TestColdItemOffsetsStayZero(t *testing.T) {
 // Muthukrishnan 2005).
 func TestAdmissionSketchKnownAnswer(t *testing.T) {
 	const w, distinct, repeated = 4096, 3000, 500
-	a := &admission{width: w, cells: make([]uint8, admitDepth*w)}
+	a := newAdmission(w)
 	key := func(j int) uint64 { return idHash(saltUser, fmt.Sprint("id", j)) }
 	n := 0
 	for j := 0; j < distinct; j++ {
@@ -414,7 +414,7 @@ func TestAdmissionSketchKnownAnswer(t *testing.T) {
 			times = 3
 		}
 		for range times {
-			a.see(key(j), 255)
+			a.see(key(j), 255, 0)
 			n++
 		}
 	}
@@ -475,7 +475,8 @@ func TestAdmissionSketchKnownAnswer(t *testing.T) {
 // halving halves every counter, after counting itself.
 func TestAdmissionSketchHalving(t *testing.T) {
 	const w = 1024
-	a := &admission{width: w, cells: make([]uint8, admitDepth*w), added: w - 1}
+	a := newAdmission(w)
+	a.added = w - 1
 	r := rand.New(rand.NewPCG(1, 1))
 	for j := range a.cells {
 		a.cells[j] = uint8(r.IntN(256))
@@ -485,7 +486,7 @@ func TestAdmissionSketchHalving(t *testing.T) {
 	var cols [admitDepth]int
 	a.columns(h, &cols)
 	est := a.estimate(h)
-	a.see(h, 255)
+	a.see(h, 255, 0)
 	if a.added != 0 {
 		t.Fatalf("%d sightings counted after the halving", a.added)
 	}

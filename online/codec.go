@@ -93,8 +93,21 @@ func (e *encoder) ids(ids []string) {
 	}
 	e.u32(uint32(len(ids)))
 	for _, s := range ids {
-		e.u32(uint32(len(s)))
-		e.write([]byte(s))
+		e.id(s)
+	}
+}
+
+// id writes one id: its length, then its bytes.
+func (e *encoder) id(s string) {
+	e.u32(uint32(len(s)))
+	if e.w == nil {
+		e.n += int64(len(s))
+		return
+	}
+	if e.err == nil {
+		n, err := e.w.WriteString(s)
+		e.n += int64(n)
+		e.err = err
 	}
 }
 
@@ -114,6 +127,8 @@ type decoder struct {
 	avail int64
 	err   error
 	buf   [8]byte
+	// scratch is readInto's buffer.
+	scratch []byte
 }
 
 func (d *decoder) fail(format string, args ...any) {
@@ -236,20 +251,67 @@ func (d *decoder) ids() []string {
 	}
 	v := make([]string, 0, d.capFor(n, 4))
 	for len(v) < n && d.err == nil {
-		l := int(d.u32())
-		if l > maxIDBytes {
-			d.fail("id of %d bytes, over %d", l, maxIDBytes)
+		id := d.id()
+		if d.err != nil {
 			return nil
 		}
-		if !d.fits(l, 1) {
-			return nil
-		}
-		b := make([]byte, l)
-		d.read(b)
-		v = append(v, string(b))
+		v = append(v, id)
 	}
 	return v
 }
+
+// id reads one id as encoder.id writes it.
+func (d *decoder) id() string {
+	l := int(d.u32())
+	if d.err == nil && l > maxIDBytes {
+		d.fail("id of %d bytes, over %d", l, maxIDBytes)
+	}
+	if !d.fits(l, 1) {
+		return ""
+	}
+	b := make([]byte, l)
+	d.read(b)
+	return string(b)
+}
+
+// readInto reads len(dst) values of size bytes each into dst, decoding
+// each with conv, a chunk at a time.
+func readInto[T any](d *decoder, dst []T, size int, conv func([]byte) T) {
+	if !d.fits(len(dst), size) {
+		return
+	}
+	if n := min(len(dst), chunk) * size; len(d.scratch) < n {
+		d.scratch = make([]byte, n)
+	}
+	for off := 0; off < len(dst) && d.err == nil; {
+		n := min(len(dst)-off, chunk)
+		b := d.scratch[:n*size]
+		d.read(b)
+		if d.err != nil {
+			return
+		}
+		for j := range n {
+			dst[off+j] = conv(b[j*size:])
+		}
+		off += n
+	}
+}
+
+// floatsInto reads len(dst) values into dst; they must be finite.
+func (d *decoder) floatsInto(dst []float64) {
+	readInto(d, dst, 8, func(b []byte) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b)) })
+	if d.err == nil && !finite(dst) {
+		d.fail("non-finite parameter")
+	}
+}
+
+func (d *decoder) int32sInto(dst []int32) {
+	readInto(d, dst, 4, func(b []byte) int32 { return int32(binary.LittleEndian.Uint32(b)) })
+}
+
+func (d *decoder) uint32sInto(dst []uint32) { readInto(d, dst, 4, binary.LittleEndian.Uint32) }
+
+func (d *decoder) uint64sInto(dst []uint64) { readInto(d, dst, 8, binary.LittleEndian.Uint64) }
 
 // section reads the next section header and checks its tag.
 func (d *decoder) section(tag string) {

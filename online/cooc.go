@@ -42,6 +42,11 @@ type cooccurrence interface {
 	// they were, only the listed users and items and the new ones are
 	// copied; nu = ni = 0 copies all.
 	copyInto(dst cooccurrence, users, items []rowSpan, nu, ni int) cooccurrence
+	// encodeRows writes the state of the listed user and item rows (a
+	// delta, delta.go); decodeRows reads it into those rows of an
+	// estimator grown to nu users and ni items, checking the indices.
+	encodeRows(e *encoder, users, items []rowSpan)
+	decodeRows(d *decoder, users, items []rowSpan, nu, ni int)
 	// kind is the byte the encoding names the estimator by.
 	kind() uint8
 	// encode writes the estimator's state; decode reads it, for nu users
@@ -394,7 +399,7 @@ func (c *exactCooc) copyInto(dst cooccurrence, users, items []rowSpan, nu, ni in
 // rows are copied into dst's own slices.
 func syncSets(dst, src [][]int32, spans []rowSpan, n int) [][]int32 {
 	for _, s := range spans {
-		for r := s.lo; r < s.hi; r++ {
+		for r := int(s.lo); r < min(int(s.hi), n); r++ {
 			dst[r] = append(dst[r][:0], src[r]...)
 		}
 	}

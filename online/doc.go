@@ -12,8 +12,10 @@
 // the transition, the mixture, the context statistics, the ρ schedule, the
 // co-occurrence estimator, the popularity ring; the bounds on the tables
 // (caps, admission, eviction: bounds.go); the Step loop; frozen copies
-// (Model.FrozenCopy); and the binary encoding of all of it (WriteTo,
-// ReadModel; FORMAT.md).
+// (Model.FrozenCopy); the binary encoding of all of it (WriteTo,
+// ReadModel; FORMAT.md); and deltas, what changed since a frozen copy was
+// saved (MarkSaved, WriteDelta, ReadModelDeltas; FORMAT.md, "Delta
+// encoding"), which a checkpoint store keeps after a base.
 //
 // # Per event (Step)
 //
@@ -44,7 +46,12 @@
 //     change is a new EncodingVersion.
 //   - A frozen copy encodes exactly as its model did when it was taken,
 //     whatever the model does afterwards; every writer of a user or item
-//     row stamps it, so that a refreshed copy copies only what changed.
+//     row (or of a block of the admission sketch) stamps it, so that a
+//     refreshed copy copies only what changed.
+//   - A base and the deltas written after it, in order, read back
+//     (ReadModelDeltas) as the model the last delta was written from,
+//     byte for byte; a delta covers every change since the copy was last
+//     marked saved, so a lost delta (a failed save) loses nothing.
 //   - ReadModel never allocates much beyond what its input holds, and
 //     refuses anything but exactly one model with an error wrapping
 //     ErrCorrupt.

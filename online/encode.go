@@ -49,9 +49,7 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 	e.section("CTRS", m.encodeCounters)
 	e.section("USER", m.users.encode)
 	e.section("ITEM", func(e *encoder) { m.items.encode(e); m.transition.encodeOffsets(e) })
-	e.section("CLSF", func(e *encoder) { m.classifier.encode(e); m.noisyHead.encode(e) })
-	e.section("TRAN", func(e *encoder) { m.transition.encode(e); m.schedule.encodeMeans(e) })
-	e.section("GMMX", m.mixture.encodeGMM)
+	m.encodeNets(e)
 	e.section("WIND", m.mixture.encodeWindow)
 	e.section("COOC", func(e *encoder) { e.u8(m.cooc.kind()); m.cooc.encode(e) })
 	e.section("CTXT", m.context.encode)
@@ -69,6 +67,26 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 		return e.n, fmt.Errorf("write model: %w", e.err)
 	}
 	return e.n, nil
+}
+
+// encodeNets writes the sections of the networks and the mixture, which
+// a model and a delta both hold whole: CLSF, TRAN, GMMX.
+func (m *Model) encodeNets(e *encoder) {
+	e.section("CLSF", func(e *encoder) { m.classifier.encode(e); m.noisyHead.encode(e) })
+	e.section("TRAN", func(e *encoder) { m.transition.encode(e); m.schedule.encodeMeans(e) })
+	e.section("GMMX", m.mixture.encodeGMM)
+}
+
+// decodeNets reads what encodeNets writes.
+func (m *Model) decodeNets(d *decoder) {
+	d.section("CLSF")
+	m.classifier.decode(d, m.k, m.d)
+	m.noisyHead.decode(d, m.k, m.d)
+	d.section("TRAN")
+	m.transition.decode(d)
+	m.schedule.decodeMeans(d, m.k)
+	d.section("GMMX")
+	m.mixture.decodeGMM(d)
 }
 
 // encodeCounters writes the scalars of several parts: the schedule's
@@ -128,14 +146,7 @@ func ReadModel(r io.Reader) (*Model, error) {
 	d.section("ITEM")
 	m.items.decode(d)
 	m.transition.decodeOffsets(d, m.items.len())
-	d.section("CLSF")
-	m.classifier.decode(d, m.k, m.d)
-	m.noisyHead.decode(d, m.k, m.d)
-	d.section("TRAN")
-	m.transition.decode(d)
-	m.schedule.decodeMeans(d, m.k)
-	d.section("GMMX")
-	m.mixture.decodeGMM(d)
+	m.decodeNets(d)
 	d.section("WIND")
 	m.mixture.decodeWindow(d, cfg.GMMWindow)
 	d.section("COOC")

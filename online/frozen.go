@@ -15,11 +15,16 @@ import "math/rand/v2"
 // co-occurrence state), the new rows, and the model's shared parameters,
 // which are small. A model kept in two copies alternately works too: each
 // copy knows which epoch it was synced at.
+//
+// Once a copy was marked saved (MarkSaved), the rows it lists as changed
+// are those changed since then, not since its last sync, so that
+// WriteDelta writes everything a store lacks even when the saves between
+// failed; they are copied again, which costs only their copy.
 func (m *Model) FrozenCopy(dst *Model) *Model {
 	if dst == nil {
 		dst = &Model{src: &rand.PCG{}}
 	}
-	nu, ni := m.listChanges(dst)
+	nu, ni, incremental := m.listChanges(dst)
 	users, items := dst.changedUsers, dst.changedItems
 
 	dst.frozen = true
@@ -42,7 +47,7 @@ func (m *Model) FrozenCopy(dst *Model) *Model {
 		if dst.admission == nil {
 			dst.admission = &admission{}
 		}
-		dst.admission.copyFrom(m.admission)
+		dst.admission.copyFrom(m.admission, dst.changedBlocks, incremental)
 	}
 	if len(dst.scratch.identity) != len(m.scratch.identity) { // Summary reads it
 		dst.scratch.identity = append(dst.scratch.identity[:0], m.scratch.identity...)
@@ -51,22 +56,36 @@ func (m *Model) FrozenCopy(dst *Model) *Model {
 }
 
 // listChanges lists in dst.changedUsers and dst.changedItems the rows
-// that dst, as a copy of m, holds but that changed since its last sync,
-// and returns how many user and item rows dst holds: none unless dst is a
-// copy of m. It starts a new epoch of m. A frozen m does not change, has
-// no stamps and is only read.
-func (m *Model) listChanges(dst *Model) (nu, ni int) {
+// that changed since dst, as a copy of m, was last synced (or, once it
+// was saved, last saved), new rows included, and returns how many user and
+// item rows dst holds and whether it holds m as it was (incremental):
+// none and false unless dst is a copy of m. It lists the admission
+// sketch's changed blocks in dst.changedBlocks the same way. It starts a
+// new epoch of m. A frozen m does not change, has no stamps and is only
+// read.
+func (m *Model) listChanges(dst *Model) (nu, ni int, incremental bool) {
 	dst.changedUsers, dst.changedItems = dst.changedUsers[:0], dst.changedItems[:0]
+	dst.changedBlocks = dst.changedBlocks[:0]
 	if m.frozen {
-		dst.origin = nil
-		return 0, 0
+		dst.origin, dst.delta = nil, deltaBase{}
+		return 0, 0, false
 	}
-	if dst.origin == m {
+	incremental = dst.origin == m
+	if incremental {
 		nu, ni = dst.users.len(), dst.items.len()
-		dst.changedUsers = changedRows(dst.changedUsers, m.users.stamps[:nu], dst.synced)
-		dst.changedItems = changedRows(dst.changedItems, m.items.stamps[:ni], dst.synced)
+		since := dst.synced
+		if dst.delta.saved {
+			since = dst.delta.sync
+		}
+		dst.changedUsers = changedRows(dst.changedUsers, m.users.stamps, since)
+		dst.changedItems = changedRows(dst.changedItems, m.items.stamps, since)
+		if m.admission != nil {
+			dst.changedBlocks = changedRows(dst.changedBlocks, m.admission.stamps, since)
+		}
+	} else {
+		dst.delta = deltaBase{} // what was saved of another model says nothing of m
 	}
 	m.epoch++
 	dst.origin, dst.synced = m, m.epoch
-	return nu, ni
+	return nu, ni, incremental
 }

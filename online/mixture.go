@@ -11,6 +11,9 @@ type mixture struct {
 	window []float64 // 2 per slot, GMMWindow slots
 	filled int       // slots filled
 	next   int       // slot the next pair goes to
+	// pushed counts the pairs pushed since the model was made or read
+	// (not encoded): a delta writes the slots pushed since the last save.
+	pushed uint64
 }
 
 func newMixture(window int) mixture {
@@ -22,6 +25,7 @@ func (x *mixture) push(x0, x1 float64) {
 	size := len(x.window) / 2
 	x.window[2*x.next], x.window[2*x.next+1] = x0, x1
 	x.next = (x.next + 1) % size
+	x.pushed++
 	if x.filled < size {
 		x.filled++
 	}
@@ -89,5 +93,5 @@ func (x *mixture) decodeWindow(d *decoder, size int) { x.window = d.floats(2 * s
 func (x *mixture) copyFrom(src *mixture) {
 	x.gmm = src.gmm
 	x.window = append(x.window[:0], src.window...)
-	x.filled, x.next = src.filled, src.next
+	x.filled, x.next, x.pushed = src.filled, src.next, src.pushed
 }

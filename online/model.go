@@ -36,12 +36,15 @@ type Model struct {
 	// Change tracking for FrozenCopy. Rows are stamped with the epoch in
 	// which they last changed; every FrozenCopy starts a new epoch. On a
 	// copy, origin is the model it copies, synced the first epoch whose
-	// changes it lacks, and changedUsers, changedItems the rows it copied
-	// last.
+	// changes it lacks, changedUsers and changedItems the rows it listed
+	// as changed last (changedBlocks the admission sketch's blocks), and
+	// delta what it knows of its last saved state (delta.go).
 	epoch                      uint64
 	origin                     *Model
 	synced                     uint64
 	changedUsers, changedItems []rowSpan
+	changedBlocks              []rowSpan
+	delta                      deltaBase
 
 	scratch scratch
 }
@@ -87,7 +90,6 @@ func New(cfg Config, src *rand.PCG) (*Model, error) {
 	m.transition.init()
 	m.reserve()
 	if m.cfg.admits() {
-		m.admission.cells = make([]uint8, admitDepth*m.admission.width)
 		m.addColdRows()
 	}
 	return m, nil
@@ -124,8 +126,8 @@ func newModel(cfg Config, src *rand.PCG) *Model {
 	m.items.lru.head, m.items.lru.tail = -1, -1
 	if cfg.admits() {
 		m.users.base, m.items.base = 1, 1
-		// New allocates the cells; ReadModel reads them.
-		m.admission = &admission{width: cfg.AdmitSketchWidth}
+		// ReadModel reads the cells over the zero ones.
+		m.admission = newAdmission(cfg.AdmitSketchWidth)
 	}
 	return m
 }

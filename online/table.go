@@ -197,10 +197,15 @@ func changedRows(dst []rowSpan, stamps []uint64, since uint64) []rowSpan {
 
 // syncRows makes dst, which holds the first n rows (w values each) of src
 // as they were at its last sync, a copy of src: it copies the listed spans
-// and appends the rows dst lacks.
+// (those below n; the spans may list new rows too) and appends the rows
+// dst lacks.
 func syncRows[T any](dst, src []T, w int, spans []rowSpan, n int) []T {
 	for _, s := range spans {
-		copy(dst[int(s.lo)*w:int(s.hi)*w], src[int(s.lo)*w:int(s.hi)*w])
+		if int(s.lo) >= n {
+			break
+		}
+		hi := min(int(s.hi), n)
+		copy(dst[int(s.lo)*w:hi*w], src[int(s.lo)*w:hi*w])
 	}
 	return append(dst[:n*w], src[n*w:]...)
 }

@@ -24,7 +24,7 @@ type committer interface {
 
 // saver commits checkpoints (the state.Store).
 type saver interface {
-	SaveFrom(ctx context.Context, cp state.Checkpoint, write func(io.Writer) error) error
+	SaveModel(ctx context.Context, cp state.Checkpoint, w state.ModelWriter) (state.Saved, error)
 }
 
 type partitionKey struct {
@@ -36,13 +36,16 @@ type partitionKey struct {
 // model goroutine: it tracks the next input position of every partition
 // the model has read, and every EveryEvents records (or on a timer task)
 // it flushes the output, brings a reused shadow model up to date
-// (online.Model.Snapshot copies what changed) and hands the shadow and the
-// positions to its saver goroutine, which encodes the shadow straight into
-// the store (state.Store.SaveFrom, a chunk at a time), then commits the
+// (online.Model.FrozenCopy copies what changed) and hands the shadow and
+// the positions to its saver goroutine, which encodes the shadow straight
+// into the store (state.Store.SaveModel, a chunk at a time): what changed
+// since the last committed checkpoint (online.Model.WriteDelta), or the
+// whole model when the store starts a new base. Then it commits the
 // offsets to the group. The model loop pauses for the flush and the copy
 // only, not for the encoding or the store. While a save is in flight, a
 // due checkpoint is postponed to the next record, so the shadow is never
-// updated while it is being encoded.
+// updated while it is being encoded; the shadow and since belong to the
+// saver goroutine while a save is in flight.
 type checkpointer struct {
 	store   saver
 	model   *online.Model
@@ -58,6 +61,7 @@ type checkpointer struct {
 	pending   int          // records since the last checkpoint
 	saving    bool
 	shadow    *online.Model // the copy a save in flight encodes
+	since     uint64        // the generation the shadow was last marked saved at (0: none)
 	last      time.Time     // when the last checkpoint was taken
 
 	jobs      chan saveJob
@@ -68,8 +72,12 @@ type checkpointer struct {
 	processed atomic.Uint64 // records processed, read by any goroutine
 }
 
+// newCheckpointer starts the checkpointer of model, which the store holds
+// as committed generation restored (0: none, or not known). With one, it
+// copies the model into the shadow now, so that the first checkpoint can
+// be a delta.
 func newCheckpointer(store saver, model *online.Model, commit committer, m *metrics, log *slog.Logger,
-	every int, timeout time.Duration, positions []input.Position) *checkpointer {
+	every int, timeout time.Duration, positions []input.Position, restored uint64) *checkpointer {
 	c := &checkpointer{
 		store: store, model: model, commit: commit, metrics: m, log: log, every: every, timeout: timeout,
 		positions: map[partitionKey]*int64{},
@@ -80,6 +88,11 @@ func newCheckpointer(store saver, model *online.Model, commit committer, m *metr
 	for _, p := range positions {
 		next := p.Offset
 		c.positions[partitionKey{p.Topic, p.Partition}] = &next
+	}
+	if restored > 0 {
+		c.shadow = model.FrozenCopy(nil)
+		c.shadow.MarkSaved()
+		c.since = restored
 	}
 	c.wg.Add(1)
 	go c.saveLoop()
@@ -198,13 +211,20 @@ func (c *checkpointer) saveLoop() {
 }
 
 func (c *checkpointer) save(job saveJob) error {
-	cp := job.cp
+	cp, shadow := job.cp, job.model
 	start := time.Now()
-	var size int64
-	err := c.store.SaveFrom(context.Background(), cp, func(w io.Writer) (err error) {
-		size, err = job.model.WriteTo(w)
+	w := state.ModelWriter{Full: func(w io.Writer) error {
+		_, err := shadow.WriteTo(w)
 		return err
-	})
+	}}
+	if shadow.HasDeltaBase() {
+		w.Delta = func(w io.Writer) error {
+			_, err := shadow.WriteDelta(w)
+			return err
+		}
+		w.DeltaSize, w.Since = shadow.DeltaSize(), c.since
+	}
+	saved, err := c.store.SaveModel(context.Background(), cp, w)
 	d := time.Since(start)
 	if err != nil {
 		c.failure.Store(err.Error())
@@ -213,12 +233,20 @@ func (c *checkpointer) save(job saveJob) error {
 		c.log.Error("checkpoint failed", "err", err, "model_version", cp.Version)
 		return err
 	}
+	shadow.MarkSaved()
+	c.since = saved.Generation
 	c.failing.Store(false)
 	c.metrics.checkpoints.Inc()
 	c.metrics.checkpointDuration.Observe(d.Seconds())
-	c.metrics.checkpointBytes.Set(float64(size))
+	c.metrics.checkpointBytes.Set(float64(saved.Bytes))
+	c.metrics.checkpointBase.Set(float64(saved.BaseBytes))
+	c.metrics.checkpointDeltas.Set(float64(saved.Deltas))
+	if !saved.Delta {
+		c.metrics.checkpointBases.Inc()
+	}
 	c.metrics.saved(time.Now())
-	c.log.Debug("checkpoint saved", "model_version", cp.Version, "bytes", size, "positions", len(cp.Positions), "duration", d)
+	c.log.Debug("checkpoint saved", "generation", saved.Generation, "delta", saved.Delta, "model_version", cp.Version,
+		"bytes", saved.Bytes, "positions", len(cp.Positions), "duration", d)
 	// Offsets follow the checkpoint; they serve lag monitoring and members
 	// without a checkpoint, so a failure is only logged.
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -26,15 +27,14 @@ type fullDisk struct {
 	saves atomic.Int64 // committed
 }
 
-func (d *fullDisk) SaveFrom(_ context.Context, _ state.Checkpoint, write func(io.Writer) error) error {
+func (d *fullDisk) SaveModel(_ context.Context, _ state.Checkpoint, w state.ModelWriter) (state.Saved, error) {
 	if d.full.Load() {
-		return fmt.Errorf("state: save: %w: 0 B free", state.ErrNoSpace)
+		return state.Saved{}, fmt.Errorf("state: save: %w: 0 B free", state.ErrNoSpace)
 	}
-	if err := write(io.Discard); err != nil {
-		return err
+	if err := w.Full(io.Discard); err != nil {
+		return state.Saved{}, err
 	}
-	d.saves.Add(1)
-	return nil
+	return state.Saved{Generation: uint64(d.saves.Add(1))}, nil
 }
 
 type noCommit struct{}
@@ -64,7 +64,7 @@ func TestCheckpointRetriesAfterFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	disk := &fullDisk{}
-	c := newCheckpointer(disk, model, noCommit{}, m, slog.New(slog.DiscardHandler), 1000, time.Second, nil)
+	c := newCheckpointer(disk, model, noCommit{}, m, slog.New(slog.DiscardHandler), 1000, time.Second, nil, 0)
 	defer c.close()
 	ctx := context.Background()
 	tick := c.tick(0) // every tick is due
@@ -136,4 +136,95 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 		t.Fatal(err)
 	}
 	return v.GetCounter().GetValue()
+}
+
+// TestCheckpointsWriteDeltas: with a real store, the checkpointer writes
+// a base and then deltas; what the store holds (base and deltas) decodes
+// to the model byte for byte; after a restart from it the first
+// checkpoint is a delta again; an idle stream writes nothing.
+func TestCheckpointsWriteDeltas(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	cfg := online.Config{Dim: 8, MaxUsers: 3000, MaxItems: 1000}.WithDefaults()
+	model, err := online.New(cfg, online.NewSource(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offset int64
+	var sc online.Score
+	// feed steps the model with n events over 5,000 users and 2,000 items
+	// (so that the caps evict) and hands each record to c, letting each
+	// save finish before the next record, so that every 50 records make
+	// a checkpoint.
+	feed := func(c *checkpointer, m *online.Model, n int) {
+		t.Helper()
+		for range n {
+			u, i := offset*7919%5000, offset*104729%2000
+			if err := m.Step(online.Event{User: fmt.Sprint("u", u), Item: fmt.Sprint("i", i)}, &sc); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.after(ctx, &consumer.Result{Pos: input.Position{Topic: "t", Offset: offset}}, noFlush{}); err != nil {
+				t.Fatal(err)
+			}
+			offset++
+			waitSave(t, c)
+		}
+	}
+	// run feeds n events through a checkpointer of the store in dir, takes
+	// the final checkpoint, and returns the checkpointer's metrics and what
+	// the store then holds, decoded.
+	run := func(m *online.Model, restored uint64, n int) (*metrics, state.Checkpoint, *online.Model) {
+		t.Helper()
+		store, err := state.Open(dir, state.Options{GCInterval: -1, NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer store.Close()
+		met, err := newMetrics(prometheus.NewRegistry(), noLag{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := newCheckpointer(store, m, noCommit{}, met, slog.New(slog.DiscardHandler), 50, time.Second, nil, restored)
+		feed(c, m, n)
+		if err := c.finish(ctx, true); err != nil {
+			t.Fatal(err)
+		}
+		// Idle: the ticks write nothing.
+		for range 5 {
+			if err := c.tick(0)(ctx, noFlush{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.close()
+		cp, ok, err := store.Load(ctx)
+		if err != nil || !ok {
+			t.Fatalf("Load: ok=%v err=%v", ok, err)
+		}
+		got, err := readCheckpoint(ctx, cp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(encodeModel(t, got), encodeModel(t, m)) {
+			t.Fatalf("generation %d (base %d + %d deltas) does not decode to the model", cp.Generation, cp.Base, len(cp.Deltas))
+		}
+		return met, cp, got
+	}
+
+	met, cp, restored := run(model, 0, 6000)
+	checkpoints, bases := counterValue(t, met.checkpoints), counterValue(t, met.checkpointBases)
+	t.Logf("first run: %v checkpoints, %v bases; generation %d = base %d + %d deltas", checkpoints, bases, cp.Generation, cp.Base, len(cp.Deltas))
+	if checkpoints < 100 || bases < 2 || bases > checkpoints/3 || len(cp.Deltas) == 0 {
+		t.Fatalf("%v checkpoints, %v of them bases, %d deltas in the last: want mostly deltas", checkpoints, bases, len(cp.Deltas))
+	}
+	// Restarted from the store: the first checkpoint is a delta.
+	met, cp2, _ := run(restored, cp.Generation, 30)
+	if counterValue(t, met.checkpoints) != 1 || counterValue(t, met.checkpointBases) != 0 || cp2.Generation != cp.Generation+1 {
+		t.Fatalf("after a restart: %v checkpoints, %v bases, generation %d after %d",
+			counterValue(t, met.checkpoints), counterValue(t, met.checkpointBases), cp2.Generation, cp.Generation)
+	}
+	// Nothing to checkpoint: nothing is written.
+	_, cp3, _ := run(restored, cp2.Generation, 0)
+	if cp3.Generation != cp2.Generation {
+		t.Fatalf("an idle run wrote generation %d after %d", cp3.Generation, cp2.Generation)
+	}
 }

@@ -18,11 +18,15 @@
 //   - The checkpoint schedule: every Checkpoint.EveryEvents records, and
 //     every Checkpoint.Interval while records arrive. On the model
 //     goroutine a checkpoint flushes the output (so that it never covers a
-//     record whose output could be lost), serialises the model into a
-//     reused buffer and copies the positions; a saver goroutine commits
-//     them to Badger in one transaction, then commits the offsets to the
-//     group (for lag monitoring only). The loop pauses for the flush and
-//     the serialisation, never for the Badger write. A failed checkpoint
+//     record whose output could be lost), copies what changed in the
+//     model into a reused frozen copy and copies the positions; a saver
+//     goroutine writes to the store what changed since the last committed
+//     checkpoint (a delta) or, when the store starts a new base, the whole
+//     model, and commits it with the positions in one last transaction,
+//     then commits the offsets to the group (for lag monitoring only). The
+//     loop pauses for the flush and the copy, never for the encoding or
+//     the Badger write. A restore applies the base and its deltas. A
+//     failed checkpoint
 //     (a full disk: state.ErrNoSpace) is counted, fails /readyz with its
 //     error and is tried again every Checkpoint.Interval, with or without
 //     new records; the stream goes on (docs/operations.md, "A full disk").

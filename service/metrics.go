@@ -34,6 +34,9 @@ type metrics struct {
 	checkpointDuration prometheus.Histogram
 	checkpointPause    prometheus.Histogram
 	checkpointBytes    prometheus.Gauge
+	checkpointBase     prometheus.Gauge
+	checkpointDeltas   prometheus.Gauge
+	checkpointBases    prometheus.Counter
 
 	mu struct {
 		sync.Mutex
@@ -105,12 +108,24 @@ func newMetrics(reg prometheus.Registerer, src lagReader) (*metrics, error) {
 		}),
 		checkpointPause: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "denoiser_checkpoint_pause_seconds",
-			Help:    "Time the model loop paused for a checkpoint: output flush plus model serialisation.",
+			Help:    "Time the model loop paused for a checkpoint: output flush plus the copy of what changed in the model.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14), // 0.5ms .. 4s
 		}),
 		checkpointBytes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "denoiser_checkpoint_bytes",
-			Help: "Size of the serialised model in the last checkpoint.",
+			Help: "Model bytes the last checkpoint wrote: the whole model (a new base) or what changed since the checkpoint before (a delta).",
+		}),
+		checkpointBase: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "denoiser_checkpoint_base_bytes",
+			Help: "Size of the whole serialised model at the last base checkpoint, which the deltas since build on.",
+		}),
+		checkpointDeltas: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "denoiser_checkpoint_deltas",
+			Help: "Deltas the last checkpoint holds after its base (0: it wrote the whole model).",
+		}),
+		checkpointBases: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "denoiser_checkpoint_bases_total",
+			Help: "Checkpoints that wrote the whole model (a new base) rather than a delta.",
 		}),
 		deadLettered: map[consumer.Reason]prometheus.Counter{},
 		skipped:      map[consumer.SkipReason]prometheus.Counter{},
@@ -132,6 +147,7 @@ func newMetrics(reg prometheus.Registerer, src lagReader) (*metrics, error) {
 	for _, c := range []prometheus.Collector{
 		m.consumed, m.scored, m.emitted, m.already, m.numerical, dl, sk, m.step, m.reliability, m.weight,
 		m.checkpoints, m.checkpointFailures, m.handovers, m.checkpointDuration, m.checkpointPause, m.checkpointBytes,
+		m.checkpointBase, m.checkpointDeltas, m.checkpointBases,
 		&scrapeCollector{m: m, src: src},
 	} {
 		if err := reg.Register(c); err != nil {

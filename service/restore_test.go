@@ -37,7 +37,7 @@ func TestRestoreCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	s := &Service{log: slog.New(slog.DiscardHandler), store: store}
-	if _, err := s.restore(ctx, nil); !errors.Is(err, context.Canceled) {
+	if _, _, err := s.restore(ctx, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("restore with a cancelled context: %v", err)
 	}
 	if _, err := online.ReadModel(&ctxReader{ctx: ctx, r: bytes.NewReader(model.Bytes())}); !errors.Is(err, context.Canceled) {
@@ -48,7 +48,7 @@ func TestRestoreCancelled(t *testing.T) {
 	if err != nil || got.Version() != m.Version() {
 		t.Fatalf("decode: %v", err)
 	}
-	if ps, err := s.restore(context.Background(), nil); err != nil || len(ps) != 1 || ps[0].Offset != 3 {
-		t.Fatalf("restore: %v %v", ps, err)
+	if ps, gen, err := s.restore(context.Background(), nil); err != nil || len(ps) != 1 || ps[0].Offset != 3 || gen != 1 {
+		t.Fatalf("restore: %v, generation %d, %v", ps, gen, err)
 	}
 }

@@ -153,7 +153,7 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Service, err error) 
 	}
 	cleanup = append(cleanup, s.store.Close)
 
-	positions, err := s.restore(ctx, opts.Initial)
+	positions, restored, err := s.restore(ctx, opts.Initial)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +204,7 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Service, err error) 
 	cleanup = append(cleanup, func() error { return s.dlq.Close(context.Background()) })
 
 	s.cp = newCheckpointer(s.store, s.model, s.src, s.m, log.With("component", "checkpoint"),
-		cfg.Checkpoint.EveryEvents, k.RequestTimeout, positions)
+		cfg.Checkpoint.EveryEvents, k.RequestTimeout, positions, restored)
 	cleanup = append(cleanup, func() error { s.cp.close(); return nil })
 	s.m.readiness(s.Ready)
 

@@ -259,8 +259,14 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}
 	cp := loadCheckpoint(t, cfg.Checkpoint.Dir)
-	if !bytes.Equal(cp.Model, wantModel) {
-		t.Errorf("checkpointed model (%d bytes, version %d) differs from the reference (%d bytes)", len(cp.Model), cp.Version, len(wantModel))
+	// The checkpoint's model is its base with its deltas applied.
+	model, err := service.EncodeCheckpoint(context.Background(), cp)
+	if err != nil {
+		t.Fatalf("decode the checkpoint (base %d + %d deltas): %v", cp.Base, len(cp.Deltas), err)
+	}
+	if !bytes.Equal(model, wantModel) {
+		t.Errorf("checkpointed model (%d bytes, version %d, base %d + %d deltas) differs from the reference (%d bytes)",
+			len(model), cp.Version, cp.Base, len(cp.Deltas), len(wantModel))
 	}
 	if !slices.Equal(cp.Positions, []input.Position{{Topic: in, Partition: 0, Offset: int64(len(lines))}}) {
 		t.Errorf("checkpoint positions %v, want %s/0 at %d", cp.Positions, in, len(lines))

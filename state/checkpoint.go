@@ -36,8 +36,14 @@ const chunkSize = 4 << 20
 // Checkpoint is the unit of durable state: the model and, for every input
 // partition the model has consumed, the next offset to read.
 type Checkpoint struct {
-	// Model is the serialised model, opaque to this package.
+	// Model is the serialised model, opaque to this package. Load sets it
+	// to the base of the checkpoint: the last model written whole.
 	Model []byte
+	// Deltas, set by Load, are the deltas saved after the base, oldest
+	// first (opaque; see SaveModel): the checkpoint's model is Model with
+	// each applied in order. Empty when the last save wrote the model
+	// whole. Save and SaveFrom ignore it.
+	Deltas [][]byte
 	// Positions holds, for each partition, the position of the next record
 	// to read (Offset is the next offset; File and Line are not stored).
 	// Save rejects file positions and duplicates; Load returns them sorted
@@ -50,31 +56,54 @@ type Checkpoint struct {
 	// Generation numbers committed checkpoints 1, 2, 3, ... Set by Load;
 	// ignored by Save, which assigns the next one.
 	Generation uint64
+	// Base is the generation of the base (Model): Generation minus the
+	// number of deltas. Set by Load.
+	Base uint64
 	// SavedAt is the wall-clock time of the Save. Set by Load; ignored by Save.
 	SavedAt time.Time
 }
 
 const (
-	recordKey    = "meta/checkpoint"
-	recordMagic  = "DNCP"
-	recordLayout = 1
-	recordLen    = 4 + 1 + 8 + 8 + 8 + 8 + 4 + 4 + 4
-	modelPrefix  = "model/"
-	posPrefix    = "pos/"
+	recordKey   = "meta/checkpoint"
+	recordMagic = "DNCP"
+	// recordLayout is the layout this build writes; it reads
+	// recordLayoutV1 too (FORMAT.md, "Compatibility").
+	recordLayout   = 2
+	recordLayoutV1 = 1
+	recordLenV1    = 4 + 1 + 8 + 8 + 8 + 8 + 4 + 4 + 4
+	recordLen      = 4 + 1 + 8 + 8 + 8 + 8 + 8 + 8 + 4
+	modelPrefix    = "model/"
+	blobPrefix     = "blob/"
+	blobLen        = 1 + 8 + 4 + 4
+	posPrefix      = "pos/"
+	// maxChain bounds the deltas a commit record may name (Load allocates
+	// a slice of them).
+	maxChain = 1 << 16
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // record is the commit record of a checkpoint (see FORMAT.md for its format).
 type record struct {
+	layout     uint8
 	generation uint64
 	version    uint64
 	savedAt    int64
-	modelLen   uint64
-	chunks     uint32
-	crc        uint32
+	base       uint64 // generation of the base; the deltas are base+1 .. generation
+	baseLen    uint64 // bytes of the base
+	deltaBytes uint64 // bytes of the deltas
 	positions  uint32
+	// v1 is the model of a layout-1 record, whose generation is its own
+	// base, with no blob record.
+	v1 blob
 }
+
+// chainBytes is what the committed checkpoint's model takes: base and
+// deltas.
+func (r record) chainBytes() uint64 { return r.baseLen + r.deltaBytes }
+
+// deltas is the number of deltas of the checkpoint.
+func (r record) deltas() uint64 { return r.generation - r.base }
 
 func (r record) encode() []byte {
 	b := make([]byte, 0, recordLen)
@@ -83,33 +112,110 @@ func (r record) encode() []byte {
 	b = binary.BigEndian.AppendUint64(b, r.generation)
 	b = binary.BigEndian.AppendUint64(b, r.version)
 	b = binary.BigEndian.AppendUint64(b, uint64(r.savedAt))
-	b = binary.BigEndian.AppendUint64(b, r.modelLen)
-	b = binary.BigEndian.AppendUint32(b, r.chunks)
-	b = binary.BigEndian.AppendUint32(b, r.crc)
+	b = binary.BigEndian.AppendUint64(b, r.base)
+	b = binary.BigEndian.AppendUint64(b, r.baseLen)
+	b = binary.BigEndian.AppendUint64(b, r.deltaBytes)
 	b = binary.BigEndian.AppendUint32(b, r.positions)
 	return b
 }
 
 func decodeRecord(b []byte) (record, error) {
-	if len(b) != recordLen || string(b[:4]) != recordMagic {
+	if len(b) < 5 || string(b[:4]) != recordMagic {
 		return record{}, fmt.Errorf("%w: commit record of %d bytes is malformed", ErrCorrupt, len(b))
 	}
-	if b[4] != recordLayout {
-		return record{}, fmt.Errorf("%w: layout version %d, this build reads %d", ErrCorrupt, b[4], recordLayout)
+	switch {
+	case b[4] == recordLayoutV1 && len(b) == recordLenV1:
+		return decodeRecordV1(b[5:])
+	case b[4] == recordLayout && len(b) == recordLen:
+	case b[4] == recordLayoutV1 || b[4] == recordLayout:
+		return record{}, fmt.Errorf("%w: commit record of layout %d has %d bytes", ErrCorrupt, b[4], len(b))
+	default:
+		return record{}, fmt.Errorf("%w: layout version %d, this build reads %d and %d", ErrCorrupt, b[4], recordLayoutV1, recordLayout)
 	}
 	b = b[5:]
-	var r record
+	r := record{layout: recordLayout}
 	r.generation = binary.BigEndian.Uint64(b[0:])
 	r.version = binary.BigEndian.Uint64(b[8:])
 	r.savedAt = int64(binary.BigEndian.Uint64(b[16:]))
-	r.modelLen = binary.BigEndian.Uint64(b[24:])
-	r.chunks = binary.BigEndian.Uint32(b[32:])
-	r.crc = binary.BigEndian.Uint32(b[36:])
-	r.positions = binary.BigEndian.Uint32(b[40:])
-	if r.modelLen > MaxModelSize || uint64(r.chunks) != chunksFor(r.modelLen) {
-		return record{}, fmt.Errorf("%w: commit record says %d model bytes in %d chunks", ErrCorrupt, r.modelLen, r.chunks)
+	r.base = binary.BigEndian.Uint64(b[24:])
+	r.baseLen = binary.BigEndian.Uint64(b[32:])
+	r.deltaBytes = binary.BigEndian.Uint64(b[40:])
+	r.positions = binary.BigEndian.Uint32(b[48:])
+	if r.base == 0 || r.base > r.generation || r.deltas() > maxChain ||
+		r.baseLen > MaxModelSize || r.deltaBytes > MaxModelSize {
+		return record{}, fmt.Errorf("%w: commit record of generation %d names base %d of %d bytes and %d delta bytes",
+			ErrCorrupt, r.generation, r.base, r.baseLen, r.deltaBytes)
 	}
 	return r, nil
+}
+
+// decodeRecordV1 reads a layout-1 record (after its magic and layout):
+// the model is its own generation's, whole, described in the record.
+func decodeRecordV1(b []byte) (record, error) {
+	r := record{layout: recordLayoutV1}
+	r.generation = binary.BigEndian.Uint64(b[0:])
+	r.version = binary.BigEndian.Uint64(b[8:])
+	r.savedAt = int64(binary.BigEndian.Uint64(b[16:]))
+	r.v1 = blob{
+		length: binary.BigEndian.Uint64(b[24:]),
+		chunks: binary.BigEndian.Uint32(b[32:]),
+		crc:    binary.BigEndian.Uint32(b[36:]),
+	}
+	r.positions = binary.BigEndian.Uint32(b[40:])
+	r.base, r.baseLen = r.generation, r.v1.length
+	if err := r.v1.check(r.generation); err != nil {
+		return record{}, err
+	}
+	return r, nil
+}
+
+// blob describes the model bytes one generation wrote: a base (the whole
+// model) or a delta. Its record is written with the commit record of that
+// generation.
+type blob struct {
+	delta  bool
+	length uint64
+	chunks uint32
+	crc    uint32
+}
+
+func (b blob) encode() []byte {
+	out := make([]byte, 0, blobLen)
+	out = append(out, boolByte(b.delta))
+	out = binary.BigEndian.AppendUint64(out, b.length)
+	out = binary.BigEndian.AppendUint32(out, b.chunks)
+	return binary.BigEndian.AppendUint32(out, b.crc)
+}
+
+func decodeBlob(gen uint64, v []byte) (blob, error) {
+	if len(v) != blobLen || v[0] > 1 {
+		return blob{}, fmt.Errorf("%w: blob record of generation %d is malformed", ErrCorrupt, gen)
+	}
+	b := blob{
+		delta:  v[0] == 1,
+		length: binary.BigEndian.Uint64(v[1:]),
+		chunks: binary.BigEndian.Uint32(v[9:]),
+		crc:    binary.BigEndian.Uint32(v[13:]),
+	}
+	return b, b.check(gen)
+}
+
+func (b blob) check(gen uint64) error {
+	if b.length > MaxModelSize || uint64(b.chunks) != chunksFor(b.length) {
+		return fmt.Errorf("%w: generation %d says %d model bytes in %d chunks", ErrCorrupt, gen, b.length, b.chunks)
+	}
+	return nil
+}
+
+func boolByte(v bool) byte {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+func blobKey(gen uint64) []byte {
+	return fmt.Appendf(nil, "%s%020d", blobPrefix, gen)
 }
 
 func chunksFor(n uint64) uint64 { return (n + chunkSize - 1) / chunkSize }
@@ -231,46 +337,96 @@ func (s *Store) Save(ctx context.Context, cp Checkpoint) error {
 }
 
 // SaveFrom commits a new checkpoint, replacing the previous one: the model
-// is what write writes, the rest comes from cp (whose Model must be nil;
-// Generation and SavedAt are ignored). The model goes to the store as it is
-// written, a chunk at a time, each chunk in a transaction of its own, so a
-// checkpoint costs one chunk of memory and not a serialised copy of the
-// model; the positions and the commit record follow in one last
-// transaction, and only that makes the checkpoint visible (see doc.go). It
-// returns once that transaction is committed and, unless Options.NoSync,
-// fsynced. ctx is checked between chunks and before the last commit, not
-// during one. Saves are serialised. A failed SaveFrom leaves the previous
-// checkpoint in place; what it had written is collected as garbage.
+// is what write writes, whole (SaveModel with ModelWriter.Full only).
 func (s *Store) SaveFrom(ctx context.Context, cp Checkpoint, write func(io.Writer) error) error {
+	_, err := s.SaveModel(ctx, cp, ModelWriter{Full: write})
+	return err
+}
+
+// ModelWriter writes the model of a checkpoint: whole, or as a delta
+// against the last checkpoint.
+type ModelWriter struct {
+	// Full writes the whole model. Required.
+	Full func(io.Writer) error
+	// Delta, if set, writes what changed in the model since the
+	// checkpoint of generation Since, in DeltaSize bytes. The store
+	// writes the delta only if Since is the generation it has committed
+	// and the chain of deltas has room (Options.MaxDeltas,
+	// Options.DeltaShare); otherwise it calls Full.
+	Delta     func(io.Writer) error
+	DeltaSize int64
+	Since     uint64
+}
+
+// Saved describes a committed checkpoint.
+type Saved struct {
+	Generation uint64
+	// Delta: the model was written as a delta, not whole.
+	Delta bool
+	// Bytes is the number of model bytes written.
+	Bytes int64
+	// BaseBytes is the size of the checkpoint's base (Bytes for a base),
+	// Deltas the number of deltas after it (0 for a base) and DeltaBytes
+	// their size: the model takes BaseBytes + DeltaBytes in the store.
+	BaseBytes  int64
+	Deltas     int
+	DeltaBytes int64
+}
+
+// SaveModel commits a new checkpoint, replacing the previous one: its model
+// is what w writes, the rest comes from cp (whose Model must be nil;
+// Generation, Base and SavedAt are ignored). The store writes the model as
+// a delta when w offers one against the committed checkpoint and the
+// chain has room, else whole, as a new base; a new base supersedes the old
+// one and its deltas, which the collector then removes. The model goes to
+// the store as it is written, a chunk at a time, each chunk in a
+// transaction of its own, so a checkpoint costs one chunk of memory and
+// not a serialised copy of the model; the positions and the commit record
+// follow in one last transaction, and only that makes the checkpoint
+// visible (see doc.go). It returns once that transaction is committed and,
+// unless Options.NoSync, fsynced. ctx is checked between chunks and before
+// the last commit, not during one. Saves are serialised. A failed
+// SaveModel leaves the previous checkpoint in place; what it had written
+// is collected as garbage.
+func (s *Store) SaveModel(ctx context.Context, cp Checkpoint, w ModelWriter) (Saved, error) {
 	if cp.Model != nil {
-		return fmt.Errorf("%w: SaveFrom with Model set", ErrInvalidCheckpoint)
+		return Saved{}, fmt.Errorf("%w: SaveModel with Model set", ErrInvalidCheckpoint)
+	}
+	if w.Full == nil {
+		return Saved{}, fmt.Errorf("%w: SaveModel without a writer of the whole model", ErrInvalidCheckpoint)
 	}
 	if err := validate(&cp); err != nil {
-		return err
+		return Saved{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("state: save: %w", err)
+		return Saved{}, fmt.Errorf("state: save: %w", err)
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	if s.closed {
-		return ErrClosed
+		return Saved{}, ErrClosed
 	}
 
 	var prev record
+	var found bool
 	if err := s.db.View(func(txn *badger.Txn) (err error) {
-		prev, _, err = readRecord(txn)
+		prev, found, err = readRecord(txn)
 		return err
 	}); err != nil {
-		return fmt.Errorf("state: save: %w", err)
+		return Saved{}, fmt.Errorf("state: save: %w", err)
 	}
 	gen := prev.generation + 1
-	// The model is likely about as large as the last one: refuse a save
-	// that cannot fit before it writes anything. Each chunk and the
-	// commit are checked again as they go.
+	delta := s.deltaFits(prev, found, w)
+	// Refuse a save that cannot fit before it writes anything: a base is
+	// likely about as large as the last one. Each chunk and the commit
+	// are checked again as they go.
+	expect, write := int64(prev.baseLen), w.Full
+	if delta {
+		expect, write = w.DeltaSize, w.Delta
+	}
 	keep := s.gcNeed(prev)
-	if err := s.ensureSpace(int64(prev.modelLen)+int64(prev.chunks)*entryOverhead, keep); err != nil {
-		return fmt.Errorf("state: save generation %d: %w", gen, err)
+	if err := s.ensureSpace(expect+int64(chunksFor(uint64(max(expect, 0))))*entryOverhead, keep); err != nil {
+		return Saved{}, fmt.Errorf("state: save generation %d: %w", gen, err)
 	}
 	cw := &chunkWriter{ctx: ctx, db: s.db, gen: gen, buf: s.chunkBuf[:0],
 		space: func(n int64) error { return s.ensureSpace(n, keep) }}
@@ -278,22 +434,62 @@ func (s *Store) SaveFrom(ctx context.Context, cp Checkpoint, write func(io.Write
 		if cw.err != nil {
 			err = cw.err
 		}
-		return fmt.Errorf("state: save generation %d: model: %w", gen, err)
+		return Saved{}, fmt.Errorf("state: save generation %d: model: %w", gen, err)
 	}
 	if err := cw.flush(); err != nil {
-		return fmt.Errorf("state: save generation %d: model: %w", gen, err)
+		return Saved{}, fmt.Errorf("state: save generation %d: model: %w", gen, err)
 	}
 	s.chunkBuf = cw.buf[:0]
 	rec := record{
+		layout:     recordLayout,
 		generation: gen,
 		version:    cp.Version,
 		savedAt:    time.Now().UnixNano(),
-		modelLen:   cw.n,
-		chunks:     uint32(cw.chunks),
-		crc:        cw.crc,
+		base:       gen,
+		baseLen:    cw.n,
 		positions:  uint32(len(cp.Positions)),
 	}
-	return s.commit(ctx, rec, cp.Positions, keep)
+	if delta {
+		rec.base, rec.baseLen, rec.deltaBytes = prev.base, prev.baseLen, prev.deltaBytes+cw.n
+	}
+	if rec.deltaBytes > MaxModelSize {
+		return Saved{}, fmt.Errorf("%w: deltas over %d bytes", ErrInvalidCheckpoint, MaxModelSize)
+	}
+	b := blob{delta: delta, length: cw.n, chunks: uint32(cw.chunks), crc: cw.crc}
+	// A new base supersedes the old chain: its blob records go with this
+	// commit, its chunks with the collector.
+	var superseded []uint64
+	if !delta && found && prev.layout == recordLayout {
+		for g := prev.base; g <= prev.generation; g++ {
+			superseded = append(superseded, g)
+		}
+	}
+	if err := s.commit(ctx, rec, b, superseded, cp.Positions, keep); err != nil {
+		return Saved{}, err
+	}
+	if !delta && found {
+		s.requestGC()
+	}
+	return Saved{Generation: gen, Delta: delta, Bytes: int64(cw.n),
+		BaseBytes: int64(rec.baseLen), Deltas: int(rec.deltas()), DeltaBytes: int64(rec.deltaBytes)}, nil
+}
+
+// deltaFits reports whether w's delta may follow prev, the committed
+// record (found: there is one): it is a delta against prev, of a layout
+// with deltas, and the chain stays within Options.MaxDeltas deltas and
+// Options.DeltaShare of the base.
+func (s *Store) deltaFits(prev record, found bool, w ModelWriter) bool {
+	return w.Delta != nil && found && prev.layout == recordLayout && w.Since == prev.generation &&
+		w.DeltaSize >= 0 && prev.deltas() < uint64(s.opts.MaxDeltas) &&
+		float64(prev.deltaBytes)+float64(w.DeltaSize) <= s.opts.DeltaShare*float64(prev.baseLen)
+}
+
+// requestGC asks the collector to run now, if it runs at all.
+func (s *Store) requestGC() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
 }
 
 // ensureSpace checks that the store's filesystem has room for a write of n
@@ -307,10 +503,7 @@ func (s *Store) ensureSpace(n, keep int64) error {
 	}
 	err = ensureSpace(s.dir, n, usage.reserve()+keep)
 	if errors.Is(err, ErrNoSpace) {
-		select {
-		case s.kick <- struct{}{}:
-		default:
-		}
+		s.requestGC()
 	}
 	return err
 }
@@ -384,10 +577,11 @@ func (w *chunkWriter) flush() error {
 	return nil
 }
 
-// commit writes the positions and the commit record of rec in one
-// transaction, deleting the positions not in ps (invariant 3). gcRoom is
-// the free space to leave beyond Badger's reserve.
-func (s *Store) commit(ctx context.Context, rec record, ps []input.Position, gcRoom int64) error {
+// commit writes the positions, the blob record b of rec's generation and
+// the commit record rec in one transaction, deleting the positions not in
+// ps (invariant 3) and the blob records of the superseded generations.
+// gcRoom is the free space to leave beyond Badger's reserve.
+func (s *Store) commit(ctx context.Context, rec record, b blob, superseded []uint64, ps []input.Position, gcRoom int64) error {
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
 	// Collect first: a read-write transaction allows one iterator and no
@@ -416,10 +610,16 @@ func (s *Store) commit(ctx context.Context, rec record, ps []input.Position, gcR
 		}
 		return nil
 	}
+	for _, g := range superseded {
+		stale = append(stale, blobKey(g))
+	}
 	for _, k := range stale {
 		if err := txn.Delete(k); err != nil {
 			return fmt.Errorf("state: save: delete %q: %w", k, err)
 		}
+	}
+	if err := set(blobKey(rec.generation), b.encode()); err != nil {
+		return err
 	}
 	for _, p := range ps {
 		if err := set(posKey(p.Topic, p.Partition), binary.BigEndian.AppendUint64(nil, uint64(p.Offset))); err != nil {
@@ -432,7 +632,7 @@ func (s *Store) commit(ctx context.Context, rec record, ps []input.Position, gcR
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("state: save: %w", err)
 	}
-	size := int64(len(stale)+len(ps)+1) * entryOverhead
+	size := int64(len(stale)+len(ps)+2) * entryOverhead
 	for _, p := range ps {
 		size += int64(len(p.Topic))
 	}
@@ -474,40 +674,44 @@ func (s *Store) Load(ctx context.Context) (cp Checkpoint, ok bool, err error) {
 
 func loadIn(ctx context.Context, txn *badger.Txn, rec record) (Checkpoint, error) {
 	cp := Checkpoint{
-		Model:      make([]byte, rec.modelLen),
 		Version:    rec.version,
 		Generation: rec.generation,
+		Base:       rec.base,
 		SavedAt:    time.Unix(0, rec.savedAt),
 	}
-	off := 0
-	for i := 0; i < int(rec.chunks); i++ {
-		if err := ctx.Err(); err != nil {
+	var deltaBytes uint64
+	for gen := rec.base; gen <= rec.generation; gen++ {
+		b := rec.v1
+		if rec.layout != recordLayoutV1 {
+			var err error
+			if b, err = readBlob(txn, gen); err != nil {
+				return Checkpoint{}, err
+			}
+		}
+		if b.delta != (gen != rec.base) {
+			return Checkpoint{}, fmt.Errorf("%w: generation %d of the chain from %d is a delta: %v", ErrCorrupt, gen, rec.base, b.delta)
+		}
+		if gen == rec.base && b.length != rec.baseLen {
+			return Checkpoint{}, fmt.Errorf("%w: base of %d bytes, commit record says %d", ErrCorrupt, b.length, rec.baseLen)
+		}
+		if gen != rec.base {
+			deltaBytes += b.length
+			if deltaBytes > rec.deltaBytes {
+				return Checkpoint{}, fmt.Errorf("%w: deltas over the %d bytes the commit record says", ErrCorrupt, rec.deltaBytes)
+			}
+		}
+		model, err := readModel(ctx, txn, gen, b)
+		if err != nil {
 			return Checkpoint{}, err
 		}
-		k := modelKey(rec.generation, i)
-		item, err := txn.Get(k)
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return Checkpoint{}, fmt.Errorf("%w: generation %d lacks model chunk %d of %d", ErrCorrupt, rec.generation, i, rec.chunks)
+		if gen == rec.base {
+			cp.Model = model
+		} else {
+			cp.Deltas = append(cp.Deltas, model)
 		}
-		if err != nil {
-			return Checkpoint{}, fmt.Errorf("read %q: %w", k, err)
-		}
-		// item.ValueSize is only an estimate for value-log entries: check
-		// the length of the value itself.
-		want := min(chunkSize, len(cp.Model)-off)
-		if err := item.Value(func(v []byte) error {
-			if len(v) != want {
-				return fmt.Errorf("%w: model chunk %q has %d bytes, want %d", ErrCorrupt, k, len(v), want)
-			}
-			copy(cp.Model[off:], v)
-			return nil
-		}); err != nil {
-			return Checkpoint{}, fmt.Errorf("read %q: %w", k, err)
-		}
-		off += want
 	}
-	if got := crc32.Checksum(cp.Model, castagnoli); got != rec.crc {
-		return Checkpoint{}, fmt.Errorf("%w: model CRC-32C %08x, commit record says %08x", ErrCorrupt, got, rec.crc)
+	if deltaBytes != rec.deltaBytes {
+		return Checkpoint{}, fmt.Errorf("%w: %d delta bytes, commit record says %d", ErrCorrupt, deltaBytes, rec.deltaBytes)
 	}
 
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(posPrefix), PrefetchValues: true, PrefetchSize: 100})
@@ -534,6 +738,60 @@ func loadIn(ctx context.Context, txn *badger.Txn, rec record) (Checkpoint, error
 	// reorder topics containing '%' or '/', so sort explicitly.
 	slices.SortFunc(cp.Positions, input.ComparePartitions)
 	return cp, nil
+}
+
+// readBlob reads the blob record of generation gen.
+func readBlob(txn *badger.Txn, gen uint64) (blob, error) {
+	item, err := txn.Get(blobKey(gen))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return blob{}, fmt.Errorf("%w: generation %d of the chain has no blob record", ErrCorrupt, gen)
+	}
+	if err != nil {
+		return blob{}, fmt.Errorf("read blob record %d: %w", gen, err)
+	}
+	var b blob
+	err = item.Value(func(v []byte) (err error) {
+		b, err = decodeBlob(gen, v)
+		return err
+	})
+	return b, err
+}
+
+// readModel reads the model bytes generation gen wrote, as b describes
+// them, and checks their CRC.
+func readModel(ctx context.Context, txn *badger.Txn, gen uint64, b blob) ([]byte, error) {
+	model := make([]byte, b.length)
+	off := 0
+	for i := 0; i < int(b.chunks); i++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		k := modelKey(gen, i)
+		item, err := txn.Get(k)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil, fmt.Errorf("%w: generation %d lacks model chunk %d of %d", ErrCorrupt, gen, i, b.chunks)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %q: %w", k, err)
+		}
+		// item.ValueSize is only an estimate for value-log entries: check
+		// the length of the value itself.
+		want := min(chunkSize, len(model)-off)
+		if err := item.Value(func(v []byte) error {
+			if len(v) != want {
+				return fmt.Errorf("%w: model chunk %q has %d bytes, want %d", ErrCorrupt, k, len(v), want)
+			}
+			copy(model[off:], v)
+			return nil
+		}); err != nil {
+			return nil, fmt.Errorf("read %q: %w", k, err)
+		}
+		off += want
+	}
+	if got := crc32.Checksum(model, castagnoli); got != b.crc {
+		return nil, fmt.Errorf("%w: generation %d: model CRC-32C %08x, its record says %08x", ErrCorrupt, gen, got, b.crc)
+	}
+	return model, nil
 }
 
 // Position returns the next offset stored for one partition in the last

@@ -462,7 +462,8 @@ func TestConcurrentSaveLoad(t *testing.T) {
 // The crash test runs a saver in a child process (this test binary, re-run
 // with saverEnv set), kills it with SIGKILL at random moments, and checks
 // after each kill that the store opens and holds a whole checkpoint at least
-// as new as the last one the child reported committed.
+// as new as the last one the child reported committed: a base and deltas
+// that all belong to one chain.
 const saverEnv = "DENOISER_STATE_TEST_SAVER_DIR"
 
 // runSaver saves checkpoints forever, printing each committed generation.
@@ -478,14 +479,22 @@ func runSaver(dir string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	since := cp.Generation
 	for v := cp.Version + 1; ; v++ {
-		if err := s.Save(ctx, genCheckpoint(v, 2*chunkSize+int(v%5)*1_500_000)); err != nil {
+		saved, err := saveChained(ctx, s, v, crashBaseSize(v), crashDeltaSize(v), since)
+		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
+		since = saved.Generation
 		fmt.Println(v)
 	}
 }
+
+// The crash test's saver writes bases of 8 to 14 MiB and deltas of 100
+// bytes to 2.1 MB, so that chains of a few deltas form and are replaced.
+func crashBaseSize(v uint64) int  { return 2*chunkSize + int(v%5)*1_500_000 }
+func crashDeltaSize(v uint64) int { return 100 + int(v%4)*700_000 }
 
 func TestCrashNeverTearsACheckpoint(t *testing.T) {
 	if testing.Short() {
@@ -495,6 +504,7 @@ func TestCrashNeverTearsACheckpoint(t *testing.T) {
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(7, 7))
 	var committed uint64
+	deltas := 0
 	for k := range kills {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), saverEnv+"="+dir)
@@ -559,15 +569,19 @@ func TestCrashNeverTearsACheckpoint(t *testing.T) {
 		if err != nil || !ok {
 			t.Fatalf("kill %d: Load: ok=%v err=%v", k+1, ok, err)
 		}
-		if err := checkGenCheckpoint(cp); err != nil {
+		if err := checkChain(cp, crashBaseSize); err != nil {
 			t.Fatalf("kill %d: torn checkpoint: %v", k+1, err)
 		}
+		deltas += len(cp.Deltas)
 		// The child may have committed one more than it printed.
 		if cp.Version < committed || cp.Version > committed+1 {
 			t.Fatalf("kill %d: loaded version %d, last reported commit %d", k+1, cp.Version, committed)
 		}
-		t.Logf("kill %d: child reported %d, store holds generation %d version %d", k+1, committed, cp.Generation, cp.Version)
+		t.Logf("kill %d: child reported %d, store holds generation %d version %d (%d deltas)", k+1, committed, cp.Generation, cp.Version, len(cp.Deltas))
 		committed = cp.Version
+	}
+	if deltas == 0 {
+		t.Fatal("every kill found a checkpoint without deltas: the chains were not tested")
 	}
 }
 

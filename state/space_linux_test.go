@@ -192,3 +192,46 @@ func BenchmarkSpaceCheck(b *testing.B) {
 		}
 	}
 }
+
+// TestFullDiskRefusesDelta: the free-space checks cover deltas as they
+// cover bases. On a full filesystem a delta, small or of several chunks,
+// is refused with ErrNoSpace and leaves the chain as it was; once space
+// is freed the same delta (against the same generation) commits.
+func TestFullDiskRefusesDelta(t *testing.T) {
+	mnt := disktest.Tmpfs(t, 48<<20)
+	s := openT(t, filepath.Join(mnt, "state"), noGC)
+	ctx := context.Background()
+	const base = 10 << 20
+	baseSize := func(uint64) int { return base }
+	saved, err := saveChained(ctx, s, 1, base, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved, err = saveChained(ctx, s, 2, base, 1000, saved.Generation); err != nil || !saved.Delta {
+		t.Fatalf("first delta: %+v, %v", saved, err)
+	}
+	ballast := disktest.Fill(t, mnt)
+	for _, size := range []int{100, chunkSize + 100} {
+		_, err := saveChained(ctx, s, 3, base, size, saved.Generation)
+		if !errors.Is(err, ErrNoSpace) {
+			t.Fatalf("a delta of %d bytes on a full disk: %v, want ErrNoSpace", size, err)
+		}
+	}
+	cp, ok, err := s.Load(ctx)
+	if err != nil || !ok || len(cp.Deltas) != 1 || checkChain(cp, baseSize) != nil {
+		t.Fatalf("Load on a full disk: ok=%v, %d deltas, err=%v, chain %v", ok, len(cp.Deltas), err, checkChain(cp, baseSize))
+	}
+	if err := os.Remove(ballast); err != nil {
+		t.Fatal(err)
+	}
+	if saved, err = saveChained(ctx, s, 3, base, chunkSize+100, saved.Generation); err != nil || !saved.Delta {
+		t.Fatalf("the delta after space was freed: %+v, %v", saved, err)
+	}
+	cp, _, err = s.Load(ctx)
+	if err != nil || len(cp.Deltas) != 2 {
+		t.Fatalf("after the delta: %d deltas, %v", len(cp.Deltas), err)
+	}
+	if err := checkChain(cp, baseSize); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -27,7 +27,7 @@ var (
 	// ErrCorrupt is returned by Load when what is on disk does not match its
 	// commit record, or was written by an unknown layout version.
 	ErrCorrupt = errors.New("state: corrupt checkpoint")
-	// ErrNoSpace is returned by Open, Save, SaveFrom and Close when the
+	// ErrNoSpace is returned by Open, Save, SaveFrom, SaveModel and Close when the
 	// store's filesystem lacks the free space a write needs plus the
 	// reserve Badger's own flushes and compactions need (see doc.go). The
 	// write was not made; a later call succeeds once space is freed.
@@ -50,6 +50,17 @@ type Options struct {
 	// NoSync skips the fsync at the end of each Save. Default false: a Save
 	// that returned nil survives a machine crash.
 	NoSync bool
+	// MaxDeltas is the most deltas (SaveModel) a checkpoint may have
+	// after its base; the next save writes a new base. Default 0: 256.
+	// Negative: never a delta.
+	MaxDeltas int
+	// DeltaShare bounds the deltas of a checkpoint, together, to this
+	// share of its base: a delta that would pass it is written as a new
+	// base instead. So the model takes at most 1 + DeltaShare times its
+	// base in the store, and 2 + DeltaShare while a new base replaces it
+	// (docs/design/state.md, "Deltas"). Default 0: 0.5. Must be in
+	// (0, 1].
+	DeltaShare float64
 
 	// valueLogFileSize overrides the value-log file size (tests).
 	// Default 0: defaultValueLogFileSize.
@@ -61,14 +72,20 @@ type Options struct {
 const (
 	defaultGCInterval     = time.Minute
 	defaultGCDiscardRatio = 0.5
+	defaultMaxDeltas      = 256
+	defaultDeltaShare     = 0.5
 	// defaultValueLogFileSize is 64 MiB: Badger never collects the
 	// value-log file it is writing, so up to this much garbage stays on
 	// disk, and one rewrite of the collector needs up to half of it free
 	// (docs/design/state.md, "A full disk").
 	defaultValueLogFileSize = 64 << 20
-	// maxRewritesPerGC bounds the value-log rewrites of one collection, so
-	// that Close never waits for more than that.
-	maxRewritesPerGC = 8
+	// maxRewritesPerGC bounds the value-log rewrites of one collection
+	// (16 GiB of 64 MiB files). A collection goes on while files are
+	// mostly garbage: a new base supersedes a whole chain, often more
+	// files than a few rewrites free, and what one collection leaves
+	// waits a whole GCInterval. Close waits for one rewrite at most: the
+	// loop stops between two.
+	maxRewritesPerGC = 256
 )
 
 // Validate reports whether the options are usable.
@@ -76,6 +93,12 @@ func (o Options) Validate() error {
 	if o.GCDiscardRatio != 0 && (o.GCDiscardRatio <= 0 || o.GCDiscardRatio >= 1) {
 		return fmt.Errorf("state: Options.GCDiscardRatio = %v: must be in (0, 1); 0 means %v",
 			o.GCDiscardRatio, defaultGCDiscardRatio)
+	}
+	if o.DeltaShare != 0 && !(o.DeltaShare > 0 && o.DeltaShare <= 1) {
+		return fmt.Errorf("state: Options.DeltaShare = %v: must be in (0, 1]; 0 means %v", o.DeltaShare, defaultDeltaShare)
+	}
+	if o.MaxDeltas > maxChain {
+		return fmt.Errorf("state: Options.MaxDeltas = %d: at most %d", o.MaxDeltas, maxChain)
 	}
 	if o.valueLogFileSize != 0 && (o.valueLogFileSize < 1<<20 || o.valueLogFileSize >= 2<<30) {
 		return fmt.Errorf("state: value log file size %d: must be in [1 MiB, 2 GiB)", o.valueLogFileSize)
@@ -96,6 +119,15 @@ func (o Options) withDefaults() Options {
 	if o.valueLogFileSize == 0 {
 		o.valueLogFileSize = defaultValueLogFileSize
 	}
+	if o.MaxDeltas == 0 {
+		o.MaxDeltas = defaultMaxDeltas
+	}
+	if o.MaxDeltas < 0 {
+		o.MaxDeltas = 0
+	}
+	if o.DeltaShare == 0 {
+		o.DeltaShare = defaultDeltaShare
+	}
 	return o
 }
 
@@ -113,7 +145,7 @@ type Store struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	// writeMu serialises Save, the collector's DropPrefix and Close.
+	// writeMu serialises Save, a whole collection and Close.
 	// readMu is held shared by Load and Position, exclusively by DropPrefix
 	// (it ignores MVCC snapshots) and Close.
 	// closed is written holding both, so reading it under either is safe.
@@ -252,10 +284,20 @@ func (s *Store) gcLoop() {
 }
 
 // collect drops superseded model generations, then rewrites value-log files
-// that are mostly garbage (at most maxRewritesPerGC per call).
+// that are mostly garbage (at most maxRewritesPerGC per call). It holds
+// writeMu throughout, so that saves wait for it: a collection that took
+// the lock once per rewrite got one rewrite in between two saves, and a
+// store whose saves wrote whole models of several value-log files each
+// grew faster than it freed (docs/design/state.md, "Deltas").
 func (s *Store) collect() gcResult {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
 	var r gcResult
-	r.dropped, r.err = s.dropSuperseded()
+	if s.closed {
+		r.err = ErrClosed
+		return r
+	}
+	r.dropped, r.err = s.dropSupersededLocked()
 	if r.err != nil {
 		return r
 	}
@@ -280,14 +322,9 @@ func (s *Store) collect() gcResult {
 }
 
 // rewriteValueLog runs one value-log rewrite when the filesystem has room
-// for it: it writes the live entries of the file it collects. It holds
-// writeMu, so that no Save spends the space it counted on.
+// for it: it writes the live entries of the file it collects. The caller
+// holds writeMu, so that no Save spends the space it counted on.
 func (s *Store) rewriteValueLog() error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	if s.closed {
-		return ErrClosed
-	}
 	var committed record
 	if err := s.db.View(func(txn *badger.Txn) (err error) {
 		committed, _, err = readRecord(txn)
@@ -307,28 +344,30 @@ func (s *Store) rewriteValueLog() error {
 
 // gcNeed is what one value-log rewrite may write while rec is committed.
 func (s *Store) gcNeed(rec record) int64 {
-	return gcNeed(int64(rec.modelLen), s.opts.valueLogFileSize, s.opts.GCDiscardRatio)
+	return gcNeed(int64(rec.chainBytes()), s.opts.valueLogFileSize, s.opts.GCDiscardRatio)
 }
 
-// dropSuperseded removes every model generation other than the committed
-// one with DropPrefix. See docs/design/state.md for why this, and not a
-// Delete in Save.
+// dropSuperseded removes every model generation other than those of the
+// committed checkpoint (its base and deltas) with DropPrefix. See
+// docs/design/state.md for why this, and not a Delete in Save.
 func (s *Store) dropSuperseded() (int, error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	if s.closed {
 		return 0, ErrClosed
 	}
+	return s.dropSupersededLocked()
+}
+
+// dropSupersededLocked is dropSuperseded with writeMu held.
+func (s *Store) dropSupersededLocked() (int, error) {
 	var stale [][]byte
 	err := s.db.View(func(txn *badger.Txn) error {
-		var current uint64
 		rec, ok, err := readRecord(txn)
 		if err != nil {
 			return err
 		}
-		if ok {
-			current = rec.generation
-		}
+		live := func(gen uint64) bool { return ok && gen >= rec.base && gen <= rec.generation }
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(modelPrefix)})
 		defer it.Close()
 		var last uint64
@@ -337,7 +376,7 @@ func (s *Store) dropSuperseded() (int, error) {
 			if err != nil {
 				return err
 			}
-			if gen != current && gen != last {
+			if !live(gen) && gen != last {
 				stale = append(stale, modelGenPrefix(gen))
 				last = gen
 			}

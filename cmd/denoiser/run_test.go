@@ -347,12 +347,18 @@ func TestRunCrashRecovery(t *testing.T) {
 	if !slices.Equal(cp.Positions, []input.Position{{Topic: in, Partition: 0, Offset: int64(n)}}) {
 		t.Errorf("final positions %v, want %s/0 at %d", cp.Positions, in, n)
 	}
-	if !bytes.Equal(cp.Model, wantModel) {
-		t.Fatalf("final model (%d bytes, version %d, generation %d) differs from a run without crashes (%d bytes)",
-			len(cp.Model), cp.Version, cp.Generation, len(wantModel))
+	// The checkpoint's model is its base with its deltas applied: cp.Model
+	// alone is the base, an older model whenever the last save was a delta.
+	model, err := service.EncodeCheckpoint(context.Background(), cp)
+	if err != nil {
+		t.Fatalf("decode final checkpoint (base %d + %d deltas): %v", cp.Base, len(cp.Deltas), err)
 	}
-	t.Logf("final model: %d bytes, version %d, checkpoint generation %d: byte-identical to a run without crashes",
-		len(cp.Model), cp.Version, cp.Generation)
+	if !bytes.Equal(model, wantModel) {
+		t.Fatalf("final model (%d bytes, version %d, generation %d = base %d + %d deltas) differs from a run without crashes (%d bytes)",
+			len(model), cp.Version, cp.Generation, cp.Base, len(cp.Deltas), len(wantModel))
+	}
+	t.Logf("final model: %d bytes, version %d, checkpoint generation %d = base %d + %d deltas: byte-identical to a run without crashes",
+		len(model), cp.Version, cp.Generation, cp.Base, len(cp.Deltas))
 }
 
 // TestRunShutdownBrokerGone stops the broker under a running `denoiser

@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"denoiser/service"
 	"denoiser/snapshot"
 	"denoiser/state"
 )
@@ -235,12 +236,21 @@ func openState(dir string) (stateStore, error) {
 	return stateStore{s}, nil
 }
 
+// Load returns the last checkpoint with its model whole: a checkpoint
+// with deltas is decoded and encoded again (snapshot files hold whole
+// models).
 func (a stateStore) Load(ctx context.Context) (snapshot.Checkpoint, bool, error) {
 	cp, ok, err := a.s.Load(ctx)
 	if err != nil || !ok {
 		return snapshot.Checkpoint{}, ok, err
 	}
-	return snapshot.Checkpoint{Model: cp.Model, Positions: cp.Positions, Version: cp.Version, Generation: cp.Generation}, true, nil
+	model := cp.Model
+	if len(cp.Deltas) > 0 {
+		if model, err = service.EncodeCheckpoint(ctx, cp); err != nil {
+			return snapshot.Checkpoint{}, false, fmt.Errorf("generation %d: %w", cp.Generation, err)
+		}
+	}
+	return snapshot.Checkpoint{Model: model, Positions: cp.Positions, Version: cp.Version, Generation: cp.Generation}, true, nil
 }
 
 func (a stateStore) SaveFrom(ctx context.Context, cp snapshot.Checkpoint, write func(io.Writer) error) error {

@@ -113,14 +113,39 @@ func TestSnapshotExportImportContinues(t *testing.T) {
 	if _, err := m.WriteTo(&enc); err != nil {
 		t.Fatal(err)
 	}
+	// State A holds it as a base (after 1600 records) and a delta, as
+	// the service saves it; export writes the model whole. (In a model
+	// this small, 100 events change half of it: DeltaShare 1 lets the
+	// delta through.)
 	stateA, stateB := filepath.Join(dir, "state-a"), filepath.Join(dir, "state-b")
-	a, err := state.Open(stateA, state.Options{GCInterval: -1})
+	a, err := state.Open(stateA, state.Options{GCInterval: -1, DeltaShare: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pos := []input.Position{{Topic: "file:" + in, Partition: 0, Offset: split}}
-	if err := a.Save(context.Background(), state.Checkpoint{Model: enc.Bytes(), Positions: pos, Version: m.Version()}); err != nil {
+	ctx := context.Background()
+	chained := newModel()
+	replayTo(t, &limitSource{open(), 1600}, chained, filepath.Join(dir, "base.jsonl"))
+	shadow := chained.FrozenCopy(nil)
+	full := func(w io.Writer) error { _, err := shadow.WriteTo(w); return err }
+	saved, err := a.SaveModel(ctx, state.Checkpoint{Version: shadow.Version()}, state.ModelWriter{Full: full})
+	if err != nil {
 		t.Fatal(err)
+	}
+	shadow.MarkSaved()
+	rest := open()
+	for range 1600 {
+		if _, err := rest.Next(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	replayTo(t, &limitSource{rest, split - 1600}, chained, filepath.Join(dir, "delta.jsonl"))
+	shadow = chained.FrozenCopy(shadow)
+	pos := []input.Position{{Topic: "file:" + in, Partition: 0, Offset: split}}
+	delta := func(w io.Writer) error { _, err := shadow.WriteDelta(w); return err }
+	saved, err = a.SaveModel(ctx, state.Checkpoint{Positions: pos, Version: shadow.Version()},
+		state.ModelWriter{Full: full, Delta: delta, DeltaSize: shadow.DeltaSize(), Since: saved.Generation})
+	if err != nil || !saved.Delta {
+		t.Fatalf("save the delta: %+v, %v", saved, err)
 	}
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
