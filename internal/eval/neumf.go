@@ -35,10 +35,11 @@ type NeuMF struct {
 	Valid  float64
 
 	// Scoring state (Score): the item side of the first layer, W_1[:, d:] n_i
-	// per item, valid while itemsFresh, and the catalogue's activations.
+	// per item, valid while itemsFresh, and the activations of a block of
+	// items.
 	itemPart   []float64
 	itemsFresh bool
-	catalogue  [][]float64 // catalogue[l]: items × sizes[l+1], the activations z_{l+1} of every item
+	block      [][]float64 // block[l]: scoreBlock × sizes[l+1], the activations z_{l+1} of a block of items
 	userPart   []float64   // c_1 + W_1[:, :d] m_u
 	hp         []float64   // h_G ⊙ p_u
 
@@ -226,6 +227,10 @@ func adaptRow(row, grad []float64, acc *float64, lr float64) {
 	floats.AddScaled(row, -lr/math.Sqrt(1+*acc), grad)
 }
 
+// scoreBlock is the number of items whose activations Score computes
+// together: a block's activations stay in the L1 cache between layers.
+const scoreBlock = 64
+
 // Score writes the score of every item for user u into dst. It keeps its
 // buffers in n: one goroutine at a time.
 func (n *NeuMF) Score(u int32, dst []float64) {
@@ -242,38 +247,15 @@ func (n *NeuMF) Score(u int32, dst []float64) {
 		}
 		n.itemsFresh = true
 	}
-	if n.catalogue == nil {
+	if n.block == nil {
 		n.userPart, n.hp = make([]float64, h1), make([]float64, d)
 		for l := 1; l < len(n.sizes); l++ {
-			n.catalogue = append(n.catalogue, make([]float64, items*n.sizes[l]))
+			n.block = append(n.block, make([]float64, scoreBlock*n.sizes[l]))
 		}
 	}
-	copy(n.userPart, n.c[0])
-	blas.Dgemv(blasapi.NoTrans, h1, d, 1, n.w[0], in, n.mu[int(u)*d:int(u+1)*d], 1, 1, n.userPart, 1)
-	z := n.catalogue[0]
-	for i := range items {
-		row := z[i*h1 : (i+1)*h1]
-		for j, v := range n.itemPart[i*h1 : (i+1)*h1] {
-			row[j] = max(v+n.userPart[j], 0)
-		}
-	}
-	// Each further layer over the whole catalogue: unit j's column is the
-	// catalogue's activations times row j of W_l.
-	for l := 1; l < len(n.w); l++ {
-		in, out := n.sizes[l], n.sizes[l+1]
-		next := n.catalogue[l]
-		for j := range out {
-			col := next[j:]
-			for k := range items {
-				col[k*out] = n.c[l][j]
-			}
-			blas.Dgemv(blasapi.NoTrans, items, in, 1, z, in, n.w[l][j*in:(j+1)*in], 1, 1, col, out)
-		}
-		for k, v := range next {
-			next[k] = max(v, 0)
-		}
-		z = next
-	}
+	userPart := n.userPart
+	copy(userPart, n.c[0])
+	blas.Dgemv(blasapi.NoTrans, h1, d, 1, n.w[0], in, n.mu[int(u)*d:int(u+1)*d], 1, 1, userPart, 1)
 	pu := n.p[int(u)*d : int(u+1)*d]
 	for k := range d {
 		n.hp[k] = n.h[k] * pu[k]
@@ -283,7 +265,37 @@ func (n *NeuMF) Score(u int32, dst []float64) {
 	}
 	blas.Dgemv(blasapi.NoTrans, items, d, 1, n.q, d, n.hp, 1, 1, dst, 1)
 	top := n.sizes[len(n.sizes)-1]
-	blas.Dgemv(blasapi.NoTrans, items, top, 1, z, top, n.h[d:], 1, 1, dst, 1)
+	for lo := 0; lo < items; lo += scoreBlock {
+		m := min(scoreBlock, items-lo)
+		z := n.block[0][:m*h1]
+		addRows(z, n.itemPart[lo*h1:(lo+m)*h1], userPart)
+		// Each further layer over the block: unit j's column is the
+		// block's activations times row j of W_l.
+		for l := 1; l < len(n.w); l++ {
+			in, out := n.sizes[l], n.sizes[l+1]
+			next := n.block[l][:m*out]
+			for j := range out {
+				blas.Dgemv(blasapi.NoTrans, m, in, 1, z, in, n.w[l][j*in:(j+1)*in], 1, 0, next[j:], out)
+			}
+			addRows(next, next, n.c[l])
+			z = next
+		}
+		blas.Dgemv(blasapi.NoTrans, m, top, 1, z, top, n.h[d:], 1, 1, dst[lo:lo+m], 1)
+	}
+}
+
+// addRows sets dst to the matrix x (rows of len(row)) plus row on each
+// row, the negative results set to 0: a layer's bias and ReLU. The ReLU
+// clears the bits of a negative number instead of branching on its sign,
+// which a catalogue of activations makes unpredictable.
+func addRows(dst, x, row []float64) {
+	for lo := 0; lo < len(x); lo += len(row) {
+		xr, dr := x[lo:lo+len(row)], dst[lo:lo+len(row)]
+		for k, v := range row {
+			b := math.Float64bits(v + xr[k])
+			dr[k] = math.Float64frombits(b &^ uint64(int64(b)>>63))
+		}
+	}
 }
 
 // frozen returns a copy of the parameters, without the training state.
