@@ -178,32 +178,34 @@ func (n *NeuMF) step(u, i int32, y, w float64) {
 		}
 	}
 	for l := last; l >= 0; l-- {
-		in, out := n.sizes[l], n.sizes[l+1]
+		in := n.sizes[l]
 		// The gradient of the layer's input, through W_l before it moves:
 		// into the layer below, or into the embeddings.
 		below := n.dz0
 		if l > 0 {
 			below = n.da[l-1]
 		}
-		blas.Dgemv(blasapi.Trans, out, in, 1, n.w[l], in, n.da[l], 1, 0, below, 1)
-		if l > 0 {
-			for k, a := range n.a[l-1] {
-				if a <= 0 {
-					below[k] = 0
-				}
-			}
-		}
+		clear(below)
 		zl := n.z[l]
 		sq := (floats.Dot(zl, zl) + 1) / float64(in+1)
 		for j, dj := range n.da[l] {
 			if dj == 0 {
 				continue // a unit off for this sample: no gradient
 			}
+			row := n.w[l][j*in : (j+1)*in]
+			floats.AddScaled(below, dj, row)
 			acc := &n.accW[l][j]
 			*acc += dj * dj * sq
 			lr := n.lr / math.Sqrt(1+*acc)
-			floats.AddScaled(n.w[l][j*in:(j+1)*in], -lr*dj, zl)
+			floats.AddScaled(row, -lr*dj, zl)
 			n.c[l][j] -= lr * dj
+		}
+		if l > 0 {
+			for k, a := range n.a[l-1] {
+				if a <= 0 {
+					below[k] = 0
+				}
+			}
 		}
 	}
 	for k := range d {
