@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	blasapi "gonum.org/v1/gonum/blas"
 )
 
 // GMFConfig configures the downstream recommenders: GMF (score
@@ -99,8 +101,9 @@ func (g *GMF) Score(u int32, dst []float64) {
 		z[k] = pu[k] * g.h[k]
 	}
 	for i := range dst {
-		dst[i] = dot(z, g.q[i*g.d:(i+1)*g.d]) + g.b
+		dst[i] = g.b
 	}
+	blas.Dgemv(blasapi.NoTrans, len(dst), g.d, 1, g.q, g.d, z, 1, 1, dst, 1)
 }
 
 func dot(a, b []float64) float64 {
