@@ -339,7 +339,7 @@ func BenchmarkNeuMFScore(b *testing.B) {
 		name  string
 		score func(n *NeuMF) Scorer
 	}{
-		{"fused", func(n *NeuMF) Scorer { return n.Score }},
+		{"blocked", func(n *NeuMF) Scorer { return n.Score }},
 		{"reference", func(n *NeuMF) Scorer { return newNeuMFReference(n).Score }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
