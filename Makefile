@@ -29,11 +29,12 @@ demo: build
 # reports, PNG figures, JSON numbers); see README.md, "Evaluation", for its
 # running time. DATA is MovieLens 100K's u.data, which is not shipped:
 # make eval DATA=path/to/ml-100k/u.data
-# On the random split recommend runs GMF only: NeuMF adds about half an
-# hour there (README.md, "Evaluation"); the DeCA split runs both.
+# On the random split recommend runs GMF only (--backbone neumf there
+# takes about 4 minutes: README.md, "Evaluation"); the DeCA split runs both.
 # DECA, if set, is the DeCA paper's split of it (the directory holding
 # ml-100k.train.rating; github.com/wangyu-ustc/DeCA, data/ml-100k/): RQ1 on
-# that split goes to $(RESULTS)/deca (about 22 minutes on 2 cores).
+# that split goes to $(RESULTS)/deca (about 5 minutes on 2 cores; all of
+# make eval about 9).
 DATA    ?=
 DECA    ?=
 # Reports go to out/results unless RESULTS says otherwise, so that a run

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -147,6 +148,14 @@ func TestRecommendEndToEnd(t *testing.T) {
 		if !strings.Contains(string(md), w) {
 			t.Errorf("report lacks %q", w)
 		}
+	}
+	// The tasks run NeuMF first and in any interleaving; the result is the
+	// same on one worker.
+	serial, err := RunRecommend(context.Background(), d, RecommendConfig{
+		Seeds: 2, Passes: 1, Variants: vs, GMF: GMFConfig{Epochs: 2, EvalEvery: 1}, Segments: 4, Workers: 1,
+	})
+	if err != nil || !reflect.DeepEqual(serial.Rows, res.Rows) || !reflect.DeepEqual(serial.Curves, res.Curves) {
+		t.Errorf("one worker (err %v) gives other rows or curves than two", err)
 	}
 	gmfOnly, err := RunRecommend(context.Background(), d, RecommendConfig{
 		Seeds: 1, Passes: 1, Variants: vs[:1], Backbones: []string{BackboneGMF}, GMF: GMFConfig{Epochs: 1}, Segments: 4,

@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	blasapi "gonum.org/v1/gonum/blas"
 )
 
 // GMFConfig configures the downstream recommenders: GMF (score
@@ -99,8 +101,9 @@ func (g *GMF) Score(u int32, dst []float64) {
 		z[k] = pu[k] * g.h[k]
 	}
 	for i := range dst {
-		dst[i] = dot(z, g.q[i*g.d:(i+1)*g.d]) + g.b
+		dst[i] = g.b
 	}
+	blas.Dgemv(blasapi.NoTrans, len(dst), g.d, 1, g.q, g.d, z, 1, 1, dst, 1)
 }
 
 func dot(a, b []float64) float64 {
@@ -195,7 +198,11 @@ type pointwise interface {
 // validation Recall@20 (0 without valid, the last epoch's parameters then).
 // r must be the stream that initialised m.
 func fit(cfg GMFConfig, m pointwise, users, items int, train []Interaction, weights []float64, valid []Interaction, r *rand.Rand) (pointwise, int, float64) {
-	seen := byUser(train, users)
+	seen := newItemSets(train, users, items)
+	var validation *ranking
+	if len(valid) > 0 {
+		validation = newRanking(users, items, train, valid)
+	}
 	order := make([]int, len(train))
 	for n := range order {
 		order[n] = n
@@ -241,7 +248,7 @@ func fit(cfg GMFConfig, m pointwise, users, items int, train []Interaction, weig
 				}
 				m.step(x.User, x.Item, 1, w)
 				for range cfg.Negatives {
-					j := sampleUnseen(r, items, seen[x.User])
+					j := sampleUnseen(r, items, seen, x.User)
 					if j >= 0 {
 						m.step(x.User, j, 0, 1)
 					}
@@ -255,7 +262,7 @@ func fit(cfg GMFConfig, m pointwise, users, items int, train []Interaction, weig
 			keep, keptEpoch = m, epoch
 			continue
 		}
-		v := Evaluate(m.Score, users, items, train, valid).Recall[slices.Index(Cutoffs, 20)]
+		v := validation.evaluate(m.Score).Recall[slices.Index(Cutoffs, 20)]
 		if v > best {
 			best, stale = v, 0
 			keep, keptEpoch = m.frozen(), epoch
@@ -288,11 +295,12 @@ func softplus(x float64) float64 {
 	return math.Log1p(math.Exp(x))
 }
 
-// sampleUnseen draws an item not in seen, or −1 after 50 tries.
-func sampleUnseen(r *rand.Rand, items int, seen map[int32]bool) int32 {
+// sampleUnseen draws an item not in user u's seen set, or −1 after 50
+// tries.
+func sampleUnseen(r *rand.Rand, items int, seen itemSets, u int32) int32 {
 	for range 50 {
 		j := int32(r.IntN(items))
-		if !seen[j] {
+		if !seen.has(u, j) {
 			return j
 		}
 	}

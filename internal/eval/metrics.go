@@ -46,7 +46,21 @@ type Scorer func(u int32, dst []float64)
 // not interact with in train by score (ties broken by item index) and
 // averages Recall and NDCG at each of Cutoffs.
 func Evaluate(score Scorer, users, items int, train, test []Interaction) RankMetrics {
-	seen := byUser(train, users)
+	return newRanking(users, items, train, test).evaluate(score)
+}
+
+// ranking is Evaluate's protocol prepared once for repeated evaluations
+// (fit's early stopping): the seen items, the relevant ones and the
+// buffers. One goroutine at a time.
+type ranking struct {
+	users, items int
+	seen         itemSets
+	rel          []map[int32]bool
+	s            []float64
+	cand         []int32
+}
+
+func newRanking(users, items int, train, test []Interaction) *ranking {
 	rel := make([]map[int32]bool, users)
 	for _, x := range test {
 		if rel[x.User] == nil {
@@ -54,25 +68,28 @@ func Evaluate(score Scorer, users, items int, train, test []Interaction) RankMet
 		}
 		rel[x.User][x.Item] = true
 	}
+	return &ranking{users: users, items: items, seen: newItemSets(train, users, items), rel: rel,
+		s: make([]float64, items), cand: make([]int32, 0, items)}
+}
+
+func (r *ranking) evaluate(score Scorer) RankMetrics {
 	maxK := slices.Max(Cutoffs)
 	m := RankMetrics{Recall: make([]float64, len(Cutoffs)), NDCG: make([]float64, len(Cutoffs))}
-	s := make([]float64, items)
-	cand := make([]int32, 0, items)
-	for u := range users {
-		if len(rel[u]) == 0 {
+	for u := range r.users {
+		if len(r.rel[u]) == 0 {
 			continue
 		}
-		score(int32(u), s)
-		cand = cand[:0]
-		for i := range int32(items) {
-			if !seen[u][i] {
-				cand = append(cand, i)
+		score(int32(u), r.s)
+		r.cand = r.cand[:0]
+		for i := range int32(r.items) {
+			if !r.seen.has(int32(u), i) {
+				r.cand = append(r.cand, i)
 			}
 		}
-		top := topK(cand, s, maxK)
+		top := topK(r.cand, r.s, maxK)
 		for c, k := range Cutoffs {
-			r, n := UserRecallNDCG(top, rel[u], k)
-			m.Recall[c] += r
+			rc, n := UserRecallNDCG(top, r.rel[u], k)
+			m.Recall[c] += rc
 			m.NDCG[c] += n
 		}
 		m.Users++
@@ -108,6 +125,31 @@ func topK(cand []int32, s []float64, k int) []int32 {
 		top[pos] = c
 	}
 	return top
+}
+
+// itemSets is, per user, a set of items: a bit per (user, item), the
+// users' rows of ⌈items/64⌉ words each. A membership test is a load and a
+// shift, where a map costs a hash (the negative sampling and the ranking
+// ask it for every item).
+type itemSets struct {
+	words  []uint64
+	stride int
+}
+
+// newItemSets returns the sets of items of each user in rows; users and
+// items bound the ids.
+func newItemSets(rows []Interaction, users, items int) itemSets {
+	stride := (items + 63) / 64
+	s := itemSets{words: make([]uint64, users*stride), stride: stride}
+	for _, x := range rows {
+		s.words[int(x.User)*stride+int(x.Item)/64] |= 1 << (uint(x.Item) % 64)
+	}
+	return s
+}
+
+// has reports whether item i is in user u's set.
+func (s itemSets) has(u, i int32) bool {
+	return s.words[int(u)*s.stride+int(i)/64]&(1<<(uint(i)%64)) != 0
 }
 
 // byUser returns, per user, the set of items in rows.

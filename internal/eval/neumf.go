@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	blasapi "gonum.org/v1/gonum/blas"
+	blasgo "gonum.org/v1/gonum/blas/gonum"
+	"gonum.org/v1/gonum/floats"
 )
 
 // NeuMF is a trained neural matrix factorisation model (He et al., "Neural
@@ -13,6 +17,9 @@ import (
 //	GMF: p_u ⊙ q_i                       (Dim each)
 //	MLP: z_0 = [m_u; n_i], z_l = ReLU(W_l z_{l−1} + c_l)  (Dim each side, Hidden layers)
 //	score = h_G · (p_u ⊙ q_i) + h_M · z_L + b
+//
+// The matrix-vector products go through gonum's BLAS (its assembly
+// kernels): training spends nearly all its time in them.
 type NeuMF struct {
 	d      int   // GMF embedding size, and MLP embedding size per side
 	sizes  []int // MLP layer sizes: sizes[0] = 2d, then Hidden
@@ -27,10 +34,14 @@ type NeuMF struct {
 	Epochs int
 	Valid  float64
 
-	// Scoring cache: the item side of the first layer, W_1[:, d:] n_i per
-	// item, valid while itemsFresh.
+	// Scoring state (Score): the item side of the first layer, W_1[:, d:] n_i
+	// per item, valid while itemsFresh, and the activations of a block of
+	// items.
 	itemPart   []float64
 	itemsFresh bool
+	block      [][]float64 // block[l]: scoreBlock × sizes[l+1], the activations z_{l+1} of a block of items
+	userPart   []float64   // c_1 + W_1[:, :d] m_u
+	hp         []float64   // h_G ⊙ p_u
 
 	// Training state: the step size, weight decay, per-row accumulators of
 	// the squared gradients (embedding rows; the rows of each W_l with
@@ -38,20 +49,15 @@ type NeuMF struct {
 	lr, l2                 float64
 	accP, accQ, accM, accN []float64
 	accW                   [][]float64
-	grad                   *neumfGrad
+	gp, gq, gh             []float64   // the gradients of p_u, q_i and h_G
 	z, a                   [][]float64 // activations z_l (z[0] = input) and pre-activations a_l
 	da                     [][]float64 // d loss / d a_l
 	dz0                    []float64   // d loss / d z_0
 }
 
-// neumfGrad holds the gradient of one sample's loss with respect to the
-// parameters it touches.
-type neumfGrad struct {
-	p, q, mu, ni []float64
-	w, c         [][]float64
-	h            []float64
-	b            float64
-}
+// blas is gonum's pure-Go BLAS (assembly kernels on amd64 and arm64),
+// called directly so that no global BLAS choice changes the arithmetic.
+var blas = blasgo.Implementation{}
 
 // TrainNeuMF trains a NeuMF as TrainGMF trains a GMF: the same
 // negatives, T-CE drop, weights, step sizes and early stopping; the MLP
@@ -86,7 +92,7 @@ func newNeuMF(cfg GMFConfig, users, items int, norm func() float64) *NeuMF {
 		mu: make([]float64, users*d), ni: make([]float64, items*d), h: make([]float64, d+last),
 		lr: cfg.LearningRate, l2: cfg.L2, dz0: make([]float64, 2*d),
 		accP: make([]float64, users), accQ: make([]float64, items), accM: make([]float64, users), accN: make([]float64, items),
-		grad: &neumfGrad{p: make([]float64, d), q: make([]float64, d), mu: make([]float64, d), ni: make([]float64, d), h: make([]float64, d+last)},
+		gp: make([]float64, d), gq: make([]float64, d), gh: make([]float64, d),
 	}
 	for _, emb := range [][]float64{n.p, n.q, n.mu, n.ni} {
 		for k := range emb {
@@ -103,7 +109,6 @@ func newNeuMF(cfg GMFConfig, users, items int, norm func() float64) *NeuMF {
 		}
 		n.w, n.c = append(n.w, w), append(n.c, make([]float64, out))
 		n.accW = append(n.accW, make([]float64, out))
-		n.grad.w, n.grad.c = append(n.grad.w, make([]float64, out*in)), append(n.grad.c, make([]float64, out))
 		n.z, n.a, n.da = append(n.z, make([]float64, out)), append(n.a, make([]float64, out)), append(n.da, make([]float64, out))
 	}
 	for k := range d {
@@ -122,43 +127,47 @@ func (n *NeuMF) forward(u, i int32) float64 {
 	pu, qi := n.p[int(u)*d:int(u+1)*d], n.q[int(i)*d:int(i+1)*d]
 	copy(n.z[0][:d], n.mu[int(u)*d:int(u+1)*d])
 	copy(n.z[0][d:], n.ni[int(i)*d:int(i+1)*d])
-	for l := range n.w {
-		in := n.sizes[l]
-		for j := range n.a[l] {
-			a := n.c[l][j] + dot(n.w[l][j*in:(j+1)*in], n.z[l])
-			n.a[l][j] = a
-			n.z[l+1][j] = max(a, 0)
+	for l, w := range n.w {
+		in, out := n.sizes[l], n.sizes[l+1]
+		a, z := n.a[l], n.z[l+1]
+		copy(a, n.c[l])
+		blas.Dgemv(blasapi.NoTrans, out, in, 1, w, in, n.z[l], 1, 1, a, 1)
+		for j, v := range a {
+			z[j] = max(v, 0)
 		}
 	}
 	s := n.b
 	for k := range d {
 		s += n.h[k] * pu[k] * qi[k]
 	}
-	return s + dot(n.h[d:], n.z[len(n.z)-1])
+	return s + floats.Dot(n.h[d:], n.z[len(n.z)-1])
 }
 
 func (n *NeuMF) score(u, i int32) float64 { return n.forward(u, i) }
 
-// lossGrad returns the loss w·BCE(σ(s), y) + l2/2·(|p_u|² + |q_i|² + |m_u|²
-// + |n_i|²) of (u, i) and writes its gradient into n.grad.
-func (n *NeuMF) lossGrad(u, i int32, y, w float64) float64 {
-	d, g := n.d, n.grad
+// step takes one SGD step on the loss w·BCE(σ(s), y) + l2/2·(|p_u|² +
+// |q_i|² + |m_u|² + |n_i|²) of (u, i): per-row adaptive steps for the
+// embedding rows and for each unit's incoming weights and bias, a tenth
+// of the base step for h and b (as GMF). Every gradient is taken at the
+// parameters before the step: each W_l moves only after the gradient
+// below it has gone through it.
+//
+// A unit's row of W_l gets the gradient da_j·z_{l−1} and its bias da_j, so
+// the row's squared gradient is da_j²·(|z_{l−1}|² + 1) and its update an
+// axpy: the weight gradient is never stored, and a unit that is off for
+// the sample (da_j = 0) is left alone.
+func (n *NeuMF) step(u, i int32, y, w float64) {
+	d := n.d
 	s := n.forward(u, i)
+	n.itemsFresh = false
 	pu, qi := n.p[int(u)*d:int(u+1)*d], n.q[int(i)*d:int(i+1)*d]
 	mu, ni := n.mu[int(u)*d:int(u+1)*d], n.ni[int(i)*d:int(i+1)*d]
-	loss := w * (softplus(s) - y*s)
 	e := w * (sigmoid(s) - y) // d loss / d s
 	for k := range d {
-		loss += n.l2 / 2 * (pu[k]*pu[k] + qi[k]*qi[k] + mu[k]*mu[k] + ni[k]*ni[k])
-		g.p[k] = e*n.h[k]*qi[k] + n.l2*pu[k]
-		g.q[k] = e*n.h[k]*pu[k] + n.l2*qi[k]
-		g.h[k] = e * pu[k] * qi[k]
+		n.gp[k] = e*n.h[k]*qi[k] + n.l2*pu[k]
+		n.gq[k] = e*n.h[k]*pu[k] + n.l2*qi[k]
+		n.gh[k] = e * pu[k] * qi[k]
 	}
-	top := n.z[len(n.z)-1]
-	for k, v := range top {
-		g.h[d+k] = e * v
-	}
-	g.b = e
 	// Back through the tower: da_L = e·h_M ⊙ [a_L > 0], then
 	// dW_l = da_l z_{l−1}ᵀ, dc_l = da_l, da_{l−1} = (W_lᵀ da_l) ⊙ [a_{l−1} > 0].
 	last := len(n.w) - 1
@@ -170,27 +179,26 @@ func (n *NeuMF) lossGrad(u, i int32, y, w float64) float64 {
 	}
 	for l := last; l >= 0; l-- {
 		in := n.sizes[l]
-		for j, dj := range n.da[l] {
-			g.c[l][j] = dj
-			row := g.w[l][j*in : (j+1)*in]
-			for k, zk := range n.z[l] {
-				row[k] = dj * zk
-			}
-		}
-		// The gradient of the layer's input: into the layer below, or into
-		// the embeddings.
+		// The gradient of the layer's input, through W_l before it moves:
+		// into the layer below, or into the embeddings.
 		below := n.dz0
 		if l > 0 {
 			below = n.da[l-1]
 		}
 		clear(below)
+		zl := n.z[l]
+		sq := (floats.Dot(zl, zl) + 1) / float64(in+1)
 		for j, dj := range n.da[l] {
 			if dj == 0 {
-				continue
+				continue // a unit off for this sample: no gradient
 			}
-			for k, wk := range n.w[l][j*in : (j+1)*in] {
-				below[k] += dj * wk
-			}
+			row := n.w[l][j*in : (j+1)*in]
+			floats.AddScaled(below, dj, row)
+			acc := &n.accW[l][j]
+			*acc += dj * dj * sq
+			lr := n.lr / math.Sqrt(1+*acc)
+			floats.AddScaled(row, -lr*dj, zl)
+			n.c[l][j] -= lr * dj
 		}
 		if l > 0 {
 			for k, a := range n.a[l-1] {
@@ -201,98 +209,94 @@ func (n *NeuMF) lossGrad(u, i int32, y, w float64) float64 {
 		}
 	}
 	for k := range d {
-		g.mu[k] = n.dz0[k] + n.l2*mu[k]
-		g.ni[k] = n.dz0[d+k] + n.l2*ni[k]
+		n.dz0[k] += n.l2 * mu[k]
+		n.dz0[d+k] += n.l2 * ni[k]
 	}
-	return loss
+	adaptRow(pu, n.gp, &n.accP[u], n.lr)
+	adaptRow(qi, n.gq, &n.accQ[i], n.lr)
+	adaptRow(mu, n.dz0[:d], &n.accM[u], n.lr)
+	adaptRow(ni, n.dz0[d:], &n.accN[i], n.lr)
+	floats.AddScaled(n.h[:d], -0.1*n.lr, n.gh)
+	floats.AddScaled(n.h[d:], -0.1*n.lr*e, n.z[len(n.z)-1])
+	n.b -= 0.1 * n.lr * e
 }
 
-// step takes one SGD step on the loss of (u, i): per-row adaptive steps
-// for the embedding rows and for each unit's incoming weights and bias, a
-// tenth of the base step for h and b (as GMF).
-func (n *NeuMF) step(u, i int32, y, w float64) {
-	n.lossGrad(u, i, y, w)
-	n.itemsFresh = false
-	d, g := n.d, n.grad
-	adapt := func(acc *float64, grad ...[]float64) float64 {
-		s, m := 0.0, 0
-		for _, v := range grad {
-			for _, x := range v {
-				s += x * x
-			}
-			m += len(v)
-		}
-		*acc += s / float64(m)
-		return n.lr / math.Sqrt(1+*acc)
-	}
-	update := func(dst, grad []float64, lr float64) {
-		for k, x := range grad {
-			dst[k] -= lr * x
-		}
-	}
-	update(n.p[int(u)*d:int(u+1)*d], g.p, adapt(&n.accP[u], g.p))
-	update(n.q[int(i)*d:int(i+1)*d], g.q, adapt(&n.accQ[i], g.q))
-	update(n.mu[int(u)*d:int(u+1)*d], g.mu, adapt(&n.accM[u], g.mu))
-	update(n.ni[int(i)*d:int(i+1)*d], g.ni, adapt(&n.accN[i], g.ni))
-	for l := range n.w {
-		in := n.sizes[l]
-		for j, dj := range g.c[l] {
-			if dj == 0 {
-				continue // a unit off for this sample: no gradient
-			}
-			row := g.w[l][j*in : (j+1)*in]
-			lr := adapt(&n.accW[l][j], row, g.c[l][j:j+1])
-			update(n.w[l][j*in:(j+1)*in], row, lr)
-			n.c[l][j] -= lr * dj
-		}
-	}
-	update(n.h, g.h, 0.1*n.lr)
-	n.b -= 0.1 * n.lr * g.b
+// adaptRow takes the per-row adaptive step of row with gradient grad:
+// acc, the running sum of the row's mean squared gradient, grows by
+// |grad|²/len(grad), and the row moves by −lr/√(1+acc)·grad.
+func adaptRow(row, grad []float64, acc *float64, lr float64) {
+	*acc += floats.Dot(grad, grad) / float64(len(grad))
+	floats.AddScaled(row, -lr/math.Sqrt(1+*acc), grad)
 }
 
-// Score writes the score of every item for user u into dst.
+// scoreBlock is the number of items whose activations Score computes
+// together: a block's activations stay in the L1 cache between layers.
+const scoreBlock = 64
+
+// Score writes the score of every item for user u into dst. It keeps its
+// buffers in n: one goroutine at a time.
 func (n *NeuMF) Score(u int32, dst []float64) {
 	d, in := n.d, n.sizes[0]
 	h1 := n.sizes[1]
+	items := len(n.q) / d
 	if !n.itemsFresh {
 		// W_1 [m_u; n_i] = W_1[:, :d] m_u + W_1[:, d:] n_i: the item side
-		// once per parameter state.
-		items := len(n.q) / d
+		// once per parameter state, column j of the items × h1 matrix
+		// from row j of W_1.
 		n.itemPart = slices.Grow(n.itemPart[:0], items*h1)[:items*h1]
-		for i := range items {
-			ni := n.ni[i*d : (i+1)*d]
-			for j := range h1 {
-				n.itemPart[i*h1+j] = dot(n.w[0][j*in+d:(j+1)*in], ni)
-			}
+		for j := range h1 {
+			blas.Dgemv(blasapi.NoTrans, items, d, 1, n.ni, d, n.w[0][j*in+d:(j+1)*in], 1, 0, n.itemPart[j:], h1)
 		}
 		n.itemsFresh = true
 	}
-	userPart := make([]float64, h1)
-	mu := n.mu[int(u)*d : int(u+1)*d]
-	for j := range h1 {
-		userPart[j] = n.c[0][j] + dot(n.w[0][j*in:j*in+d], mu)
+	if n.block == nil {
+		n.userPart, n.hp = make([]float64, h1), make([]float64, d)
+		for l := 1; l < len(n.sizes); l++ {
+			n.block = append(n.block, make([]float64, scoreBlock*n.sizes[l]))
+		}
 	}
+	userPart := n.userPart
+	copy(userPart, n.c[0])
+	blas.Dgemv(blasapi.NoTrans, h1, d, 1, n.w[0], in, n.mu[int(u)*d:int(u+1)*d], 1, 1, userPart, 1)
 	pu := n.p[int(u)*d : int(u+1)*d]
-	hp := make([]float64, d)
 	for k := range d {
-		hp[k] = n.h[k] * pu[k]
-	}
-	// z buffers of its own: Score does not touch the training buffers.
-	z := make([][]float64, len(n.sizes))
-	for l := 1; l < len(n.sizes); l++ {
-		z[l] = make([]float64, n.sizes[l])
+		n.hp[k] = n.h[k] * pu[k]
 	}
 	for i := range dst {
-		for j := range h1 {
-			z[1][j] = max(userPart[j]+n.itemPart[i*h1+j], 0)
-		}
+		dst[i] = n.b
+	}
+	blas.Dgemv(blasapi.NoTrans, items, d, 1, n.q, d, n.hp, 1, 1, dst, 1)
+	top := n.sizes[len(n.sizes)-1]
+	for lo := 0; lo < items; lo += scoreBlock {
+		m := min(scoreBlock, items-lo)
+		z := n.block[0][:m*h1]
+		addRows(z, n.itemPart[lo*h1:(lo+m)*h1], userPart)
+		// Each further layer over the block: unit j's column is the
+		// block's activations times row j of W_l.
 		for l := 1; l < len(n.w); l++ {
-			in := n.sizes[l]
-			for j := range z[l+1] {
-				z[l+1][j] = max(n.c[l][j]+dot(n.w[l][j*in:(j+1)*in], z[l]), 0)
+			in, out := n.sizes[l], n.sizes[l+1]
+			next := n.block[l][:m*out]
+			for j := range out {
+				blas.Dgemv(blasapi.NoTrans, m, in, 1, z, in, n.w[l][j*in:(j+1)*in], 1, 0, next[j:], out)
 			}
+			addRows(next, next, n.c[l])
+			z = next
 		}
-		dst[i] = n.b + dot(hp, n.q[i*d:(i+1)*d]) + dot(n.h[d:], z[len(z)-1])
+		blas.Dgemv(blasapi.NoTrans, m, top, 1, z, top, n.h[d:], 1, 1, dst[lo:lo+m], 1)
+	}
+}
+
+// addRows sets dst to the matrix x (rows of len(row)) plus row on each
+// row, the negative results set to 0: a layer's bias and ReLU. The ReLU
+// clears the bits of a negative number instead of branching on its sign,
+// which a catalogue of activations makes unpredictable.
+func addRows(dst, x, row []float64) {
+	for lo := 0; lo < len(x); lo += len(row) {
+		xr, dr := x[lo:lo+len(row)], dst[lo:lo+len(row)]
+		for k, v := range row {
+			b := math.Float64bits(v + xr[k])
+			dr[k] = math.Float64frombits(b &^ uint64(int64(b)>>63))
+		}
 	}
 }
 
