@@ -236,6 +236,12 @@ func (m *Model) itemID(id string) int32 {
 		m.bounds.coldItems++
 		return coldRow
 	}
+	return m.addItemRow(id)
+}
+
+// addItemRow gives item id a row (itemID, and Merge for an item it has
+// not seen): a new one, or the row of the least recently seen item.
+func (m *Model) addItemRow(id string) int32 {
 	i, evicted := m.items.place(id, m.rnd, m.cfg.InitScale, m.epoch, m.bounds.clock)
 	if evicted {
 		m.bounds.itemsEvicted++
@@ -245,6 +251,7 @@ func (m *Model) itemID(id string) int32 {
 		m.transition.addItem()
 		m.cooc.grow(m.users.len(), m.items.len())
 	}
+	m.shareRowAdded(i)
 	return i
 }
 

@@ -255,6 +255,9 @@ func (m *Model) apply(u, i int32, ystar int, trans, aux bool) {
 		userRate = m.users.stepRate(u, s.dUserNorm2, m.cfg.EmbeddingRate)
 		itemRate = m.items.stepRate(i, s.dItemNorm2, m.cfg.EmbeddingRate)
 	}
+	if i >= m.items.base {
+		m.shareStepped(i) // the row, its step sum or its T̂ offsets
+	}
 	if m.k == 2 {
 		// The classifier's one free row and the two embedding rows in one
 		// pass: head.step and the rows' steps for a binary head.

@@ -1,0 +1,295 @@
+package online
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Merging the shared parameters of partition models (docs/design/partitions.md).
+//
+// A stream keyed by user is split into partitions, and each partition has
+// a Model of its own: its users' rows are its alone, but every partition
+// learns the item rows (with their step sums and T̂ offsets). Sharing
+// makes the partition models learn those together: each model publishes
+// what its own steps changed in its item rows since its last publication
+// (Publish, a Shared delta), and applies the deltas of the others (Merge).
+//
+// The merge rule is the sum: θ ← θ + Δ_q for every other partition q.
+// Every replica then holds θ₀ + Σ_j Δ_j, the item rows of one model
+// stepped on every partition's events, each step taken against rows at
+// most one merge interval old: asynchronous SGD with bounded staleness, as
+// a parameter server applies every worker's update. Why it is stable:
+//   - an item row's step sum G is summed too, so a row's adaptive step
+//     (rate/√(1+G)) shrinks with its traffic on every partition: a popular
+//     item moves by the steps one model would take, never P times more;
+//   - an item row is stepped only by its item's events and by the events
+//     that sample it as a negative; between two merges a replica drifts
+//     from the common rows by one interval of its own partition's steps
+//     (bounded staleness; Ho et al., "More Effective Distributed ML via a
+//     Stale Synchronous Parallel Parameter Server", NIPS 2013, bound SGD's
+//     regret under it).
+//
+// The dense networks (the heads, T̂'s weights) are not shared. Every event
+// steps them at a fixed rate, so the sum of P partitions' stale steps is a
+// step P times too long: with the sum rule for them too, the v2 stream's
+// ROC-AUC of weight fell from 0.78 to 0.55 (docs/design/partitions.md).
+// Each partition fits them on its own events, as it fits what else stays
+// local: user rows and rings, co-occurrence, the popularity ring, the
+// admission sketch, the mixture, the context statistics, the schedule and
+// the counters.
+//
+// Determinism: Publish and Merge change the model only through its item
+// rows (and, for an item the model has no row for, a new row drawn from
+// its random source), so a partition model's scores depend on its own
+// events and on the deltas it merged, at the points it merged them.
+//
+// Not encoded: what a model last published lives in memory only. A model
+// read back from its encoding starts sharing afresh (StartSharing), so
+// the steps it took after its last publication and before its encoding
+// are never published.
+
+// Shared is the change of a model's shared parameters between two
+// publications. Its fields are read-only to callers.
+type Shared struct {
+	// K and Dim are the classes and the embedding dimension of the model
+	// that published it; Merge refuses another shape.
+	K, Dim int
+	// Items are the ids of the item rows that changed; Rows their deltas,
+	// ItemStride = Dim + 1 + K·K values each: the vector, the step sum and
+	// the T̂ offsets.
+	Items []string
+	Rows  []float64
+}
+
+// ItemStride is the values of one item row in Shared.Rows.
+func (s *Shared) ItemStride() int { return s.Dim + 1 + s.K*s.K }
+
+// sharing is a model's record of what it last published: the value of
+// every item row at its last publication (or, for a row added since, at
+// its creation), and the rows stepped since.
+type sharing struct {
+	rows    []float64 // per item row: stride values as last published
+	dirty   []int32   // item rows stepped since the last publication
+	isDirty []bool    // per item row
+}
+
+// StartSharing makes m track what Publish needs. It is idempotent; a model
+// that never shares pays nothing.
+func (m *Model) StartSharing() {
+	if m.share != nil {
+		return
+	}
+	m.share = &sharing{}
+	for r := range int32(m.items.len()) {
+		m.shareRowAdded(r)
+	}
+}
+
+// itemStride is the shared values of one item row.
+func (m *Model) itemStride() int { return m.d + 1 + m.k*m.k }
+
+// appendItem appends item row r's shared values to dst.
+func (m *Model) appendItem(dst []float64, r int32) []float64 {
+	dst = append(dst, m.items.row(r)...)
+	dst = append(dst, m.items.stepSums[r])
+	return append(dst, m.transition.itemOffsets(r)...)
+}
+
+// shareRowAdded records item row r as published at its current value: a
+// new row (or one reset for a new id) starts with nothing to publish.
+func (m *Model) shareRowAdded(r int32) {
+	s := m.share
+	if s == nil {
+		return
+	}
+	stride := m.itemStride()
+	if need := int(r+1) * stride; len(s.rows) < need {
+		s.rows = append(s.rows, make([]float64, need-len(s.rows))...)
+		s.isDirty = append(s.isDirty, make([]bool, int(r+1)-len(s.isDirty))...)
+	}
+	m.appendItem(s.rows[int(r)*stride:int(r)*stride], r)
+	if s.isDirty[r] {
+		// A row reused for a new id: its old id's unpublished steps are
+		// dropped with the id, as the row is.
+		s.isDirty[r] = false
+		for k, x := range s.dirty {
+			if x == r {
+				s.dirty = append(s.dirty[:k], s.dirty[k+1:]...)
+				break
+			}
+		}
+	}
+}
+
+// shareStepped records that a step changed item row r.
+func (m *Model) shareStepped(r int32) {
+	if s := m.share; s != nil && !s.isDirty[r] {
+		s.isDirty[r] = true
+		s.dirty = append(s.dirty, r)
+	}
+}
+
+// Publish fills dst with what m's own steps changed in its item rows
+// since its last Publish (since StartSharing for the first), and takes
+// that as published. dst's slices are reused. It is an error to Publish
+// without StartSharing.
+func (m *Model) Publish(dst *Shared) error {
+	s := m.share
+	if s == nil {
+		return errors.New("publish: the model does not share (StartSharing)")
+	}
+	if m.frozen {
+		return errors.New("publish: a frozen copy does not learn")
+	}
+	stride := m.itemStride()
+	dst.K, dst.Dim = m.k, m.d
+	dst.Items, dst.Rows = dst.Items[:0], dst.Rows[:0]
+	for _, r := range s.dirty {
+		s.isDirty[r] = false
+		base := s.rows[int(r)*stride : int(r+1)*stride]
+		n := len(dst.Rows)
+		dst.Rows = m.appendItem(dst.Rows, r)
+		for k := range base {
+			cur := dst.Rows[n+k]
+			dst.Rows[n+k] = cur - base[k]
+			base[k] = cur
+		}
+		dst.Items = append(dst.Items, m.items.ids[r])
+	}
+	s.dirty = s.dirty[:0]
+	return nil
+}
+
+// Merge adds another partition model's Shared to m's item rows
+// (the sum rule above) and to what m takes as published, so that m does
+// not publish it again. An item m has no row for gets one (drawn from m's
+// random source, as a first sighting would, but without a sighting: the
+// admission sketch does not count it); the cold row takes no delta. A
+// delta that would leave a value non-finite, or a step sum negative,
+// is refused whole, before anything changes.
+func (m *Model) Merge(s *Shared) error {
+	if m.share == nil {
+		return errors.New("merge: the model does not share (StartSharing)")
+	}
+	if m.frozen {
+		return errors.New("merge: a frozen copy does not learn")
+	}
+	if s.K != m.k || s.Dim != m.d {
+		return fmt.Errorf("merge: a delta of K=%d, dim=%d into a model of K=%d, dim=%d", s.K, s.Dim, m.k, m.d)
+	}
+	stride := m.itemStride()
+	if len(s.Rows) != len(s.Items)*stride {
+		return fmt.Errorf("merge: %d item rows with %d values, want %d", len(s.Items), len(s.Rows), len(s.Items)*stride)
+	}
+	if err := m.checkMerge(s); err != nil {
+		return err
+	}
+	for n, id := range s.Items {
+		if id == "" {
+			continue // the cold row
+		}
+		r, ok := m.items.index[id]
+		if !ok {
+			r = m.addItemRow(id)
+		}
+		delta := s.Rows[n*stride : (n+1)*stride]
+		base := m.share.rows[int(r)*stride : int(r+1)*stride]
+		d := m.d
+		addTo(m.items.row(r), delta[:d])
+		m.items.stepSums[r] += delta[d]
+		addTo(m.transition.itemOffsets(r), delta[d+1:])
+		addTo(base, delta)
+		m.items.stamps[r] = m.epoch
+	}
+	return nil
+}
+
+// checkMerge reports whether adding s keeps every value finite and every
+// step sum non-negative.
+func (m *Model) checkMerge(s *Shared) error {
+	stride, d := m.itemStride(), m.d
+	for n, id := range s.Items {
+		delta := s.Rows[n*stride : (n+1)*stride]
+		cur := make([]float64, 0, stride)
+		if r, ok := m.items.index[id]; ok {
+			cur = m.appendItem(cur, r)
+		} else {
+			cur = cur[:stride]
+		}
+		for k, v := range delta {
+			x := cur[k] + v
+			if math.IsNaN(x) || math.IsInf(x, 0) || (k == d && x < 0) {
+				return fmt.Errorf("merge: %w: item %q would get %v", ErrNumerical, id, x)
+			}
+		}
+	}
+	return nil
+}
+
+func addTo(dst, v []float64) {
+	for k := range v {
+		dst[k] += v[k]
+	}
+}
+
+// sharedMagic opens an encoded Shared.
+const sharedMagic = "DNSH"
+
+// sharedVersion is the version of the Shared encoding.
+const sharedVersion = 1
+
+// MarshalBinary encodes s: the magic "DNSH", the version (u32), K and Dim
+// (u32 each), the ids, the count of row values (u64) and the values, as
+// the model's encoding writes ids and floats (online/FORMAT.md).
+func (s *Shared) MarshalBinary() ([]byte, error) {
+	var b bytes.Buffer
+	e := &encoder{w: bufio.NewWriter(&b)}
+	e.write([]byte(sharedMagic))
+	e.u32(sharedVersion)
+	e.u32(uint32(s.K))
+	e.u32(uint32(s.Dim))
+	e.ids(s.Items)
+	e.u64(uint64(len(s.Rows)))
+	e.floats(s.Rows)
+	if e.err == nil {
+		e.err = e.w.Flush()
+	}
+	if e.err != nil {
+		return nil, e.err
+	}
+	return b.Bytes(), nil
+}
+
+// UnmarshalBinary decodes what MarshalBinary encodes; it checks the shape
+// but not the values (Merge does).
+func (s *Shared) UnmarshalBinary(data []byte) error {
+	d := &decoder{r: bufio.NewReader(bytes.NewReader(data)), left: uint64(len(data)), avail: int64(len(data))}
+	magic := make([]byte, len(sharedMagic))
+	d.read(magic)
+	if d.err == nil && string(magic) != sharedMagic {
+		return fmt.Errorf("shared delta: not one (magic %q)", magic)
+	}
+	if v := d.u32(); d.err == nil && v != sharedVersion {
+		return fmt.Errorf("shared delta: version %d, this build reads %d", v, sharedVersion)
+	}
+	k, dim := int(d.u32()), int(d.u32())
+	if d.err == nil && (k < 2 || k > 32 || dim < 1 || dim > 1024) { // Config.Validate's bounds
+		return fmt.Errorf("shared delta: K=%d, dim=%d out of range", k, dim)
+	}
+	items := d.ids()
+	rows := d.floats(int(d.u64()))
+	if d.err == nil && len(rows) != len(items)*(dim+1+k*k) {
+		d.fail("%d rows values for %d items", len(rows), len(items))
+	}
+	if d.err == nil && d.left != 0 {
+		d.fail("%d bytes after the end", d.left)
+	}
+	if d.err != nil {
+		return fmt.Errorf("shared delta: %w", d.err)
+	}
+	*s = Shared{K: k, Dim: dim, Items: items, Rows: rows}
+	return nil
+}
