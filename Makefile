@@ -49,6 +49,7 @@ eval: build
 	$(LAB) eval detect --data $(DATA) $(if $(DECA),--deca $(DECA)) --out $(RESULTS) --report $(RESULTS)/detect.json
 	mkdir -p $(RESULTS)/batch
 	$(LAB) eval detect --dwell-shares 0 --seeds 4 --passes 2 --out $(RESULTS)/batch --report $(RESULTS)/batch/detect.json
+	$(LAB) eval partitions --data $(DATA) --seeds 4 --out $(RESULTS) --report $(RESULTS)/partitions.json
 	@if [ -n "$(DECA)" ]; then \
 		mkdir -p $(RESULTS)/deca && \
 		$(LAB) eval recommend --split deca --data $(DECA) --seeds 5 --out $(RESULTS)/deca --report $(RESULTS)/deca/recommend.json; \

@@ -329,3 +329,19 @@ func TestSharedEncoding(t *testing.T) {
 		t.Fatal("version 9 decoded")
 	}
 }
+
+// Partition 0's source is the single model's; the others differ.
+func TestNewPartitionSource(t *testing.T) {
+	draw := func(src *rand.PCG) uint64 { return src.Uint64() }
+	if draw(NewPartitionSource(5, 0)) != draw(NewSource(5)) {
+		t.Fatal("partition 0 is not the single model's source")
+	}
+	seen := map[uint64]bool{}
+	for p := range int32(4) {
+		v := draw(NewPartitionSource(5, p))
+		if seen[v] {
+			t.Fatalf("partition %d draws what another drew", p)
+		}
+		seen[v] = true
+	}
+}

@@ -13,3 +13,15 @@ const SeedStream = 0x9e3779b97f4a7c15
 func NewSource(seed uint64) *rand.PCG {
 	return rand.NewPCG(seed, seed^SeedStream)
 }
+
+// partitionMix spreads partition numbers over the PCG's second word (the
+// multiplier of SplitMix64's first mixing step).
+const partitionMix = 0xbf58476d1ce4e5b9
+
+// NewPartitionSource returns the random source of the model of input
+// partition p for a configured seed: partition 0's is NewSource(seed), so
+// one partition's run is the single model's, and every other partition's
+// is a stream of its own.
+func NewPartitionSource(seed uint64, p int32) *rand.PCG {
+	return rand.NewPCG(seed, seed^SeedStream^(uint64(uint32(p))*partitionMix))
+}

@@ -24,12 +24,13 @@ import (
 // the repository.
 const dataHint = "MovieLens 100K's u.data: download ml-100k.zip from https://grouplens.org/datasets/movielens/100k/ and unzip it"
 
-const evalUsage = `usage: denoiser-lab eval <transition|recommend|sensitivity|detect> [flags]
+const evalUsage = `usage: denoiser-lab eval <transition|recommend|sensitivity|detect|partitions> [flags]
 
   transition   RQ2: error of the transition-matrix estimate under injected flip noise
   recommend    RQ1/RQ3/RQ4: downstream GMF and NeuMF on Normal, T-CE and denoiser-weighted streams
   sensitivity  RQ3/RQ4: the denoiser's f against λ and fixed ρ; distilled share, progressive against fixed ρ
   detect       ROC-AUC / PR-AUC of the scores where the noise is known
+  partitions   what partition models cost against one model, isolated and with merged item rows
 
 Each writes a Markdown report and PNG figures into --out (default docs/results).
 `
@@ -45,6 +46,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		"recommend":   runEvalRecommend,
 		"sensitivity": runEvalSensitivity,
 		"detect":      runEvalDetect,
+		"partitions":  runEvalPartitions,
 	}
 	switch args[0] {
 	case "help", "-h", "-help", "--help":
@@ -409,4 +411,47 @@ func loadData(ctx context.Context, path string) (*eval.Dataset, error) {
 		return nil, fmt.Errorf("%w (the data set is %s)", err, dataHint)
 	}
 	return d, err
+}
+
+func runEvalPartitions(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := newEvalFlags("partitions", stderr, "[--data FILE] [--partitions P] [--every LIST] [--synth-events N] [--dwell-shares LIST] [--seeds N] [--report FILE.json] [--out DIR]")
+	var (
+		data        = fs.String("data", "", "MovieLens 100K u.data `file` (none: no ML-100k case)")
+		partitions  = fs.Int("partitions", 3, "number of partition models")
+		every       = fs.String("every", "100,1000,10000", "comma-separated merge intervals, in events of the whole stream")
+		synthEvents = fs.Int("synth-events", 200000, "events per synthetic stream")
+		dwellShares = fs.String("dwell-shares", "1,0.3,0", "comma-separated shares of synthetic events that carry dwell_ms")
+		seeds       = fs.Int("seeds", 2, "number of seeds (the generator's and the models')")
+	)
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	ev, err := parseInts(*every, 1, math.MaxInt32, "merge interval")
+	if err != nil {
+		return fmt.Errorf("eval partitions: %w", err)
+	}
+	dwell, err := parseRates(*dwellShares)
+	if err != nil {
+		return fmt.Errorf("eval partitions: %w", err)
+	}
+	start := time.Now()
+	var d *eval.Dataset
+	if *data != "" {
+		if d, err = loadData(ctx, *data); err != nil {
+			return fmt.Errorf("eval partitions: %w", err)
+		}
+	}
+	var c eval.Counter
+	var res *eval.PartitionsResult
+	err = withProgress(stderr, &c, func() error {
+		var err error
+		res, err = eval.RunPartitions(ctx, d, eval.PartitionsConfig{Partitions: *partitions, Every: ev, SynthEvents: *synthEvents,
+			DwellShares: dwell, Seeds: *seeds, Workers: *fs.workers, Progress: &c})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("eval partitions: %w", err)
+	}
+	res.Meta = eval.Meta{Command: commandLine("partitions", args), Commit: eval.Commit(), Data: *data, Seconds: time.Since(start).Seconds()}
+	return writeEvalOutputs(stderr, *fs.out, *fs.report, res.Meta, res, res.WriteReport, "partitions.md")
 }

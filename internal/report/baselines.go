@@ -20,6 +20,10 @@ var baselineNames = [...]string{BaselineLoss, BaselineItemPopularity, BaselineUs
 // countBaselines are the baselines Counter computes, in its Observe order.
 var countBaselines = [...]string{BaselineItemPopularity, BaselineUserActivity, BaselinePairCount, BaselineDwell}
 
+// CountBaselines returns the names of the baselines Counter.Observe
+// returns, in its order.
+func CountBaselines() []string { return countBaselines[:] }
+
 // Counter computes the counting baselines of a stream, event by event.
 // Memory grows with the distinct users, items and pairs: it is a lab tool
 // for reports, not part of the service.
