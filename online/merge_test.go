@@ -239,16 +239,7 @@ func TestMergeNewItemsAndEviction(t *testing.T) {
 // A delta that would make a parameter non-finite or a step sum negative
 // is refused whole; a delta of another shape too.
 func TestMergeRefusesBadDeltas(t *testing.T) {
-	a, err := New(mergeConfig(), NewSource(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.StartSharing()
-	stepAll(t, a, mergeStream(300, 1))
-	var d Shared
-	if err := a.Publish(&d); err != nil {
-		t.Fatal(err)
-	}
+	a, d := publishedModel(t)
 	b := cloneModel(t, a)
 	b.StartSharing()
 	before := sharedValues(b)
@@ -286,13 +277,10 @@ func TestMergeRefusesBadDeltas(t *testing.T) {
 	}
 }
 
-// newUnshared is a model without StartSharing.
-func newUnshared() *Model {
-	m, _ := New(mergeConfig(), NewSource(1))
-	return m
-}
-
-func TestSharedEncoding(t *testing.T) {
+// publishedModel is a sharing model that stepped 300 events, and what it
+// published of them.
+func publishedModel(t *testing.T) (*Model, Shared) {
+	t.Helper()
 	a, err := New(mergeConfig(), NewSource(1))
 	if err != nil {
 		t.Fatal(err)
@@ -303,6 +291,17 @@ func TestSharedEncoding(t *testing.T) {
 	if err := a.Publish(&d); err != nil {
 		t.Fatal(err)
 	}
+	return a, d
+}
+
+// newUnshared is a model without StartSharing.
+func newUnshared() *Model {
+	m, _ := New(mergeConfig(), NewSource(1))
+	return m
+}
+
+func TestSharedEncoding(t *testing.T) {
+	_, d := publishedModel(t)
 	b, err := d.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
