@@ -21,9 +21,11 @@
 //
 //  1. Score with the model as it is (test-then-train): f(x), T̂(x), p_clean,
 //     the reliability, the distilled label, then the weight (p_clean with
-//     the context's evidence).
+//     the context's evidence, calibrated towards the mixture's reliable
+//     share: calibration.go).
 //  2. Learn: the observed pair, then (binary mode) m sampled negatives;
-//     then the context statistics, from the event's weight.
+//     then the context statistics, from the event's posterior (the weight
+//     before calibration).
 //  3. Every RefitEvery events: refit the mixture, advance the ρ schedule.
 //
 // # Invariants

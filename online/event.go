@@ -41,8 +41,10 @@ type Score struct {
 	PClean float64
 	// Weight is the score to train on: the posterior that the event is
 	// genuine given everything the model reads, p_clean combined with the
-	// evidence of the event's dwell and type (context.go). Without them,
-	// or in a Plain model, it equals PClean.
+	// evidence of the event's dwell and type (context.go), calibrated once
+	// the mixture is fitted: its log-odds drawn towards the mixture's
+	// share of reliable events (calibration.go). In a Plain model it
+	// equals PClean.
 	Weight float64
 	// Posterior is f(x), the clean-class posterior (K values). Step reuses
 	// its backing array when its capacity is at least K.

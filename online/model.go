@@ -214,14 +214,18 @@ func (m *Model) Step(ev Event, sc *Score) error {
 		return err
 	}
 	context := contextOf(&ev, m.cfg.Mode)
+	posterior := sc.PClean
 	if m.useContext() {
-		sc.Weight = m.context.weight(sc.PClean, context)
+		posterior = m.context.weight(sc.PClean, context)
+	}
+	if !m.cfg.Plain {
+		sc.Weight = m.calibrate(posterior)
 	}
 
-	// 2. Learn.
+	// 2. Learn. The context learns from its posterior, not the weight.
 	ok := m.learnEvent(u, i, y, ev.Weight, sc, x0, x1)
 	if ok && m.useContext() {
-		m.context.learn(context, sc.Weight, sc.PClean)
+		m.context.learn(context, posterior, sc.PClean)
 	}
 	m.remember(u, i)
 	m.schedule.events++
@@ -254,7 +258,7 @@ func (m *Model) score(u, i int32, y int, sc *Score) (x0, x1 float64, err error) 
 	copy(sc.Posterior, s.f)
 	sc.Label = y
 	sc.PClean = pClean(s.f, s.t, m.k, y)
-	sc.Weight = sc.PClean // Step adds the context's evidence
+	sc.Weight = sc.PClean // Step adds the context's evidence and calibrates
 	if m.cfg.Plain {
 		sc.Loss = -math.Log(max(s.f[y], probFloor))
 	} else {

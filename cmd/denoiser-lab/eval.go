@@ -325,7 +325,7 @@ func runEvalRecommend(ctx context.Context, args []string, stderr io.Writer) erro
 }
 
 func runEvalDetect(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := newEvalFlags("detect", stderr, "[--data FILE] [--deca DIR] [--synth-events N] [--synth-noise LIST] [--dwell-shares LIST] [--profile v1|v2] [--seeds N] [--passes N] [--ceiling-epochs LIST] [--report FILE.json] [--out DIR]")
+	fs := newEvalFlags("detect", stderr, "[--data FILE] [--deca DIR] [--synth-events N] [--synth-noise LIST] [--dwell-shares LIST] [--profile v1|v2] [--seeds N] [--first-seed N] [--passes N] [--ceiling-epochs LIST] [--report FILE.json] [--out DIR]")
 	var (
 		data        = fs.String("data", "", "MovieLens 100K u.data `file` (none: no ML-100k case)")
 		deca        = fs.String("deca", "", "`dir` of the DeCA split of MovieLens 100K; its "+eval.DecaTrainFile+" is scored in file order (none: no DeCA case)")
@@ -335,6 +335,7 @@ func runEvalDetect(ctx context.Context, args []string, stderr io.Writer) error {
 		dwellShares = fs.String("dwell-shares", "1,0.3,0", "comma-separated shares of synthetic events that carry dwell_ms; each noise share runs with each")
 		profile     = fs.String("profile", "v2", "generator profile of the synthetic streams (v1 or v2)")
 		seeds       = fs.Int("seeds", 2, "number of seeds (on synthetic streams both the generator's and the model's)")
+		first       = fs.Int("first-seed", 1, "first seed")
 		passes      = fs.Int("passes", 1, "passes over each stream; scores from the last")
 		ceiling     = fs.String("ceiling-epochs", "1,2,4", "comma-separated epoch counts of the offline ceiling's batch matrix factorisations; the ceiling is the best of them by ROC-AUC (more epochs memorise the noise they are scored on)")
 	)
@@ -376,7 +377,7 @@ func runEvalDetect(ctx context.Context, args []string, stderr io.Writer) error {
 		var err error
 		res, err = eval.RunDetect(ctx, d, dd, eval.DetectConfig{
 			Thresholds: th, SynthNoise: noise, SynthEvents: *synthEvents, SynthProfile: *profile, DwellShares: dwell,
-			Seeds: *seeds, Passes: *passes, CeilingEpochs: epochs, Workers: *workers, Progress: &c,
+			Seeds: *seeds, FirstSeed: *first, Passes: *passes, CeilingEpochs: epochs, Workers: *workers, Progress: &c,
 		})
 		return err
 	})

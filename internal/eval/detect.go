@@ -54,10 +54,11 @@ type DetectConfig struct {
 	// DwellShares are the shares of synthetic events that carry a dwell
 	// time; every noise share is run with each (default 1, 0.3, 0).
 	DwellShares []float64
-	// Seeds is the number of seeds (default 2). Seed n seeds the model
-	// and, on synthetic streams, the generator too, so the spread of a
-	// synthetic case covers both worlds and models.
-	Seeds int
+	// Seeds is the number of seeds (default 2), from FirstSeed (default
+	// 1). Seed n seeds the model and, on synthetic streams, the generator
+	// too, so the spread of a synthetic case covers both worlds and models.
+	Seeds     int
+	FirstSeed int
 	// Passes over each stream; scores come from the last (default 1: the
 	// stream stage's own prequential scores).
 	Passes int
@@ -96,6 +97,9 @@ func (c *DetectConfig) defaults() error {
 	if c.Seeds == 0 {
 		c.Seeds = 2
 	}
+	if c.FirstSeed == 0 {
+		c.FirstSeed = 1
+	}
 	if c.Passes == 0 {
 		c.Passes = 1
 	}
@@ -108,8 +112,8 @@ func (c *DetectConfig) defaults() error {
 	if c.Workers == 0 {
 		c.Workers = 2
 	}
-	if c.Seeds < 1 || c.Passes < 1 || c.Workers < 1 || c.Bins < 2 || c.SynthEvents < 1 || len(c.CeilingEpochs) == 0 || slices.Min(c.CeilingEpochs) < 1 {
-		return fmt.Errorf("detect: seeds, passes, workers, synthetic events, ceiling epochs must be positive and bins at least 2")
+	if c.Seeds < 1 || c.FirstSeed < 1 || c.Passes < 1 || c.Workers < 1 || c.Bins < 2 || c.SynthEvents < 1 || len(c.CeilingEpochs) == 0 || slices.Min(c.CeilingEpochs) < 1 {
+		return fmt.Errorf("detect: seeds, first seed, passes, workers, synthetic events, ceiling epochs must be positive and bins at least 2")
 	}
 	for _, d := range c.DwellShares {
 		if !(d >= 0 && d <= 1) {
@@ -163,6 +167,7 @@ type DetectCase struct {
 type DetectResult struct {
 	Meta          Meta         `json:"meta"`
 	Seeds         int          `json:"seeds"`
+	FirstSeed     int          `json:"first_seed"`
 	Passes        int          `json:"passes"`
 	CeilingEpochs []int        `json:"ceiling_epochs"`
 	Cases         []DetectCase `json:"cases"`
@@ -259,7 +264,7 @@ func RunDetect(ctx context.Context, d, deca *Dataset, cfg DetectConfig) (*Detect
 	var jobs []job
 	for s := range cases {
 		for seed := range cfg.Seeds {
-			jobs = append(jobs, job{s, seed + 1})
+			jobs = append(jobs, job{s, cfg.FirstSeed + seed})
 		}
 	}
 	if cfg.Progress != nil {
@@ -330,7 +335,7 @@ func RunDetect(ctx context.Context, d, deca *Dataset, cfg DetectConfig) (*Detect
 	if err != nil {
 		return nil, err
 	}
-	res := &DetectResult{Seeds: cfg.Seeds, Passes: cfg.Passes, CeilingEpochs: cfg.CeilingEpochs}
+	res := &DetectResult{Seeds: cfg.Seeds, FirstSeed: cfg.FirstSeed, Passes: cfg.Passes, CeilingEpochs: cfg.CeilingEpochs}
 	for si, sc := range cases {
 		c := DetectCase{Name: sc.name}
 		var events, noise, dwell []float64
@@ -339,7 +344,7 @@ func RunDetect(ctx context.Context, d, deca *Dataset, cfg DetectConfig) (*Detect
 				continue
 			}
 			events, noise, dwell = append(events, float64(outs[n].events)), append(noise, outs[n].noise), append(dwell, outs[n].dwellShare)
-			if j.seed == 1 {
+			if j.seed == cfg.FirstSeed {
 				c.HistGenuine, c.HistNoise = outs[n].histG, outs[n].histN
 				c.ReliabilityDiagrams = map[string][]report.CalibrationBin{}
 				for k, d := range outs[n].diagrams {

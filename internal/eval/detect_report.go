@@ -18,7 +18,7 @@ func (r *DetectResult) WriteReport(dir string, meta Meta) error {
 	fmt.Fprintf(&b, "Each stream is scored by the denoiser (binary mode, defaults) and, for the loss baseline, by a plain "+
 		"model with the same seed (its per-event cross-entropy, negated: a high loss means likely noise — the signal T-CE "+
 		"uses). Scores are the stream stage's own: each event is scored before the model learns from it (%d pass(es), scores "+
-		"from the last). Mean ± std over %d seeds; on the synthetic streams seed n seeds the generator as well as the model, so "+
+		"from the last). Mean ± std over %d seeds (%s); on the synthetic streams seed n seeds the generator as well as the model, so "+
 		"the spread covers different worlds, not only different models. The model runs in binary mode and reads neither dwell "+
 		"nor the event type (online.Event has no event-type field; binary mode ignores dwell), so on synthetic streams that "+
 		"differ only in their dwell share p_clean is the same; the dwell share changes what the baselines see. ROC-AUC is the probability that a genuine event scores above a noisy one; "+
@@ -30,7 +30,7 @@ func (r *DetectResult) WriteReport(dir string, meta Meta) error {
 		"direction per seed, so the comparison is conservative. The best baseline of each stream is marked. "+
 		"offline_ceiling is not a baseline but a ceiling: a GMF (dimension 32, 4 sampled negatives) trained on the whole "+
 		"stream for each of %s epochs, each event scored by its final logit (a low loss ranks as genuine), the best of them "+
-		"by ROC-AUC per seed (chosen with the truth) — what a batch model that sees everything reaches.\n\n", r.Passes, r.Seeds,
+		"by ROC-AUC per seed (chosen with the truth) — what a batch model that sees everything reaches.\n\n", r.Passes, r.Seeds, seedRange(max(r.FirstSeed, 1), r.Seeds),
 		strings.Trim(strings.Join(strings.Fields(fmt.Sprint(r.CeilingEpochs)), ", "), "[]"))
 	fmt.Fprintf(&b, "| stream | noise share | score | ROC-AUC | PR-AUC (genuine) | PR-AUC (noise) | ECE |\n|---|---|---|---|---|---|---|\n")
 	for _, c := range r.Cases {
