@@ -71,9 +71,12 @@ func (s *Shared) ItemStride() int { return s.Dim + 1 + s.K*s.K }
 // every item row at its last publication (or, for a row added since, at
 // its creation), and the rows stepped since.
 type sharing struct {
-	rows    []float64 // per item row: stride values as last published
-	dirty   []int32   // item rows stepped since the last publication
-	isDirty []bool    // per item row
+	rows []float64 // per item row: stride values as last published
+	// dirty lists the item rows stepped since the last publication; a
+	// row may stand in it twice or no longer be dirty (reset since):
+	// isDirty is the truth, dirty where to look.
+	dirty   []int32
+	isDirty []bool // per item row
 }
 
 // StartSharing makes m track what Publish needs. It is idempotent; a model
@@ -111,17 +114,9 @@ func (m *Model) shareRowAdded(r int32) {
 		s.isDirty = append(s.isDirty, make([]bool, int(r+1)-len(s.isDirty))...)
 	}
 	m.appendItem(s.rows[int(r)*stride:int(r)*stride], r)
-	if s.isDirty[r] {
-		// A row reused for a new id: its old id's unpublished steps are
-		// dropped with the id, as the row is.
-		s.isDirty[r] = false
-		for k, x := range s.dirty {
-			if x == r {
-				s.dirty = append(s.dirty[:k], s.dirty[k+1:]...)
-				break
-			}
-		}
-	}
+	// A row reused for a new id: its old id's unpublished steps are
+	// dropped with the id, as the row is (Publish skips it in dirty).
+	s.isDirty[r] = false
 }
 
 // shareStepped records that a step changed item row r.
@@ -148,6 +143,9 @@ func (m *Model) Publish(dst *Shared) error {
 	dst.K, dst.Dim = m.k, m.d
 	dst.Items, dst.Rows = dst.Items[:0], dst.Rows[:0]
 	for _, r := range s.dirty {
+		if !s.isDirty[r] {
+			continue // reset for a new id, or listed twice
+		}
 		s.isDirty[r] = false
 		base := s.rows[int(r)*stride : int(r+1)*stride]
 		n := len(dst.Rows)
@@ -211,13 +209,14 @@ func (m *Model) Merge(s *Shared) error {
 // step sum non-negative.
 func (m *Model) checkMerge(s *Shared) error {
 	stride, d := m.itemStride(), m.d
+	cur := make([]float64, 0, stride)
 	for n, id := range s.Items {
 		delta := s.Rows[n*stride : (n+1)*stride]
-		cur := make([]float64, 0, stride)
 		if r, ok := m.items.index[id]; ok {
-			cur = m.appendItem(cur, r)
+			cur = m.appendItem(cur[:0], r)
 		} else {
 			cur = cur[:stride]
+			clear(cur) // a new row: its step sum starts at 0
 		}
 		for k, v := range delta {
 			x := cur[k] + v

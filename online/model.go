@@ -46,8 +46,8 @@ type Model struct {
 	changedBlocks              []rowSpan
 	delta                      deltaBase
 
-	// share, when the model shares its item rows and dense parts with
-	// other partition models, is what it last published (merge.go).
+	// share, when the model shares its item rows with other partition
+	// models, is what it last published (merge.go).
 	share *sharing
 
 	scratch scratch
