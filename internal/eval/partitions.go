@@ -179,7 +179,7 @@ func RunPartitions(ctx context.Context, d *Dataset, cfg PartitionsConfig) (*Part
 		defer cfg.Progress.job()
 		defer cfg.Progress.events(len(s.events))
 		if j.v < 0 {
-			b, err := countBaselines(s)
+			b, err := labelFreeBaselines(s, cfg.Model, uint64(j.seed))
 			return out{baselines: b, events: len(s.events)}, err
 		}
 		v := variants[j.v]
@@ -221,7 +221,7 @@ func RunPartitions(ctx context.Context, d *Dataset, cfg PartitionsConfig) (*Part
 			row.PClean, row.PCleanStd = MeanStd(pcs)
 			pc.Rows = append(pc.Rows, row)
 		}
-		for _, name := range report.CountBaselines() { // a fixed order: ties go to the first
+		for _, name := range append([]string{report.BaselineLoss}, report.CountBaselines()...) { // a fixed order: ties go to the first
 			if aucs, ok := base[name]; ok {
 				if mean, _ := MeanStd(aucs); pc.BestBaseline == "" || mean > pc.BaselineAUC {
 					pc.BestBaseline, pc.BaselineAUC = name, mean
@@ -276,10 +276,12 @@ func partitionedScores(s *stream, cfg online.Config, seed uint64, p, every int) 
 	return w, pclean, nil
 }
 
-// countBaselines returns the ROC-AUC of each label-free counting baseline
-// on s, in its better direction (dwell only when at least half the events
-// carry it).
-func countBaselines(s *stream) (map[string]float64, error) {
+// labelFreeBaselines returns the ROC-AUC of each label-free baseline on s,
+// in its better direction: the counting baselines (dwell only when at
+// least half the events carry it) and the loss baseline (a plain model of
+// cfg with seed's source, its per-event loss negated), as eval detect
+// computes them.
+func labelFreeBaselines(s *stream, cfg online.Config, seed uint64) (map[string]float64, error) {
 	counter := report.NewCounter()
 	names := report.CountBaselines()
 	scores := make([][]float64, len(names))
@@ -302,6 +304,23 @@ func countBaselines(s *stream) (map[string]float64, error) {
 			return nil, err
 		}
 		aucs[name] = auc
+	}
+	cfg.Plain = true
+	plain, err := online.New(cfg, online.NewSource(seed))
+	if err != nil {
+		return nil, err
+	}
+	loss := make([]float64, len(s.events))
+	var sc online.Score
+	for e, ev := range s.events {
+		if err := plain.Step(ev, &sc); err != nil && !errors.Is(err, online.ErrNumerical) {
+			return nil, fmt.Errorf("loss baseline: %w", err)
+		}
+		loss[e] = -sc.Loss
+	}
+	better, _ := report.BetterDirection(loss, s.genuine)
+	if aucs[report.BaselineLoss], err = report.ROCAUC(better, s.genuine); err != nil {
+		return nil, err
 	}
 	return aucs, nil
 }
