@@ -69,10 +69,16 @@ func NewSet(cfg Config, seed uint64, layout Layout) (*Set, error) {
 	if err := layout.Validate(); err != nil {
 		return nil, err
 	}
-	if _, err := New(cfg, NewSource(seed)); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Set{cfg: cfg, seed: seed, layout: layout, models: map[int32]*Model{}}, nil
+	s := &Set{cfg: cfg, seed: seed, layout: layout, models: map[int32]*Model{}}
+	if layout == LayoutMember { // its one model is there from the start
+		if _, err := s.For(0); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // NewSetFrom returns a set whose models start from m (a snapshot, say):
@@ -403,15 +409,20 @@ var ErrLayout = errors.New("state layout")
 // before sets) reads as a set of LayoutMember with seed seed. A member
 // set read as LayoutPartition becomes the template of every partition's
 // model; a partition set cannot be read as LayoutMember (ErrLayout).
-// Otherwise the seed is the encoding's.
+// Otherwise the seed is the encoding's. An empty layout reads the
+// encoding as it is (a model encoding: LayoutMember).
 func ReadSet(base []byte, deltas [][]byte, seed uint64, layout Layout, open func([]byte) io.Reader) (*Set, error) {
+	stored, isSet := SetLayoutOf(base)
+	if layout == "" {
+		layout = stored
+	}
 	if err := layout.Validate(); err != nil {
 		return nil, err
 	}
 	if open == nil {
 		open = func(b []byte) io.Reader { return bytes.NewReader(b) }
 	}
-	if !bytes.HasPrefix(base, setMagic[:]) {
+	if !isSet {
 		m, err := ReadModelDeltas(open(base), readers(deltas, open))
 		if err != nil {
 			return nil, err
@@ -478,6 +489,19 @@ func ReadSet(base []byte, deltas [][]byte, seed uint64, layout Layout, open func
 		return NewSetFrom(m, s.seed, layout)
 	}
 	return NewSet(s.cfg, s.seed, layout)
+}
+
+// SetLayoutOf returns the layout of a set encoding (WriteTo, WriteDelta)
+// and true; LayoutMember and false for anything else (a model encoding
+// of before sets).
+func SetLayoutOf(b []byte) (Layout, bool) {
+	if !bytes.HasPrefix(b, setMagic[:]) || len(b) < len(setMagic)+2 {
+		return LayoutMember, false
+	}
+	if b[len(setMagic)+1] == 'M' {
+		return LayoutMember, true
+	}
+	return LayoutPartition, true
 }
 
 func readers(bs [][]byte, open func([]byte) io.Reader) []io.Reader {

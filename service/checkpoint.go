@@ -36,10 +36,10 @@ type partitionKey struct {
 // model goroutine: it tracks the next input position of every partition
 // the model has read, and every EveryEvents records (or on a timer task)
 // it flushes the output, brings a reused shadow model up to date
-// (online.Model.FrozenCopy copies what changed) and hands the shadow and
+// (online.Set.FrozenCopy copies what changed) and hands the shadow and
 // the positions to its saver goroutine, which encodes the shadow straight
 // into the store (state.Store.SaveModel, a chunk at a time): what changed
-// since the last committed checkpoint (online.Model.WriteDelta), or the
+// since the last committed checkpoint (online.Set.WriteDelta), or the
 // whole model when the store starts a new base. Then it commits the
 // offsets to the group. The model loop pauses for the flush and the copy
 // only, not for the encoding or the store. While a save is in flight, a
@@ -48,7 +48,7 @@ type partitionKey struct {
 // saver goroutine while a save is in flight.
 type checkpointer struct {
 	store   saver
-	model   *online.Model
+	model   *online.Set
 	commit  committer
 	metrics *metrics
 	log     *slog.Logger
@@ -60,9 +60,9 @@ type checkpointer struct {
 	lastNext  *int64       // ...and its entry: most records follow one of the same partition
 	pending   int          // records since the last checkpoint
 	saving    bool
-	shadow    *online.Model // the copy a save in flight encodes
-	since     uint64        // the generation the shadow was last marked saved at (0: none)
-	last      time.Time     // when the last checkpoint was taken
+	shadow    *online.Set // the copy a save in flight encodes
+	since     uint64      // the generation the shadow was last marked saved at (0: none)
+	last      time.Time   // when the last checkpoint was taken
 
 	jobs      chan saveJob
 	results   chan error
@@ -76,7 +76,7 @@ type checkpointer struct {
 // as committed generation restored (0: none, or not known). With one, it
 // copies the model into the shadow now, so that the first checkpoint can
 // be a delta.
-func newCheckpointer(store saver, model *online.Model, commit committer, m *metrics, log *slog.Logger,
+func newCheckpointer(store saver, model *online.Set, commit committer, m *metrics, log *slog.Logger,
 	every int, timeout time.Duration, positions []input.Position, restored uint64) *checkpointer {
 	c := &checkpointer{
 		store: store, model: model, commit: commit, metrics: m, log: log, every: every, timeout: timeout,
@@ -182,7 +182,7 @@ func (c *checkpointer) checkpoint(ctx context.Context, out consumer.Flusher) err
 // saveJob is a checkpoint for the saver goroutine: the model copy to
 // encode into cp.Model, and the rest of the checkpoint.
 type saveJob struct {
-	model *online.Model
+	model *online.Set
 	cp    state.Checkpoint
 }
 

@@ -64,7 +64,7 @@ func TestCheckpointRetriesAfterFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	disk := &fullDisk{}
-	c := newCheckpointer(disk, model, noCommit{}, m, slog.New(slog.DiscardHandler), 1000, time.Second, nil, 0)
+	c := newCheckpointer(disk, memberSet(t, model), noCommit{}, m, slog.New(slog.DiscardHandler), 1000, time.Second, nil, 0)
 	defer c.close()
 	ctx := context.Background()
 	tick := c.tick(0) // every tick is due
@@ -184,7 +184,7 @@ func TestCheckpointsWriteDeltas(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := newCheckpointer(store, m, noCommit{}, met, slog.New(slog.DiscardHandler), 50, time.Second, nil, restored)
+		c := newCheckpointer(store, memberSet(t, m), noCommit{}, met, slog.New(slog.DiscardHandler), 50, time.Second, nil, restored)
 		feed(c, m, n)
 		if err := c.finish(ctx, true); err != nil {
 			t.Fatal(err)
@@ -200,10 +200,11 @@ func TestCheckpointsWriteDeltas(t *testing.T) {
 		if err != nil || !ok {
 			t.Fatalf("Load: ok=%v err=%v", ok, err)
 		}
-		got, err := readCheckpoint(ctx, cp)
+		set, err := readCheckpoint(ctx, cp, 0, online.LayoutMember)
 		if err != nil {
 			t.Fatal(err)
 		}
+		got := set.Model(0)
 		if !bytes.Equal(encodeModel(t, got), encodeModel(t, m)) {
 			t.Fatalf("generation %d (base %d + %d deltas) does not decode to the model", cp.Generation, cp.Base, len(cp.Deltas))
 		}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -20,12 +21,13 @@ import (
 	"denoiser/snapshot"
 )
 
-// ModelOwner is the goroutine that owns a running model, as *Service is:
+// ModelOwner is the goroutine that owns running models, as *Service is:
 // Submit runs a task on it between two records, and inside that task
-// ModelState returns the model and the positions it has consumed up to.
+// ModelState returns the models and the positions they have consumed up
+// to.
 type ModelOwner interface {
 	Submit(ctx context.Context, task Task) error
-	ModelState() (*online.Model, []input.Position)
+	ModelState() (*online.Set, []input.Position)
 }
 
 var _ ModelOwner = (*Service)(nil)
@@ -99,8 +101,10 @@ type SnapshotResult struct {
 // Export writes a snapshot of the running model to path ("" = a new file
 // in LiveSnapshotOptions.Dir) and returns once it is durable, or when ctx
 // ends. A failed snapshot never stops the stream: the error goes to the
-// caller.
-func (l *LiveSnapshots) Export(ctx context.Context, path string) (SnapshotResult, error) {
+// caller. A snapshot holds one model: with a model per input partition,
+// partition says whose (with its position only); -1 means the only
+// model there is (an error when there are several).
+func (l *LiveSnapshots) Export(ctx context.Context, path string, partition int32) (SnapshotResult, error) {
 	l.mu.Lock()
 	if l.mu.closed {
 		l.mu.Unlock()
@@ -117,7 +121,7 @@ func (l *LiveSnapshots) Export(ctx context.Context, path string) (SnapshotResult
 	var state atomic.Int32
 	task := func(ctx context.Context, out consumer.Flusher) error {
 		if state.CompareAndSwap(0, 1) {
-			l.run(ctx, out, path, done, release)
+			l.run(ctx, out, path, partition, done, release)
 		}
 		return nil // a failed snapshot must not stop the stream
 	}
@@ -144,7 +148,7 @@ type liveResult struct {
 }
 
 // run is the task body, on the model goroutine.
-func (l *LiveSnapshots) run(ctx context.Context, out consumer.Flusher, path string, done chan<- liveResult, release func()) {
+func (l *LiveSnapshots) run(ctx context.Context, out consumer.Flusher, path string, partition int32, done chan<- liveResult, release func()) {
 	start := time.Now()
 	fail := func(err error) {
 		done <- liveResult{err: fmt.Errorf("export live snapshot: %w", err)}
@@ -159,7 +163,15 @@ func (l *LiveSnapshots) run(ctx context.Context, out consumer.Flusher, path stri
 			return
 		}
 	}
-	m, ps := l.owner.ModelState()
+	set, ps := l.owner.ModelState()
+	m, err := SetModel(set, partition)
+	if err != nil {
+		fail(err)
+		return
+	}
+	if set.Len() > 1 || (partition >= 0 && set.Layout() == online.LayoutPartition) {
+		ps = slices.DeleteFunc(slices.Clone(ps), func(p input.Position) bool { return set.Key(p.Partition) != set.Key(partition) })
+	}
 	c := snapshot.Contents{Model: m, Positions: ps}
 	c.Meta.Source, c.Meta.CreatedAt = l.opts.Source, l.opts.Now().UTC()
 	res := SnapshotResult{Path: path, Positions: len(c.Positions)}
@@ -203,15 +215,26 @@ func (l *LiveSnapshots) Close() error {
 
 // ServeHTTP serves the live export endpoint:
 //
+// With a model per input partition, ?partition=N says whose model.
+//
 //	POST /snapshot   write a snapshot into LiveSnapshotOptions.Dir; the
 //	                 response is the SnapshotResult as JSON
 //	GET  /snapshot   write one to a temporary file in Dir and stream it as
 //	                 the response body (application/octet-stream), then
 //	                 remove it: `denoiser snapshot export --url` uses this
 func (l *LiveSnapshots) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	partition := int32(-1)
+	if v := r.URL.Query().Get("partition"); v != "" {
+		p, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || p < 0 {
+			http.Error(w, fmt.Sprintf("partition=%q: want an input partition number", v), http.StatusBadRequest)
+			return
+		}
+		partition = int32(p)
+	}
 	switch r.Method {
 	case http.MethodPost:
-		res, err := l.Export(r.Context(), "")
+		res, err := l.Export(r.Context(), "", partition)
 		if err != nil {
 			http.Error(w, err.Error(), snapshotStatus(err))
 			return
@@ -231,7 +254,7 @@ func (l *LiveSnapshots) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		name := f.Name()
 		_ = f.Close()
 		defer os.Remove(name)
-		res, err := l.Export(r.Context(), name)
+		res, err := l.Export(r.Context(), name, partition)
 		if err != nil {
 			http.Error(w, err.Error(), snapshotStatus(err))
 			return

@@ -36,8 +36,12 @@ type owner struct {
 
 func (o *owner) Flush(context.Context) error { o.flushes.Add(1); return o.flushErr }
 
-func (o *owner) ModelState() (*online.Model, []input.Position) {
-	return o.m, []input.Position{{Topic: "clicks", Partition: 0, Offset: o.next}}
+func (o *owner) ModelState() (*online.Set, []input.Position) {
+	set, err := online.NewSetFrom(o.m, 1, online.LayoutMember)
+	if err != nil {
+		panic(err) // a member set of a model holds it as it is: never fails
+	}
+	return set, []input.Position{{Topic: "clicks", Partition: 0, Offset: o.next}}
 }
 
 func (o *owner) Submit(ctx context.Context, t service.Task) error {
@@ -122,7 +126,7 @@ func TestLiveSnapshotsAreConsistent(t *testing.T) {
 		at := <-paused
 		// The owner is between two events, waiting for one task: this
 		// Export's. Its result arrives once the owner has moved on.
-		res, err := live.Export(ctx, filepath.Join(dir, "mid.snap"+string(rune('0'+len(results)))))
+		res, err := live.Export(ctx, filepath.Join(dir, "mid.snap"+string(rune('0'+len(results)))), -1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,13 +136,13 @@ func TestLiveSnapshotsAreConsistent(t *testing.T) {
 		results = append(results, res)
 	}
 	// One at whatever point the running stream takes it.
-	res, err := live.Export(ctx, filepath.Join(dir, "running.snap"))
+	res, err := live.Export(ctx, filepath.Join(dir, "running.snap"), -1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	results = append(results, res)
 	<-o.idle
-	idle, err := live.Export(ctx, "") // after the stream: the idle owner serves it
+	idle, err := live.Export(ctx, "", -1) // after the stream: the idle owner serves it
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,19 +200,19 @@ func TestLiveSnapshotFailures(t *testing.T) {
 	}
 
 	go serveOne()
-	if _, err := live.Export(ctx, ""); err == nil {
+	if _, err := live.Export(ctx, "", -1); err == nil {
 		t.Fatal("export without a directory succeeded")
 	}
 	o.flushErr = errors.New("broker gone")
 	go serveOne()
-	if _, err := live.Export(ctx, filepath.Join(t.TempDir(), "x.snap")); !errors.Is(err, o.flushErr) {
+	if _, err := live.Export(ctx, filepath.Join(t.TempDir(), "x.snap"), -1); !errors.Is(err, o.flushErr) {
 		t.Fatalf("export with a failing flush: %v", err)
 	}
 
 	// Nobody serves this one: it is queued, then abandoned.
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
-	if _, err := live.Export(short, filepath.Join(t.TempDir(), "y.snap")); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := live.Export(short, filepath.Join(t.TempDir(), "y.snap"), -1); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("unserved export: %v", err)
 	}
 	closed := make(chan error)
@@ -219,7 +223,7 @@ func TestLiveSnapshotFailures(t *testing.T) {
 		t.Fatal("Close waits for an abandoned request")
 	}
 	serveOne() // the abandoned task runs late and does nothing
-	if _, err := live.Export(ctx, ""); !errors.Is(err, service.ErrSnapshotsClosed) {
+	if _, err := live.Export(ctx, "", -1); !errors.Is(err, service.ErrSnapshotsClosed) {
 		t.Fatalf("export after Close: %v", err)
 	}
 	if _, err := service.NewLiveSnapshots(nil, service.LiveSnapshotOptions{}); err == nil {

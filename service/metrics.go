@@ -339,19 +339,58 @@ func (c *scrapeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// timedSet is what the loop steps: the member's models, partition p's
+// through For (consumer.Partitioned), each timed by its own timedModel so
+// that the models of different partitions may step at the same time.
+// Step is partition 0's (records of a file). For runs on the model
+// goroutine.
+type timedSet struct {
+	set    *online.Set
+	h      prometheus.Histogram
+	models map[int32]consumer.Model // by key
+}
+
+func newTimedSet(set *online.Set, h prometheus.Histogram) *timedSet {
+	return &timedSet{set: set, h: h, models: map[int32]consumer.Model{}}
+}
+
+func (t *timedSet) For(p int32) consumer.Model {
+	k := t.set.Key(p)
+	if m := t.models[k]; m != nil {
+		return m
+	}
+	var tm consumer.Model
+	if m, err := t.set.For(p); err != nil {
+		// Not expected (the set's configuration and template were read
+		// and checked already): every event of the partition is refused
+		// with the reason, never dropped.
+		tm = refuseModel{fmt.Errorf("%w: no model for partition %d: %w", online.ErrInvalidEvent, p, err)}
+	} else {
+		tm = &timedModel{m: m, h: t.h}
+	}
+	t.models[k] = tm
+	return tm
+}
+
+func (t *timedSet) Step(ev online.Event, sc *online.Score) error { return t.For(0).Step(ev, sc) }
+
+type refuseModel struct{ err error }
+
+func (r refuseModel) Step(online.Event, *online.Score) error { return r.err }
+
 // timedModel measures Step on one event in stepSample, so that reading
 // the clock costs the loop next to nothing.
 type timedModel struct {
 	m *online.Model
 	h prometheus.Histogram
-	n *uint64
+	n uint64
 }
 
 const stepSample = 8
 
-func (t timedModel) Step(ev online.Event, sc *online.Score) error {
-	*t.n++
-	if *t.n%stepSample != 0 {
+func (t *timedModel) Step(ev online.Event, sc *online.Score) error {
+	t.n++
+	if t.n%stepSample != 0 {
 		return t.m.Step(ev, sc)
 	}
 	start := time.Now()

@@ -119,10 +119,16 @@ func testRestarts(t *testing.T, mc online.Config) {
 		} else if ok && len(cp.Deltas) > 0 {
 			restoredWithDeltas++
 		}
-		s := &Service{cfg: Config{Model: mc, Seed: seed}, log: slog.New(slog.DiscardHandler), store: st}
+		// The state of partition 0, as the service keeps it: a model of
+		// its own, whose source is the one model's (NewPartitionSource).
+		s := &Service{cfg: Config{Model: mc, Seed: seed, StateLayout: online.LayoutPartition}, log: slog.New(slog.DiscardHandler), store: st}
 		positions, restored, err := s.restore(ctx, nil)
 		if err != nil {
 			t.Fatalf("life %d: %v", life, err)
+		}
+		model, err := s.set.For(0)
+		if err != nil {
+			t.Fatal(err)
 		}
 		if len(positions) == 1 {
 			offset = positions[0].Offset
@@ -131,7 +137,7 @@ func testRestarts(t *testing.T, mc online.Config) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := newCheckpointer(store, s.model, noCommit{}, met, slog.New(slog.DiscardHandler), every, time.Second, positions, restored)
+		c := newCheckpointer(store, s.set, noCommit{}, met, slog.New(slog.DiscardHandler), every, time.Second, positions, restored)
 
 		// Lives 0-5 end with a kill after 300-800 records (lives 2 and 5
 		// in the middle of a save); life 6 runs to the end of the stream
@@ -153,7 +159,7 @@ func testRestarts(t *testing.T, mc online.Config) {
 			failAt = end - int64(2*every+r.IntN(2*every))
 		}
 		for ; offset < end || (dieInSave && c.pending == 0); offset++ {
-			if err := s.model.Step(events[offset], &sc); err != nil {
+			if err := model.Step(events[offset], &sc); err != nil {
 				t.Fatal(err)
 			}
 			if got := fmt.Sprint(sc); got != want[offset] {
@@ -195,7 +201,7 @@ func testRestarts(t *testing.T, mc online.Config) {
 		if err != nil || !ok {
 			t.Fatalf("Load: ok=%v err=%v", ok, err)
 		}
-		got, err := EncodeCheckpoint(ctx, cp)
+		got, _, err := CheckpointModel(ctx, cp, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -244,6 +250,16 @@ func waitSave(t *testing.T, c *checkpointer) {
 		time.Sleep(time.Millisecond)
 		c.poll()
 	}
+}
+
+// memberSet is m as the one model of a member's state (online.LayoutMember).
+func memberSet(tb testing.TB, m *online.Model) *online.Set {
+	tb.Helper()
+	s, err := online.NewSetFrom(m, 1, online.LayoutMember)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
 }
 
 func encodeModel(t *testing.T, m *online.Model) []byte {

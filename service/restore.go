@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"reflect"
+	"strconv"
+	"strings"
 
 	"denoiser/consumer/input"
 	"denoiser/online"
@@ -14,82 +16,146 @@ import (
 	"denoiser/state"
 )
 
-// restore sets s.model from the last checkpoint, Initial or the config,
+// restore sets s.set from the last checkpoint, Initial or the config,
 // and returns the positions it has consumed up to and the generation of
-// the checkpoint that holds s.model (0: none).
+// the checkpoint that holds s.set as it would encode it (0: none, or a
+// checkpoint of another layout or of before sets, so that the next
+// checkpoint is whole).
 func (s *Service) restore(ctx context.Context, initial Initial) ([]input.Position, uint64, error) {
 	cp, ok, err := s.store.Load(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("service: restore: %w", err)
 	}
+	layout := s.cfg.StateLayout
 	if ok {
-		s.model, err = readCheckpoint(ctx, cp)
+		s.set, err = readCheckpoint(ctx, cp, s.cfg.Seed, layout)
 		if err != nil {
 			return nil, 0, fmt.Errorf("service: restore checkpoint generation %d: %w", cp.Generation, err)
 		}
+		stored, isSet := online.SetLayoutOf(cp.Model)
 		s.log.Info("restored checkpoint", "generation", cp.Generation, "deltas", len(cp.Deltas), "model_version", cp.Version,
-			"saved_at", cp.SavedAt, "positions", positionsString(cp.Positions))
-		if !reflect.DeepEqual(effectiveModel(s.cfg.Model), effectiveModel(s.model.Config())) {
+			"layout", stored, "models", s.set.Len(), "saved_at", cp.SavedAt, "positions", positionsString(cp.Positions))
+		if !reflect.DeepEqual(effectiveModel(s.cfg.Model), effectiveModel(s.set.Config())) {
 			s.log.Warn("the restored model keeps its own configuration; the model section of the config is ignored (start with an empty state directory to apply it)")
+		}
+		if !isSet || stored != layout {
+			s.log.Info("the restored state becomes the model every partition starts from", "layout", layout)
+			return cp.Positions, 0, nil
 		}
 		return cp.Positions, cp.Generation, nil
 	}
-	var positions []input.Position
 	if initial != nil {
-		s.model, positions, err = initial(ctx)
+		m, positions, err := initial(ctx)
 		if err != nil {
 			return nil, 0, fmt.Errorf("service: initial state: %w", err)
 		}
-	}
-	if s.model != nil {
-		write := func(w io.Writer) error {
-			_, err := s.model.WriteTo(w)
-			return err
+		if m != nil {
+			if s.set, err = online.NewSetFrom(m, s.cfg.Seed, layout); err != nil {
+				return nil, 0, fmt.Errorf("service: initial state: %w", err)
+			}
+			write := func(w io.Writer) error {
+				_, err := s.set.WriteTo(w)
+				return err
+			}
+			saved, err := s.store.SaveModel(ctx, state.Checkpoint{Positions: positions, Version: m.Version()}, state.ModelWriter{Full: write})
+			if err != nil {
+				return nil, 0, fmt.Errorf("service: save initial state: %w", err)
+			}
+			s.log.Info("started from the initial state and saved it as the first checkpoint",
+				"model_version", m.Version(), "layout", layout, "positions", positionsString(positions))
+			return positions, saved.Generation, nil
 		}
-		saved, err := s.store.SaveModel(ctx, state.Checkpoint{Positions: positions, Version: s.model.Version()}, state.ModelWriter{Full: write})
-		if err != nil {
-			return nil, 0, fmt.Errorf("service: save initial state: %w", err)
-		}
-		s.log.Info("started from the initial state and saved it as the first checkpoint",
-			"model_version", s.model.Version(), "positions", positionsString(positions))
-		return positions, saved.Generation, nil
 	}
 	seed := s.cfg.Seed
-	s.model, err = online.New(s.cfg.Model, online.NewSource(seed))
+	s.set, err = online.NewSet(s.cfg.Model, seed, layout)
 	if err != nil {
 		return nil, 0, fmt.Errorf("service: %w", err)
 	}
-	s.log.Info("no checkpoint: starting a new model", "seed", seed, "mode", s.model.Config().Mode)
+	s.log.Info("no checkpoint: starting new models", "seed", seed, "mode", s.set.Config().WithDefaults().Mode, "layout", layout)
 	return nil, 0, nil
 }
 
-// EncodeCheckpoint returns the whole model encoding (online.Model.WriteTo)
-// of a loaded checkpoint: its base with its deltas applied, encoded
-// again; the base as it is when it has no delta. It stops when ctx ends.
+// EncodeCheckpoint returns the whole encoding (online.Set.WriteTo) of a
+// loaded checkpoint: its base with its deltas applied, encoded again; the
+// base as it is when it has no delta. It stops when ctx ends.
 func EncodeCheckpoint(ctx context.Context, cp state.Checkpoint) ([]byte, error) {
 	if len(cp.Deltas) == 0 {
 		return cp.Model, nil
 	}
-	m, err := readCheckpoint(ctx, cp)
+	set, err := readCheckpoint(ctx, cp, 0, "")
 	if err != nil {
 		return nil, err
 	}
 	var buf bytes.Buffer
 	buf.Grow(len(cp.Model) + len(cp.Model)/8)
-	if _, err := m.WriteTo(&buf); err != nil {
+	if _, err := set.WriteTo(&buf); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
 }
 
-// readCheckpoint decodes the model of cp: its base with its deltas
-// applied, until ctx ends.
-func readCheckpoint(ctx context.Context, cp state.Checkpoint) (*online.Model, error) {
-	deltas := make([]io.Reader, len(cp.Deltas))
-	for j, d := range cp.Deltas {
-		deltas[j] = &ctxReader{ctx: ctx, r: bytes.NewReader(d)}
+// CheckpointModel returns the model of a loaded checkpoint that serves
+// partition p (-1: the only model it holds), encoded whole
+// (online.Model.WriteTo) as a snapshot file holds it, and its version. It
+// stops when ctx ends.
+func CheckpointModel(ctx context.Context, cp state.Checkpoint, p int32) ([]byte, uint64, error) {
+	if _, isSet := online.SetLayoutOf(cp.Model); !isSet && len(cp.Deltas) == 0 {
+		return cp.Model, cp.Version, nil
 	}
-	return online.ReadModelDeltas(&ctxReader{ctx: ctx, r: bytes.NewReader(cp.Model)}, deltas)
+	set, err := readCheckpoint(ctx, cp, 0, "")
+	if err != nil {
+		return nil, 0, err
+	}
+	m, err := SetModel(set, p)
+	if err != nil {
+		return nil, 0, err
+	}
+	var buf bytes.Buffer
+	if _, err := m.WriteTo(&buf); err != nil {
+		return nil, 0, err
+	}
+	return buf.Bytes(), m.Version(), nil
+}
+
+// SetModel returns the model of set that serves partition p, or with p
+// -1 its only model; the error says which partitions there are to choose
+// from.
+func SetModel(set *online.Set, p int32) (*online.Model, error) {
+	if p < 0 {
+		if set.Len() == 1 {
+			return set.Model(set.Keys()[0]), nil
+		}
+		return nil, fmt.Errorf("the state holds a model per input partition (%s): choose one (snapshot export --partition N, or /snapshot?partition=N)",
+			keysString(set.Keys()))
+	}
+	m := set.Model(set.Key(p))
+	if m == nil {
+		return nil, fmt.Errorf("the state holds no model of partition %d (it holds %s)", p, keysString(set.Keys()))
+	}
+	return m, nil
+}
+
+func keysString(keys []int32) string {
+	if len(keys) == 0 {
+		return "none"
+	}
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Itoa(int(k)))
+	}
+	return b.String()
+}
+
+// readCheckpoint decodes the models of cp: its base with its deltas
+// applied, as layout asks ("": as stored), until ctx ends. seed is that
+// of a checkpoint of before sets.
+func readCheckpoint(ctx context.Context, cp state.Checkpoint, seed uint64, layout online.Layout) (*online.Set, error) {
+	return online.ReadSet(cp.Model, cp.Deltas, seed, layout, func(b []byte) io.Reader {
+		return &ctxReader{ctx: ctx, r: bytes.NewReader(b)}
+	})
 }
 
 // FromSnapshot is an Initial that starts from the snapshot file at path

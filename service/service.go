@@ -75,7 +75,7 @@ type Service struct {
 	cfg   Config
 	log   *slog.Logger
 	store *state.Store
-	model *online.Model
+	set   *online.Set // the member's models, one per input partition (StateLayout)
 	src   *consumer.KafkaSource
 	sink  *producer.KafkaSink
 	dlq   *producer.KafkaDeadLetter
@@ -186,7 +186,7 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Service, err error) 
 		return nil, fmt.Errorf("service: %w", err)
 	}
 	s.m.mu.restoredAt = time.Now()
-	s.m.setSummary(s.model.Summary())
+	s.m.setSummary(s.set.Summary())
 
 	wcfg := k.WriterConfig
 	wcfg.Brokers = k.Brokers
@@ -203,7 +203,7 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Service, err error) 
 	}
 	cleanup = append(cleanup, func() error { return s.dlq.Close(context.Background()) })
 
-	s.cp = newCheckpointer(s.store, s.model, s.src, s.m, log.With("component", "checkpoint"),
+	s.cp = newCheckpointer(s.store, s.set, s.src, s.m, log.With("component", "checkpoint"),
 		cfg.Checkpoint.EveryEvents, k.RequestTimeout, positions, restored)
 	cleanup = append(cleanup, func() error { s.cp.close(); return nil })
 	s.m.readiness(s.Ready)
@@ -306,7 +306,7 @@ func (s *Service) Run(ctx context.Context) error {
 	s.running.Store(true)
 	s.log.Info("running", "input", s.cfg.Kafka.InputTopic, "group", s.cfg.Kafka.Group,
 		"output", s.cfg.Kafka.OutputTopic, "dead_letter", s.cfg.Kafka.DeadLetterTopic)
-	st, runErr := consumer.Run(loopCtx, s.src, timedModel{s.model, s.m.step, new(uint64)}, s.sink, s.dlq, consumer.Options{
+	st, runErr := consumer.Run(loopCtx, s.src, newTimedSet(s.set, s.m.step), s.sink, s.dlq, consumer.Options{
 		Buffer: s.cfg.Buffer, After: s.cp.after, Tasks: s.tasks, Skipped: s.m.skip,
 	})
 	s.running.Store(false)
@@ -416,11 +416,12 @@ func (s *Service) Submit(ctx context.Context, task Task) error {
 	}
 }
 
-// ModelState returns the model and the next input position of every
-// partition it has consumed: a consistent pair. It may be called only on
-// the model goroutine, i.e. inside a Task, or while Run is not running.
-func (s *Service) ModelState() (*online.Model, []input.Position) {
-	return s.model, s.cp.currentPositions()
+// ModelState returns the member's models and the next input position of
+// every partition they have consumed: a consistent pair. It may be called
+// only on the model goroutine, i.e. inside a Task, or while Run is not
+// running.
+func (s *Service) ModelState() (*online.Set, []input.Position) {
+	return s.set, s.cp.currentPositions()
 }
 
 // Processed is the number of records the model loop has processed so far

@@ -259,8 +259,9 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}
 	cp := loadCheckpoint(t, cfg.Checkpoint.Dir)
-	// The checkpoint's model is its base with its deltas applied.
-	model, err := service.EncodeCheckpoint(context.Background(), cp)
+	// The checkpoint's model (of partition 0, the only one) is its base
+	// with its deltas applied.
+	model, _, err := service.CheckpointModel(context.Background(), cp, 0)
 	if err != nil {
 		t.Fatalf("decode the checkpoint (base %d + %d deltas): %v", cp.Base, len(cp.Deltas), err)
 	}

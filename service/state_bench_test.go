@@ -103,7 +103,7 @@ func runStateDirectory(b *testing.B, model *online.Model, r *rand.Rand, users, i
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	c := newCheckpointer(store, model, noCommit{}, met, slog.New(slog.DiscardHandler), between, time.Minute, nil, 0)
+	c := newCheckpointer(store, memberSet(b, model), noCommit{}, met, slog.New(slog.DiscardHandler), between, time.Minute, nil, 0)
 
 	var mu sync.Mutex
 	var largest int64

@@ -7,10 +7,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
+	"denoiser/consumer/input"
+	"denoiser/online"
 	"denoiser/service"
 	"denoiser/snapshot"
 	"denoiser/state"
@@ -22,6 +28,8 @@ commands:
   export   --state DIR --out FILE        snapshot the last checkpoint of a state directory
   export   --url URL --out FILE          download a snapshot from a running instance (GET URL,
                                          e.g. http://host:port/snapshot)
+           [--partition N]               the model of input partition N, where the state
+                                         holds a model per partition
   import   --in FILE --state DIR [--replace]
                                          make a snapshot the checkpoint of a state directory
   inspect  [--json] FILE                 summarise a snapshot (FILE "-" reads stdin)
@@ -68,9 +76,10 @@ func snapshotFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
 func snapshotExport(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := snapshotFlags("export", "export (--state DIR | --url URL) --out FILE", stderr)
 	var (
-		dir = fs.String("state", "", "Badger state `directory` to export the last checkpoint of (not in use by a running instance)")
-		url = fs.String("url", "", "download from a running instance: its snapshot `URL`, e.g. http://127.0.0.1:9090/snapshot")
-		out = fs.String("out", "", "snapshot `file` to write (atomically)")
+		dir  = fs.String("state", "", "Badger state `directory` to export the last checkpoint of (not in use by a running instance)")
+		url  = fs.String("url", "", "download from a running instance: its snapshot `URL`, e.g. http://127.0.0.1:9090/snapshot")
+		out  = fs.String("out", "", "snapshot `file` to write (atomically)")
+		part = fs.Int("partition", -1, "where the state holds a model per input partition: export `N`'s (a snapshot holds one model; default: the only one)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -78,14 +87,24 @@ func snapshotExport(ctx context.Context, args []string, stderr io.Writer) error 
 	switch {
 	case fs.NArg() > 0:
 		return fmt.Errorf("snapshot export: unexpected arguments %q: %w", fs.Args(), errUsage)
+	case *part < -1 || *part > math.MaxInt32:
+		return fmt.Errorf("snapshot export: --partition %d: want an input partition number: %w", *part, errUsage)
 	case *out == "" || (*dir == "") == (*url == ""):
 		return fmt.Errorf("snapshot export: --out and exactly one of --state and --url are required: %w", errUsage)
 	}
 
 	var s *snapshot.Snapshot
 	if *url != "" {
+		u := *url
+		if *part >= 0 {
+			sep := "?"
+			if strings.Contains(u, "?") {
+				sep = "&"
+			}
+			u += sep + "partition=" + strconv.Itoa(*part)
+		}
 		var err error
-		if s, err = download(ctx, *url, *out); err != nil {
+		if s, err = download(ctx, u, *out); err != nil {
 			return fmt.Errorf("snapshot export: %w", err)
 		}
 	} else {
@@ -96,6 +115,7 @@ func snapshotExport(ctx context.Context, args []string, stderr io.Writer) error 
 		if err != nil {
 			return fmt.Errorf("snapshot export: %w", err)
 		}
+		store.partition = int32(*part)
 		s, err = snapshot.Export(ctx, store, *out, snapshot.Meta{CreatedAt: time.Now().UTC(), Source: "state " + *dir})
 		if err = errors.Join(err, store.s.Close()); err != nil {
 			return fmt.Errorf("snapshot export: %w", err)
@@ -222,7 +242,12 @@ func writeJSON(w io.Writer, v any) error {
 
 // stateStore adapts *state.Store to snapshot.LoadSaver (the snapshot
 // package does not depend on Badger).
-type stateStore struct{ s *state.Store }
+// stateStore adapts a state directory to snapshot.LoadSaver. Load gives
+// the model of partition (-1: the only model the state holds).
+type stateStore struct {
+	s         *state.Store
+	partition int32
+}
 
 var _ snapshot.LoadSaver = stateStore{}
 
@@ -233,24 +258,27 @@ func openState(dir string) (stateStore, error) {
 	if err != nil {
 		return stateStore{}, fmt.Errorf("%w (a running instance holds its state directory: export from it with --url)", err)
 	}
-	return stateStore{s}, nil
+	return stateStore{s: s, partition: -1}, nil
 }
 
 // Load returns the last checkpoint with its model whole: a checkpoint
 // with deltas is decoded and encoded again (snapshot files hold whole
-// models).
+// models), and of a state with a model per input partition, the model of
+// a.partition with that partition's position.
 func (a stateStore) Load(ctx context.Context) (snapshot.Checkpoint, bool, error) {
 	cp, ok, err := a.s.Load(ctx)
 	if err != nil || !ok {
 		return snapshot.Checkpoint{}, ok, err
 	}
-	model := cp.Model
-	if len(cp.Deltas) > 0 {
-		if model, err = service.EncodeCheckpoint(ctx, cp); err != nil {
-			return snapshot.Checkpoint{}, false, fmt.Errorf("generation %d: %w", cp.Generation, err)
-		}
+	model, version, err := service.CheckpointModel(ctx, cp, a.partition)
+	if err != nil {
+		return snapshot.Checkpoint{}, false, fmt.Errorf("generation %d: %w", cp.Generation, err)
 	}
-	return snapshot.Checkpoint{Model: model, Positions: cp.Positions, Version: cp.Version, Generation: cp.Generation}, true, nil
+	positions := cp.Positions
+	if layout, _ := online.SetLayoutOf(cp.Model); layout == online.LayoutPartition && a.partition >= 0 {
+		positions = slices.DeleteFunc(slices.Clone(positions), func(p input.Position) bool { return p.Partition != a.partition })
+	}
+	return snapshot.Checkpoint{Model: model, Positions: positions, Version: version, Generation: cp.Generation}, true, nil
 }
 
 func (a stateStore) SaveFrom(ctx context.Context, cp snapshot.Checkpoint, write func(io.Writer) error) error {
