@@ -75,25 +75,6 @@ func (s *Service) restore(ctx context.Context, initial Initial) ([]input.Positio
 	return nil, 0, nil
 }
 
-// EncodeCheckpoint returns the whole encoding (online.Set.WriteTo) of a
-// loaded checkpoint: its base with its deltas applied, encoded again; the
-// base as it is when it has no delta. It stops when ctx ends.
-func EncodeCheckpoint(ctx context.Context, cp state.Checkpoint) ([]byte, error) {
-	if len(cp.Deltas) == 0 {
-		return cp.Model, nil
-	}
-	set, err := readCheckpoint(ctx, cp, 0, "")
-	if err != nil {
-		return nil, err
-	}
-	var buf bytes.Buffer
-	buf.Grow(len(cp.Model) + len(cp.Model)/8)
-	if _, err := set.WriteTo(&buf); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
 // CheckpointModel returns the model of a loaded checkpoint that serves
 // partition p (-1: the only model it holds), encoded whole
 // (online.Model.WriteTo) as a snapshot file holds it, and its version. It

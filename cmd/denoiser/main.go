@@ -4,7 +4,7 @@
 // Subcommands:
 //
 //	denoiser run [--config FILE] [--set PATH=VALUE]... [flags]
-//	denoiser replay --in FILE --out FILE [--dead-letter FILE] [--truth MODE] [--report FILE.json] [--passes N] [--config FILE] [--seed N]
+//	denoiser replay --in FILE --out FILE [--dead-letter FILE] [--truth MODE] [--report FILE.json] [--passes N] [--partition N] [--config FILE] [--seed N]
 //	denoiser snapshot export|import|inspect|diff [flags]
 //
 // The lab (demo, eval, gen, convert) is the separate binary

@@ -347,9 +347,10 @@ func TestRunCrashRecovery(t *testing.T) {
 	if !slices.Equal(cp.Positions, []input.Position{{Topic: in, Partition: 0, Offset: int64(n)}}) {
 		t.Errorf("final positions %v, want %s/0 at %d", cp.Positions, in, n)
 	}
-	// The checkpoint's model is its base with its deltas applied: cp.Model
-	// alone is the base, an older model whenever the last save was a delta.
-	model, err := service.EncodeCheckpoint(context.Background(), cp)
+	// The checkpoint's model (of partition 0, the only one) is its base
+	// with its deltas applied: cp.Model alone is the base, an older model
+	// whenever the last save was a delta.
+	model, _, err := service.CheckpointModel(context.Background(), cp, 0)
 	if err != nil {
 		t.Fatalf("decode final checkpoint (base %d + %d deltas): %v", cp.Base, len(cp.Deltas), err)
 	}

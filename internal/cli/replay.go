@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -131,7 +132,7 @@ var ErrNothingScored = errors.New("no event could be scored")
 
 // Replay implements
 //
-//	denoiser replay --in FILE --out FILE [--dead-letter FILE] [--truth MODE] [--report FILE.json] [--passes N] [--config FILE]
+//	denoiser replay --in FILE --out FILE [--dead-letter FILE] [--truth MODE] [--report FILE.json] [--passes N] [--partition N] [--config FILE]
 //
 // It runs the stream pipeline (consumer.Run) from a JSON-lines file to a
 // JSON-lines file, with a plain model beside the main one as the
@@ -149,11 +150,12 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		format     = fs.String("format", "auto", "input `format`: jsonl (JSON lines), csv (with a header line), or auto: csv for a name ending in .csv or .csv.gz, else jsonl; gzip is read as such")
 		truthMode  = fs.String("truth", "field", "ground truth for the report: field, dwell:MS (dwell_ms < MS is noise), rating:R (rating <= R is noise) or none (evaluate nothing: the replay keeps no per-event or per-id state beside the models)")
 		reportPath = fs.String("report", "", "write the JSON report to `file`")
+		partition  = fs.Int("partition", 0, "score the log as input partition `N`'s: the model draws from partition N's random source, as the service's model of partition N does (state_layout: partition), so that a replay of one partition's records reproduces that partition's output of a live run")
 		passes     = fs.Int("passes", 1, "read the log `N` times: both models learn from it N-1 times (no output, no report), then the last pass scores, test-then-train, and writes the output, dead letters and report; N > 1 needs a regular file as --in. The scores are then no longer out-of-sample: each event has been learned from before it is scored")
 		loadConfig = ConfigFlags(fs, "replay", stderr)
 	)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: denoiser replay --in FILE --out FILE [--dead-letter FILE] [--truth MODE] [--report FILE.json] [--passes N] [--config FILE] [--set PATH=VALUE]... [--seed N]\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: denoiser replay --in FILE --out FILE [--dead-letter FILE] [--truth MODE] [--report FILE.json] [--passes N] [--partition N] [--config FILE] [--set PATH=VALUE]... [--seed N]\n\n"+
 			"Scores a recorded event log with the same pipeline as the stream service and\n"+
 			"prints a report (ROC-AUC, PR-AUC against ground truth) to stderr.\n"+
 			"With --passes N the models learn from the whole log N-1 times first (batch\n"+
@@ -170,6 +172,8 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return fmt.Errorf("replay: --in and --out are required: %w", ErrUsage)
 	case *passes < 1:
 		return fmt.Errorf("replay: --passes %d: want at least 1: %w", *passes, ErrUsage)
+	case *partition < 0 || *partition > math.MaxInt32:
+		return fmt.Errorf("replay: --partition %d: want an input partition number: %w", *partition, ErrUsage)
 	case *passes > 1 && *in == "-":
 		return fmt.Errorf("replay: --passes %d reads the input %d times: --in - (standard input) cannot be re-read; give a file: %w", *passes, *passes, ErrUsage)
 	}
@@ -190,7 +194,7 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
-	model, err := online.New(cfg.Model, online.NewSource(cfg.Seed))
+	model, err := online.New(cfg.Model, online.NewPartitionSource(cfg.Seed, int32(*partition)))
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
