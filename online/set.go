@@ -19,7 +19,7 @@ const (
 	// model learns from partition p's events only, and draws from its own
 	// random source (NewPartitionSource(seed, p)), so its scores depend on
 	// that partition's input alone, whichever member reads it and
-	// whatever else that member reads. The default.
+	// whatever else that member reads.
 	LayoutPartition Layout = "partition"
 	// LayoutMember keeps one model for every partition a member reads, in
 	// the order the member reads them (the state before partition state).

@@ -36,7 +36,7 @@ func TestRestoreCancelled(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	s := &Service{cfg: Config{}.WithDefaults(), log: slog.New(slog.DiscardHandler), store: store}
+	s := &Service{cfg: Config{StateLayout: online.LayoutPartition}.WithDefaults(), log: slog.New(slog.DiscardHandler), store: store}
 	if _, _, err := s.restore(ctx, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("restore with a cancelled context: %v", err)
 	}
