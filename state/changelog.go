@@ -299,12 +299,25 @@ func (c *Changelog) ensureTopic(ctx context.Context) (int, error) {
 // checkTopic checks the topic's partitions and settings.
 func (c *Changelog) checkTopic(ctx context.Context) (int, error) {
 	topic := c.cfg.Topic
-	md, err := c.client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	// A topic just created (by this or another member) may take a moment
+	// to show in the metadata: at most 50 tries.
+	var md *kafka.MetadataResponse
+	var err error
+	for try := 0; ; try++ {
+		md, err = c.client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+		if err == nil && (len(md.Topics) != 1 || md.Topics[0].Error != nil) {
+			err = fmt.Errorf("topics %v", md.Topics)
+			if len(md.Topics) == 1 {
+				err = md.Topics[0].Error
+			}
+		}
+		if err == nil || try == 50 || ctx.Err() != nil {
+			break
+		}
+		sleep(ctx, 100*time.Millisecond)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("state: changelog topic %s: metadata: %w", topic, err)
-	}
-	if len(md.Topics) != 1 || md.Topics[0].Error != nil {
-		return 0, fmt.Errorf("state: changelog topic %s: metadata: %v", topic, md.Topics)
 	}
 	if n := len(md.Topics[0].Partitions); n < c.cfg.Partitions {
 		return 0, fmt.Errorf("%w: %s has %d partitions, the input has %d: add partitions "+
@@ -355,13 +368,20 @@ func (c *Changelog) waitServed(ctx context.Context) error {
 			if try == 50 || ctx.Err() != nil {
 				return fmt.Errorf("state: changelog topic %s partition %d not served: %w", c.cfg.Topic, p, err)
 			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(100 * time.Millisecond):
-			}
+			sleep(ctx, 100*time.Millisecond)
 		}
 	}
 	return nil
+}
+
+// sleep waits for d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
 
 // bounds returns partition p's first offset and its end (the offset the
@@ -530,11 +550,7 @@ func (c *Changelog) produce(ctx context.Context, p int32, records []rawRecord) e
 		if attempt == produceAttempts || ctx.Err() != nil || (errors.As(err, &kerr) && !kerr.Temporary()) {
 			return err
 		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
-		}
+		sleep(ctx, time.Duration(attempt)*200*time.Millisecond)
 	}
 }
 
@@ -731,12 +747,12 @@ const fetchBytes = 8 << 20
 // Load reads partition p from its first offset to its end, both taken
 // when Load starts, and returns the newest complete checkpoint: the end
 // record with the largest (epoch, next offset), the later one on a tie,
-// whose chain (base and every delta before it) is complete. Chunks
-// without their end record (a torn save) are ignored, and so is
+// whose chain has the end records of its base and of every delta before
+// it. Chunks without their end record (a torn save) are ignored, and so is
 // everything a tombstone removed. ok is false when the partition holds no
-// checkpoint. A newest end record whose chain is incomplete or fails its
-// checks is reported as ErrCorrupt, never replaced by an older
-// checkpoint. Load holds every chain it reads in memory until it has read
+// checkpoint. When the chunks of that newest checkpoint do not match its
+// end records (missing, wrong length or CRC), Load returns ErrCorrupt,
+// never an older checkpoint instead. Load holds every chain it reads in memory until it has read
 // the partition: the newest chain, and torn or zombie chains until a new
 // base tombstones them. What it read also tells later Saves of p which
 // chains to tombstone and which epochs fence them. ctx bounds the whole
@@ -809,7 +825,11 @@ func (c *Changelog) read(ctx context.Context, p int32, first, end int64, fn func
 			if err != nil {
 				return fmt.Errorf("read at %d: %w", off, err)
 			}
-			if r.Offset < off || r.Offset >= end { // a batch may start before off
+			if r.Offset >= end {
+				closeBytes(r.Key, r.Value)
+				return nil
+			}
+			if r.Offset < off { // a batch may start before off
 				closeBytes(r.Key, r.Value)
 				continue
 			}
@@ -919,13 +939,15 @@ type candidate struct {
 }
 
 // newest returns the end record of the largest (epoch, next), the latest
-// on a tie.
+// on a tie, among those whose chain has the end records of every blob
+// before it. (An end record without them belongs to a chain that was
+// tombstoned, which happens only after a newer base is complete.)
 func (s *changelogScan) newest() (candidate, bool) {
 	var best candidate
 	found := false
 	for id, ch := range s.chains {
 		for _, b := range ch.blobs {
-			if b.end == nil {
+			if b.end == nil || !ch.ended(b.end.seq) {
 				continue
 			}
 			c := candidate{id, *b.end, b.endOffset}
@@ -936,6 +958,16 @@ func (s *changelogScan) newest() (candidate, bool) {
 		}
 	}
 	return best, found
+}
+
+// ended reports whether blobs 0 to seq have their end records.
+func (ch *scanChain) ended(seq uint32) bool {
+	for i := range seq + 1 {
+		if b := ch.blobs[i]; b == nil || b.end == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // assemble returns the checkpoint best closes: its chain's base and every

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -304,7 +305,7 @@ func TestChangelogNewBaseSupersedes(t *testing.T) {
 	b := kafkatest.New(t)
 	topic := changelogTopic("changelog-supersede")
 	c := openChangelog(t, b, topic, 1, func(cfg *ChangelogConfig) { cfg.ChunkBytes = 1000 })
-	save(t, c, 0, 1, 10, true, blobOf(1, 2500)) // 3 chunks
+	save(t, c, 0, 1, 10, true, blobOf(1, 2500))  // 3 chunks
 	save(t, c, 0, 1, 20, false, blobOf(2, 1500)) // 2 chunks
 	save(t, c, 0, 1, 30, false, blobOf(3, 0))    // 0 chunks
 	base2 := blobOf(4, 1200)
@@ -607,4 +608,82 @@ func TestChangelogCompaction(t *testing.T) {
 	}
 	wantState(t, c, 0, 1, 30, base2, delta2)
 	wantState(t, openChangelog(t, b, topic, 1, nil), 0, 1, 30, base2, delta2)
+}
+
+// TestChangelogScan feeds records to Load's scan directly, in log order,
+// including logs no healthy writer leaves.
+func TestChangelogScan(t *testing.T) {
+	a, z := chainID{2, 0xa}, chainID{1, 0xb} // a chain of epoch 2, one of epoch 1
+	a2 := chainID{2, 0xc}
+	end := func(id chainID, seq uint32, next int64, data ...[]byte) rawRecord {
+		r := endRecord{base: seq == 0, epoch: id.epoch, next: next, seq: seq, chunks: uint32(len(data))}
+		for _, d := range data {
+			r.length += uint64(len(d))
+			r.crc = crc32.Update(r.crc, castagnoli, d)
+		}
+		return rawRecord{endKey(0, id, seq), r.encode()}
+	}
+	chunk := func(id chainID, seq, i uint32, d []byte) rawRecord { return rawRecord{chunkKey(0, id, seq, i), d} }
+	tomb := func(r rawRecord) rawRecord { return rawRecord{r.key, nil} }
+	x, y, w := []byte("base-x"), []byte("delta-y"), []byte("base-w")
+	for _, tc := range []struct {
+		name    string
+		log     []rawRecord
+		want    []byte // the base; nil: no checkpoint
+		next    int64
+		deltas  int
+		corrupt bool
+		skipped int
+	}{
+		{name: "empty"},
+		{name: "base and delta", log: []rawRecord{chunk(a, 0, 0, x), end(a, 0, 5, x), chunk(a, 1, 0, y), end(a, 1, 7, y)},
+			want: x, next: 7, deltas: 1},
+		{name: "torn delta", log: []rawRecord{chunk(a, 0, 0, x), end(a, 0, 5, x), chunk(a, 1, 0, y)},
+			want: x, next: 5},
+		{name: "zombie later and further", log: []rawRecord{chunk(a, 0, 0, x), end(a, 0, 5, x), chunk(z, 0, 0, w), end(z, 0, 900, w)},
+			want: x, next: 5},
+		{name: "tie: the later wins", log: []rawRecord{chunk(a, 0, 0, x), end(a, 0, 5, x), chunk(a2, 0, 0, w), end(a2, 0, 5, w)},
+			want: w, next: 5},
+		{name: "tombstoned chain", log: []rawRecord{chunk(a, 0, 0, x), end(a, 0, 5, x), chunk(a2, 0, 0, w), end(a2, 0, 5, w),
+			tomb(end(a, 0, 5, x)), tomb(chunk(a, 0, 0, x))},
+			want: w, next: 5},
+		// A late copy of an end record of a chain whose base is
+		// tombstoned does not make it the newest.
+		{name: "end record after its chain's tombstones", log: []rawRecord{chunk(a, 0, 0, x), end(a, 0, 5, x), chunk(a, 1, 0, y), end(a, 1, 6, y),
+			chunk(a2, 0, 0, w), end(a2, 0, 6, w), tomb(end(a, 0, 5, x)), tomb(end(a, 1, 6, y)), tomb(chunk(a, 0, 0, x)), tomb(chunk(a, 1, 0, y)),
+			end(a, 1, 6, y)},
+			want: w, next: 6},
+		{name: "missing chunk", log: []rawRecord{end(a, 0, 5, x)}, corrupt: true},
+		{name: "wrong bytes", log: []rawRecord{chunk(a, 0, 0, y), end(a, 0, 5, x)}, corrupt: true},
+		{name: "foreign records", log: []rawRecord{{[]byte("user-1"), x}, {chunkKey(1, a, 0, 0), x}, {endKey(0, a, 0), []byte("DNCL")},
+			chunk(a, 0, 0, x), end(a, 0, 5, x)},
+			want: x, next: 5, skipped: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &changelogScan{p: 0, chains: map[chainID]*scanChain{}}
+			for i, r := range tc.log {
+				s.add(int64(i), r.key, r.value)
+			}
+			if s.skipped != tc.skipped {
+				t.Errorf("%d skipped, want %d", s.skipped, tc.skipped)
+			}
+			best, ok := s.newest()
+			if ok != (tc.want != nil || tc.corrupt) {
+				t.Fatalf("found %v", ok)
+			}
+			if !ok {
+				return
+			}
+			st, err := s.assemble(best)
+			if tc.corrupt {
+				if !errors.Is(err, ErrCorrupt) {
+					t.Fatalf("assemble = %v, want ErrCorrupt", err)
+				}
+				return
+			}
+			if err != nil || !bytes.Equal(st.Base, tc.want) || st.Next != tc.next || len(st.Deltas) != tc.deltas {
+				t.Errorf("got base %q next %d with %d deltas (%v); want %q next %d with %d", st.Base, st.Next, len(st.Deltas), err, tc.want, tc.next, tc.deltas)
+			}
+		})
+	}
 }
