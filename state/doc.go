@@ -69,11 +69,21 @@
 //     check cannot see another process that fills the filesystem between
 //     it and the write: give the store a filesystem of its own.
 //
+// # The changelog
+//
+// [Changelog] is the store of record of per-partition checkpoints: a
+// compacted Kafka topic that [OpenChangelog] creates and checks, from which
+// any member restores a partition ([Changelog.Load]: the newest complete
+// checkpoint by epoch, then next offset; torn saves and zombies of lower
+// epochs lose). Its records and why compaction never deletes what the newest
+// checkpoint needs are in docs/design/changelog.md. It is the only part of
+// the package that knows Kafka; the Store does not.
+//
 // # What it must not do
 //
-// It must not know Kafka: positions are plain input.Position values (topic,
-// partition, next offset), nor the model's internals: the model is opaque
-// bytes, at most [MaxModelSize]. It serves no network requests and decides no
+// The Store must not know Kafka: positions are plain input.Position values
+// (topic, partition, next offset). Neither part knows the model's internals:
+// the model is opaque bytes, at most [MaxModelSize]. It serves no network requests and decides no
 // schedule; when to checkpoint is the service's choice.
 //
 // Why the model is written a chunk at a time and as deltas, why superseded
