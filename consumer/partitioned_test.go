@@ -312,9 +312,11 @@ func TestRunPartitionsBarriersAndBatchEnd(t *testing.T) {
 	msgs := spread(lines, 3)
 	set, sink := fakeSet(), &memSink{}
 	var afterSeen, barriers, tasksRun, batchEnds int
-	check := func(ctx context.Context, out Flusher, what string) error {
-		if set.steps() != afterSeen {
-			t.Errorf("%s: the models stepped %d records, After saw %d", what, set.steps(), afterSeen)
+	// check runs on the model goroutine between records; before is the
+	// number of records before it in the input, -1 when not known.
+	check := func(ctx context.Context, out Flusher, what string, before int) error {
+		if set.steps() != afterSeen || before >= 0 && afterSeen != before {
+			t.Errorf("%s after %d records: the models stepped %d records, After saw %d", what, before, set.steps(), afterSeen)
 		}
 		if err := out.Flush(ctx); err != nil {
 			return err
@@ -329,7 +331,7 @@ func TestRunPartitionsBarriersAndBatchEnd(t *testing.T) {
 	for i := len(msgs) - 50; i > 0; i -= 97 {
 		barrier := Message{Task: func(ctx context.Context, out Flusher) error {
 			barriers++
-			return check(ctx, out, "barrier")
+			return check(ctx, out, "barrier", i)
 		}}
 		msgs = append(msgs[:i], append([]Message{barrier}, msgs[i:]...)...)
 	}
@@ -348,7 +350,7 @@ func TestRunPartitionsBarriersAndBatchEnd(t *testing.T) {
 			tasks <- func(ctx context.Context, out Flusher) error {
 				defer close(ran)
 				tasksRun++
-				return check(ctx, out, "task")
+				return check(ctx, out, "task", -1)
 			}
 			select {
 			case <-ran:
