@@ -191,8 +191,10 @@ type Stats struct {
 // written to sink; a record that fails to decode or that the model refuses
 // goes to dlq with its reason. Bad records never stop the loop. At the end
 // of the input, sink and dlq are flushed. The goroutine that calls Run owns
-// model until Run returns; Run returns only after its helper goroutines
-// have exited. The returned Stats are valid even with an error.
+// model until Run returns (it lends the models of a Partitioned model's
+// partitions to its workers while it waits for them: Options.Workers); Run
+// returns only after its helper goroutines have exited. The returned Stats
+// are valid even with an error.
 func Run(ctx context.Context, src Source, model Model, sink Sink, dlq DeadLetter, opts Options) (Stats, error) {
 	if src == nil || model == nil || sink == nil || dlq == nil {
 		return Stats{}, errors.New("run loop: nil source, model, sink or dead-letter")

@@ -19,8 +19,9 @@ type Partitioned interface {
 	Model
 	// For returns the model of partition p, creating it if needed; never
 	// nil. Run calls it on the model goroutine only, while no partition
-	// model is being stepped, once per partition per batch: a task may
-	// replace or drop a partition's model between batches.
+	// model is being stepped: once per partition per batch (per record on
+	// the sequential path), so that a task may replace or drop a
+	// partition's model between two batches.
 	For(p int32) Model
 }
 
@@ -51,7 +52,7 @@ type lane struct {
 	records []*Result
 }
 
-// steps steps the lane's records in order, on whichever goroutine runs it.
+// step steps the lane's records in order, on whichever goroutine runs it.
 func (ln *lane) step() {
 	for _, r := range ln.records {
 		stepRecord(ln.model, ln.shadow, r)
