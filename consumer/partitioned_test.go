@@ -429,3 +429,28 @@ func TestRunPartitionsStopInBatch(t *testing.T) {
 		t.Fatalf("Scored = %d, the sink has %d; want 150 and 149", st.Scored, len(sink.scored))
 	}
 }
+
+// TestRunPartitionsAllocateNothingPerRecord checks that the parallel path
+// allocates nothing per record beyond what the sequential path does
+// (decoding): only per run (workers, lanes, batch).
+func TestRunPartitionsAllocateNothingPerRecord(t *testing.T) {
+	var lines [][]byte
+	for i := range 20000 {
+		lines = append(lines, fmt.Appendf(nil, `{"user":"u%d","item":"i%d"}`, i%97, i%1013))
+	}
+	msgs := spread(lines, 4)
+	allocs := func(model Model, workers int) float64 {
+		return testing.AllocsPerRun(3, func() {
+			st, err := Run(context.Background(), &messages{msgs: msgs}, model, discard{}, discard{}, Options{Workers: workers})
+			if err != nil || st.Scored != uint64(len(msgs)) {
+				t.Fatal(st, err)
+			}
+		})
+	}
+	sequential := allocs(constModel{}, 1)
+	parallel := allocs(newPartitionSet(func(int32) Model { return constModel{} }), 4)
+	t.Logf("allocations per run of %d records: sequential %.0f, parallel %.0f", len(msgs), sequential, parallel)
+	if extra := parallel - sequential; extra > 200 {
+		t.Fatalf("the parallel path allocated %.0f more times than the sequential one over %d records", extra, len(msgs))
+	}
+}
