@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"syscall"
 	"testing"
@@ -16,7 +17,11 @@ import (
 // the output discarded, and reports their ratio: what stepping the
 // partitions in parallel (Options.Workers, default GOMAXPROCS) gains.
 //
-// Beside it, as a ceiling, the same events decoded beforehand and stepped
+// Beside it, one partition on one core (GOMAXPROCS=1 for that arm: no
+// decoding beside the model either), the share of the machine a member of
+// a one-partition-per-core deployment gets: "scaling" = 2p ÷ 1p-1core, at
+// most 2 on two cores, says whether an instance of two partitions does as
+// well as two members of one. And as a ceiling, the same events decoded beforehand and stepped
 // on bare goroutines, one per partition, with nothing else running
 // ("bare"): the most any loop could gain on this machine, at this moment.
 // The arms take turns within each iteration, so that a noisy machine
@@ -27,19 +32,27 @@ import (
 func BenchmarkRunPartitions(b *testing.B) {
 	const n = 40_000
 	lines := synthLines(b, n, 5)
+	arms := []struct {
+		name       string
+		partitions int
+		procs      int // GOMAXPROCS during the arm; 0 leaves it
+	}{{"1p", 1, 0}, {"2p", 2, 0}, {"1p-1core", 1, 1}}
 	inputs := [][]Message{spread(lines, 1), spread(lines, 2)}
-	var loop, bare [2]struct{ seconds, cpu float64 }
+	type usage struct{ seconds, cpu float64 }
+	loop, bare := make([]usage, len(arms)), make([]usage, 2)
 	b.ReportAllocs()
 	for b.Loop() {
-		for i, msgs := range inputs {
+		for i, arm := range arms {
 			set := onlineSet(b, online.Config{}, 1)
-			for p := range int32(i + 1) {
+			for p := range int32(arm.partitions) {
 				set.For(p) // not timed: an empty model is created once per partition
 			}
+			procs := runtime.GOMAXPROCS(arm.procs)
 			start, cpu0 := time.Now(), cpuSeconds()
-			st, err := Run(context.Background(), &messages{msgs: msgs}, set, discard{}, discard{}, Options{})
+			st, err := Run(context.Background(), &messages{msgs: inputs[arm.partitions-1]}, set, discard{}, discard{}, Options{})
 			loop[i].seconds += time.Since(start).Seconds()
 			loop[i].cpu += cpuSeconds() - cpu0
+			runtime.GOMAXPROCS(procs)
 			if err != nil || st.Scored != n {
 				b.Fatal(st, err)
 			}
@@ -53,11 +66,12 @@ func BenchmarkRunPartitions(b *testing.B) {
 		b.StartTimer()
 	}
 	events := float64(b.N * n)
-	for i, name := range []string{"1p", "2p"} {
-		b.ReportMetric(events/loop[i].seconds, name+"-events/s")
-		b.ReportMetric(1e6*loop[i].cpu/events, name+"-cpu-µs/event")
+	for i, arm := range arms {
+		b.ReportMetric(events/loop[i].seconds, arm.name+"-events/s")
+		b.ReportMetric(1e6*loop[i].cpu/events, arm.name+"-cpu-µs/event")
 	}
 	b.ReportMetric(loop[0].seconds/loop[1].seconds, "ratio")
+	b.ReportMetric(loop[2].seconds/loop[1].seconds, "scaling")
 	b.ReportMetric(bare[0].seconds/bare[1].seconds, "bare-ratio")
 	b.ReportMetric(1e6*bare[0].cpu/events, "bare-1p-cpu-µs/event")
 	b.ReportMetric(0, "ns/op") // the figures above are the result
