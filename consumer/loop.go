@@ -127,9 +127,9 @@ type Options struct {
 	Buffer int
 	// Shadow, if set, is a second model stepped on every event the main
 	// model accepted (the replay's plain baseline). When partitions are
-	// stepped in parallel, a Partitioned shadow is stepped beside the main
-	// model, partition by partition; any other shadow is stepped on the
-	// model goroutine, in input order, once the batch has been stepped.
+	// stepped in parallel, the shadow steps a batch once the main models
+	// have: a Partitioned shadow its partitions at the same time, any other
+	// shadow on the model goroutine, in input order.
 	Shadow Model
 	// Workers is the number of goroutines, the model goroutine included,
 	// that step the models of different partitions at the same time when

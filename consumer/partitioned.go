@@ -6,10 +6,13 @@ import (
 	"denoiser/consumer/input"
 )
 
-// Partitioned is a Model whose state is split by input partition. The
-// models of different partitions share nothing mutable, so Run may step
-// them at the same time, each on one goroutine at a time
-// (Options.Workers).
+// Partitioned is a Model whose state is split by input partition. Run may
+// step the models of different partitions at the same time, each on one
+// goroutine at a time (Options.Workers), so different models must share
+// nothing mutable. Partitions may share a model (For returns the same
+// one): Run then steps their records together, in input order. The models
+// For returns are compared with ==, so their dynamic types must be
+// comparable (pointers, typically).
 //
 // Run steps a record of partition p with For(p), never with the
 // Partitioned's own Step, whatever the number of workers: a Kafka record's
@@ -44,39 +47,44 @@ func partitionModel(m Model, p int32) Model {
 	return m
 }
 
-// lane is the part of one batch that belongs to one partition: its records,
-// in input order, and the models that step them.
+// lane is the part of one batch that one model steps: the records of the
+// partitions whose model it is, in input order.
 type lane struct {
 	model   Model
-	shadow  Model // nil when the shadow is stepped after the join (or absent)
+	shadow  bool // the lane steps a shadow (stepShadow), not the main model
 	records []*Result
 }
 
 // step steps the lane's records in order, on whichever goroutine runs it.
 func (ln *lane) step() {
 	for _, r := range ln.records {
-		stepRecord(ln.model, ln.shadow, r)
+		if ln.shadow {
+			stepShadow(ln.model, r)
+		} else {
+			stepRecord(ln.model, nil, r)
+		}
 	}
 }
 
 // workers steps the lanes of a batch at the same time. It belongs to the
-// model goroutine, except that while stepBatch waits, each lane sent on
-// work belongs to the worker that received it.
+// model goroutine, except that while a phase waits, each lane sent on work
+// belongs to the worker that received it.
 type workers struct {
 	model  Partitioned
-	shadow Model // stepped per partition when it is Partitioned, else after the join
-	lanes  map[int32]*lane
-	active []*lane // the lanes of the current batch, in order of first record
+	shadow Model
+	lanes  []*lane         // lanes[:active] are the current phase's, the rest kept for reuse
+	active int             // lanes in use
+	byPart map[int32]*lane // the current phase's lane of each partition
 
 	work    chan *lane
-	batch   sync.WaitGroup // the lanes of the current batch sent to workers
+	phase   sync.WaitGroup // the lanes of the current phase
 	running sync.WaitGroup // the worker goroutines
 }
 
 // startWorkers starts n-1 worker goroutines; the model goroutine is the
 // n-th. stop ends them.
 func startWorkers(n int, model Partitioned, shadow Model) *workers {
-	w := &workers{model: model, shadow: shadow, lanes: map[int32]*lane{}, work: make(chan *lane, 4*n)}
+	w := &workers{model: model, shadow: shadow, byPart: map[int32]*lane{}, work: make(chan *lane, 4*n)}
 	w.running.Add(n - 1)
 	for range n - 1 {
 		go func() {
@@ -89,10 +97,10 @@ func startWorkers(n int, model Partitioned, shadow Model) *workers {
 	return w
 }
 
-// run steps one lane of the current batch.
+// run steps one lane of the current phase.
 func (w *workers) run(ln *lane) {
 	ln.step()
-	w.batch.Done()
+	w.phase.Done()
 }
 
 // stop ends the worker goroutines and waits for them. It must not be called
@@ -102,45 +110,48 @@ func (w *workers) stop() {
 	w.running.Wait()
 }
 
-// stepBatch steps the records of batch that have something to score: each
-// partition's records in input order on one goroutine, different partitions
-// at the same time. It returns when every record has been stepped. A shadow
-// that is not Partitioned then steps the records in input order.
+// stepBatch steps the records of batch that have something to score, and
+// returns when every one has been stepped: first by the main model, then
+// those it accepted by the shadow, if any. In each phase, the records of a
+// model's partitions are stepped in input order on one goroutine, different
+// models at the same time; a shadow that is not Partitioned is one model,
+// so it steps every record in input order.
 func (w *workers) stepBatch(batch []*Result) {
-	shadow, perPartition := w.shadow.(Partitioned)
+	w.stepPhase(batch, w.model, false)
+	if w.shadow != nil {
+		w.stepPhase(batch, w.shadow, true)
+	}
+}
+
+func (w *workers) stepPhase(batch []*Result, model Model, shadow bool) {
 	for _, r := range batch {
-		if r.skip != "" || r.Reason != "" {
+		if r.skip != "" || r.Reason != "" { // nothing to score, or rejected
 			continue
 		}
 		p := PartitionOf(r.Pos)
-		ln := w.lanes[p]
+		ln := w.byPart[p]
 		if ln == nil {
-			ln = &lane{}
-			w.lanes[p] = ln
-		}
-		if len(ln.records) == 0 {
-			ln.model = w.model.For(p)
-			if perPartition {
-				ln.shadow = shadow.For(p)
-			}
-			w.active = append(w.active, ln)
+			ln = w.laneOf(partitionModel(model, p), shadow)
+			w.byPart[p] = ln
 		}
 		ln.records = append(ln.records, r)
 	}
-	if len(w.active) == 0 {
+	if w.active == 0 {
 		return
 	}
-	// The model goroutine queues the lanes, then steps those no worker has
-	// taken yet; a lane that does not fit in the queue it steps at once.
-	w.batch.Add(len(w.active))
-	for _, ln := range w.active[:len(w.active)-1] {
+	// The model goroutine queues the lanes but one, which it steps, then
+	// those no worker has taken yet; a lane that does not fit in the queue
+	// it steps at once.
+	active := w.lanes[:w.active]
+	w.phase.Add(len(active))
+	for _, ln := range active[:len(active)-1] {
 		select {
 		case w.work <- ln:
 		default:
 			w.run(ln)
 		}
 	}
-	w.run(w.active[len(w.active)-1])
+	w.run(active[len(active)-1])
 	for done := false; !done; {
 		select {
 		case ln := <-w.work:
@@ -149,18 +160,28 @@ func (w *workers) stepBatch(batch []*Result) {
 			done = true
 		}
 	}
-	w.batch.Wait()
-	for _, ln := range w.active {
+	w.phase.Wait()
+	for _, ln := range active {
 		clear(ln.records) // no pointer into recycled results
-		ln.records, ln.model, ln.shadow = ln.records[:0], nil, nil
+		ln.records, ln.model = ln.records[:0], nil
 	}
-	clear(w.active)
-	w.active = w.active[:0]
-	if w.shadow != nil && !perPartition {
-		for _, r := range batch {
-			if r.skip == "" && r.Scored() {
-				stepShadow(w.shadow, r)
-			}
+	w.active = 0
+	clear(w.byPart)
+}
+
+// laneOf returns the current phase's lane of model m, taking a free one if
+// m has none yet: partitions that share a model share its lane.
+func (w *workers) laneOf(m Model, shadow bool) *lane {
+	for _, ln := range w.lanes[:w.active] {
+		if ln.model == m {
+			return ln
 		}
 	}
+	if w.active == len(w.lanes) {
+		w.lanes = append(w.lanes, &lane{})
+	}
+	ln := w.lanes[w.active]
+	ln.model, ln.shadow = m, shadow
+	w.active++
+	return ln
 }

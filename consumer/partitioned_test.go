@@ -254,28 +254,46 @@ func mixedKafka() []Message {
 	return spread(lines, 3)
 }
 
+// sharedSet is a Partitioned whose even partitions share one model, as a
+// member's single model is every partition's.
+func sharedSet() *partitionSet {
+	even := &fakeModel{}
+	return newPartitionSet(func(p int32) Model {
+		if p%2 == 0 {
+			return even
+		}
+		return &fakeModel{}
+	})
+}
+
 // TestRunPartitionsShadowAndRejects covers what the real models do not
-// produce: refused events, numerical failures, and a shadow that is not
-// Partitioned (stepped on the model goroutine in input order). The
-// transcript must be the sequential path's.
+// produce: refused events, numerical failures, partitions that share a
+// model, and shadows (one per partition, shared, or not Partitioned:
+// stepped on the model goroutine in input order). The transcript must be
+// the sequential path's.
 func TestRunPartitionsShadowAndRejects(t *testing.T) {
 	msgs := mixedKafka()
 	for _, c := range []struct {
-		name   string
-		shadow func() Model
+		name          string
+		model, shadow func() Model
 	}{
-		{"no shadow", func() Model { return nil }},
-		{"partitioned shadow", func() Model { return fakeSet() }},
-		{"one shadow", func() Model { return &fakeModel{steps: 500} }},
+		{"no shadow", func() Model { return fakeSet() }, func() Model { return nil }},
+		{"partitioned shadow", func() Model { return fakeSet() }, func() Model { return fakeSet() }},
+		{"one shadow", func() Model { return fakeSet() }, func() Model { return &fakeModel{steps: 500} }},
+		{"shared models", func() Model { return sharedSet() }, func() Model { return sharedSet() }},
+		{"one model for all", func() Model {
+			one := &fakeModel{}
+			return newPartitionSet(func(int32) Model { return one })
+		}, func() Model { return fakeSet() }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			base := runTranscript(t, msgs, fakeSet(), c.shadow(), 1, 0)
+			base := runTranscript(t, msgs, c.model(), c.shadow(), 1, 0)
 			if base.stats.Numerical == 0 || base.stats.ByReason[ReasonModelRejected] == 0 {
 				t.Fatalf("Stats = %+v: want numerical failures and refused events", base.stats)
 			}
 			for _, workers := range []int{2, 3} {
 				for _, buffer := range []int{1, 4, 256} {
-					got := runTranscript(t, msgs, fakeSet(), c.shadow(), workers, buffer)
+					got := runTranscript(t, msgs, c.model(), c.shadow(), workers, buffer)
 					if d := got.diff(base); d != "" {
 						t.Fatalf("workers %d, buffer %d: %s", workers, buffer, d)
 					}
