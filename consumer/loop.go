@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"sync"
 
 	"denoiser/consumer/input"
@@ -133,13 +132,16 @@ type Options struct {
 	Shadow Model
 	// Workers is the number of goroutines, the model goroutine included,
 	// that step the models of different partitions at the same time when
-	// the model is Partitioned (default GOMAXPROCS; 1 steps every record on
-	// the model goroutine). The model goroutine then takes the records
-	// already read, up to Buffer and up to the next barrier, as one batch:
-	// each partition's records are stepped in input order on one goroutine
-	// at a time, so the scores do not depend on the batching or on
-	// Workers; then Skipped, After and the sinks see the batch's records in
-	// input order, as on the sequential path.
+	// the model is Partitioned (runtime.GOMAXPROCS(0) uses every core).
+	// The default, 0 or 1, steps every record on the model goroutine as it
+	// comes. With more, the model goroutine takes the records already
+	// read, up to Buffer and up to the next barrier, as one batch: each
+	// partition's records are stepped in input order on one goroutine at a
+	// time, so the scores do not depend on the batching or on Workers; then
+	// Skipped, After and the sinks see the batch's records in input order,
+	// as on the sequential path. But After may then find the models past
+	// its record (Result.BatchEnd), which is why parallel stepping is not
+	// the default: a checkpointer in After must wait for BatchEnd.
 	Workers int
 	// After, if set, is called on the model goroutine after each record
 	// (blank records excluded), in input order, once the model has stepped
@@ -218,12 +220,8 @@ func Run(ctx context.Context, src Source, model Model, sink Sink, dlq DeadLetter
 	}
 	l.marker = &Result{flush: make(chan error, 1)}
 	l.batch = make([]*Result, 0, n)
-	workers := opts.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	if p, ok := model.(Partitioned); ok && workers > 1 {
-		l.workers = startWorkers(workers, p, opts.Shadow)
+	if p, ok := model.(Partitioned); ok && opts.Workers > 1 {
+		l.workers = startWorkers(opts.Workers, p, opts.Shadow)
 		defer l.workers.stop()
 	}
 

@@ -15,7 +15,7 @@ import (
 // over one partition and over two, each partition with its own
 // online.Model (default configuration), the records read from memory and
 // the output discarded, and reports their ratio: what stepping the
-// partitions in parallel (Options.Workers, default GOMAXPROCS) gains.
+// partitions in parallel (Options.Workers = GOMAXPROCS) gains.
 //
 // Beside it, one partition on one core (GOMAXPROCS=1 for that arm: no
 // decoding beside the model either), the share of the machine a member of
@@ -49,7 +49,7 @@ func BenchmarkRunPartitions(b *testing.B) {
 			}
 			procs := runtime.GOMAXPROCS(arm.procs)
 			start, cpu0 := time.Now(), cpuSeconds()
-			st, err := Run(context.Background(), &messages{msgs: inputs[arm.partitions-1]}, set, discard{}, discard{}, Options{})
+			st, err := Run(context.Background(), &messages{msgs: inputs[arm.partitions-1]}, set, discard{}, discard{}, Options{Workers: runtime.GOMAXPROCS(0)})
 			loop[i].seconds += time.Since(start).Seconds()
 			loop[i].cpu += cpuSeconds() - cpu0
 			runtime.GOMAXPROCS(procs)
