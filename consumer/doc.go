@@ -32,6 +32,13 @@
 //   - exactly one goroutine owns the model: the goroutine that calls Run.
 //     Reading and writing run beside it, joined by bounded channels, so
 //     memory is bounded and a slow sink slows the reader (backpressure);
+//   - a Partitioned model (one model per input partition) is stepped a
+//     batch at a time, its partitions at the same time on a fixed pool of
+//     goroutines (Options.Workers): each partition's model steps its
+//     records in input order on one goroutine, so scores do not depend on
+//     the batching or the number of workers; the model goroutine waits for
+//     the whole batch before it calls For, After, Skipped or a task, which
+//     so always see every model at rest;
 //   - records leave the loop in input order;
 //   - the ground-truth field of an event is never given to the model.
 //

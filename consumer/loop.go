@@ -71,9 +71,17 @@ type Result struct {
 	// writer does not send it (or its dead letter) again.
 	Emitted bool
 
-	skip  SkipReason                           // set inside the loop on a record with nothing to score
-	flush chan error                           // set on the loop's internal flush marker
-	task  func(context.Context, Flusher) error // set on a barrier (Message.Task)
+	// BatchEnd reports that no record after this one has been stepped yet:
+	// the models are exactly as this record left them, so a checkpoint
+	// taken in Options.After covers it and nothing later. It is set on
+	// every record of the sequential path, and on the last record of each
+	// batch when partitions are stepped in parallel (Options.Workers).
+	BatchEnd bool
+
+	skip      SkipReason                           // set inside the loop on a record with nothing to score
+	shadowErr error                                // the shadow's numerical failure, when HasShadow
+	flush     chan error                           // set on the loop's internal flush marker
+	task      func(context.Context, Flusher) error // set on a barrier (Message.Task)
 }
 
 // SkipReason says why a record held nothing to score. Skipped records are
@@ -117,16 +125,35 @@ type Options struct {
 	// and the writer, and so the number of records in flight (default 256).
 	Buffer int
 	// Shadow, if set, is a second model stepped on every event the main
-	// model accepted, on the same goroutine (the replay's plain baseline).
+	// model accepted (the replay's plain baseline). When partitions are
+	// stepped in parallel, the shadow steps a batch once the main models
+	// have: a Partitioned shadow its partitions at the same time, any other
+	// shadow on the model goroutine, in input order.
 	Shadow Model
+	// Workers is the number of goroutines, the model goroutine included,
+	// that step the models of different partitions at the same time when
+	// the model is Partitioned (runtime.GOMAXPROCS(0) uses every core).
+	// The default, 0 or 1, steps every record on the model goroutine as it
+	// comes. With more, the model goroutine takes the records already
+	// read, up to Buffer and up to the next barrier, as one batch: each
+	// partition's records are stepped in input order on one goroutine at a
+	// time, so the scores do not depend on the batching or on Workers; then
+	// Skipped, After and the sinks see the batch's records in input order,
+	// as on the sequential path. But After may then find the models past
+	// its record (Result.BatchEnd), which is why parallel stepping is not
+	// the default: a checkpointer in After must wait for BatchEnd.
+	Workers int
 	// After, if set, is called on the model goroutine after each record
 	// (blank records excluded), in input order, once the model has stepped
 	// on it and before it is handed to its sink. out.Flush hands r to its
 	// sink, then waits until the sinks have written and flushed everything
 	// up to and including r: a checkpointer reads r.Pos, calls out.Flush,
-	// then commits the model and the position after r. r must not be used
+	// then commits the model and the position after r, which it may do
+	// only when r.BatchEnd (with parallel partitions the models may have
+	// stepped later records of r's batch already). r must not be used
 	// after out.Flush, nor after After returns. An error from After stops
-	// the loop.
+	// the loop (the models may have stepped later records of the batch,
+	// which are neither counted nor handed on).
 	After func(ctx context.Context, r *Result, out Flusher) error
 	// Skipped, if set, is called on the model goroutine for each record
 	// with nothing to score (see SkipReason), in input order.
@@ -166,8 +193,10 @@ type Stats struct {
 // written to sink; a record that fails to decode or that the model refuses
 // goes to dlq with its reason. Bad records never stop the loop. At the end
 // of the input, sink and dlq are flushed. The goroutine that calls Run owns
-// model until Run returns; Run returns only after its helper goroutines
-// have exited. The returned Stats are valid even with an error.
+// model until Run returns (it lends the models of a Partitioned model's
+// partitions to its workers while it waits for them: Options.Workers); Run
+// returns only after its helper goroutines have exited. The returned Stats
+// are valid even with an error.
 func Run(ctx context.Context, src Source, model Model, sink Sink, dlq DeadLetter, opts Options) (Stats, error) {
 	if src == nil || model == nil || sink == nil || dlq == nil {
 		return Stats{}, errors.New("run loop: nil source, model, sink or dead-letter")
@@ -190,6 +219,11 @@ func Run(ctx context.Context, src Source, model Model, sink Sink, dlq DeadLetter
 		l.free <- new(Result)
 	}
 	l.marker = &Result{flush: make(chan error, 1)}
+	l.batch = make([]*Result, 0, n)
+	if p, ok := model.(Partitioned); ok && opts.Workers > 1 {
+		l.workers = startWorkers(opts.Workers, p, opts.Shadow)
+		defer l.workers.stop()
+	}
 
 	var wg sync.WaitGroup
 	var readErr, writeErr error
@@ -230,6 +264,8 @@ type loop struct {
 	out     chan *Result // model -> writer
 	marker  *Result      // flush request
 	pending *Result      // the record being processed, until handed on; model goroutine only
+	batch   []*Result    // the records being processed; model goroutine only
+	workers *workers     // steps partitions in parallel; nil on the sequential path
 	sink    Sink
 	dlq     DeadLetter
 }
@@ -285,7 +321,10 @@ func (l *loop) read(ctx context.Context, src Source) error {
 	}
 }
 
-// step runs on the caller's goroutine, which owns the model.
+// step runs on the caller's goroutine, which owns the model. It takes the
+// records a batch at a time: one record on the sequential path; with
+// parallel partitions (l.workers), the first record it waits for and those
+// already read after it, up to the next barrier.
 func (l *loop) step(ctx context.Context, model Model, opts Options, st *Stats) error {
 	for {
 		var r *Result
@@ -303,50 +342,112 @@ func (l *loop) step(ctx context.Context, model Model, opts Options, st *Stats) e
 			return nil
 		}
 		if r.task != nil {
-			task := r.task
-			r.task = nil
-			l.free <- r // never blocks: the pool has room for every result
-			if err := task(ctx, (*flusher)(l)); err != nil {
-				return fmt.Errorf("barrier task: %w", err)
+			if err := l.barrier(ctx, r); err != nil {
+				return err
 			}
 			continue
 		}
-		if r.skip != "" {
-			st.Skipped++
-			st.SkippedByReason[r.skip]++
-			if opts.Skipped != nil {
-				opts.Skipped(r.skip)
-			}
-			l.free <- r // never blocks: the pool has room for every result
-			continue
-		}
-		if r.Reason == "" {
-			l.score(model, opts.Shadow, r, st)
-		}
-		if r.Scored() {
-			st.Scored++
-		} else {
-			st.Rejected++
-			st.ByReason[r.Reason]++
-		}
-		if r.Emitted {
-			st.AlreadyEmitted++
-		}
-		pos := r.Pos
-		l.pending = r
-		if opts.After != nil {
-			if err := opts.After(ctx, r, (*flusher)(l)); err != nil {
-				if l.pending != nil {
-					l.free <- l.pending
-					l.pending = nil
+		batch := append(l.batch[:0], r)
+		var barrier *Result
+		if l.workers != nil {
+		fill:
+			for len(batch) < cap(l.batch) {
+				select {
+				case r = <-l.decoded:
+				default:
+					break fill
 				}
-				return fmt.Errorf("after record %s: %w", pos, err)
+				if r == nil { // the input has ended: the next receive says so again
+					break
+				}
+				if r.task != nil {
+					barrier = r
+					break
+				}
+				batch = append(batch, r)
+			}
+			l.workers.stepBatch(batch)
+		} else if r.skip == "" && r.Reason == "" {
+			p := PartitionOf(r.Pos)
+			stepRecord(partitionModel(model, p), partitionModel(opts.Shadow, p), r)
+		}
+		batch[len(batch)-1].BatchEnd = true
+		for i, r := range batch {
+			if ok, err := l.finish(ctx, r, opts, st); !ok || err != nil {
+				for _, rest := range batch[i+1:] { // stepped, neither counted nor handed on
+					l.free <- rest
+				}
+				if barrier != nil {
+					l.free <- barrier
+				}
+				return err
 			}
 		}
-		if !l.handOn(ctx) {
-			return nil
+		clear(batch) // no pointer into recycled results
+		if barrier != nil {
+			if err := l.barrier(ctx, barrier); err != nil {
+				return err
+			}
 		}
 	}
+}
+
+// barrier runs the task of barrier r on the model goroutine.
+func (l *loop) barrier(ctx context.Context, r *Result) error {
+	task := r.task
+	r.task = nil
+	l.free <- r // never blocks: the pool has room for every result
+	if err := task(ctx, (*flusher)(l)); err != nil {
+		return fmt.Errorf("barrier task: %w", err)
+	}
+	return nil
+}
+
+// finish counts stepped record r, calls Skipped or After on it and hands it
+// on, in input order. It reports false when the loop must stop: on an error
+// from After, or when ctx was cancelled.
+func (l *loop) finish(ctx context.Context, r *Result, opts Options, st *Stats) (bool, error) {
+	if r.skip != "" {
+		st.Skipped++
+		st.SkippedByReason[r.skip]++
+		if opts.Skipped != nil {
+			opts.Skipped(r.skip)
+		}
+		l.free <- r // never blocks: the pool has room for every result
+		return true, nil
+	}
+	if r.Scored() {
+		st.Scored++
+		if r.Err != nil {
+			st.Numerical++
+		}
+		if opts.Shadow != nil {
+			switch {
+			case !r.HasShadow:
+				st.ShadowRejected++
+			case r.shadowErr != nil:
+				st.ShadowNumerical++
+			}
+		}
+	} else {
+		st.Rejected++
+		st.ByReason[r.Reason]++
+	}
+	if r.Emitted {
+		st.AlreadyEmitted++
+	}
+	pos := r.Pos
+	l.pending = r
+	if opts.After != nil {
+		if err := opts.After(ctx, r, (*flusher)(l)); err != nil {
+			if l.pending != nil {
+				l.free <- l.pending
+				l.pending = nil
+			}
+			return false, fmt.Errorf("after record %s: %w", pos, err)
+		}
+	}
+	return l.handOn(ctx), nil
 }
 
 // handOn sends the pending record, if any, to the writer. It reports false
@@ -366,31 +467,33 @@ func (l *loop) handOn(ctx context.Context) bool {
 	}
 }
 
-func (l *loop) score(model, shadow Model, r *Result, st *Stats) {
-	ev := r.Event.Model()
-	err := model.Step(ev, &r.Score)
+// stepRecord steps model, then shadow if set, on record r, which has an
+// event to score, and notes the outcome in r (finish counts it). It runs on
+// the model goroutine, or on a worker that owns r's partition for the batch.
+func stepRecord(model, shadow Model, r *Result) {
+	err := model.Step(r.Event.Model(), &r.Score)
 	switch {
 	case err == nil:
 	case errors.Is(err, online.ErrNumerical):
 		r.Err = err
-		st.Numerical++
 	default: // online.ErrInvalidEvent, or anything else the model refuses
 		r.Err = &RecordError{Reason: ReasonModelRejected, Msg: err.Error(), Err: err}
 		r.Reason = ReasonModelRejected
 		return
 	}
-	if shadow == nil {
-		return
+	if shadow != nil {
+		stepShadow(shadow, r)
 	}
-	err = shadow.Step(ev, &r.Shadow)
+}
+
+// stepShadow steps shadow on record r, which the main model accepted.
+func stepShadow(shadow Model, r *Result) {
+	err := shadow.Step(r.Event.Model(), &r.Shadow)
 	switch {
 	case err == nil:
 		r.HasShadow = true
 	case errors.Is(err, online.ErrNumerical):
-		r.HasShadow = true
-		st.ShadowNumerical++
-	default:
-		st.ShadowRejected++
+		r.HasShadow, r.shadowErr = true, err
 	}
 }
 

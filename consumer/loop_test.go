@@ -222,39 +222,58 @@ func TestRunSinkError(t *testing.T) {
 	}
 }
 
-// endless yields the same good record forever.
-type endless struct{ n int64 }
+// endless yields the same good record forever, spread over its partitions
+// in turn (one when 0).
+type endless struct {
+	n          int64
+	partitions int64
+}
 
 func (e *endless) Next(ctx context.Context) (Message, error) {
 	if err := ctx.Err(); err != nil {
 		return Message{}, err
 	}
 	e.n++
-	return Message{Pos: input.Position{Topic: "t", Partition: 1, Offset: e.n}, Value: []byte(`{"user":"u","item":"i"}`)}, nil
+	p := e.n % max(e.partitions, 1)
+	return Message{Pos: input.Position{Topic: "t", Partition: int32(p), Offset: e.n}, Value: []byte(`{"user":"u","item":"i"}`)}, nil
 }
 
 func TestRunCancel(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	sink := &memSink{}
-	done := make(chan error)
-	go func() {
-		_, err := Run(ctx, &endless{}, &fakeModel{}, sink, sink, Options{
-			After: func(_ context.Context, r *Result, _ Flusher) error {
-				if r.Pos.Offset == 1000 {
-					cancel()
+	for _, c := range []struct {
+		name       string
+		model      Model
+		partitions int64
+	}{
+		{"sequential", &fakeModel{}, 1},
+		{"parallel partitions", fakeSet(), 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			sink := &memSink{}
+			done := make(chan error)
+			go func() {
+				seen := 0
+				_, err := Run(ctx, &endless{partitions: c.partitions}, c.model, sink, sink, Options{
+					Workers: 2,
+					After: func(context.Context, *Result, Flusher) error {
+						if seen++; seen == 1000 {
+							cancel()
+						}
+						return nil
+					},
+				})
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("Run error = %v, want context.Canceled", err)
 				}
-				return nil
-			},
+			case <-time.After(10 * time.Second):
+				t.Fatal("Run did not stop after cancel")
+			}
 		})
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("Run error = %v, want context.Canceled", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not stop after cancel")
 	}
 }
 

@@ -1,0 +1,187 @@
+package consumer
+
+import (
+	"sync"
+
+	"denoiser/consumer/input"
+)
+
+// Partitioned is a Model whose state is split by input partition. Run may
+// step the models of different partitions at the same time, each on one
+// goroutine at a time (Options.Workers), so different models must share
+// nothing mutable. Partitions may share a model (For returns the same
+// one): Run then steps their records together, in input order. The models
+// For returns are compared with ==, so their dynamic types must be
+// comparable (pointers, typically).
+//
+// Run steps a record of partition p with For(p), never with the
+// Partitioned's own Step, whatever the number of workers: a Kafka record's
+// partition is its Pos.Partition; every record of a file belongs to
+// partition 0 (PartitionOf).
+type Partitioned interface {
+	Model
+	// For returns the model of partition p, creating it if needed; never
+	// nil. Run calls it on the model goroutine only, while no partition
+	// model is being stepped: once per partition per batch (per record on
+	// the sequential path), so that a task may replace or drop a
+	// partition's model between two batches.
+	For(p int32) Model
+}
+
+// PartitionOf is the partition a record at pos belongs to, the p that Run
+// passes to Partitioned.For: pos.Partition for a Kafka record, 0 for a
+// record read from a file.
+func PartitionOf(pos input.Position) int32 {
+	if pos.IsFile() {
+		return 0
+	}
+	return pos.Partition
+}
+
+// partitionModel is the model that steps the records of partition p: m's
+// model of p when m is Partitioned, else m itself (nil stays nil).
+func partitionModel(m Model, p int32) Model {
+	if pm, ok := m.(Partitioned); ok {
+		return pm.For(p)
+	}
+	return m
+}
+
+// lane is the part of one batch that one model steps: the records of the
+// partitions whose model it is, in input order.
+type lane struct {
+	model   Model
+	shadow  bool // the lane steps a shadow (stepShadow), not the main model
+	records []*Result
+}
+
+// step steps the lane's records in order, on whichever goroutine runs it.
+func (ln *lane) step() {
+	for _, r := range ln.records {
+		if ln.shadow {
+			stepShadow(ln.model, r)
+		} else {
+			stepRecord(ln.model, nil, r)
+		}
+	}
+}
+
+// workers steps the lanes of a batch at the same time. It belongs to the
+// model goroutine, except that while a phase waits, each lane sent on work
+// belongs to the worker that received it.
+type workers struct {
+	model  Partitioned
+	shadow Model
+	lanes  []*lane         // lanes[:active] are the current phase's, the rest kept for reuse
+	active int             // lanes in use
+	byPart map[int32]*lane // the current phase's lane of each partition
+
+	work    chan *lane
+	phase   sync.WaitGroup // the lanes of the current phase
+	running sync.WaitGroup // the worker goroutines
+}
+
+// startWorkers starts n-1 worker goroutines; the model goroutine is the
+// n-th. stop ends them.
+func startWorkers(n int, model Partitioned, shadow Model) *workers {
+	w := &workers{model: model, shadow: shadow, byPart: map[int32]*lane{}, work: make(chan *lane, 4*n)}
+	w.running.Add(n - 1)
+	for range n - 1 {
+		go func() {
+			defer w.running.Done()
+			for ln := range w.work {
+				w.run(ln)
+			}
+		}()
+	}
+	return w
+}
+
+// run steps one lane of the current phase.
+func (w *workers) run(ln *lane) {
+	ln.step()
+	w.phase.Done()
+}
+
+// stop ends the worker goroutines and waits for them. It must not be called
+// while a batch is being stepped.
+func (w *workers) stop() {
+	close(w.work)
+	w.running.Wait()
+}
+
+// stepBatch steps the records of batch that have something to score, and
+// returns when every one has been stepped: first by the main model, then
+// those it accepted by the shadow, if any. In each phase, the records of a
+// model's partitions are stepped in input order on one goroutine, different
+// models at the same time; a shadow that is not Partitioned is one model,
+// so it steps every record in input order.
+func (w *workers) stepBatch(batch []*Result) {
+	w.stepPhase(batch, w.model, false)
+	if w.shadow != nil {
+		w.stepPhase(batch, w.shadow, true)
+	}
+}
+
+func (w *workers) stepPhase(batch []*Result, model Model, shadow bool) {
+	for _, r := range batch {
+		if r.skip != "" || r.Reason != "" { // nothing to score, or rejected
+			continue
+		}
+		p := PartitionOf(r.Pos)
+		ln := w.byPart[p]
+		if ln == nil {
+			ln = w.laneOf(partitionModel(model, p), shadow)
+			w.byPart[p] = ln
+		}
+		ln.records = append(ln.records, r)
+	}
+	if w.active == 0 {
+		return
+	}
+	// The model goroutine queues the lanes but one, which it steps, then
+	// those no worker has taken yet; a lane that does not fit in the queue
+	// it steps at once.
+	active := w.lanes[:w.active]
+	w.phase.Add(len(active))
+	for _, ln := range active[:len(active)-1] {
+		select {
+		case w.work <- ln:
+		default:
+			w.run(ln)
+		}
+	}
+	w.run(active[len(active)-1])
+	for done := false; !done; {
+		select {
+		case ln := <-w.work:
+			w.run(ln)
+		default:
+			done = true
+		}
+	}
+	w.phase.Wait()
+	for _, ln := range active {
+		clear(ln.records) // no pointer into recycled results
+		ln.records, ln.model = ln.records[:0], nil
+	}
+	w.active = 0
+	clear(w.byPart)
+}
+
+// laneOf returns the current phase's lane of model m, taking a free one if
+// m has none yet: partitions that share a model share its lane.
+func (w *workers) laneOf(m Model, shadow bool) *lane {
+	for _, ln := range w.lanes[:w.active] {
+		if ln.model == m {
+			return ln
+		}
+	}
+	if w.active == len(w.lanes) {
+		w.lanes = append(w.lanes, &lane{})
+	}
+	ln := w.lanes[w.active]
+	ln.model, ln.shadow = m, shadow
+	w.active++
+	return ln
+}

@@ -1,0 +1,474 @@
+package consumer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"denoiser/consumer/input"
+	"denoiser/internal/synth"
+	"denoiser/online"
+)
+
+// partitionSet is a Partitioned made of one model per partition, created
+// by newModel on first use.
+type partitionSet struct {
+	newModel func(p int32) Model
+	models   map[int32]Model
+}
+
+func newPartitionSet(newModel func(p int32) Model) *partitionSet {
+	return &partitionSet{newModel: newModel, models: map[int32]Model{}}
+}
+
+func (s *partitionSet) Step(online.Event, *online.Score) error {
+	panic("Run stepped the set instead of a partition's model")
+}
+
+func (s *partitionSet) For(p int32) Model {
+	m := s.models[p]
+	if m == nil {
+		m = s.newModel(p)
+		s.models[p] = m
+	}
+	return m
+}
+
+// steps is the number of events the fake models of s have learned from.
+func (s *partitionSet) steps() int {
+	n := 0
+	for _, m := range s.models {
+		n += m.(*fakeModel).steps
+	}
+	return n
+}
+
+func fakeSet() *partitionSet {
+	return newPartitionSet(func(int32) Model { return &fakeModel{} })
+}
+
+// messages is a Source of fixed messages. hook, if set, is called on the
+// reader goroutine before message i is returned.
+type messages struct {
+	msgs []Message
+	next int
+	hook func(i int)
+}
+
+func (s *messages) Next(ctx context.Context) (Message, error) {
+	if err := ctx.Err(); err != nil {
+		return Message{}, err
+	}
+	if s.next == len(s.msgs) {
+		return Message{}, io.EOF
+	}
+	if s.hook != nil {
+		s.hook(s.next)
+	}
+	s.next++
+	return s.msgs[s.next-1], nil
+}
+
+// spread lays lines out over partitions as a Kafka source returns them: a
+// line goes to the partition its user hashes to (a line without a user to
+// partition 0), and the partitions' records come interleaved in runs of 1
+// to 13, as fetches of different partitions arrive.
+func spread(lines [][]byte, partitions int) []Message {
+	queues := make([][][]byte, partitions)
+	for _, l := range lines {
+		var ev Event
+		p := 0
+		if Decode(l, &ev) == nil {
+			h := fnv.New32a()
+			h.Write([]byte(ev.User))
+			p = int(h.Sum32() % uint32(partitions))
+		}
+		queues[p] = append(queues[p], l)
+	}
+	var out []Message
+	offsets := make([]int64, partitions)
+	for turn := 0; len(out) < len(lines); turn++ {
+		p := turn % partitions
+		run := min(1+turn*7%13, len(queues[p]))
+		for _, l := range queues[p][:run] {
+			out = append(out, Message{Pos: input.Position{Topic: "clicks", Partition: int32(p), Offset: offsets[p]}, Value: l, Null: l == nil})
+			offsets[p]++
+		}
+		queues[p] = queues[p][run:]
+	}
+	return out
+}
+
+// transcript is everything Run shows of one run, in the order it shows it.
+type transcript struct {
+	after, sink, skipped []string
+	stats                Stats
+}
+
+// runTranscript runs msgs through model (and shadow) and records the
+// transcript.
+func runTranscript(t *testing.T, msgs []Message, model, shadow Model, workers, buffer int) transcript {
+	t.Helper()
+	var tr transcript
+	sink := &memSink{}
+	st, err := Run(context.Background(), &messages{msgs: msgs}, model, sink, sink, Options{
+		Workers: workers, Buffer: buffer, Shadow: shadow,
+		Skipped: func(r SkipReason) { tr.skipped = append(tr.skipped, string(r)) },
+		After: func(_ context.Context, r *Result, _ Flusher) error {
+			line := fmt.Sprintf("%s %s %v", r.Pos, r.Reason, r.Score)
+			if r.HasShadow {
+				line += fmt.Sprintf(" shadow %v", r.Shadow)
+			}
+			tr.after = append(tr.after, line)
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	tr.stats = st
+	tr.sink = append(append(tr.sink, sink.scored...), sink.rejected...)
+	return tr
+}
+
+func (tr transcript) diff(want transcript) string {
+	for _, c := range []struct {
+		name      string
+		got, want []string
+	}{{"After", tr.after, want.after}, {"sink", tr.sink, want.sink}, {"Skipped", tr.skipped, want.skipped}} {
+		if len(c.got) != len(c.want) {
+			return fmt.Sprintf("%s saw %d records, want %d", c.name, len(c.got), len(c.want))
+		}
+		for i := range c.got {
+			if c.got[i] != c.want[i] {
+				return fmt.Sprintf("%s record %d:\n got %s\nwant %s", c.name, i, c.got[i], c.want[i])
+			}
+		}
+	}
+	if fmt.Sprint(tr.stats) != fmt.Sprint(want.stats) {
+		return fmt.Sprintf("Stats = %+v, want %+v", tr.stats, want.stats)
+	}
+	return ""
+}
+
+// onlineConfig is a model configuration that refits early, so that a short
+// stream goes through warm-up, distillation and mixture refits.
+var onlineConfig = online.Config{WarmUp: 300, RefitEvery: 200, GMMMinSamples: 64}
+
+func onlineSet(t testing.TB, cfg online.Config, seed uint64) *partitionSet {
+	return newPartitionSet(func(p int32) Model {
+		m, err := online.New(cfg, online.NewPartitionSource(seed, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	})
+}
+
+// synthLines returns n generated event lines.
+func synthLines(t testing.TB, n int, seed uint64) [][]byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if _, err := synth.Write(context.Background(), &buf, synth.Config{Events: n, Noise: 0.2, Seed: seed}); err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Split(bytes.TrimSuffix(buf.Bytes(), []byte("\n")), []byte("\n"))
+}
+
+// TestRunPartitionsAsAlone checks that parallel stepping changes nothing
+// but speed: with real models, one per partition, every partition's scores
+// are bit for bit those of its model stepped alone on its events, and
+// After, the sinks, Skipped and Stats see exactly what the sequential path
+// shows, whatever the number of workers and the batch size.
+func TestRunPartitionsAsAlone(t *testing.T) {
+	lines := synthLines(t, 3000, 7)
+	for i := 50; i < len(lines); i += 97 { // bad records and blanks among them
+		lines[i] = []byte(`{"user":"x`)
+		lines[i+1] = []byte("  ")
+		lines[i+2] = nil // a tombstone
+	}
+	msgs := spread(lines, 3)
+	const seed = 11
+	plain := onlineConfig
+	plain.Plain = true
+
+	// The reference: each partition's model, and the shadows, stepped alone.
+	var alone transcript
+	{
+		models, shadows := onlineSet(t, onlineConfig, seed), onlineSet(t, plain, seed+1)
+		for _, m := range msgs {
+			var ev Event
+			if len(bytes.TrimSpace(m.Value)) == 0 || Decode(m.Value, &ev) != nil {
+				continue
+			}
+			var sc, sh online.Score
+			if err := models.For(m.Pos.Partition).Step(ev.Model(), &sc); err != nil && !errors.Is(err, online.ErrNumerical) {
+				t.Fatal(err)
+			}
+			if err := shadows.For(m.Pos.Partition).Step(ev.Model(), &sh); err != nil && !errors.Is(err, online.ErrNumerical) {
+				t.Fatal(err)
+			}
+			alone.after = append(alone.after, fmt.Sprintf("%s  %v shadow %v", m.Pos, sc, sh))
+		}
+	}
+
+	base := runTranscript(t, msgs, onlineSet(t, onlineConfig, seed), onlineSet(t, plain, seed+1), 1, 0)
+	var scored []string
+	for _, l := range base.after {
+		if !strings.Contains(l, " not_json ") {
+			scored = append(scored, l)
+		}
+	}
+	if fmt.Sprint(scored) != fmt.Sprint(alone.after) {
+		t.Fatal("the sequential path's scores differ from the partitions' models stepped alone")
+	}
+	if base.stats.Scored != uint64(len(alone.after)) || base.stats.Rejected == 0 || base.stats.Skipped == 0 {
+		t.Fatalf("Stats = %+v: want %d scored and some rejected and skipped", base.stats, len(alone.after))
+	}
+	for _, workers := range []int{2, 4} {
+		for _, buffer := range []int{1, 5, 256} {
+			t.Run(fmt.Sprintf("workers%d/buffer%d", workers, buffer), func(t *testing.T) {
+				got := runTranscript(t, msgs, onlineSet(t, onlineConfig, seed), onlineSet(t, plain, seed+1), workers, buffer)
+				if d := got.diff(base); d != "" {
+					t.Fatal(d)
+				}
+			})
+		}
+	}
+}
+
+// mixedKafka is the records of mixed, laid out over 3 partitions.
+func mixedKafka() []Message {
+	var lines [][]byte
+	for range 20 {
+		for l := range strings.SplitSeq(mixed, "\n") {
+			lines = append(lines, []byte(l))
+		}
+	}
+	return spread(lines, 3)
+}
+
+// sharedSet is a Partitioned whose even partitions share one model, as a
+// member's single model is every partition's.
+func sharedSet() *partitionSet {
+	even := &fakeModel{}
+	return newPartitionSet(func(p int32) Model {
+		if p%2 == 0 {
+			return even
+		}
+		return &fakeModel{}
+	})
+}
+
+// TestRunPartitionsShadowAndRejects covers what the real models do not
+// produce: refused events, numerical failures, partitions that share a
+// model, and shadows (one per partition, shared, or not Partitioned:
+// stepped on the model goroutine in input order). The transcript must be
+// the sequential path's.
+func TestRunPartitionsShadowAndRejects(t *testing.T) {
+	msgs := mixedKafka()
+	for _, c := range []struct {
+		name          string
+		model, shadow func() Model
+	}{
+		{"no shadow", func() Model { return fakeSet() }, func() Model { return nil }},
+		{"partitioned shadow", func() Model { return fakeSet() }, func() Model { return fakeSet() }},
+		{"one shadow", func() Model { return fakeSet() }, func() Model { return &fakeModel{steps: 500} }},
+		{"shared models", func() Model { return sharedSet() }, func() Model { return sharedSet() }},
+		{"one model for all", func() Model {
+			one := &fakeModel{}
+			return newPartitionSet(func(int32) Model { return one })
+		}, func() Model { return fakeSet() }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			base := runTranscript(t, msgs, c.model(), c.shadow(), 1, 0)
+			if base.stats.Numerical == 0 || base.stats.ByReason[ReasonModelRejected] == 0 {
+				t.Fatalf("Stats = %+v: want numerical failures and refused events", base.stats)
+			}
+			for _, workers := range []int{2, 3} {
+				for _, buffer := range []int{1, 4, 256} {
+					got := runTranscript(t, msgs, c.model(), c.shadow(), workers, buffer)
+					if d := got.diff(base); d != "" {
+						t.Fatalf("workers %d, buffer %d: %s", workers, buffer, d)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestRunPartitionsFileIsOnePartition checks that the records of a file
+// all go to the model of partition 0.
+func TestRunPartitionsFileIsOnePartition(t *testing.T) {
+	set := fakeSet()
+	st, err := Run(context.Background(), NewFileSource(strings.NewReader(mixed), "in.jsonl"), set, &memSink{}, &memSink{}, Options{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.models) != 1 || set.models[0] == nil || set.steps() != int(st.Scored) {
+		t.Fatalf("models %v stepped %d events; want partition 0's only, %d", set.models, set.steps(), st.Scored)
+	}
+}
+
+// TestRunPartitionsBarriersAndBatchEnd checks the ordering promises with
+// parallel partitions: a barrier runs after every earlier record was
+// stepped and handed on and before any later one is stepped; a task of
+// Options.Tasks runs between batches, when every record stepped has been
+// through After; After sees r.BatchEnd exactly when no later record has
+// been stepped; Flush covers every record up to r.
+func TestRunPartitionsBarriersAndBatchEnd(t *testing.T) {
+	var lines [][]byte
+	for i := range 600 {
+		lines = append(lines, fmt.Appendf(nil, `{"user":"u%d","item":"i%d"}`, i, i%7))
+	}
+	msgs := spread(lines, 3)
+	set, sink := fakeSet(), &memSink{}
+	var afterSeen, barriers, tasksRun, batchEnds int
+	// check runs on the model goroutine between records; before is the
+	// number of records before it in the input, -1 when not known.
+	check := func(ctx context.Context, out Flusher, what string, before int) error {
+		if set.steps() != afterSeen || before >= 0 && afterSeen != before {
+			t.Errorf("%s after %d records: the models stepped %d records, After saw %d", what, before, set.steps(), afterSeen)
+		}
+		if err := out.Flush(ctx); err != nil {
+			return err
+		}
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		if len(sink.scored) != afterSeen {
+			t.Errorf("%s: after Flush the sink has %d records, want %d", what, len(sink.scored), afterSeen)
+		}
+		return nil
+	}
+	for i := len(msgs) - 50; i > 0; i -= 97 {
+		barrier := Message{Task: func(ctx context.Context, out Flusher) error {
+			barriers++
+			return check(ctx, out, "barrier", i)
+		}}
+		msgs = append(msgs[:i], append([]Message{barrier}, msgs[i:]...)...)
+	}
+	// The source pauses twice until a task has run: the model goroutine
+	// runs it once it has processed every record read so far. And After
+	// holds the first record until the reader has read 60 more, so that
+	// the next batch is a full one.
+	tasks := make(chan func(context.Context, Flusher) error, 1)
+	reached := make(chan struct{})
+	src := &messages{msgs: msgs, hook: func(i int) {
+		switch i {
+		case 60:
+			close(reached)
+		case 300, 450:
+			ran := make(chan struct{})
+			tasks <- func(ctx context.Context, out Flusher) error {
+				defer close(ran)
+				tasksRun++
+				return check(ctx, out, "task", -1)
+			}
+			select {
+			case <-ran:
+			case <-time.After(10 * time.Second):
+				t.Error("the task did not run while the input paused")
+			}
+		}
+	}}
+	_, err := Run(context.Background(), src, set, sink, sink, Options{
+		Workers: 3, Buffer: 64, Tasks: tasks,
+		After: func(ctx context.Context, r *Result, out Flusher) error {
+			if afterSeen++; afterSeen == 1 {
+				select {
+				case <-reached:
+				case <-time.After(10 * time.Second):
+					t.Error("the reader did not read ahead")
+				}
+			}
+			if r.BatchEnd {
+				batchEnds++
+				if set.steps() != afterSeen {
+					t.Errorf("After at %s, the end of a batch: the models stepped %d records, want %d", r.Pos, set.steps(), afterSeen)
+				}
+			} else if set.steps() <= afterSeen {
+				t.Errorf("After at %s, inside a batch: the models stepped %d records, want more than %d", r.Pos, set.steps(), afterSeen)
+			}
+			if afterSeen%50 == 0 {
+				if err := out.Flush(ctx); err != nil {
+					return err
+				}
+				sink.mu.Lock()
+				defer sink.mu.Unlock()
+				if len(sink.scored) != afterSeen {
+					t.Errorf("after Flush at %s the sink has %d records, want %d", r.Pos, len(sink.scored), afterSeen)
+				}
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if afterSeen != len(lines) || barriers != 6 || tasksRun != 2 {
+		t.Fatalf("After saw %d records, %d barriers and %d tasks ran; want %d, 6, 2", afterSeen, barriers, tasksRun, len(lines))
+	}
+	if batchEnds >= afterSeen-50 {
+		t.Fatalf("%d batches for %d records: the records were not stepped in batches", batchEnds, afterSeen)
+	}
+	t.Logf("%d records in %d batches", afterSeen, batchEnds)
+}
+
+// TestRunPartitionsStopInBatch stops the loop from After inside a batch:
+// the records after it are not counted nor handed on, and the workers
+// exit (goleak in TestMain).
+func TestRunPartitionsStopInBatch(t *testing.T) {
+	var lines [][]byte
+	for i := range 400 {
+		lines = append(lines, fmt.Appendf(nil, `{"user":"u%d","item":"i"}`, i))
+	}
+	stop := errors.New("stop here")
+	sink := &memSink{}
+	seen := 0
+	st, err := Run(context.Background(), &messages{msgs: spread(lines, 2)}, fakeSet(), sink, sink, Options{
+		Workers: 2, Buffer: 64,
+		After: func(_ context.Context, r *Result, _ Flusher) error {
+			if seen++; seen == 150 {
+				return stop
+			}
+			return nil
+		},
+	})
+	if !errors.Is(err, stop) {
+		t.Fatalf("Run error = %v, want %v", err, stop)
+	}
+	if st.Scored != 150 || len(sink.scored) != 149 {
+		t.Fatalf("Scored = %d, the sink has %d; want 150 and 149", st.Scored, len(sink.scored))
+	}
+}
+
+// TestRunPartitionsAllocateNothingPerRecord checks that the parallel path
+// allocates nothing per record beyond what the sequential path does
+// (decoding): only per run (workers, lanes, batch).
+func TestRunPartitionsAllocateNothingPerRecord(t *testing.T) {
+	var lines [][]byte
+	for i := range 20000 {
+		lines = append(lines, fmt.Appendf(nil, `{"user":"u%d","item":"i%d"}`, i%97, i%1013))
+	}
+	msgs := spread(lines, 4)
+	allocs := func(model Model, workers int) float64 {
+		return testing.AllocsPerRun(3, func() {
+			st, err := Run(context.Background(), &messages{msgs: msgs}, model, discard{}, discard{}, Options{Workers: workers})
+			if err != nil || st.Scored != uint64(len(msgs)) {
+				t.Fatal(st, err)
+			}
+		})
+	}
+	sequential := allocs(constModel{}, 1)
+	parallel := allocs(newPartitionSet(func(int32) Model { return constModel{} }), 4)
+	t.Logf("allocations per run of %d records: sequential %.0f, parallel %.0f", len(msgs), sequential, parallel)
+	if extra := parallel - sequential; extra > 200 {
+		t.Fatalf("the parallel path allocated %.0f more times than the sequential one over %d records", extra, len(msgs))
+	}
+}
