@@ -117,7 +117,9 @@ func (c *checkpointer) after(ctx context.Context, r *consumer.Result, out consum
 		*c.lastNext = r.Pos.Offset + 1
 	}
 	c.pending++
-	if c.pending >= c.every {
+	// Within a batch of partitions stepped in parallel the models are
+	// past r: a checkpoint waits for the batch's last record.
+	if c.pending >= c.every && r.BatchEnd {
 		return c.checkpoint(ctx, out)
 	}
 	return nil

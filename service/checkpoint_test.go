@@ -84,7 +84,7 @@ func TestCheckpointRetriesAfterFailure(t *testing.T) {
 		}
 	}
 	record := func(offset int64) {
-		if err := c.after(ctx, &consumer.Result{Pos: input.Position{Topic: "t", Offset: offset}}, noFlush{}); err != nil {
+		if err := c.after(ctx, &consumer.Result{Pos: input.Position{Topic: "t", Offset: offset}, BatchEnd: true}, noFlush{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -163,7 +163,7 @@ func TestCheckpointsWriteDeltas(t *testing.T) {
 			if err := m.Step(online.Event{User: fmt.Sprint("u", u), Item: fmt.Sprint("i", i)}, &sc); err != nil {
 				t.Fatal(err)
 			}
-			if err := c.after(ctx, &consumer.Result{Pos: input.Position{Topic: "t", Offset: offset}}, noFlush{}); err != nil {
+			if err := c.after(ctx, &consumer.Result{Pos: input.Position{Topic: "t", Offset: offset}, BatchEnd: true}, noFlush{}); err != nil {
 				t.Fatal(err)
 			}
 			offset++

@@ -341,9 +341,9 @@ func (c *scrapeCollector) Collect(ch chan<- prometheus.Metric) {
 
 // timedSet is what the loop steps: the member's models, partition p's
 // through For (consumer.Partitioned), each timed by its own timedModel so
-// that the models of different partitions may step at the same time.
-// Step is partition 0's (records of a file). For runs on the model
-// goroutine.
+// that the models of different partitions may step at the same time (the
+// loop steps partitions that share a model together). Step is partition
+// 0's; the loop does not call it. For runs on the model goroutine.
 type timedSet struct {
 	set    *online.Set
 	h      prometheus.Histogram

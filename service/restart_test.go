@@ -165,7 +165,7 @@ func testRestarts(t *testing.T, mc online.Config) {
 			if got := fmt.Sprint(sc); got != want[offset] {
 				t.Fatalf("life %d, offset %d: score %s, want %s", life, offset, got, want[offset])
 			}
-			if err := c.after(ctx, &consumer.Result{Pos: input.Position{Topic: "t", Offset: offset}}, noFlush{}); err != nil {
+			if err := c.after(ctx, &consumer.Result{Pos: input.Position{Topic: "t", Offset: offset}, BatchEnd: true}, noFlush{}); err != nil {
 				t.Fatal(err)
 			}
 			if paced {

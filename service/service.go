@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -306,8 +307,13 @@ func (s *Service) Run(ctx context.Context) error {
 	s.running.Store(true)
 	s.log.Info("running", "input", s.cfg.Kafka.InputTopic, "group", s.cfg.Kafka.Group,
 		"output", s.cfg.Kafka.OutputTopic, "dead_letter", s.cfg.Kafka.DeadLetterTopic)
+	// With a model per partition, the partitions step on every core.
+	workers := 1
+	if s.set.Layout() == online.LayoutPartition {
+		workers = runtime.GOMAXPROCS(0)
+	}
 	st, runErr := consumer.Run(loopCtx, s.src, newTimedSet(s.set, s.m.step), s.sink, s.dlq, consumer.Options{
-		Buffer: s.cfg.Buffer, After: s.cp.after, Tasks: s.tasks, Skipped: s.m.skip,
+		Buffer: s.cfg.Buffer, After: s.cp.after, Tasks: s.tasks, Skipped: s.m.skip, Workers: workers,
 	})
 	s.running.Store(false)
 	close(s.loopDone)

@@ -129,7 +129,7 @@ func runStateDirectory(b *testing.B, model *online.Model, r *rand.Rand, users, i
 	var sc online.Score
 	for k := range events {
 		model.Step(online.Event{User: fmt.Sprint("u", r.IntN(users)), Item: fmt.Sprint("i", r.IntN(items))}, &sc)
-		if err := c.after(ctx, &consumer.Result{Pos: input.Position{Topic: "t", Offset: int64(k)}}, noFlush{}); err != nil {
+		if err := c.after(ctx, &consumer.Result{Pos: input.Position{Topic: "t", Offset: int64(k)}, BatchEnd: true}, noFlush{}); err != nil {
 			b.Fatal(err)
 		}
 		for deadline := time.Now().Add(time.Minute); paced && c.saving && time.Now().Before(deadline); {
