@@ -175,8 +175,8 @@ func (s *Set) Version() uint64 {
 
 // Summary sums the counts of the set's models; the mixture, ρ and the
 // mean transition are those of the model that learned from the most
-// events (the lowest key among equals). An empty set's summary is that
-// of a new model.
+// events (the lowest key among equals). An empty set's is the zero
+// Summary.
 func (s *Set) Summary() Summary {
 	var sum Summary
 	var top *Model
@@ -199,13 +199,6 @@ func (s *Set) Summary() Summary {
 		sum.ItemsEvicted += ms.ItemsEvicted
 		sum.ColdUserEvents += ms.ColdUserEvents
 		sum.ColdItemEvents += ms.ColdItemEvents
-	}
-	if top == nil {
-		m, err := New(s.cfg, s.source(0))
-		if err != nil {
-			return Summary{}
-		}
-		return m.Summary()
 	}
 	if sum.Events > 0 {
 		sum.DistilledShare = float64(sum.Distilled) / float64(sum.Events)
@@ -466,15 +459,15 @@ func ReadSet(base []byte, deltas [][]byte, seed uint64, layout Layout, open func
 		}
 		s.add(k, m)
 	}
-	switch {
+	switch { // every model and the template share one configuration
+	case len(s.keys) > 0:
+		s.cfg = s.models[s.keys[0]].cfg
 	case s.template != nil:
 		t, err := ReadModel(bytes.NewReader(s.template))
 		if err != nil {
 			return nil, fmt.Errorf("template: %w", err)
 		}
 		s.cfg = t.cfg
-	case len(s.keys) > 0:
-		s.cfg = s.models[s.keys[0]].cfg
 	default:
 		return nil, fmt.Errorf("%w: a model set with neither models nor template", ErrCorrupt)
 	}

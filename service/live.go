@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -164,15 +163,12 @@ func (l *LiveSnapshots) run(ctx context.Context, out consumer.Flusher, path stri
 		}
 	}
 	set, ps := l.owner.ModelState()
-	m, err := SetModel(set, partition)
+	m, key, err := SetModel(set, partition)
 	if err != nil {
 		fail(err)
 		return
 	}
-	if set.Len() > 1 || (partition >= 0 && set.Layout() == online.LayoutPartition) {
-		ps = slices.DeleteFunc(slices.Clone(ps), func(p input.Position) bool { return set.Key(p.Partition) != set.Key(partition) })
-	}
-	c := snapshot.Contents{Model: m, Positions: ps}
+	c := snapshot.Contents{Model: m, Positions: PartitionPositions(set, key, ps)}
 	c.Meta.Source, c.Meta.CreatedAt = l.opts.Source, l.opts.Now().UTC()
 	res := SnapshotResult{Path: path, Positions: len(c.Positions)}
 	if c.Model != nil {

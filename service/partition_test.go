@@ -89,7 +89,7 @@ func TestPartitionState(t *testing.T) {
 	}
 	cp := loadCheckpoint(t, cfg.Checkpoint.Dir)
 	for p, model := range models {
-		m, version, err := service.CheckpointModel(context.Background(), cp, int32(p))
+		snap, err := service.CheckpointModel(context.Background(), cp, int32(p))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,8 +97,12 @@ func TestPartitionState(t *testing.T) {
 		if _, err := model.WriteTo(&want); err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(m, want.Bytes()) || version != model.Version() {
-			t.Fatalf("checkpointed model of partition %d (version %d) differs from the reference (version %d)", p, version, model.Version())
+		if !bytes.Equal(snap.Model, want.Bytes()) || snap.Version != model.Version() {
+			t.Fatalf("checkpointed model of partition %d (version %d) differs from the reference (version %d)", p, snap.Version, model.Version())
+		}
+		wantPos := []input.Position{{Topic: in, Partition: int32(p), Offset: int64(perPartition[p])}}
+		if !slices.Equal(snap.Positions, wantPos) {
+			t.Fatalf("snapshot of partition %d: positions %v, want %v", p, snap.Positions, wantPos)
 		}
 	}
 	t.Logf("3 partitions %v, 2 runs: every output byte-identical to its partition's own model; the checkpoint holds the 3 models", perPartition)

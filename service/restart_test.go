@@ -201,7 +201,7 @@ func testRestarts(t *testing.T, mc online.Config) {
 		if err != nil || !ok {
 			t.Fatalf("Load: ok=%v err=%v", ok, err)
 		}
-		got, _, err := CheckpointModel(ctx, cp, 0)
+		snap, err := CheckpointModel(ctx, cp, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,7 +213,7 @@ func testRestarts(t *testing.T, mc online.Config) {
 		if cp.Positions[0].Offset != n {
 			t.Fatalf("last checkpoint at offset %d, want %d", cp.Positions[0].Offset, n)
 		}
-		if !bytes.Equal(got, wantModel) {
+		if !bytes.Equal(snap.Model, wantModel) {
 			t.Fatalf("the last checkpoint (generation %d = base %d + %d deltas) differs from the model of a run without restarts",
 				cp.Generation, cp.Base, len(cp.Deltas))
 		}

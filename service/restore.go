@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -75,45 +76,59 @@ func (s *Service) restore(ctx context.Context, initial Initial) ([]input.Positio
 	return nil, 0, nil
 }
 
-// CheckpointModel returns the model of a loaded checkpoint that serves
-// partition p (-1: the only model it holds), encoded whole
-// (online.Model.WriteTo) as a snapshot file holds it, and its version. It
-// stops when ctx ends.
-func CheckpointModel(ctx context.Context, cp state.Checkpoint, p int32) ([]byte, uint64, error) {
+// CheckpointModel returns what a snapshot file of a loaded checkpoint
+// holds: the model that serves partition p (-1: the only model the
+// checkpoint holds), encoded whole (online.Model.WriteTo), its version,
+// and its positions (PartitionPositions). It stops when ctx ends.
+func CheckpointModel(ctx context.Context, cp state.Checkpoint, p int32) (snapshot.Checkpoint, error) {
+	out := snapshot.Checkpoint{Model: cp.Model, Positions: cp.Positions, Version: cp.Version, Generation: cp.Generation}
 	if _, isSet := online.SetLayoutOf(cp.Model); !isSet && len(cp.Deltas) == 0 {
-		return cp.Model, cp.Version, nil
+		return out, nil
 	}
 	set, err := readCheckpoint(ctx, cp, 0, "")
 	if err != nil {
-		return nil, 0, err
+		return snapshot.Checkpoint{}, err
 	}
-	m, err := SetModel(set, p)
+	m, key, err := SetModel(set, p)
 	if err != nil {
-		return nil, 0, err
+		return snapshot.Checkpoint{}, err
 	}
 	var buf bytes.Buffer
 	if _, err := m.WriteTo(&buf); err != nil {
-		return nil, 0, err
+		return snapshot.Checkpoint{}, err
 	}
-	return buf.Bytes(), m.Version(), nil
+	out.Model, out.Version, out.Positions = buf.Bytes(), m.Version(), PartitionPositions(set, key, cp.Positions)
+	return out, nil
 }
 
 // SetModel returns the model of set that serves partition p, or with p
-// -1 its only model; the error says which partitions there are to choose
-// from.
-func SetModel(set *online.Set, p int32) (*online.Model, error) {
+// -1 its only model, and its key; the error says which partitions there
+// are to choose from.
+func SetModel(set *online.Set, p int32) (*online.Model, int32, error) {
 	if p < 0 {
 		if set.Len() == 1 {
-			return set.Model(set.Keys()[0]), nil
+			k := set.Keys()[0]
+			return set.Model(k), k, nil
 		}
-		return nil, fmt.Errorf("the state holds a model per input partition (%s): choose one (snapshot export --partition N, or /snapshot?partition=N)",
+		return nil, 0, fmt.Errorf("the state holds a model per input partition (%s): choose one (snapshot export --partition N, or /snapshot?partition=N)",
 			keysString(set.Keys()))
 	}
-	m := set.Model(set.Key(p))
+	k := set.Key(p)
+	m := set.Model(k)
 	if m == nil {
-		return nil, fmt.Errorf("the state holds no model of partition %d (it holds %s)", p, keysString(set.Keys()))
+		return nil, 0, fmt.Errorf("the state holds no model of partition %d (it holds %s)", p, keysString(set.Keys()))
 	}
-	return m, nil
+	return m, k, nil
+}
+
+// PartitionPositions returns the positions that the model of key covers:
+// with a model per partition, those of partition key only; with one model
+// for the member, all of them.
+func PartitionPositions(set *online.Set, key int32, ps []input.Position) []input.Position {
+	if set.Layout() != online.LayoutPartition {
+		return ps
+	}
+	return slices.DeleteFunc(slices.Clone(ps), func(p input.Position) bool { return p.Partition != key })
 }
 
 func keysString(keys []int32) string {

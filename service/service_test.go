@@ -261,11 +261,11 @@ func TestEndToEnd(t *testing.T) {
 	cp := loadCheckpoint(t, cfg.Checkpoint.Dir)
 	// The checkpoint's model (of partition 0, the only one) is its base
 	// with its deltas applied.
-	model, _, err := service.CheckpointModel(context.Background(), cp, 0)
+	snap, err := service.CheckpointModel(context.Background(), cp, 0)
 	if err != nil {
 		t.Fatalf("decode the checkpoint (base %d + %d deltas): %v", cp.Base, len(cp.Deltas), err)
 	}
-	if !bytes.Equal(model, wantModel) {
+	if model := snap.Model; !bytes.Equal(model, wantModel) {
 		t.Errorf("checkpointed model (%d bytes, version %d, base %d + %d deltas) differs from the reference (%d bytes)",
 			len(model), cp.Version, cp.Base, len(cp.Deltas), len(wantModel))
 	}

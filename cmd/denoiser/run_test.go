@@ -350,16 +350,16 @@ func TestRunCrashRecovery(t *testing.T) {
 	// The checkpoint's model (of partition 0, the only one) is its base
 	// with its deltas applied: cp.Model alone is the base, an older model
 	// whenever the last save was a delta.
-	model, _, err := service.CheckpointModel(context.Background(), cp, 0)
+	snap, err := service.CheckpointModel(context.Background(), cp, 0)
 	if err != nil {
 		t.Fatalf("decode final checkpoint (base %d + %d deltas): %v", cp.Base, len(cp.Deltas), err)
 	}
-	if !bytes.Equal(model, wantModel) {
+	if model := snap.Model; !bytes.Equal(model, wantModel) {
 		t.Fatalf("final model (%d bytes, version %d, generation %d = base %d + %d deltas) differs from a run without crashes (%d bytes)",
 			len(model), cp.Version, cp.Generation, cp.Base, len(cp.Deltas), len(wantModel))
 	}
 	t.Logf("final model: %d bytes, version %d, checkpoint generation %d = base %d + %d deltas: byte-identical to a run without crashes",
-		len(model), cp.Version, cp.Generation, cp.Base, len(cp.Deltas))
+		len(snap.Model), cp.Version, cp.Generation, cp.Base, len(cp.Deltas))
 }
 
 // TestRunShutdownBrokerGone stops the broker under a running `denoiser

@@ -10,13 +10,10 @@ import (
 	"math"
 	"net/http"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"denoiser/consumer/input"
-	"denoiser/online"
 	"denoiser/service"
 	"denoiser/snapshot"
 	"denoiser/state"
@@ -270,15 +267,11 @@ func (a stateStore) Load(ctx context.Context) (snapshot.Checkpoint, bool, error)
 	if err != nil || !ok {
 		return snapshot.Checkpoint{}, ok, err
 	}
-	model, version, err := service.CheckpointModel(ctx, cp, a.partition)
+	out, err := service.CheckpointModel(ctx, cp, a.partition)
 	if err != nil {
 		return snapshot.Checkpoint{}, false, fmt.Errorf("generation %d: %w", cp.Generation, err)
 	}
-	positions := cp.Positions
-	if layout, _ := online.SetLayoutOf(cp.Model); layout == online.LayoutPartition && a.partition >= 0 {
-		positions = slices.DeleteFunc(slices.Clone(positions), func(p input.Position) bool { return p.Partition != a.partition })
-	}
-	return snapshot.Checkpoint{Model: model, Positions: positions, Version: version, Generation: cp.Generation}, true, nil
+	return out, true, nil
 }
 
 func (a stateStore) SaveFrom(ctx context.Context, cp snapshot.Checkpoint, write func(io.Writer) error) error {
