@@ -416,8 +416,17 @@ func TestOutputFailureStopsTheStream(t *testing.T) {
 // skipped with its reason (an empty value, white space, a tombstone), and
 // the metrics add up to the records read.
 func TestRecordsAccountedFor(t *testing.T) {
+	for _, layout := range []online.Layout{online.LayoutMember, online.LayoutPartition} {
+		t.Run(string(layout), func(t *testing.T) { recordsAccountedFor(t, layout) })
+	}
+}
+
+// recordsAccountedFor: with either state layout (a model per partition
+// steps its partitions in parallel), every record is scored, skipped or
+// dead-lettered, and counted.
+func recordsAccountedFor(t *testing.T, layout online.Layout) {
 	b := kafkatest.New(t)
-	in := b.Topic(t, "accounted", 2)
+	in := b.Topic(t, "accounted-"+string(layout), 2)
 	good := events(t, 30, 3)
 	msgs := keyed(good)
 	msgs = append(msgs,
@@ -428,6 +437,7 @@ func TestRecordsAccountedFor(t *testing.T) {
 	)
 	b.Produce(t, in, msgs...)
 	cfg := testConfig(t, b, in)
+	cfg.StateLayout = layout
 	r := start(t, cfg)
 	c := cfg.WithDefaults().Kafka
 	b.NewReader(t, c.OutputTopic).Until(t, time.Minute, kafkatest.AtLeast(len(good)))
