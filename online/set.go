@@ -163,6 +163,29 @@ func (s *Set) add(k int32, m *Model) {
 	s.keys = slices.Insert(s.keys, i, k)
 }
 
+// Replace makes m the model of key k (a partition's model restored from
+// elsewhere, a changelog say), in place of the one the set has, if any.
+// m keeps its own configuration and random source. The next FrozenCopy
+// copies it whole (Model.FrozenCopy knows its copy came from another
+// model), and the WriteDelta after writes it whole: what a store holds of
+// the old model is no base for it. Not on a frozen copy.
+func (s *Set) Replace(k int32, m *Model) error {
+	switch {
+	case s.frozen:
+		return errors.New("online: Replace on a frozen model set")
+	case m == nil || m.frozen:
+		return errors.New("online: Replace with a nil or frozen model")
+	case s.layout == LayoutMember && k != 0:
+		return fmt.Errorf("online: Replace of key %d in a set of one model for the member (key 0)", k)
+	}
+	if s.models[k] == nil {
+		s.add(k, m)
+	} else {
+		s.models[k] = m
+	}
+	return nil
+}
+
 // Version is the number of events the set's models learned from, all
 // together.
 func (s *Set) Version() uint64 {

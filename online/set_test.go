@@ -273,3 +273,95 @@ func TestSetLayouts(t *testing.T) {
 		t.Fatal("an unknown layout was accepted")
 	}
 }
+
+// TestSetReplace: a model that Replace swaps in (a partition restored
+// from elsewhere) is copied and written whole by the next checkpoint, so
+// that base + deltas read back to the set with the new model; the set then
+// learns on exactly as the swapped-in model does on its own.
+func TestSetReplace(t *testing.T) {
+	cfg := smallConfig(ModeBinary)
+	evs := churnStream(3000, 7)
+	ps := partitioned(evs, 3)
+	all := func(lo, hi int) []int {
+		var o []int
+		for j := lo; j < hi; j++ {
+			o = append(o, j)
+		}
+		return o
+	}
+	s, err := NewSet(cfg, 5, LayoutPartition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stepSet(t, s, evs, ps, all(0, 1000))
+	cp := s.FrozenCopy(nil)
+	base := setBytes(t, cp)
+	cp.MarkSaved()
+
+	// Partition 1's model, learned elsewhere: another set that saw
+	// partition 1's events of the first 2000 events.
+	other, err := NewSet(cfg, 5, LayoutPartition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ones []int
+	for j := range 2000 {
+		if ps[j] == 1 {
+			ones = append(ones, j)
+		}
+	}
+	stepSet(t, other, evs, ps, ones)
+	var enc bytes.Buffer
+	if _, err := other.Model(1).WriteTo(&enc); err != nil {
+		t.Fatal(err)
+	}
+	restored, err := ReadModel(bytes.NewReader(enc.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Replace(1, restored); err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.Replace(1, restored); err == nil {
+		t.Error("Replace on a frozen copy was accepted")
+	}
+	var rest []int // partitions 0 and 2 go on from 1000; 1 from 2000
+	for j := 1000; j < 2500; j++ {
+		if ps[j] != 1 || j >= 2000 {
+			rest = append(rest, j)
+		}
+	}
+	got := stepSet(t, s, evs, ps, rest)
+	want := stepSet(t, other, evs, ps, slices.DeleteFunc(slices.Clone(rest), func(j int) bool { return ps[j] != 1 }))
+	for _, j := range rest {
+		if ps[j] == 1 && got[j].Weight != want[j].Weight {
+			t.Fatalf("event %d of partition 1: weight %v, the restored model's own %v", j, got[j].Weight, want[j].Weight)
+		}
+	}
+	cp = s.FrozenCopy(cp)
+	var d bytes.Buffer
+	if _, err := cp.WriteDelta(&d); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadSet(base, [][]byte{d.Bytes()}, 0, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(setBytes(t, back), setBytes(t, s)) {
+		t.Fatal("base + delta after a Replace do not read back to the set")
+	}
+	cp.MarkSaved()
+	stepSet(t, s, evs, ps, all(2500, 3000))
+	cp = s.FrozenCopy(cp)
+	var d2 bytes.Buffer
+	if _, err := cp.WriteDelta(&d2); err != nil {
+		t.Fatal(err)
+	}
+	back, err = ReadSet(base, [][]byte{d.Bytes(), d2.Bytes()}, 0, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(setBytes(t, back), setBytes(t, s)) {
+		t.Fatal("the delta after the one that held the replaced model does not read back")
+	}
+}
