@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -104,6 +105,18 @@ type KafkaConfig struct {
 	// or a partial answer only costs duplicates. It has scanTimeout: 30 s,
 	// or HandoverTimeout if longer.
 	Emitted func(ctx context.Context, from map[int]int64) (map[int]map[int64]bool, error) `yaml:"-"`
+	// Restore, if set, is called on each assignment before any record of
+	// the generation is fetched, on the model goroutine (a barrier), with
+	// the generation's id and the assigned partitions. It brings the
+	// model's state of those partitions up to date (from wherever another
+	// member saved it) and returns the next offset of each partition
+	// whose state it replaced, which replaces this member's own position;
+	// the committed offset still fences it (startOffset). An error keeps
+	// this member's positions. It has RestoreTimeout.
+	Restore func(ctx context.Context, generation int32, partitions []int) (map[int]int64, error) `yaml:"-"`
+	// RestoreTimeout bounds Restore (default 5m): a large model restored
+	// from Kafka takes a while, and the generation's records wait for it.
+	RestoreTimeout time.Duration `yaml:"-"`
 }
 
 // HandoverTimeout is how long a rebalance waits for Handover: three
@@ -146,6 +159,9 @@ func (c KafkaConfig) WithDefaults() KafkaConfig {
 	if c.RetryBackoff == 0 {
 		c.RetryBackoff = 2 * time.Second
 	}
+	if c.RestoreTimeout == 0 {
+		c.RestoreTimeout = 5 * time.Minute
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -166,7 +182,7 @@ func (c KafkaConfig) Validate() error {
 	case c.FetchMaxBytes < 0, c.Buffer < 0:
 		return errors.New("kafka source: FetchMaxBytes and Buffer must not be negative")
 	case c.FetchMaxWait < 0, c.SessionTimeout < 0, c.HeartbeatInterval < 0, c.RebalanceTimeout < 0,
-		c.RequestTimeout < 0, c.RetryBackoff < 0, c.StartupTimeout < 0:
+		c.RequestTimeout < 0, c.RetryBackoff < 0, c.StartupTimeout < 0, c.RestoreTimeout < 0:
 		return errors.New("kafka source: durations must not be negative")
 	}
 	d := c.WithDefaults()
@@ -378,47 +394,119 @@ func (s *KafkaSource) run() {
 		clear(s.mu.start)
 		s.mu.Unlock()
 		s.log.Info("partitions assigned", "generation", gen.ID, "member", gen.MemberID, "partitions", parts)
+		// The restore, the start offsets and the tail scan run on the
+		// generation, not in this loop: a slow restore or scan delays
+		// this member's fetching, never its next join, and the end of the
+		// generation cancels them. The fetchers wait for them.
+		committed := map[int]int64{}
+		for _, pa := range gen.Assignments[s.cfg.Topic] {
+			committed[pa.ID] = pa.Offset
+		}
 		starts := map[int]int64{}
 		froms := map[int]string{}
-		for _, pa := range gen.Assignments[s.cfg.Topic] {
-			starts[pa.ID], froms[pa.ID] = s.startOffset(pa.ID, pa.Offset)
-		}
-		// The fence holds from here, through the tail scan, not only once
-		// a fetcher starts: a checkpoint committed during the scan must not
-		// move a partition back. A start that fetch has yet to resolve
-		// (earliest, latest) has nothing of this member's to commit.
-		s.mu.Lock()
-		if s.mu.live == seq {
-			for p, off := range starts {
-				if off >= 0 {
-					s.mu.start[p] = off
-				}
-			}
-		}
-		s.mu.Unlock()
-		// The tail scan runs on the generation, not in this loop: a slow
-		// scan delays this member's fetching, never its next join, and the
-		// end of the generation cancels it. The fetchers wait for it.
-		scanned := make(chan struct{})
+		ready := make(chan struct{})
 		var fetchers sync.WaitGroup
-		for _, pa := range gen.Assignments[s.cfg.Topic] {
+		for _, p := range parts {
 			fetchers.Add(1)
 			gen.Start(func(ctx context.Context) {
 				defer fetchers.Done()
 				select {
-				case <-scanned:
+				case <-ready:
 				case <-ctx.Done():
 					return
 				}
-				s.fetch(ctx, seq, pa.ID, starts[pa.ID], froms[pa.ID])
+				s.fetch(ctx, seq, p, starts[p], froms[p])
 			})
 		}
 		gen.Start(func(ctx context.Context) {
+			s.restore(ctx, seq, gen.ID, parts)
+			for p, off := range committed {
+				starts[p], froms[p] = s.startOffset(p, off)
+			}
+			// The fence holds from here, through the tail scan, not only
+			// once a fetcher starts: a checkpoint committed during the
+			// scan must not move a partition back. A start that fetch has
+			// yet to resolve (earliest, latest) has nothing of this
+			// member's to commit. Until here Commit skips these
+			// partitions: nothing of theirs was processed in this
+			// generation.
+			s.mu.Lock()
+			if s.mu.live == seq {
+				for p, off := range starts {
+					if off >= 0 {
+						s.mu.start[p] = off
+					}
+				}
+			}
+			s.mu.Unlock()
 			s.findEmitted(ctx, seq, starts)
-			close(scanned)
+			close(ready)
 			s.handover(ctx, seq, gen.ID, parts, &fetchers)
 		})
 	}
+}
+
+// restore runs cfg.Restore for generation seq as a barrier on the model
+// loop and, for the partitions whose state it replaced, makes the offset
+// it returns this member's position. It gives up when the generation
+// ends or after RestoreTimeout; once the model loop has begun Restore it
+// waits for it (Restore stops when its context ends), so that the
+// positions always match the state the model holds.
+func (s *KafkaSource) restore(genCtx context.Context, seq int, genID int32, parts []int) {
+	if s.cfg.Restore == nil || len(parts) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(genCtx, s.cfg.RestoreTimeout)
+	defer cancel()
+	defer context.AfterFunc(s.ctx, cancel)()
+	type answer struct {
+		next map[int]int64
+		err  error
+	}
+	done := make(chan answer, 1)
+	var claim atomic.Int32 // 1: the loop began Restore; 2: this side gave up first
+	barrier := fetched{task: func(loopCtx context.Context, _ Flusher) error {
+		if !claim.CompareAndSwap(0, 1) {
+			return nil // too late: given up
+		}
+		loopCtx, stop := context.WithCancel(loopCtx)
+		defer stop()
+		defer context.AfterFunc(ctx, stop)()
+		next, err := s.cfg.Restore(loopCtx, genID, parts)
+		done <- answer{next, err}
+		return nil
+	}}
+	log := s.log.With("generation", genID, "partitions", parts)
+	start := time.Now()
+	select {
+	case s.recs <- barrier:
+	case <-ctx.Done():
+		log.Warn("restore: the model loop did not take the barrier; this member's own state and positions stay", "err", ctx.Err())
+		return
+	case <-s.stop:
+		return
+	}
+	var a answer
+	select {
+	case a = <-done:
+	case <-ctx.Done():
+		if claim.CompareAndSwap(0, 2) {
+			log.Warn("restore: the model loop did not take the barrier in time; this member's own state and positions stay", "timeout", s.cfg.RestoreTimeout)
+			return
+		}
+		a = <-done // begun: it stops now that ctx has ended
+	}
+	if a.err != nil {
+		log.Warn("restore failed; for the partitions it did not restore, this member's own state and positions stay", "err", a.err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for p, off := range a.next {
+		if slices.Contains(parts, p) {
+			s.mu.next[p] = off
+		}
+	}
+	log.Info("partition state restored", "restored", len(a.next), "duration", time.Since(start))
 }
 
 // scanTimeout bounds the tail scan of one generation. The scan holds back

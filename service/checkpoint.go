@@ -1,6 +1,7 @@
 package service
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -25,6 +26,21 @@ type committer interface {
 // saver commits checkpoints (the state.Store).
 type saver interface {
 	SaveModel(ctx context.Context, cp state.Checkpoint, w state.ModelWriter) (state.Saved, error)
+}
+
+// changelog is the store of record of partition checkpoints (the
+// state.Changelog).
+type changelog interface {
+	Save(ctx context.Context, p int32, e state.ChangelogEntry) error
+	Load(ctx context.Context, p int32) (state.ChangelogState, bool, error)
+}
+
+// clPart is what the checkpointer knows of an assigned partition's
+// changelog.
+type clPart struct {
+	epoch  uint64 // the generation since which this member owns the partition: its saves' epoch
+	saved  int64  // the next offset of its last save to the changelog, -1: none yet
+	synced bool   // the changelog holds the partition's model as the shadow was last marked saved: a delta may follow
 }
 
 type partitionKey struct {
@@ -63,6 +79,17 @@ type checkpointer struct {
 	shadow    *online.Set // the copy a save in flight encodes
 	since     uint64      // the generation the shadow was last marked saved at (0: none)
 	last      time.Time   // when the last checkpoint was taken
+
+	// With a changelog (state_layout partition): the partitions the
+	// current generation assigns, which each checkpoint also saves to the
+	// changelog, under clMu (the saver goroutine updates them), and that
+	// generation (model goroutine).
+	cl    changelog
+	open  func(context.Context) (changelog, error) // opens cl on the first assignment
+	topic string                                   // the input topic
+	clMu  sync.Mutex
+	parts map[int32]*clPart
+	gen   int32
 
 	jobs      chan saveJob
 	results   chan error
@@ -182,16 +209,44 @@ func (c *checkpointer) checkpoint(ctx context.Context, out consumer.Flusher) err
 }
 
 // saveJob is a checkpoint for the saver goroutine: the model copy to
-// encode into cp.Model, and the rest of the checkpoint.
+// encode into cp.Model, the rest of the checkpoint, and the partitions
+// to save to the changelog after it.
 type saveJob struct {
 	model *online.Set
 	cp    state.Checkpoint
+	cl    []clSave
+}
+
+// clSave is one partition's changelog entry of a checkpoint.
+type clSave struct {
+	p     int32
+	epoch uint64
+	next  int64
+	base  bool
 }
 
 // snapshot copies the model into the shadow and copies the positions.
 func (c *checkpointer) snapshot() (saveJob, error) {
 	c.shadow = c.model.FrozenCopy(c.shadow)
-	return saveJob{c.shadow, state.Checkpoint{Positions: c.sortedPositions(), Version: c.model.Version()}}, nil
+	job := saveJob{model: c.shadow, cp: state.Checkpoint{Positions: c.sortedPositions(), Version: c.model.Version()}}
+	c.clMu.Lock()
+	for p, part := range c.parts {
+		if next := c.next(p); next > part.saved { // the partition moved since its last save
+			job.cl = append(job.cl, clSave{p: p, epoch: part.epoch, next: next, base: !part.synced})
+		}
+	}
+	c.clMu.Unlock()
+	slices.SortFunc(job.cl, func(a, b clSave) int { return int(a.p - b.p) })
+	return job, nil
+}
+
+// next returns the next input offset of partition p that the model
+// reached, -1 if it has none (model goroutine).
+func (c *checkpointer) next(p int32) int64 {
+	if n := c.positions[partitionKey{c.topic, p}]; n != nil {
+		return *n
+	}
+	return -1
 }
 
 // sortedPositions returns the next position of every partition, sorted.
@@ -235,6 +290,7 @@ func (c *checkpointer) save(job saveJob) error {
 		c.log.Error("checkpoint failed", "err", err, "model_version", cp.Version)
 		return err
 	}
+	failed := c.saveChangelog(job)
 	shadow.MarkSaved()
 	c.since = saved.Generation
 	c.failing.Store(false)
@@ -253,10 +309,180 @@ func (c *checkpointer) save(job saveJob) error {
 	// without a checkpoint, so a failure is only logged.
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	if err := c.commit.Commit(ctx, cp.Positions); err != nil {
+	positions := slices.DeleteFunc(cp.Positions, func(p input.Position) bool { return p.Topic == c.topic && failed[p.Partition] })
+	if err := c.commit.Commit(ctx, positions); err != nil {
 		c.log.Warn("commit offsets (lag monitoring only)", "err", err)
 	}
 	return nil
+}
+
+// saveChangelog saves job's partition entries to the changelog, each a
+// delta of the shadow's partition model when the changelog holds its
+// last saved state, else whole, and returns the partitions whose save
+// failed: their offsets are not committed (the next owner restores the
+// older entry and reads on from its offset, with the records that
+// already have output marked by the tail scan), and their next save is
+// whole. It runs on the saver goroutine, after the local checkpoint
+// committed and before the shadow is marked saved.
+func (c *checkpointer) saveChangelog(job saveJob) map[int32]bool {
+	var failed map[int32]bool
+	for _, j := range job.cl {
+		m := job.model.Model(job.model.Key(j.p))
+		if m == nil {
+			continue
+		}
+		base := j.base || !m.HasDeltaBase()
+		err := c.saveEntry(j, m, base)
+		if errors.Is(err, state.ErrNeedBase) && !base { // the chain takes no more deltas
+			base = true
+			err = c.saveEntry(j, m, base)
+		}
+		c.clMu.Lock()
+		if part := c.parts[j.p]; part != nil && part.epoch == j.epoch {
+			part.synced = err == nil
+			if err == nil {
+				part.saved = j.next
+			}
+		}
+		c.clMu.Unlock()
+		if err != nil {
+			if failed == nil {
+				failed = map[int32]bool{}
+			}
+			failed[j.p] = true
+			c.log.Error("changelog save failed; the partition's offset is not committed", "partition", j.p, "epoch", j.epoch, "next", j.next, "base", base, "err", err)
+		}
+	}
+	return failed
+}
+
+func (c *checkpointer) saveEntry(j clSave, m *online.Model, base bool) error {
+	write := func(w io.Writer) error {
+		_, err := m.WriteDelta(w)
+		return err
+	}
+	kind := "delta"
+	if base {
+		kind = "base"
+		write = func(w io.Writer) error {
+			_, err := m.WriteTo(w)
+			return err
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), changelogTimeout)
+	defer cancel()
+	err := c.cl.Save(ctx, j.p, state.ChangelogEntry{Epoch: j.epoch, Next: j.next, Base: base, Write: write})
+	outcome := "ok"
+	if err != nil {
+		outcome = "failed"
+	}
+	c.metrics.changelogSaves.WithLabelValues(kind, outcome).Inc()
+	return err
+}
+
+// changelogTimeout bounds one partition's changelog save.
+const changelogTimeout = 2 * time.Minute
+
+// assign runs on the model goroutine on each assignment (the source's
+// Restore), before any record of generation gen is fetched. For each
+// partition of parts that this member did not own in the generation
+// before, it loads the partition's newest checkpoint from the changelog
+// and, when that is further in the input than the model's own state of
+// the partition, puts it in the model's place and returns its next offset
+// (the source starts there). Its saves then take the epoch gen, and the
+// first is whole. A partition this member owned in the generation just
+// before is its own: nobody else can have written it since. Partitions
+// not assigned keep their model (and are saved to the local store with
+// it) but are no longer saved to the changelog.
+func (c *checkpointer) assign(ctx context.Context, gen int32, parts []int) (map[int]int64, error) {
+	if c.saving { // the shadow and parts belong to the saver until it is done
+		select {
+		case <-c.results:
+			c.saving = false
+		case <-ctx.Done():
+			return nil, fmt.Errorf("restore: wait for the save in flight: %w", ctx.Err())
+		}
+	}
+	c.clMu.Lock()
+	prev, prevGen := c.parts, c.gen
+	c.parts, c.gen = map[int32]*clPart{}, gen
+	c.clMu.Unlock()
+	if c.cl == nil {
+		cl, err := c.open(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("restore: %w", err)
+		}
+		c.cl = cl
+	}
+	restored := map[int]int64{}
+	var errs []error
+	for _, p := range parts {
+		p32 := int32(p)
+		if old := prev[p32]; old != nil && prevGen == gen-1 {
+			c.setPart(p32, old)
+			c.metrics.changelogRestores.WithLabelValues("kept").Inc()
+			continue
+		}
+		c.setPart(p32, &clPart{epoch: uint64(gen), saved: -1})
+		next, err := c.restorePartition(ctx, p32)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+			c.metrics.changelogRestores.WithLabelValues("failed").Inc()
+		case next >= 0:
+			restored[p] = next
+			c.metrics.changelogRestores.WithLabelValues("changelog").Inc()
+		default:
+			c.metrics.changelogRestores.WithLabelValues("local").Inc()
+		}
+	}
+	if len(restored) > 0 {
+		c.metrics.setSummary(c.model.Summary())
+	}
+	return restored, errors.Join(errs...)
+}
+
+func (c *checkpointer) setPart(p int32, part *clPart) {
+	c.clMu.Lock()
+	c.parts[p] = part
+	c.clMu.Unlock()
+}
+
+// restorePartition puts partition p's changelog checkpoint in the model's
+// place if it is further in the input than the model's own, and returns
+// its next offset; -1 if the model's own stays.
+func (c *checkpointer) restorePartition(ctx context.Context, p int32) (int64, error) {
+	t := time.Now()
+	st, ok, err := c.cl.Load(ctx, p)
+	if err != nil {
+		return -1, fmt.Errorf("partition %d: %w", p, err)
+	}
+	own := c.next(p)
+	if !ok || st.Next <= own {
+		c.log.Info("partition state: this member's own", "partition", p, "next", own, "changelog", ok, "changelog_next", st.Next)
+		return -1, nil
+	}
+	deltas := make([]io.Reader, len(st.Deltas))
+	for i, d := range st.Deltas {
+		deltas[i] = &ctxReader{ctx: ctx, r: bytes.NewReader(d)}
+	}
+	m, err := online.ReadModelDeltas(&ctxReader{ctx: ctx, r: bytes.NewReader(st.Base)}, deltas)
+	if err == nil {
+		err = c.model.Replace(c.model.Key(p), m)
+	}
+	if err != nil {
+		return -1, fmt.Errorf("partition %d: changelog checkpoint (epoch %d, next %d): %w", p, st.Epoch, st.Next, err)
+	}
+	k := partitionKey{c.topic, p}
+	if c.positions[k] == nil {
+		c.positions[k] = new(int64)
+	}
+	*c.positions[k] = st.Next
+	c.lastNext = nil
+	c.pending++ // the local store lacks it
+	c.log.Info("partition state restored from the changelog", "partition", p, "epoch", st.Epoch, "next", st.Next,
+		"own_next", own, "deltas", len(st.Deltas), "bytes", len(st.Base), "model_version", m.Version(), "duration", time.Since(t))
+	return st.Next, nil
 }
 
 // finish runs on the model goroutine once the loop has returned. It waits

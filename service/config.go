@@ -104,6 +104,14 @@ type CheckpointConfig struct {
 	NoSync bool `yaml:"no_sync"`
 	// GCInterval is the period of Badger's garbage collection (default 1m).
 	GCInterval time.Duration `yaml:"gc_interval"`
+	// ChangelogTopic is the compacted Kafka topic that holds each input
+	// partition's checkpoints, from which any member restores a partition
+	// it is assigned (docs/design/changelog.md). With state_layout
+	// partition the default is "<group>.<input_topic>.state", created if
+	// absent; "off" keeps partition state local (a partition that moves
+	// to another member starts there from what that member has). With
+	// state_layout member there is none: state is not per partition.
+	ChangelogTopic string `yaml:"changelog_topic"`
 }
 
 // HTTPConfig configures the HTTP server of /metrics, /healthz, /readyz.
@@ -129,6 +137,8 @@ const (
 	DefaultEveryEvents     = 50000
 	DefaultInterval        = 10 * time.Second
 	HTTPOff                = "off"
+	// ChangelogOff as checkpoint.changelog_topic keeps partition state local.
+	ChangelogOff = "off"
 )
 
 // WithDefaults returns c with every zero field set to its default.
@@ -153,6 +163,9 @@ func (c Config) WithDefaults() Config {
 	setDefault(&c.Buffer, 256)
 	setDefault(&c.Seed, 1)
 	setDefault(&c.StateLayout, online.LayoutMember)
+	if c.StateLayout == online.LayoutPartition && k.InputTopic != "" {
+		setDefault(&c.Checkpoint.ChangelogTopic, k.Group+"."+k.InputTopic+".state")
+	}
 	return c
 }
 
@@ -237,6 +250,10 @@ func (c Config) Validate() error {
 		return fieldError("buffer", "must be at least 1", "256")
 	case c.StateLayout.Validate() != nil:
 		return fieldError("state_layout", fmt.Sprintf("%q is not %s or %s", c.StateLayout, online.LayoutMember, online.LayoutPartition), string(online.LayoutPartition))
+	case c.StateLayout != online.LayoutPartition && c.Checkpoint.ChangelogTopic != "" && c.Checkpoint.ChangelogTopic != ChangelogOff:
+		return fieldError("checkpoint.changelog_topic", "only state_layout partition keeps state per partition, to restore from a changelog; set state_layout: partition or remove it", ChangelogOff)
+	case c.Checkpoint.ChangelogTopic != "" && slices.Contains([]string{k.InputTopic, k.OutputTopic, k.DeadLetterTopic}, c.Checkpoint.ChangelogTopic):
+		return fieldError("checkpoint.changelog_topic", "must differ from the input, output and dead-letter topics", k.Group+"."+k.InputTopic+".state")
 	}
 	if err := (producer.KafkaConfig{Brokers: k.Brokers, Topic: k.OutputTopic, Compression: k.Compression}).Validate(); err != nil {
 		return fieldError("kafka.compression", fmt.Sprintf("%q is not none, gzip, snappy, lz4 or zstd", k.Compression), "none")

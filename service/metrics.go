@@ -37,6 +37,8 @@ type metrics struct {
 	checkpointBase     prometheus.Gauge
 	checkpointDeltas   prometheus.Gauge
 	checkpointBases    prometheus.Counter
+	changelogSaves     *prometheus.CounterVec
+	changelogRestores  *prometheus.CounterVec
 
 	mu struct {
 		sync.Mutex
@@ -127,6 +129,14 @@ func newMetrics(reg prometheus.Registerer, src lagReader) (*metrics, error) {
 			Name: "denoiser_checkpoint_bases_total",
 			Help: "Checkpoints that wrote the whole model (a new base) rather than a delta.",
 		}),
+		changelogSaves: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "denoiser_changelog_saves_total",
+			Help: "Partition checkpoints written to the changelog topic (state_layout partition), by kind (base: the whole partition model; delta: what changed) and outcome (ok, failed: that partition's offset is not committed, and its next save is a base).",
+		}, []string{"kind", "outcome"}),
+		changelogRestores: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "denoiser_changelog_restores_total",
+			Help: "Partitions assigned to this member, by where their state came from: changelog (newer than this member's own, read from the changelog topic), local (this member's own was as new), kept (owned in the previous generation too: not read), failed (the changelog could not be read or decoded: this member's own state stays).",
+		}, []string{"source"}),
 		deadLettered: map[consumer.Reason]prometheus.Counter{},
 		skipped:      map[consumer.SkipReason]prometheus.Counter{},
 	}
@@ -147,7 +157,7 @@ func newMetrics(reg prometheus.Registerer, src lagReader) (*metrics, error) {
 	for _, c := range []prometheus.Collector{
 		m.consumed, m.scored, m.emitted, m.already, m.numerical, dl, sk, m.step, m.reliability, m.weight,
 		m.checkpoints, m.checkpointFailures, m.handovers, m.checkpointDuration, m.checkpointPause, m.checkpointBytes,
-		m.checkpointBase, m.checkpointDeltas, m.checkpointBases,
+		m.checkpointBase, m.checkpointDeltas, m.checkpointBases, m.changelogSaves, m.changelogRestores,
 		&scrapeCollector{m: m, src: src},
 	} {
 		if err := reg.Register(c); err != nil {

@@ -40,52 +40,9 @@ func TestPartitionState(t *testing.T) {
 			t.Fatalf("stop: %v", err)
 		}
 	}
-	got := map[[2]int64][]byte{}
-	for _, m := range out.Until(t, time.Second, kafkatest.AtLeast(0)) {
-		p, o := sourceOffset(t, m)
-		k := [2]int64{int64(p), o}
-		if got[k] != nil {
-			t.Fatalf("offset %d/%d emitted twice", p, o)
-		}
-		got[k] = m.Value
-	}
-
-	// The reference: each partition's records, in offset order, through
-	// a model of its own.
-	inputs := b.NewReader(t, in).Until(t, time.Minute, kafkatest.AtLeast(len(lines)))
-	slices.SortFunc(inputs, func(a, b kafka.Message) int {
-		if a.Partition != b.Partition {
-			return a.Partition - b.Partition
-		}
-		return int(a.Offset - b.Offset)
-	})
-	c := cfg.WithDefaults()
-	models := map[int]*online.Model{}
-	perPartition := map[int]int{}
-	for _, m := range inputs {
-		model := models[m.Partition]
-		if model == nil {
-			var err error
-			if model, err = online.New(c.Model, online.NewPartitionSource(c.Seed, int32(m.Partition))); err != nil {
-				t.Fatal(err)
-			}
-			models[m.Partition] = model
-		}
-		r := consumer.Result{Pos: input.Position{Topic: in, Partition: int32(m.Partition), Offset: m.Offset}}
-		if err := consumer.Decode(m.Value, &r.Event); err != nil {
-			t.Fatalf("input %d/%d: %v", m.Partition, m.Offset, err)
-		}
-		if err := model.Step(r.Event.Model(), &r.Score); err != nil && !errors.Is(err, online.ErrNumerical) {
-			t.Fatalf("input %d/%d: %v", m.Partition, m.Offset, err)
-		}
-		want := producer.AppendScored(nil, &r)
-		if !bytes.Equal(got[[2]int64{int64(m.Partition), m.Offset}], want) {
-			t.Fatalf("output of %d/%d:\n got %s\nwant %s", m.Partition, m.Offset, got[[2]int64{int64(m.Partition), m.Offset}], want)
-		}
-		perPartition[m.Partition]++
-	}
-	if len(got) != len(lines) || len(perPartition) != 3 {
-		t.Fatalf("%d outputs for %d inputs; partitions %v", len(got), len(lines), perPartition)
+	models, perPartition := checkPartitionOutputs(t, b, cfg, out.Until(t, time.Second, kafkatest.AtLeast(0)), len(lines))
+	if len(perPartition) != 3 {
+		t.Fatalf("partitions %v", perPartition)
 	}
 	cp := loadCheckpoint(t, cfg.Checkpoint.Dir)
 	for p, model := range models {
@@ -106,4 +63,124 @@ func TestPartitionState(t *testing.T) {
 		}
 	}
 	t.Logf("3 partitions %v, 2 runs: every output byte-identical to its partition's own model; the checkpoint holds the 3 models", perPartition)
+}
+
+// checkPartitionOutputs checks that msgs, the output of a run with
+// state_layout partition over the first n records of cfg's input topic,
+// holds every input offset once, each byte-identical to what a model of
+// its own partition (seeded for it) writes when stepped on that
+// partition's records alone, in offset order. It returns those models and
+// the records per partition.
+func checkPartitionOutputs(t *testing.T, b *kafkatest.Broker, cfg service.Config, msgs []kafka.Message, n int) (map[int]*online.Model, map[int]int) {
+	t.Helper()
+	got := map[[2]int64][]byte{}
+	for _, m := range msgs {
+		p, o := sourceOffset(t, m)
+		k := [2]int64{int64(p), o}
+		if got[k] != nil {
+			t.Fatalf("offset %d/%d emitted twice", p, o)
+		}
+		got[k] = m.Value
+	}
+	c := cfg.WithDefaults()
+	in := c.Kafka.InputTopic
+	inputs := b.NewReader(t, in).Until(t, time.Minute, kafkatest.AtLeast(n))
+	slices.SortFunc(inputs, func(a, b kafka.Message) int {
+		if a.Partition != b.Partition {
+			return a.Partition - b.Partition
+		}
+		return int(a.Offset - b.Offset)
+	})
+	models := map[int]*online.Model{}
+	perPartition := map[int]int{}
+	for _, m := range inputs {
+		model := models[m.Partition]
+		if model == nil {
+			var err error
+			if model, err = online.New(c.Model, online.NewPartitionSource(c.Seed, int32(m.Partition))); err != nil {
+				t.Fatal(err)
+			}
+			models[m.Partition] = model
+		}
+		r := consumer.Result{Pos: input.Position{Topic: in, Partition: int32(m.Partition), Offset: m.Offset}}
+		if err := consumer.Decode(m.Value, &r.Event); err != nil {
+			t.Fatalf("input %d/%d: %v", m.Partition, m.Offset, err)
+		}
+		if err := model.Step(r.Event.Model(), &r.Score); err != nil && !errors.Is(err, online.ErrNumerical) {
+			t.Fatalf("input %d/%d: %v", m.Partition, m.Offset, err)
+		}
+		want := producer.AppendScored(nil, &r)
+		if g := got[[2]int64{int64(m.Partition), m.Offset}]; !bytes.Equal(g, want) {
+			t.Fatalf("output of %d/%d:\n got %s\nwant %s", m.Partition, m.Offset, g, want)
+		}
+		perPartition[m.Partition]++
+	}
+	if len(got) != len(inputs) {
+		t.Fatalf("%d outputs for %d inputs", len(got), len(inputs))
+	}
+	return models, perPartition
+}
+
+// TestPartitionStateFollowsThePartition: with state_layout partition a
+// partition's state goes where the partition goes, through the changelog
+// topic. Member A reads the four partitions alone; member B joins with an
+// empty state directory and takes some of them over; A leaves and B takes
+// the rest; A comes back with its own, now stale, state and gets some
+// back. Every output record, whichever member wrote it, is byte-identical
+// to what a model of its partition writes stepped on that partition's
+// records alone: each member restored each partition it was given from
+// the newest checkpoint, wherever it was written, and went on from its
+// offset. No offset is emitted twice.
+func TestPartitionStateFollowsThePartition(t *testing.T) {
+	b := kafkatest.New(t)
+	const parts = 4
+	in := b.Topic(t, "follow", parts)
+	lines := events(t, 8000, 6)
+	cfgA := testConfig(t, b, in)
+	cfgA.StateLayout = online.LayoutPartition
+	cfgB := cfgA
+	cfgB.Checkpoint.Dir = t.TempDir()
+	out := b.NewReader(t, cfgA.WithDefaults().Kafka.OutputTopic)
+	owns := func(r *running, n int) func() bool {
+		return func() bool { p, _ := r.svc.Assignment(); return len(p) == n }
+	}
+	produced := 0
+	produce := func(n int) {
+		b.Produce(t, in, keyed(lines[produced:produced+n])...)
+		produced += n
+		out.Until(t, 2*time.Minute, kafkatest.AtLeast(produced))
+	}
+
+	a := start(t, cfgA)
+	waitFor(t, time.Minute, "A owns the 4 partitions", owns(a, parts))
+	produce(2000)
+	bm := start(t, cfgB)
+	waitFor(t, time.Minute, "A and B split the partitions", func() bool {
+		pa, _ := a.svc.Assignment()
+		pb, _ := bm.svc.Assignment()
+		return len(pa) > 0 && len(pb) > 0 && len(pa)+len(pb) == parts
+	})
+	produce(2000)
+	if err, _ := a.stop(t); err != nil {
+		t.Fatalf("A's stop: %v", err)
+	}
+	waitFor(t, time.Minute, "B owns the 4 partitions", owns(bm, parts))
+	produce(2000)
+	a = start(t, cfgA)
+	waitFor(t, time.Minute, "A and B split the partitions again", func() bool {
+		pa, _ := a.svc.Assignment()
+		pb, _ := bm.svc.Assignment()
+		return len(pa) > 0 && len(pb) > 0 && len(pa)+len(pb) == parts
+	})
+	produce(2000)
+	for _, r := range []*running{a, bm} {
+		if err, _ := r.stop(t); err != nil {
+			t.Fatalf("stop: %v", err)
+		}
+	}
+	_, perPartition := checkPartitionOutputs(t, b, cfgA, out.Until(t, time.Second, kafkatest.AtLeast(0)), len(lines))
+	if len(perPartition) != parts {
+		t.Fatalf("partitions %v", perPartition)
+	}
+	t.Logf("%d partitions %v across 4 assignments of two members: every output byte-identical to its partition's own model", parts, perPartition)
 }

@@ -81,8 +81,12 @@ type Service struct {
 	sink  *producer.KafkaSink
 	dlq   *producer.KafkaDeadLetter
 	cp    *checkpointer
-	m     *metrics
-	live  *LiveSnapshots // nil without Options.LiveSnapshots
+	// changelog is the store of record of partition state (state_layout
+	// partition), opened by the model goroutine on the first assignment
+	// (openChangelog); nil: none yet, or none configured.
+	changelog *state.Changelog
+	m         *metrics
+	live      *LiveSnapshots // nil without Options.LiveSnapshots
 
 	server *http.Server
 	ln     net.Listener
@@ -164,6 +168,12 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Service, err error) 
 	src.Brokers, src.Topic, src.Group, src.Positions = k.Brokers, k.InputTopic, k.Group, positions
 	src.Logger = log.With("component", "source")
 	src.Handover = func(ctx context.Context, out consumer.Flusher) error { return s.cp.handover(ctx, out) }
+	useChangelog := cfg.StateLayout == online.LayoutPartition && cfg.Checkpoint.ChangelogTopic != "" && cfg.Checkpoint.ChangelogTopic != ChangelogOff
+	if useChangelog {
+		src.Restore = func(ctx context.Context, gen int32, parts []int) (map[int]int64, error) {
+			return s.cp.assign(ctx, gen, parts)
+		}
+	}
 	tail := producer.TailScan{Brokers: k.Brokers, Topics: []string{k.OutputTopic, k.DeadLetterTopic}, Window: producer.DefaultTailWindow, Timeout: k.RequestTimeout}
 	src.Emitted = func(ctx context.Context, from map[int]int64) (map[int]map[int64]bool, error) {
 		found, complete, err := tail.Emitted(ctx, k.InputTopic, from)
@@ -206,6 +216,10 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Service, err error) 
 
 	s.cp = newCheckpointer(s.store, s.set, s.src, s.m, log.With("component", "checkpoint"),
 		cfg.Checkpoint.EveryEvents, k.RequestTimeout, positions, restored)
+	s.cp.topic = k.InputTopic
+	if useChangelog {
+		s.cp.open = s.openChangelog
+	}
 	cleanup = append(cleanup, func() error { s.cp.close(); return nil })
 	s.m.readiness(s.Ready)
 
@@ -374,6 +388,9 @@ func (s *Service) close(ctx context.Context, graceful bool) error {
 			errs = append(errs, err)
 		}
 		errs = append(errs, s.src.Close(ctx)) // leaves the group
+		if s.changelog != nil {
+			errs = append(errs, s.changelog.Close())
+		}
 		errs = append(errs, s.store.Close())
 		if s.server != nil {
 			if err := s.server.Shutdown(ctx); err != nil {
