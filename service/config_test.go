@@ -12,6 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"denoiser/online"
 	"denoiser/service"
 )
 
@@ -43,6 +44,10 @@ func TestConfigValidateNamesTheFieldAndTheFix(t *testing.T) {
 		{"bad log level", func(c *service.Config) { c.Log.Level = "loud" }, "log.level"},
 		{"short shutdown", func(c *service.Config) { c.ShutdownTimeout = time.Millisecond }, "shutdown_timeout"},
 		{"bad model", func(c *service.Config) { c.Model.Mode = "stars" }, "model:"},
+		{"changelog without partition state", func(c *service.Config) { c.Checkpoint.ChangelogTopic = "clicks.state" }, "checkpoint.changelog_topic"},
+		{"changelog is the output", func(c *service.Config) {
+			c.StateLayout, c.Checkpoint.ChangelogTopic = online.LayoutPartition, "clicks.scored"
+		}, "checkpoint.changelog_topic"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := validConfig()
@@ -62,6 +67,23 @@ func TestConfigValidateNamesTheFieldAndTheFix(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestChangelogTopicDefault: partition state gets a changelog named after
+// the group and the input unless it is turned off; member state has none.
+func TestChangelogTopicDefault(t *testing.T) {
+	c := validConfig()
+	if got := c.WithDefaults().Checkpoint.ChangelogTopic; got != "" {
+		t.Errorf("member layout: changelog topic %q, want none", got)
+	}
+	c.StateLayout = online.LayoutPartition
+	if got, want := c.WithDefaults().Checkpoint.ChangelogTopic, service.DefaultGroup+".clicks.state"; got != want {
+		t.Errorf("partition layout: changelog topic %q, want %q", got, want)
+	}
+	c.Checkpoint.ChangelogTopic = service.ChangelogOff
+	if err := c.Validate(); err != nil || c.WithDefaults().Checkpoint.ChangelogTopic != service.ChangelogOff {
+		t.Errorf("off: %v, %q", err, c.WithDefaults().Checkpoint.ChangelogTopic)
 	}
 }
 
