@@ -16,6 +16,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"denoiser/internal/kafkatest"
+	"denoiser/online"
 	"denoiser/service"
 )
 
@@ -118,11 +119,21 @@ func TestBrokerRestart(t *testing.T) {
 // keep arriving. Every input offset is scored, and none twice: DESIGN.md §4
 // wants nothing already acknowledged to be emitted again.
 //
+// With state_layout partition, each partition's state follows it through
+// the changelog, so every output record is also byte-identical to what a
+// model of its partition's own writes (checkPartitionOutputs).
+//
 // DENOISER_ROLLING_EVENTS sets the number of events (default 30000).
 func TestRollingDeploy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a rolling deploy of three members: long")
 	}
+	for _, layout := range []online.Layout{online.LayoutMember, online.LayoutPartition} {
+		t.Run(string(layout), func(t *testing.T) { rollingDeploy(t, layout) })
+	}
+}
+
+func rollingDeploy(t *testing.T, layout online.Layout) {
 	n := 30000
 	if s := os.Getenv("DENOISER_ROLLING_EVENTS"); s != "" {
 		v, err := strconv.Atoi(s)
@@ -183,6 +194,7 @@ func TestRollingDeploy(t *testing.T) {
 
 	cfgs := make([]service.Config, members)
 	cfgs[0] = testConfig(t, b, in)
+	cfgs[0].StateLayout = layout
 	for i := 1; i < members; i++ {
 		cfgs[i] = cfgs[0]
 		cfgs[i].Checkpoint.Dir = t.TempDir()
@@ -301,5 +313,9 @@ func TestRollingDeploy(t *testing.T) {
 	if dups > 0 {
 		t.Errorf("%d output records re-emit a source position already in the output (%d of them with other bytes), first:\n%s",
 			dups, differ, strings.Join(at, "\n"))
+	}
+	if layout == online.LayoutPartition && !t.Failed() {
+		checkPartitionOutputs(t, b, cfgs[0], out.Msgs, n)
+		t.Logf("every output record is byte-identical to its partition's own model")
 	}
 }

@@ -353,31 +353,32 @@ func (c *scrapeCollector) Collect(ch chan<- prometheus.Metric) {
 // through For (consumer.Partitioned), each timed by its own timedModel so
 // that the models of different partitions may step at the same time (the
 // loop steps partitions that share a model together). Step is partition
-// 0's; the loop does not call it. For runs on the model goroutine.
+// 0's; the loop does not call it. For runs on the model goroutine, once
+// per partition per batch, so that a model the set replaced between two
+// batches (online.Set.Replace, a restore) is the one stepped next.
 type timedSet struct {
 	set    *online.Set
 	h      prometheus.Histogram
-	models map[int32]consumer.Model // by key
+	models map[int32]*timedModel // by key
 }
 
 func newTimedSet(set *online.Set, h prometheus.Histogram) *timedSet {
-	return &timedSet{set: set, h: h, models: map[int32]consumer.Model{}}
+	return &timedSet{set: set, h: h, models: map[int32]*timedModel{}}
 }
 
 func (t *timedSet) For(p int32) consumer.Model {
 	k := t.set.Key(p)
-	if m := t.models[k]; m != nil {
-		return m
+	if tm := t.models[k]; tm != nil && tm.m == t.set.Model(k) {
+		return tm
 	}
-	var tm consumer.Model
-	if m, err := t.set.For(p); err != nil {
+	m, err := t.set.For(p)
+	if err != nil {
 		// Not expected (the set's configuration and template were read
 		// and checked already): every event of the partition is refused
 		// with the reason, never dropped.
-		tm = refuseModel{fmt.Errorf("%w: no model for partition %d: %w", online.ErrInvalidEvent, p, err)}
-	} else {
-		tm = &timedModel{m: m, h: t.h}
+		return refuseModel{fmt.Errorf("%w: no model for partition %d: %w", online.ErrInvalidEvent, p, err)}
 	}
+	tm := &timedModel{m: m, h: t.h}
 	t.models[k] = tm
 	return tm
 }

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -81,7 +84,11 @@ type running struct {
 
 func start(t *testing.T, cfg service.Config) *running {
 	t.Helper()
-	svc, err := service.New(context.Background(), cfg, service.Options{})
+	var opts service.Options
+	if os.Getenv("DENOISER_TEST_LOG") != "" { // the services' logs, for debugging a failure
+		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("dir", filepath.Base(cfg.Checkpoint.Dir))
+	}
+	svc, err := service.New(context.Background(), cfg, opts)
 	if err != nil {
 		t.Fatalf("service.New: %v", err)
 	}
