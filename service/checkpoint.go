@@ -453,7 +453,7 @@ func (c *checkpointer) setPart(p int32, part *clPart) {
 // its next offset; -1 if the model's own stays.
 func (c *checkpointer) restorePartition(ctx context.Context, p int32) (int64, error) {
 	t := time.Now()
-	st, ok, err := c.cl.Load(ctx, p)
+	st, ok, err := c.loadChangelog(ctx, p)
 	if err != nil {
 		return -1, fmt.Errorf("partition %d: %w", p, err)
 	}
@@ -484,6 +484,30 @@ func (c *checkpointer) restorePartition(ctx context.Context, p int32) (int64, er
 		"own_next", own, "deltas", len(st.Deltas), "bytes", len(st.Base), "model_version", m.Version(), "duration", time.Since(t))
 	return st.Next, nil
 }
+
+// loadChangelog loads partition p's newest changelog checkpoint, trying
+// again after an error that may pass (not a corrupt checkpoint) up to
+// restoreAttempts times, with waits that double from 100 ms, until ctx
+// ends.
+func (c *checkpointer) loadChangelog(ctx context.Context, p int32) (state.ChangelogState, bool, error) {
+	wait := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		st, ok, err := c.cl.Load(ctx, p)
+		if err == nil || attempt == restoreAttempts || errors.Is(err, state.ErrCorrupt) || errors.Is(err, state.ErrClosed) {
+			return st, ok, err
+		}
+		c.log.Warn("changelog load failed; trying again", "partition", p, "attempt", attempt, "retry_in", wait, "err", err)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return st, ok, err
+		}
+		wait *= 2
+	}
+}
+
+// restoreAttempts bounds the loads of one partition's changelog.
+const restoreAttempts = 5
 
 // finish runs on the model goroutine once the loop has returned. It waits
 // for the save in flight and, if final is set (the loop drained cleanly,

@@ -633,12 +633,25 @@ func TestRunStartupTimeout(t *testing.T) {
 // crashed owner emitted after the committed offset (producer.TailScan),
 // so as not to emit it again.
 //
+// With state_layout partition (the subtest "partition") each partition's
+// state follows it through the changelog topic, and every scored record is
+// also byte-identical to what a model of its partition's own writes,
+// stepped on that partition's records alone: a restarted or new owner
+// resumes from the newest checkpoint, wherever it was written, and what
+// it emits again is what the crashed member emitted.
+//
 // DENOISER_GROUP_CRASH_EVENTS sets the number of events (60,000);
 // DENOISER_CRASH_SEED reproduces the choice of members and kill times.
 func TestRunCrashRecoveryGroup(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test of a group of three members: about 30 s (a minute on a real broker)")
 	}
+	for _, layout := range []online.Layout{online.LayoutMember, online.LayoutPartition} {
+		t.Run(string(layout), func(t *testing.T) { crashRecoveryGroup(t, layout) })
+	}
+}
+
+func crashRecoveryGroup(t *testing.T, layout online.Layout) {
 	began := time.Now()
 	n := 60_000
 	if s := os.Getenv("DENOISER_GROUP_CRASH_EVENTS"); s != "" {
@@ -668,6 +681,16 @@ func TestRunCrashRecoveryGroup(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfgs[i] = runConfig(t, b, in, dir) // same topic, so the same group
+		if layout == online.LayoutPartition {
+			f, err := os.OpenFile(cfgs[i], os.O_APPEND|os.O_WRONLY, 0)
+			if err == nil {
+				_, err = f.WriteString("state_layout: partition\n")
+				err = errors.Join(err, f.Close())
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	msgs := keyedByUser(t, crashInput(t, n))
 
@@ -854,13 +877,6 @@ func TestRunCrashRecoveryGroup(t *testing.T) {
 
 	// Every copy of every input record, in output order per topic and
 	// partition: scored first, then dead letters.
-	type outCopy struct {
-		topic   string
-		part    int
-		off     int64
-		version string
-		value   []byte
-	}
 	copies := map[srcPos][]outCopy{}
 	for _, r := range []*kafkatest.Reader{scored, dead} {
 		ms := slices.Clone(r.Msgs)
@@ -914,6 +930,13 @@ func TestRunCrashRecoveryGroup(t *testing.T) {
 	if lost > 0 {
 		t.Errorf("%d input records have no output, the first at %v", lost, lostAt)
 	}
+	if layout == online.LayoutPartition {
+		if wrong := partitionMismatches(t, b, in, n, copies); len(wrong) > 0 {
+			t.Errorf("%d scored records differ from their partition's own model, the first: %s", len(wrong), strings.Join(wrong[:min(len(wrong), 5)], "; "))
+		} else {
+			t.Logf("every scored record is byte-identical to its partition's own model")
+		}
+	}
 	if dups > 0 {
 		var sb strings.Builder
 		for _, pos := range dupAt[:min(len(dupAt), 10)] {
@@ -932,6 +955,59 @@ func TestRunCrashRecoveryGroup(t *testing.T) {
 type srcPos struct {
 	partition int
 	offset    int64
+}
+
+// outCopy is one output record of an input position.
+type outCopy struct {
+	topic   string
+	part    int
+	off     int64
+	version string
+	value   []byte
+}
+
+// partitionMismatches steps a model of each input partition's own (the
+// default configuration, seed 1, online.NewPartitionSource) on that
+// partition's records (the n records of topic in), in offset order, and
+// returns where a scored copy in copies differs from what it writes.
+func partitionMismatches(t *testing.T, b *kafkatest.Broker, in string, n int, copies map[srcPos][]outCopy) []string {
+	t.Helper()
+	inputs := b.NewReader(t, in).Until(t, time.Minute, kafkatest.AtLeast(n))
+	slices.SortFunc(inputs, func(a, b kafka.Message) int {
+		if a.Partition != b.Partition {
+			return a.Partition - b.Partition
+		}
+		return int(a.Offset - b.Offset)
+	})
+	models := map[int]*online.Model{}
+	var wrong []string
+	for _, msg := range inputs {
+		p, o := msg.Partition, msg.Offset
+		m := models[p]
+		if m == nil {
+			var err error
+			if m, err = online.New(online.Config{}, online.NewPartitionSource(1, int32(p))); err != nil {
+				t.Fatal(err)
+			}
+			models[p] = m
+		}
+		{
+			r := consumer.Result{Pos: input.Position{Topic: in, Partition: int32(p), Offset: o}}
+			if consumer.Decode(msg.Value, &r.Event) != nil {
+				continue // a dead letter
+			}
+			if err := m.Step(r.Event.Model(), &r.Score); err != nil && !errors.Is(err, online.ErrNumerical) {
+				continue // refused by the model: a dead letter
+			}
+			want := producer.AppendScored(nil, &r)
+			for _, c := range copies[srcPos{p, o}] {
+				if c.topic == in+".scored" && !bytes.Equal(c.value, want) {
+					wrong = append(wrong, fmt.Sprintf("%d@%d (model_version %s, want %d)", p, o, c.version, r.Score.Version))
+				}
+			}
+		}
+	}
+	return wrong
 }
 
 // sourcePosOf returns the source position headers of an output record.
