@@ -58,6 +58,15 @@
 //     flushes, checkpoints and commits on the model goroutine (a barrier
 //     through the loop) before it rejoins, so the next owner starts where
 //     this member's output ends.
+//  6. Partition state (state_layout partition, with a changelog topic):
+//     each checkpoint also saves every assigned partition that moved to
+//     the changelog, and offsets are committed only after that partition's
+//     save; on each assignment, before anything is fetched, a partition
+//     the member did not own in the generation just before is restored
+//     from the changelog when that is further in the input than the
+//     member's own state, and the source starts it there. A partition's
+//     output is therefore that of a model stepped on the partition alone,
+//     whichever members wrote it (checkpointer.assign, saveChangelog).
 //
 // What it must not do: know model internals (it only steps, serialises and
 // summarises the model) or encode records (package producer does).
