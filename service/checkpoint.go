@@ -93,6 +93,8 @@ type checkpointer struct {
 
 	jobs      chan saveJob
 	results   chan error
+	saveCtx   context.Context // of the changelog saves, ended by close
+	stopSaves context.CancelFunc
 	wg        sync.WaitGroup
 	failing   atomic.Bool   // the last save failed...
 	failure   atomic.Value  // ...with this error message (a string)
@@ -112,6 +114,7 @@ func newCheckpointer(store saver, model *online.Set, commit committer, m *metric
 		jobs:      make(chan saveJob),
 		results:   make(chan error, 1),
 	}
+	c.saveCtx, c.stopSaves = context.WithCancel(context.Background())
 	for _, p := range positions {
 		next := p.Offset
 		c.positions[partitionKey{p.Topic, p.Partition}] = &next
@@ -369,7 +372,7 @@ func (c *checkpointer) saveEntry(j clSave, m *online.Model, base bool) error {
 			return err
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), changelogTimeout)
+	ctx, cancel := context.WithTimeout(c.saveCtx, changelogTimeout)
 	defer cancel()
 	err := c.cl.Save(ctx, j.p, state.ChangelogEntry{Epoch: j.epoch, Next: j.next, Base: base, Write: write})
 	outcome := "ok"
@@ -578,9 +581,11 @@ func (c *checkpointer) failed() string {
 	return msg
 }
 
-// close stops the saver, waiting for a save in flight. Idempotence is the
-// caller's (Service.Run calls it once).
+// close stops the saver, waiting for a save in flight, whose changelog
+// saves it cancels. Idempotence is the caller's (Service.Run calls it
+// once).
 func (c *checkpointer) close() {
+	c.stopSaves() // a changelog save to a broker that is gone must not hold the stop
 	close(c.jobs)
 	c.wg.Wait()
 }

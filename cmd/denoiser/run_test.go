@@ -146,6 +146,20 @@ log:
 `, strings.Join(b.Addrs, ", "), in, in, session, filepath.Join(dir, "state")))
 }
 
+// setLayout adds state_layout to the config file at path (runConfig's
+// has none: member).
+func setLayout(t *testing.T, path string, layout online.Layout) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err == nil {
+		_, err = fmt.Fprintf(f, "state_layout: %s\n", layout)
+		err = errors.Join(err, f.Close())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // crashInput is n synthetic events with a bad record every 9973 events.
 func crashInput(t *testing.T, n int) [][]byte {
 	t.Helper()
@@ -367,17 +381,25 @@ func TestRunCrashRecovery(t *testing.T) {
 // its shutdown bound (10s). After the broker is back, a new run resumes
 // and every input offset gets its output.
 func TestRunShutdownBrokerGone(t *testing.T) {
-	testShutdownBrokerDown(t, "gone", (*kafkatest.Broker).Stop, (*kafkatest.Broker).Start)
+	for _, layout := range []online.Layout{online.LayoutMember, online.LayoutPartition} {
+		t.Run(string(layout), func(t *testing.T) {
+			testShutdownBrokerDown(t, "gone", layout, (*kafkatest.Broker).Stop, (*kafkatest.Broker).Start)
+		})
+	}
 }
 
 // TestRunShutdownBrokerHung is TestRunShutdownBrokerGone with a broker that
 // hangs instead: its connections stay open and accept requests, but nothing
 // answers (SIGSTOP for the real broker), so no call fails fast.
 func TestRunShutdownBrokerHung(t *testing.T) {
-	testShutdownBrokerDown(t, "hung", (*kafkatest.Broker).Freeze, (*kafkatest.Broker).Thaw)
+	for _, layout := range []online.Layout{online.LayoutMember, online.LayoutPartition} {
+		t.Run(string(layout), func(t *testing.T) {
+			testShutdownBrokerDown(t, "hung", layout, (*kafkatest.Broker).Freeze, (*kafkatest.Broker).Thaw)
+		})
+	}
 }
 
-func testShutdownBrokerDown(t *testing.T, name string, down, up func(*kafkatest.Broker, testing.TB)) {
+func testShutdownBrokerDown(t *testing.T, name string, layout online.Layout, down, up func(*kafkatest.Broker, testing.TB)) {
 	if testing.Short() {
 		t.Skip("stops the broker")
 	}
@@ -387,6 +409,7 @@ func testShutdownBrokerDown(t *testing.T, name string, down, up func(*kafkatest.
 	b.CreateTopic(t, in+".dead-letter", 1)
 	dir := t.TempDir()
 	cfg := runConfig(t, b, in, dir)
+	setLayout(t, cfg, layout)
 	const n = 60_000
 	lines := crashInput(t, n)
 	b.Produce(t, in, kafkatest.Values(lines...)...)
@@ -681,16 +704,7 @@ func crashRecoveryGroup(t *testing.T, layout online.Layout) {
 			t.Fatal(err)
 		}
 		cfgs[i] = runConfig(t, b, in, dir) // same topic, so the same group
-		if layout == online.LayoutPartition {
-			f, err := os.OpenFile(cfgs[i], os.O_APPEND|os.O_WRONLY, 0)
-			if err == nil {
-				_, err = f.WriteString("state_layout: partition\n")
-				err = errors.Join(err, f.Close())
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
+		setLayout(t, cfgs[i], layout)
 	}
 	msgs := keyedByUser(t, crashInput(t, n))
 
