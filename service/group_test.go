@@ -143,6 +143,9 @@ func rollingDeploy(t *testing.T, layout online.Layout) {
 		n = v
 	}
 	const partitions, members = 6, 3
+	// The producer writes at most 4,000 events/s; a loaded machine writes
+	// fewer. The waits for the input and the output grow with n.
+	slack := 2*time.Minute + time.Duration(n/1000)*time.Second
 	began := time.Now()
 	b := kafkatest.New(t)
 	in := b.Topic(t, "rolling", partitions)
@@ -245,13 +248,13 @@ func rollingDeploy(t *testing.T, layout online.Layout) {
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("producing %d events: not done after 2m (%d written)", n, produced.Load())
+	case <-time.After(slack):
+		t.Fatalf("producing %d events: not done after %v (%d written)", n, slack, produced.Load())
 	}
 
 	end := inputEnds(t, b, in, n)
 	out := b.NewReader(t, cfgs[0].WithDefaults().Kafka.OutputTopic)
-	out.Until(t, 3*time.Minute, covers(t, end))
+	out.Until(t, time.Minute+slack, covers(t, end))
 	t.Logf("every input offset has an output record after %v", time.Since(began).Round(time.Millisecond))
 	for i, r := range rs {
 		if err, _ := r.stop(t); err != nil {
