@@ -85,12 +85,7 @@ func checkPartitionOutputs(t *testing.T, b *kafkatest.Broker, cfg service.Config
 	c := cfg.WithDefaults()
 	in := c.Kafka.InputTopic
 	inputs := b.NewReader(t, in).Until(t, time.Minute, kafkatest.AtLeast(n))
-	slices.SortFunc(inputs, func(a, b kafka.Message) int {
-		if a.Partition != b.Partition {
-			return a.Partition - b.Partition
-		}
-		return int(a.Offset - b.Offset)
-	})
+	kafkatest.SortByPosition(inputs)
 	models := map[int]*online.Model{}
 	perPartition := map[int]int{}
 	for _, m := range inputs {

@@ -894,12 +894,7 @@ func crashRecoveryGroup(t *testing.T, layout online.Layout) {
 	copies := map[srcPos][]outCopy{}
 	for _, r := range []*kafkatest.Reader{scored, dead} {
 		ms := slices.Clone(r.Msgs)
-		slices.SortFunc(ms, func(a, b kafka.Message) int {
-			if a.Partition != b.Partition {
-				return a.Partition - b.Partition
-			}
-			return int(a.Offset - b.Offset)
-		})
+		kafkatest.SortByPosition(ms)
 		for _, m := range ms {
 			v, _ := kafkatest.Header(m, producer.HeaderModelVersion)
 			pos := sourcePosOf(t, m)
@@ -987,12 +982,7 @@ type outCopy struct {
 func partitionMismatches(t *testing.T, b *kafkatest.Broker, in string, n int, copies map[srcPos][]outCopy) []string {
 	t.Helper()
 	inputs := b.NewReader(t, in).Until(t, time.Minute, kafkatest.AtLeast(n))
-	slices.SortFunc(inputs, func(a, b kafka.Message) int {
-		if a.Partition != b.Partition {
-			return a.Partition - b.Partition
-		}
-		return int(a.Offset - b.Offset)
-	})
+	kafkatest.SortByPosition(inputs)
 	models := map[int]*online.Model{}
 	var wrong []string
 	for _, msg := range inputs {

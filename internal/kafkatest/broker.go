@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -468,4 +469,14 @@ func Header(m kafka.Message, key string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// SortByPosition sorts ms by partition, then offset.
+func SortByPosition(ms []kafka.Message) {
+	slices.SortFunc(ms, func(a, b kafka.Message) int {
+		if a.Partition != b.Partition {
+			return a.Partition - b.Partition
+		}
+		return int(a.Offset - b.Offset)
+	})
 }
