@@ -130,7 +130,7 @@ func decode(line []byte, ev *Event, ids *interner) error {
 			if s.peek() != '"' || !s.str() {
 				return reject(ReasonNotJSON, "", notJSON(line))
 			}
-			key := line[memberStart:s.i]
+			key, escapedKey := line[memberStart:s.i], s.escaped
 			s.space()
 			if s.peek() != ':' {
 				return reject(ReasonNotJSON, "", notJSON(line))
@@ -142,7 +142,7 @@ func decode(line []byte, ev *Event, ids *interner) error {
 				return reject(ReasonNotJSON, "", notJSON(line))
 			}
 			val, member := line[valStart:s.i], line[memberStart:s.i]
-			if bytes.IndexByte(key, '\\') >= 0 { // an escaped key: compare its decoded form
+			if escapedKey { // compare the key's decoded form
 				k, _ := decodeString(key)
 				key = strconv.AppendQuote(nil, k)
 			}
@@ -442,6 +442,12 @@ func decodeInt(field string, v []byte, lo, hi int64) (int64, error) {
 	if c := v[0]; c != '-' && (c < '0' || c > '9') {
 		return 0, reject(ReasonBadType, field, "is a JSON "+kindOf(v)+", want a number")
 	}
+	if n, ok := smallInt(v); ok {
+		if n < lo || n > hi {
+			return 0, reject(ReasonOutOfRange, field, clip(v)+" is outside "+strconv.FormatInt(lo, 10)+".."+strconv.FormatInt(hi, 10))
+		}
+		return n, nil
+	}
 	if !hasFraction(v) {
 		n, err := strconv.ParseInt(string(v), 10, 64)
 		if err != nil || n < lo || n > hi {
@@ -457,6 +463,29 @@ func decodeInt(field string, v []byte, lo, hi int64) (int64, error) {
 		return 0, reject(ReasonOutOfRange, field, clip(v)+" is outside "+strconv.FormatInt(lo, 10)+".."+strconv.FormatInt(hi, 10))
 	}
 	return int64(f), nil
+}
+
+// smallInt parses v when it is an integer of at most 18 digits (which
+// int64 holds), as strconv.ParseInt would, without its generality.
+func smallInt(v []byte) (int64, bool) {
+	digits := v
+	if len(v) > 0 && v[0] == '-' {
+		digits = v[1:]
+	}
+	if len(digits) == 0 || len(digits) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if len(digits) < len(v) {
+		n = -n
+	}
+	return n, true
 }
 
 // hasFraction reports whether the JSON number v has a fraction or an
@@ -524,8 +553,9 @@ const maxDepth = 10000
 // '\' and control characters (invalid UTF-8 included); escapes are the
 // JSON ones. A method that returns false has found the text invalid.
 type scanner struct {
-	b []byte
-	i int
+	b       []byte
+	i       int
+	escaped bool // the last string str moved past held an escape
 }
 
 // peek returns the byte at s.i, 0 at the end (never valid where peeked).
@@ -638,12 +668,14 @@ func (s *scanner) array(depth int) bool {
 
 // str moves past the string literal at s.i.
 func (s *scanner) str() bool {
+	s.escaped = false
 	for s.i++; s.i < len(s.b); {
 		switch c := s.b[s.i]; {
 		case c == '"':
 			s.i++
 			return true
 		case c == '\\':
+			s.escaped = true
 			if s.i+1 >= len(s.b) {
 				return false
 			}

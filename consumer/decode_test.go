@@ -180,6 +180,21 @@ func BenchmarkDecode(b *testing.B) {
 	}
 }
 
+// BenchmarkDecoder is BenchmarkDecode with a Decoder, whose ids cache
+// holds the record's ids after the first iteration.
+func BenchmarkDecoder(b *testing.B) {
+	line := []byte(`{"user":"u1234","item":"i98765","ts":1700000000000,"event":"click","dwell_ms":8300,"rating":4,"truth":"noise"}`)
+	var d Decoder
+	var ev Event
+	b.ReportAllocs()
+	b.SetBytes(int64(len(line)))
+	for b.Loop() {
+		if err := d.Decode(line, &ev); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // FuzzDecode checks that Decode never panics, that what it accepts is within
 // the format's limits, and that an accepted event re-encoded decodes to the
 // same event.
@@ -379,4 +394,18 @@ func FuzzDecodeJSONVerdict(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSmallInt: smallInt parses what it takes as strconv.ParseInt does,
+// and leaves to it what it does not take.
+func TestSmallInt(t *testing.T) {
+	for _, v := range []string{"0", "-0", "7", "-7", "1700000000000", "999999999999999999", "-999999999999999999",
+		"1000000000000000000", "9223372036854775807", "-9223372036854775808", "99999999999999999999", "-", "", "1.0", "1e3", "12a"} {
+		n, ok := smallInt([]byte(v))
+		want, err := strconv.ParseInt(v, 10, 64)
+		digits := strings.TrimPrefix(v, "-")
+		if takes := err == nil && len(digits) <= 18; ok != takes || ok && n != want {
+			t.Errorf("smallInt(%q) = %d, %v; ParseInt = %d, %v", v, n, ok, want, err)
+		}
+	}
 }

@@ -272,6 +272,7 @@ type loop struct {
 
 // read runs on the reader goroutine: it reads and decodes records.
 func (l *loop) read(ctx context.Context, src Source) error {
+	var dec Decoder
 	for {
 		m, err := src.Next(ctx)
 		if err == io.EOF {
@@ -310,7 +311,7 @@ func (l *loop) read(ctx context.Context, src Source) error {
 			// nothing to decode
 		} else if m.Err != nil {
 			r.Err, r.Reason = m.Err, ReasonOf(m.Err)
-		} else if err := Decode(m.Value, &r.Event); err != nil {
+		} else if err := dec.Decode(m.Value, &r.Event); err != nil {
 			r.Err, r.Reason = err, ReasonOf(err)
 		}
 		select {
