@@ -334,16 +334,23 @@ func plainText(inner []byte) bool {
 }
 
 // interner hands out the strings of recently seen byte strings, so that a
-// repeated id costs no allocation: a direct-mapped cache of internSlots
-// strings, each slot holding the last string whose hash led there. It
-// only saves allocations; what it returns equals string(b) whatever the
-// cache holds.
+// repeated id costs no allocation: a cache of internSlots strings in sets
+// of two (the hash of a string picks its set), the more recently used of
+// each set first. It only saves allocations; what it returns equals
+// string(b) whatever the cache holds.
 type interner struct {
-	slots [internSlots]string
+	slots [internSlots / 2][2]string
 }
 
 // internSlots bounds an interner: 4096 strings of at most MaxIDBytes.
-const internSlots = 4096
+const (
+	internSlots = 1 << internBits
+	internBits  = 12
+)
+
+// internSet is the set of a string of hash h: the high bits of h times
+// 2^32/φ (FNV-1a's low bits alone mix short ids poorly).
+func internSet(h uint32) uint32 { return (h * 0x9e3779b1) >> (32 - internBits + 1) }
 
 // str returns string(b), reusing the string of an earlier equal b when the
 // cache still holds it. A nil interner allocates every time.
@@ -355,11 +362,15 @@ func (t *interner) str(b []byte) string {
 	for _, c := range b {
 		h = (h ^ uint32(c)) * 16777619
 	}
-	slot := &t.slots[h%internSlots]
-	if *slot != string(b) { // no allocation: the comparison converts in place
-		*slot = string(b)
+	set := &t.slots[internSet(h)]
+	switch string(b) { // no allocation: the comparisons convert in place
+	case set[0]:
+	case set[1]:
+		set[0], set[1] = set[1], set[0]
+	default:
+		set[0], set[1] = string(b), set[0]
 	}
-	return *slot
+	return set[0]
 }
 
 // notText says why the inside of a JSON string literal is not text, ""

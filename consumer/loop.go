@@ -79,6 +79,7 @@ type Result struct {
 	BatchEnd bool
 
 	skip      SkipReason                           // set inside the loop on a record with nothing to score
+	undecoded bool                                 // Raw (the whole record) is still to be decoded, by the record's lane
 	shadowErr error                                // the shadow's numerical failure, when HasShadow
 	flush     chan error                           // set on the loop's internal flush marker
 	task      func(context.Context, Flusher) error // set on a barrier (Message.Task)
@@ -311,6 +312,8 @@ func (l *loop) read(ctx context.Context, src Source) error {
 			// nothing to decode
 		} else if m.Err != nil {
 			r.Err, r.Reason = m.Err, ReasonOf(m.Err)
+		} else if l.workers != nil && len(r.Raw) == len(m.Value) {
+			r.undecoded = true // decoded on its partition's lane, beside the other partitions
 		} else if err := dec.Decode(m.Value, &r.Event); err != nil {
 			r.Err, r.Reason = err, ReasonOf(err)
 		}
