@@ -312,7 +312,7 @@ func (l *loop) read(ctx context.Context, src Source) error {
 			// nothing to decode
 		} else if m.Err != nil {
 			r.Err, r.Reason = m.Err, ReasonOf(m.Err)
-		} else if l.workers != nil && len(r.Raw) == len(m.Value) {
+		} else if l.workers != nil && l.workers.busy.Load() && len(r.Raw) == len(m.Value) {
 			r.undecoded = true // decoded on its partition's lane, beside the other partitions
 		} else if err := dec.Decode(m.Value, &r.Event); err != nil {
 			r.Err, r.Reason = err, ReasonOf(err)

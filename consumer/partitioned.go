@@ -3,6 +3,7 @@ package consumer
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"denoiser/consumer/input"
 )
@@ -97,6 +98,12 @@ type workers struct {
 	recent map[int32]*lane // the lane each partition's records went to last, whose Decoder knows its ids
 	dec    Decoder         // decodes a partition's very first record
 
+	// busy reports that the last batch gave every goroutine a lane: the
+	// reader then leaves decoding to the lanes, which the cores already
+	// run in parallel; with fewer lanes (one partition on two cores) a
+	// core is free for the reader to decode beside them.
+	busy    atomic.Bool
+	n       int // goroutines that step lanes, the model goroutine included
 	work    chan *lane
 	phase   sync.WaitGroup // the lanes of the current phase
 	running sync.WaitGroup // the worker goroutines
@@ -105,7 +112,7 @@ type workers struct {
 // startWorkers starts n-1 worker goroutines; the model goroutine is the
 // n-th. stop ends them.
 func startWorkers(n int, model Partitioned, shadow Model) *workers {
-	w := &workers{model: model, shadow: shadow, byPart: map[int32]*lane{}, recent: map[int32]*lane{}, work: make(chan *lane, 4*n)}
+	w := &workers{n: n, model: model, shadow: shadow, byPart: map[int32]*lane{}, recent: map[int32]*lane{}, work: make(chan *lane, 4*n)}
 	w.running.Add(n - 1)
 	for range n - 1 {
 		go func() {
@@ -170,6 +177,9 @@ func (w *workers) stepPhase(batch []*Result, model Model, shadow bool) {
 			}
 		}
 		ln.records = append(ln.records, r)
+	}
+	if !shadow {
+		w.busy.Store(w.active >= w.n)
 	}
 	if w.active == 0 {
 		return
