@@ -594,10 +594,8 @@ func (s *scanner) value(depth int) bool {
 	switch c := s.peek(); {
 	case c == '"':
 		return s.str()
-	case c == '{':
-		return s.object(depth + 1)
-	case c == '[':
-		return s.array(depth + 1)
+	case c == '{' || c == '[':
+		return s.container(depth + 1)
 	case c == '-' || c >= '0' && c <= '9':
 		return s.number()
 	case c == 't':
@@ -610,27 +608,31 @@ func (s *scanner) value(depth int) bool {
 	return false
 }
 
-// object moves past the object at s.i, the depth-th container.
-func (s *scanner) object(depth int) bool {
+// container moves past the object or array at s.i, the depth-th
+// container.
+func (s *scanner) container(depth int) bool {
 	if depth > maxDepth {
 		return false
 	}
+	object, end := s.b[s.i] == '{', s.b[s.i]+2 // '{'+2 is '}', '['+2 is ']'
 	s.i++
 	s.space()
-	if s.peek() == '}' {
+	if s.peek() == end {
 		s.i++
 		return true
 	}
 	for {
-		if s.peek() != '"' || !s.str() {
-			return false
+		if object { // a member: "key" : value
+			if s.peek() != '"' || !s.str() {
+				return false
+			}
+			s.space()
+			if s.peek() != ':' {
+				return false
+			}
+			s.i++
+			s.space()
 		}
-		s.space()
-		if s.peek() != ':' {
-			return false
-		}
-		s.i++
-		s.space()
 		if !s.value(depth) {
 			return false
 		}
@@ -639,36 +641,7 @@ func (s *scanner) object(depth int) bool {
 		case ',':
 			s.i++
 			s.space()
-		case '}':
-			s.i++
-			return true
-		default:
-			return false
-		}
-	}
-}
-
-// array moves past the array at s.i, the depth-th container.
-func (s *scanner) array(depth int) bool {
-	if depth > maxDepth {
-		return false
-	}
-	s.i++
-	s.space()
-	if s.peek() == ']' {
-		s.i++
-		return true
-	}
-	for {
-		if !s.value(depth) {
-			return false
-		}
-		s.space()
-		switch s.peek() {
-		case ',':
-			s.i++
-			s.space()
-		case ']':
+		case end:
 			s.i++
 			return true
 		default:

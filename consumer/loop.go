@@ -140,9 +140,13 @@ type Options struct {
 	// partition's records are stepped in input order on one goroutine at a
 	// time, so the scores do not depend on the batching or on Workers; then
 	// Skipped, After and the sinks see the batch's records in input order,
-	// as on the sequential path. But After may then find the models past
-	// its record (Result.BatchEnd), which is why parallel stepping is not
-	// the default: a checkpointer in After must wait for BatchEnd.
+	// as on the sequential path. While every worker has a partition's
+	// records to step, each record is decoded on its partition's
+	// goroutine rather than on the reader (with fewer partitions than
+	// workers the reader decodes, beside them). But After may then find
+	// the models past its record (Result.BatchEnd), which is why parallel
+	// stepping is not the default: a checkpointer in After must wait for
+	// BatchEnd.
 	Workers int
 	// After, if set, is called on the model goroutine after each record
 	// (blank records excluded), in input order, once the model has stepped
