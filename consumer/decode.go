@@ -578,6 +578,9 @@ func (s *scanner) peek() byte {
 }
 
 func (s *scanner) space() {
+	if s.i < len(s.b) && s.b[s.i] > ' ' { // the common case: no space
+		return
+	}
 	for s.i < len(s.b) {
 		switch s.b[s.i] {
 		case ' ', '\t', '\n', '\r':
@@ -653,40 +656,53 @@ func (s *scanner) container(depth int) bool {
 // str moves past the string literal at s.i.
 func (s *scanner) str() bool {
 	s.escaped = false
-	for s.i++; s.i < len(s.b); {
-		switch c := s.b[s.i]; {
-		case c == '"':
-			s.i++
+	b, i := s.b, s.i+1 // locals: the loop keeps them in registers
+	for {
+		for i < len(b) && plainByte[b[i]] {
+			i++
+		}
+		if i == len(b) {
+			return false // no closing quote
+		}
+		switch b[i] {
+		case '"':
+			s.i = i + 1
 			return true
-		case c == '\\':
+		case '\\':
 			s.escaped = true
-			if s.i+1 >= len(s.b) {
+			if i+1 >= len(b) {
 				return false
 			}
-			switch s.b[s.i+1] {
+			switch b[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				s.i += 2
+				i += 2
 			case 'u':
-				if s.i+6 > len(s.b) {
+				if i+6 > len(b) {
 					return false
 				}
-				for _, h := range s.b[s.i+2 : s.i+6] {
+				for _, h := range b[i+2 : i+6] {
 					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
 						return false
 					}
 				}
-				s.i += 6
+				i += 6
 			default:
 				return false
 			}
-		case c < 0x20:
+		default: // a control character
 			return false
-		default:
-			s.i++
 		}
 	}
-	return false // no closing quote
 }
+
+// plainByte marks the bytes that stand for themselves in a JSON string:
+// all but '"', '\' and control characters.
+var plainByte = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c >= 0x20 && c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // number moves past the number at s.i: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
 func (s *scanner) number() bool {
