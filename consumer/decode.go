@@ -83,75 +83,115 @@ func reject(r Reason, field, msg string) error {
 // bad line returns a *RecordError; ev is then unspecified. Keys are matched
 // exactly (case-sensitive); other keys are kept, as they came, in
 // ev.Extra; for a repeated key the last value wins; null means absent.
-// Decode does not retain line.
-func Decode(line []byte, ev *Event) error {
+// Decode does not retain line. It accepts as JSON exactly what json.Valid
+// accepts (encoding/json's nesting limit included), in one pass.
+func Decode(line []byte, ev *Event) error { return decode(line, ev, nil) }
+
+// Decoder decodes records as Decode does, and reuses the strings of the
+// ids it decoded recently (user, item, event type) instead of allocating
+// them again: a record's ids then cost no allocation when they were seen
+// shortly before. The strings are copies, never views of the record, so
+// they outlive it. The zero value is ready to use; a Decoder is used by
+// one goroutine at a time. It holds at most a few thousand ids of at most
+// MaxIDBytes each (the memory of a Decoder is bounded).
+type Decoder struct {
+	ids *interner
+}
+
+// Decode is Decode, with the Decoder's recent ids reused.
+func (d *Decoder) Decode(line []byte, ev *Event) error {
+	if d.ids == nil {
+		d.ids = new(interner)
+	}
+	return decode(line, ev, d.ids)
+}
+
+// decode is Decode; ids, when not nil, supplies the strings of ids.
+func decode(line []byte, ev *Event, ids *interner) error {
 	*ev = Event{Extra: ev.Extra[:0]}
 	if len(line) > MaxLineBytes {
 		return reject(ReasonTooLarge, "", "record of "+strconv.Itoa(len(line))+" bytes is over the limit of "+strconv.Itoa(MaxLineBytes))
 	}
 	line = bytes.TrimSpace(line)
-	if !json.Valid(line) {
-		return reject(ReasonNotJSON, "", notJSON(line))
-	}
-	if line[0] != '{' {
+	if len(line) == 0 || line[0] != '{' { // rare: let encoding/json judge
+		if !json.Valid(line) {
+			return reject(ReasonNotJSON, "", notJSON(line))
+		}
 		return reject(ReasonBadType, "", "record is a JSON "+kindOf(line)+", want an object")
 	}
 	var user, item, ts, kind, dwell, rating, truth []byte
 	s := scanner{b: line, i: 1}
-	for {
-		s.space()
-		if s.b[s.i] == '}' {
-			break
-		}
-		if s.b[s.i] == ',' {
+	s.space()
+	if s.peek() == '}' {
+		s.i++
+	} else {
+		for {
+			memberStart := s.i
+			if s.peek() != '"' || !s.str() {
+				return reject(ReasonNotJSON, "", notJSON(line))
+			}
+			key, escapedKey := line[memberStart:s.i], s.escaped
+			s.space()
+			if s.peek() != ':' {
+				return reject(ReasonNotJSON, "", notJSON(line))
+			}
+			s.i++
+			s.space()
+			valStart := s.i
+			if !s.value(1) {
+				return reject(ReasonNotJSON, "", notJSON(line))
+			}
+			val, member := line[valStart:s.i], line[memberStart:s.i]
+			if escapedKey { // compare the key's decoded form
+				k, _ := decodeString(key)
+				key = strconv.AppendQuote(nil, k)
+			}
+			if bytes.Equal(val, nullLit) {
+				val = nil
+			}
+			switch string(key) { // no allocation: the compiler converts in place
+			case `"user"`:
+				user = val
+			case `"item"`:
+				item = val
+			case `"ts"`:
+				ts = val
+			case `"event"`:
+				kind = val
+			case `"dwell_ms"`:
+				dwell = val
+			case `"rating"`:
+				rating = val
+			case `"truth"`:
+				truth = val
+			default:
+				if !isOutputField(key) {
+					if len(ev.Extra) > 0 {
+						ev.Extra = append(ev.Extra, ',')
+					}
+					ev.Extra = append(ev.Extra, member...)
+				}
+			}
+			s.space()
+			if c := s.peek(); c == '}' {
+				s.i++
+				break
+			} else if c != ',' {
+				return reject(ReasonNotJSON, "", notJSON(line))
+			}
 			s.i++
 			s.space()
 		}
-		memberStart := s.i
-		key := s.value()
-		if bytes.IndexByte(key, '\\') >= 0 { // an escaped key: compare its decoded form
-			k, _ := decodeString(key)
-			key = strconv.AppendQuote(nil, k)
-		}
-		s.space()
-		s.i++ // ':'
-		s.space()
-		val := s.value()
-		member := s.b[memberStart:s.i]
-		if bytes.Equal(val, nullLit) {
-			val = nil
-		}
-		switch string(key) { // no allocation: the compiler converts in place
-		case `"user"`:
-			user = val
-		case `"item"`:
-			item = val
-		case `"ts"`:
-			ts = val
-		case `"event"`:
-			kind = val
-		case `"dwell_ms"`:
-			dwell = val
-		case `"rating"`:
-			rating = val
-		case `"truth"`:
-			truth = val
-		default:
-			if !isOutputField(key) {
-				if len(ev.Extra) > 0 {
-					ev.Extra = append(ev.Extra, ',')
-				}
-				ev.Extra = append(ev.Extra, member...)
-			}
-		}
-		s.space()
+	}
+	if s.space(); s.i != len(line) { // data after the object
+		return reject(ReasonNotJSON, "", notJSON(line))
 	}
 
 	var err error
-	if ev.User, err = decodeID("user", user); err != nil {
+	if ev.User, err = decodeID("user", user, ids); err != nil {
 		return err
 	}
-	if ev.Item, err = decodeID("item", item); err != nil {
+	if ev.Item, err = decodeID("item", item, ids); err != nil {
 		return err
 	}
 	if ts != nil {
@@ -164,7 +204,9 @@ func Decode(line []byte, ev *Event) error {
 		if kind[0] != '"' {
 			return reject(ReasonBadType, "event", "is a JSON "+kindOf(kind)+", want a string")
 		}
-		if ev.Kind, err = decodeString(kind); err != nil {
+		if inner := kind[1 : len(kind)-1]; plainText(inner) && len(inner) <= MaxIDBytes {
+			ev.Kind = ids.str(inner)
+		} else if ev.Kind, err = decodeString(kind); err != nil {
 			return err
 		}
 		if len(ev.Kind) > MaxIDBytes {
@@ -236,15 +278,25 @@ func isOutputField(quoted []byte) bool {
 }
 
 // decodeID accepts a non-empty string or a JSON number, whose literal text
-// becomes the id (42 -> "42").
-func decodeID(field string, v []byte) (string, error) {
+// becomes the id (42 -> "42"). ids, when not nil, supplies the string.
+func decodeID(field string, v []byte, ids *interner) (string, error) {
 	if v == nil {
 		return "", reject(ReasonMissingField, field, "missing")
 	}
 	var id string
 	switch c := v[0]; {
 	case c == '"':
-		if msg := notText(v[1 : len(v)-1]); msg != "" {
+		inner := v[1 : len(v)-1]
+		if plainText(inner) { // the common case: the id is the literal's inside
+			if len(inner) == 0 {
+				return "", reject(ReasonMissingField, field, "empty")
+			}
+			if len(inner) > MaxIDBytes {
+				return "", reject(ReasonTooLarge, field, strconv.Itoa(len(inner))+" bytes, over the limit of "+strconv.Itoa(MaxIDBytes))
+			}
+			return ids.str(inner), nil
+		}
+		if msg := notText(inner); msg != "" {
 			// Decoding would replace the bad bytes by U+FFFD and merge
 			// distinct ids ("a\xff" and "a\xfe") into one.
 			return "", reject(ReasonBadType, field, msg+": an id must be text (UTF-8); distinct ids would merge")
@@ -254,7 +306,10 @@ func decodeID(field string, v []byte) (string, error) {
 			return "", err
 		}
 	case c == '-' || (c >= '0' && c <= '9'):
-		id = string(v)
+		if len(v) > MaxIDBytes {
+			return "", reject(ReasonTooLarge, field, strconv.Itoa(len(v))+" bytes, over the limit of "+strconv.Itoa(MaxIDBytes))
+		}
+		return ids.str(v), nil
 	default:
 		return "", reject(ReasonBadType, field, "is a JSON "+kindOf(v)+", want a string or a number")
 	}
@@ -265,6 +320,57 @@ func decodeID(field string, v []byte) (string, error) {
 		return "", reject(ReasonTooLarge, field, strconv.Itoa(len(id))+" bytes, over the limit of "+strconv.Itoa(MaxIDBytes))
 	}
 	return id, nil
+}
+
+// plainText reports whether the inside of a valid JSON string literal is
+// ASCII without escapes, and so is the string itself.
+func plainText(inner []byte) bool {
+	for _, c := range inner {
+		if c >= utf8.RuneSelf || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// interner hands out the strings of recently seen byte strings, so that a
+// repeated id costs no allocation: a cache of internSlots strings in sets
+// of two (the hash of a string picks its set), the more recently used of
+// each set first. It only saves allocations; what it returns equals
+// string(b) whatever the cache holds.
+type interner struct {
+	slots [internSlots / 2][2]string
+}
+
+// internSlots bounds an interner: 4096 strings of at most MaxIDBytes.
+const (
+	internSlots = 1 << internBits
+	internBits  = 12
+)
+
+// internSet is the set of a string of hash h: the high bits of h times
+// 2^32/φ (FNV-1a's low bits alone mix short ids poorly).
+func internSet(h uint32) uint32 { return (h * 0x9e3779b1) >> (32 - internBits + 1) }
+
+// str returns string(b), reusing the string of an earlier equal b when the
+// cache still holds it. A nil interner allocates every time.
+func (t *interner) str(b []byte) string {
+	if t == nil {
+		return string(b)
+	}
+	h := uint32(2166136261) // FNV-1a
+	for _, c := range b {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	set := &t.slots[internSet(h)]
+	switch string(b) { // no allocation: the comparisons convert in place
+	case set[0]:
+	case set[1]:
+		set[0], set[1] = set[1], set[0]
+	default:
+		set[0], set[1] = string(b), set[0]
+	}
+	return set[0]
 }
 
 // notText says why the inside of a JSON string literal is not text, ""
@@ -347,7 +453,13 @@ func decodeInt(field string, v []byte, lo, hi int64) (int64, error) {
 	if c := v[0]; c != '-' && (c < '0' || c > '9') {
 		return 0, reject(ReasonBadType, field, "is a JSON "+kindOf(v)+", want a number")
 	}
-	if bytes.IndexAny(v, ".eE") < 0 {
+	if n, ok := smallInt(v); ok {
+		if n < lo || n > hi {
+			return 0, reject(ReasonOutOfRange, field, clip(v)+" is outside "+strconv.FormatInt(lo, 10)+".."+strconv.FormatInt(hi, 10))
+		}
+		return n, nil
+	}
+	if !hasFraction(v) {
 		n, err := strconv.ParseInt(string(v), 10, 64)
 		if err != nil || n < lo || n > hi {
 			return 0, reject(ReasonOutOfRange, field, clip(v)+" is outside "+strconv.FormatInt(lo, 10)+".."+strconv.FormatInt(hi, 10))
@@ -362,6 +474,40 @@ func decodeInt(field string, v []byte, lo, hi int64) (int64, error) {
 		return 0, reject(ReasonOutOfRange, field, clip(v)+" is outside "+strconv.FormatInt(lo, 10)+".."+strconv.FormatInt(hi, 10))
 	}
 	return int64(f), nil
+}
+
+// smallInt parses v when it is an integer of at most 18 digits (which
+// int64 holds), as strconv.ParseInt would, without its generality.
+func smallInt(v []byte) (int64, bool) {
+	digits := v
+	if len(v) > 0 && v[0] == '-' {
+		digits = v[1:]
+	}
+	if len(digits) == 0 || len(digits) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if len(digits) < len(v) {
+		n = -n
+	}
+	return n, true
+}
+
+// hasFraction reports whether the JSON number v has a fraction or an
+// exponent.
+func hasFraction(v []byte) bool {
+	for _, c := range v {
+		if c == '.' || c == 'e' || c == 'E' {
+			return true
+		}
+	}
+	return false
 }
 
 // decodeRating accepts a JSON number in [0, MaxRating], integral or not
@@ -408,14 +554,33 @@ func clip(v []byte) string {
 	return string(v[:max]) + "..."
 }
 
-// scanner walks a JSON text already checked by json.Valid, so it needs no
-// error handling of its own.
+// maxDepth is encoding/json's limit on nested objects and arrays (the
+// record's own object counts): json.Valid rejects a deeper text, and so
+// does Decode.
+const maxDepth = 10000
+
+// scanner walks a JSON text and checks it as it goes, by the grammar of
+// RFC 8259 as encoding/json reads it: a string may hold any byte but '"',
+// '\' and control characters (invalid UTF-8 included); escapes are the
+// JSON ones. A method that returns false has found the text invalid.
 type scanner struct {
-	b []byte
-	i int
+	b       []byte
+	i       int
+	escaped bool // the last string str moved past held an escape
+}
+
+// peek returns the byte at s.i, 0 at the end (never valid where peeked).
+func (s *scanner) peek() byte {
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
 }
 
 func (s *scanner) space() {
+	if s.i < len(s.b) && s.b[s.i] > ' ' { // the common case: no space
+		return
+	}
 	for s.i < len(s.b) {
 		switch s.b[s.i] {
 		case ' ', '\t', '\n', '\r':
@@ -426,54 +591,164 @@ func (s *scanner) space() {
 	}
 }
 
-// value returns the next value (string, number, literal, object or array)
-// and moves past it.
-func (s *scanner) value() []byte {
-	start := s.i
-	switch s.b[s.i] {
-	case '"':
-		s.str()
-	case '{', '[':
-		depth := 0
-		for {
-			switch s.b[s.i] {
-			case '"':
-				s.str()
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-			}
-			s.i++
-			if depth == 0 {
-				break
-			}
-		}
-	default: // number, true, false, null
-		for s.i < len(s.b) {
-			switch s.b[s.i] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				return s.b[start:s.i]
-			}
-			s.i++
-		}
+// value moves past the next value (string, number, literal, object or
+// array), inside depth containers, and reports whether it is valid.
+func (s *scanner) value(depth int) bool {
+	switch c := s.peek(); {
+	case c == '"':
+		return s.str()
+	case c == '{' || c == '[':
+		return s.container(depth + 1)
+	case c == '-' || c >= '0' && c <= '9':
+		return s.number()
+	case c == 't':
+		return s.literal("true")
+	case c == 'f':
+		return s.literal("false")
+	case c == 'n':
+		return s.literal("null")
 	}
-	return s.b[start:s.i]
+	return false
 }
 
-// str moves past a string literal starting at s.i.
-func (s *scanner) str() {
+// container moves past the object or array at s.i, the depth-th
+// container.
+func (s *scanner) container(depth int) bool {
+	if depth > maxDepth {
+		return false
+	}
+	object, end := s.b[s.i] == '{', s.b[s.i]+2 // '{'+2 is '}', '['+2 is ']'
 	s.i++
+	s.space()
+	if s.peek() == end {
+		s.i++
+		return true
+	}
 	for {
-		switch s.b[s.i] {
-		case '\\':
-			s.i += 2
-			continue
-		case '"':
+		if object { // a member: "key" : value
+			if s.peek() != '"' || !s.str() {
+				return false
+			}
+			s.space()
+			if s.peek() != ':' {
+				return false
+			}
 			s.i++
-			return
+			s.space()
 		}
+		if !s.value(depth) {
+			return false
+		}
+		s.space()
+		switch s.peek() {
+		case ',':
+			s.i++
+			s.space()
+		case end:
+			s.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// str moves past the string literal at s.i.
+func (s *scanner) str() bool {
+	s.escaped = false
+	b, i := s.b, s.i+1 // locals: the loop keeps them in registers
+	for {
+		for i < len(b) && plainByte[b[i]] {
+			i++
+		}
+		if i == len(b) {
+			return false // no closing quote
+		}
+		switch b[i] {
+		case '"':
+			s.i = i + 1
+			return true
+		case '\\':
+			s.escaped = true
+			if i+1 >= len(b) {
+				return false
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) {
+					return false
+				}
+				for _, h := range b[i+2 : i+6] {
+					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
+						return false
+					}
+				}
+				i += 6
+			default:
+				return false
+			}
+		default: // a control character
+			return false
+		}
+	}
+}
+
+// plainByte marks the bytes that stand for themselves in a JSON string:
+// all but '"', '\' and control characters.
+var plainByte = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c >= 0x20 && c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// number moves past the number at s.i: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+func (s *scanner) number() bool {
+	if s.peek() == '-' {
 		s.i++
 	}
+	switch c := s.peek(); {
+	case c == '0':
+		s.i++
+	case '1' <= c && c <= '9':
+		s.digits()
+	default:
+		return false
+	}
+	if s.peek() == '.' {
+		s.i++
+		if !s.digits() {
+			return false
+		}
+	}
+	if c := s.peek(); c == 'e' || c == 'E' {
+		s.i++
+		if c := s.peek(); c == '+' || c == '-' {
+			s.i++
+		}
+		if !s.digits() {
+			return false
+		}
+	}
+	return true
+}
+
+// digits moves past a run of digits and reports whether there was one.
+func (s *scanner) digits() bool {
+	start := s.i
+	for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
+		s.i++
+	}
+	return s.i > start
+}
+
+// literal moves past lit (true, false or null) at s.i.
+func (s *scanner) literal(lit string) bool {
+	if !bytes.HasPrefix(s.b[s.i:], []byte(lit)) {
+		return false
+	}
+	s.i += len(lit)
+	return true
 }

@@ -1,8 +1,10 @@
 package consumer
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -178,6 +180,21 @@ func BenchmarkDecode(b *testing.B) {
 	}
 }
 
+// BenchmarkDecoder is BenchmarkDecode with a Decoder, whose ids cache
+// holds the record's ids after the first iteration.
+func BenchmarkDecoder(b *testing.B) {
+	line := []byte(`{"user":"u1234","item":"i98765","ts":1700000000000,"event":"click","dwell_ms":8300,"rating":4,"truth":"noise"}`)
+	var d Decoder
+	var ev Event
+	b.ReportAllocs()
+	b.SetBytes(int64(len(line)))
+	for b.Loop() {
+		if err := d.Decode(line, &ev); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // FuzzDecode checks that Decode never panics, that what it accepts is within
 // the format's limits, and that an accepted event re-encoded decodes to the
 // same event.
@@ -250,4 +267,145 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("round trip: %+v != %+v (%s)", again, ev, strconv.Quote(string(b)))
 		}
 	})
+}
+
+// jsonVerdictCases are lines on the edges of the JSON grammar, for the
+// check that Decode calls not_json exactly what json.Valid rejects.
+func jsonVerdictCases() []string {
+	const ok = `"user":"u","item":"i"`
+	lines := []string{
+		`{` + ok + `}`, `{` + ok + `,}`, `{,` + ok + `}`, `{` + ok + `,,"x":1}`, `{"user" "u","item":"i"}`,
+		`{"user":"u" "item":"i"}`, `{"user":"u","item":"i"`, `{"user":"u","item":"i"}}`, `{"user":"u","item":"i"}]`,
+		`{"user":"u","item":"i",}`, `{"user":"u","item":"i","x":}`, `{"user":"u","item":"i",1:2}`, `{'user':'u'}`,
+		`{"user":"u","item":"i"}` + "\x00", "{\"user\":\"u\",\"item\":\"i\"}\v", "\u00a0{\"user\":\"u\",\"item\":\"i\"}\u00a0",
+		"{\"user\":\"u\",\"item\":\"i\"\v}", "{\"user\":\"u\",\"item\":\"i\",\f\"x\":1}",
+		// strings
+		"{\"user\":\"a\x01\",\"item\":\"i\"}", "{\"user\":\"u\",\"item\":\"i\",\"x\":\"\x1f\"}", "{\"user\":\"u\",\"item\":\"i\",\"x\":\" \"}", "{\"user\":\"u\",\"item\":\"i\",\"x\x00\":1}", "{\"user\":\"a\tb\",\"item\":\"i\"}", "{\"user\":\"a\x7f\",\"item\":\"i\"}",
+		`{"user":"a\q","item":"i"}`, `{"user":"a\u12","item":"i"}`, `{"user":"a\u12G4","item":"i"}`, `{"user":"a\uABcd","item":"i"}`,
+		`{"user":"a\/\b\f\n\r\t\"\\","item":"i"}`, `{"user":"a\`, `{"user":"a\"`, `{"user":"a\u`, `{"user":"a\u00e`,
+		"{\"user\":\"\xc3\x28\",\"item\":\"i\",\"x\":\"\xff\xfe\"}", `{"us\u0065r":"u","item":"i","\u0000":1}`, `{"user":"u","item":"i","":""}`,
+		// numbers
+		`{"user":0,"item":-0}`, `{"user":01,"item":1}`, `{"user":1.,"item":1}`, `{"user":.5,"item":1}`, `{"user":-,"item":1}`,
+		`{"user":1e,"item":1}`, `{"user":1e+,"item":1}`, `{"user":1E-7,"item":+1}`, `{"user":1.5e+07,"item":-0.0e0}`, `{"user":--1,"item":1}`,
+		`{"user":1x,"item":1}`, `{"user":0x10,"item":1}`, `{"user":Infinity,"item":1}`, `{"user":1,"item":2,"r":1.2.3}`,
+		// literals
+		`{"user":"u","item":"i","a":true,"b":false,"c":null}`, `{"user":"u","item":"i","a":tru}`, `{"user":"u","item":"i","a":nulll}`,
+		`{"user":"u","item":"i","a":True}`, `{"user":"u","item":"i","a":n}`, `{"user":"u","item":"i","a":falsey}`,
+		// nested values
+		`{"user":"u","item":"i","x":[1,{"a":[]},[[]],{}]}`, `{"user":"u","item":"i","x":[1,]}`, `{"user":"u","item":"i","x":[,1]}`,
+		`{"user":"u","item":"i","x":{"a"}}`, `{"user":"u","item":"i","x":{"a":1,}}`, `{"user":"u","item":"i","x":[1 2]}`,
+		`{"user":"u","item":"i","x":[}`, `{"user":"u","item":"i","x":{]}`, `{"user":"u","item":"i","x":[[[`, `{"user":"u","item":"i","x":{"a":{"b":`,
+		// not objects, and nothing
+		``, ` `, `[]`, `[1,]`, `"s"`, `"s`, `1`, `01`, `true`, `nul`, `}`, `{`, `{}`, `{ }`, `{}{}`, `{} x`,
+	}
+	deep := func(n int, open, end string) string {
+		return `{"user":"u","item":"i","x":` + strings.Repeat(open, n-1) + strings.Repeat(end, n-1) + `}`
+	}
+	// The record's object is the first level: maxDepth levels are valid, one more is not.
+	for _, n := range []int{maxDepth - 1, maxDepth, maxDepth + 1} {
+		lines = append(lines, deep(n, "[", "]"), deep(n, `{"a":`, "}"))
+	}
+	return lines
+}
+
+// TestDecodeJudgesJSONAsEncodingJSON: Decode checks the JSON as it parses
+// it; it must call not_json exactly the records json.Valid rejects, and
+// find every valid record's fields as before.
+func TestDecodeJudgesJSONAsEncodingJSON(t *testing.T) {
+	for _, line := range jsonVerdictCases() {
+		checkJSONVerdict(t, []byte(line))
+	}
+}
+
+func checkJSONVerdict(t *testing.T, line []byte) {
+	t.Helper()
+	var ev Event
+	err := Decode(line, &ev)
+	if len(line) > MaxLineBytes {
+		return
+	}
+	valid := json.Valid(bytes.TrimSpace(line))
+	if got := ReasonOf(err) == ReasonNotJSON; got == valid {
+		t.Fatalf("Decode(%.80q) = %v; json.Valid says %v", line, err, valid)
+	}
+}
+
+// TestDecoderReusesIDs: a Decoder returns the same events and errors as
+// Decode, allocates nothing for ids it saw shortly before, and its
+// strings do not change when the record's bytes are overwritten.
+func TestDecoderReusesIDs(t *testing.T) {
+	line := []byte(`{"user":"u1","item":"i9","ts":1700000000000,"event":"click","dwell_ms":8300,"rating":4,"truth":"noise"}`)
+	var d Decoder
+	var ev Event
+	if err := d.Decode(line, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if allocs := testing.AllocsPerRun(100, func() {
+		if err := d.Decode(line, &ev); err != nil {
+			t.Fatal(err)
+		}
+	}); allocs != 0 {
+		t.Fatalf("Decoder.Decode of a record seen before: %v allocations, want 0", allocs)
+	}
+	var plain Event
+	if err := Decode(line, &plain); err != nil {
+		t.Fatal(err)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { _ = Decode(line, &plain) }); allocs != 3 {
+		t.Fatalf("Decode: %v allocations, want 3 (user, item, event)", allocs)
+	}
+	if !ev.Equal(&plain) {
+		t.Fatalf("Decoder: %+v, Decode: %+v", ev, plain)
+	}
+	copy(line, bytes.Repeat([]byte{'#'}, len(line))) // the source reuses its buffer
+	if ev.User != "u1" || ev.Item != "i9" || ev.Kind != "click" {
+		t.Fatalf("the decoded ids changed with the record's bytes: %+v", ev)
+	}
+	for i := range 3 * internSlots { // many ids: the cache forgets, the ids stay right
+		l := fmt.Appendf(nil, `{"user":%d,"item":"i%d","event":"e%d"}`, i, i%internSlots, i%7)
+		if err := d.Decode(l, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if want := strconv.Itoa(i); ev.User != want || ev.Item != "i"+strconv.Itoa(i%internSlots) || ev.Kind != "e"+strconv.Itoa(i%7) {
+			t.Fatalf("record %d decoded as %+v", i, ev)
+		}
+	}
+}
+
+// FuzzDecodeJSONVerdict checks, on any input, that Decode rejects as
+// not_json exactly what json.Valid rejects, and that a Decoder (its
+// cache warm from the record itself and from the seeds) decodes exactly
+// as Decode.
+func FuzzDecodeJSONVerdict(f *testing.F) {
+	for _, line := range jsonVerdictCases() {
+		if len(line) < 1000 {
+			f.Add([]byte(line))
+		}
+	}
+	var d Decoder
+	f.Fuzz(func(t *testing.T, line []byte) {
+		checkJSONVerdict(t, line)
+		var want, got Event
+		wantErr := Decode(line, &want)
+		for range 2 {
+			err := d.Decode(line, &got)
+			if fmt.Sprint(err) != fmt.Sprint(wantErr) || wantErr == nil && !got.Equal(&want) {
+				t.Fatalf("Decoder.Decode(%q) = %+v, %v; Decode = %+v, %v", line, got, err, want, wantErr)
+			}
+		}
+	})
+}
+
+// TestSmallInt: smallInt parses what it takes as strconv.ParseInt does,
+// and leaves to it what it does not take.
+func TestSmallInt(t *testing.T) {
+	for _, v := range []string{"0", "-0", "7", "-7", "1700000000000", "999999999999999999", "-999999999999999999",
+		"1000000000000000000", "9223372036854775807", "-9223372036854775808", "99999999999999999999", "-", "", "1.0", "1e3", "12a"} {
+		n, ok := smallInt([]byte(v))
+		want, err := strconv.ParseInt(v, 10, 64)
+		digits := strings.TrimPrefix(v, "-")
+		if takes := err == nil && len(digits) <= 18; ok != takes || ok && n != want {
+			t.Errorf("smallInt(%q) = %d, %v; ParseInt = %d, %v", v, n, ok, want, err)
+		}
+	}
 }

@@ -4,7 +4,10 @@
 // It owns:
 //   - the JSON-lines event format: Decode parses and validates one line into
 //     an Event, and reports a bad line as a *RecordError whose Reason is one
-//     of a small fixed set (Reasons) usable as a metric label;
+//     of a small fixed set (Reasons) usable as a metric label; it checks the
+//     JSON as it parses (not_json is exactly what json.Valid rejects). A
+//     Decoder decodes the same way and reuses the strings of recent ids
+//     (copies, never views of the record, so they outlive it);
 //   - the position of every record (an input.Position, either file+line
 //     or topic+partition+offset), carried by every output record;
 //   - sources: FileSource reads JSON lines from a file or any io.Reader;
@@ -38,7 +41,10 @@
 //     records in input order on one goroutine, so scores do not depend on
 //     the batching or the number of workers; the model goroutine waits for
 //     the whole batch before it calls For, After, Skipped or a task, which
-//     so always see every model at rest;
+//     so always see every model at rest. Once every worker has a lane,
+//     records are decoded on their lane too (each lane its own Decoder),
+//     not on the reader; For is still called only for a partition with a
+//     record that decodes;
 //   - records leave the loop in input order;
 //   - the ground-truth field of an event is never given to the model.
 //

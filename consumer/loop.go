@@ -79,6 +79,7 @@ type Result struct {
 	BatchEnd bool
 
 	skip      SkipReason                           // set inside the loop on a record with nothing to score
+	undecoded bool                                 // Raw (the whole record) is still to be decoded, by the record's lane
 	shadowErr error                                // the shadow's numerical failure, when HasShadow
 	flush     chan error                           // set on the loop's internal flush marker
 	task      func(context.Context, Flusher) error // set on a barrier (Message.Task)
@@ -139,9 +140,13 @@ type Options struct {
 	// partition's records are stepped in input order on one goroutine at a
 	// time, so the scores do not depend on the batching or on Workers; then
 	// Skipped, After and the sinks see the batch's records in input order,
-	// as on the sequential path. But After may then find the models past
-	// its record (Result.BatchEnd), which is why parallel stepping is not
-	// the default: a checkpointer in After must wait for BatchEnd.
+	// as on the sequential path. While every worker has a partition's
+	// records to step, each record is decoded on its partition's
+	// goroutine rather than on the reader (with fewer partitions than
+	// workers the reader decodes, beside them). But After may then find
+	// the models past its record (Result.BatchEnd), which is why parallel
+	// stepping is not the default: a checkpointer in After must wait for
+	// BatchEnd.
 	Workers int
 	// After, if set, is called on the model goroutine after each record
 	// (blank records excluded), in input order, once the model has stepped
@@ -272,6 +277,7 @@ type loop struct {
 
 // read runs on the reader goroutine: it reads and decodes records.
 func (l *loop) read(ctx context.Context, src Source) error {
+	var dec Decoder
 	for {
 		m, err := src.Next(ctx)
 		if err == io.EOF {
@@ -310,7 +316,9 @@ func (l *loop) read(ctx context.Context, src Source) error {
 			// nothing to decode
 		} else if m.Err != nil {
 			r.Err, r.Reason = m.Err, ReasonOf(m.Err)
-		} else if err := Decode(m.Value, &r.Event); err != nil {
+		} else if l.workers != nil && l.workers.busy.Load() && len(r.Raw) == len(m.Value) {
+			r.undecoded = true // decoded on its partition's lane, beside the other partitions
+		} else if err := dec.Decode(m.Value, &r.Event); err != nil {
 			r.Err, r.Reason = err, ReasonOf(err)
 		}
 		select {

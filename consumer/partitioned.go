@@ -1,7 +1,9 @@
 package consumer
 
 import (
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	"denoiser/consumer/input"
 )
@@ -53,17 +55,35 @@ type lane struct {
 	model   Model
 	shadow  bool // the lane steps a shadow (stepShadow), not the main model
 	records []*Result
+	dec     Decoder // decodes the lane's records; it knows the ids of the partitions stepped here
 }
 
-// step steps the lane's records in order, on whichever goroutine runs it.
+// step decodes the lane's records that the reader left undecoded, then
+// steps them, in order, on whichever goroutine runs it. A record that does
+// not decode is rejected here (finish hands it on in input order).
 func (ln *lane) step() {
 	for _, r := range ln.records {
+		if !decodeRecord(&ln.dec, r) {
+			continue
+		}
 		if ln.shadow {
 			stepShadow(ln.model, r)
 		} else {
 			stepRecord(ln.model, nil, r)
 		}
 	}
+}
+
+// decodeRecord decodes r if the reader left it undecoded, and reports
+// whether r has an event to step (or else is rejected).
+func decodeRecord(dec *Decoder, r *Result) bool {
+	if r.undecoded {
+		r.undecoded = false
+		if err := dec.Decode(r.Raw, &r.Event); err != nil {
+			r.Err, r.Reason = err, ReasonOf(err)
+		}
+	}
+	return r.Reason == ""
 }
 
 // workers steps the lanes of a batch at the same time. It belongs to the
@@ -75,7 +95,15 @@ type workers struct {
 	lanes  []*lane         // lanes[:active] are the current phase's, the rest kept for reuse
 	active int             // lanes in use
 	byPart map[int32]*lane // the current phase's lane of each partition
+	recent map[int32]*lane // the lane each partition's records went to last, whose Decoder knows its ids
+	dec    Decoder         // decodes a partition's very first record
 
+	// busy reports that the last batch gave every goroutine a lane: the
+	// reader then leaves decoding to the lanes, which the cores already
+	// run in parallel; with fewer lanes (one partition on two cores) a
+	// core is free for the reader to decode beside them.
+	busy    atomic.Bool
+	n       int // goroutines that step lanes, the model goroutine included
 	work    chan *lane
 	phase   sync.WaitGroup // the lanes of the current phase
 	running sync.WaitGroup // the worker goroutines
@@ -84,7 +112,7 @@ type workers struct {
 // startWorkers starts n-1 worker goroutines; the model goroutine is the
 // n-th. stop ends them.
 func startWorkers(n int, model Partitioned, shadow Model) *workers {
-	w := &workers{model: model, shadow: shadow, byPart: map[int32]*lane{}, work: make(chan *lane, 4*n)}
+	w := &workers{n: n, model: model, shadow: shadow, byPart: map[int32]*lane{}, recent: map[int32]*lane{}, work: make(chan *lane, 4*n)}
 	w.running.Add(n - 1)
 	for range n - 1 {
 		go func() {
@@ -131,10 +159,27 @@ func (w *workers) stepPhase(batch []*Result, model Model, shadow bool) {
 		p := PartitionOf(r.Pos)
 		ln := w.byPart[p]
 		if ln == nil {
-			ln = w.laneOf(partitionModel(model, p), shadow)
+			// For makes p's model if p has none; as on the sequential
+			// path, call it only once p has an event to step: decode
+			// p's first record here (no lane runs yet: with the
+			// Decoder of p's last lane), its lane decodes the others.
+			dec := &w.dec
+			if last := w.recent[p]; last != nil {
+				dec = &last.dec
+			}
+			if !decodeRecord(dec, r) {
+				continue
+			}
+			ln = w.laneOf(partitionModel(model, p), shadow, w.recent[p])
 			w.byPart[p] = ln
+			if !shadow {
+				w.recent[p] = ln
+			}
 		}
 		ln.records = append(ln.records, r)
+	}
+	if !shadow {
+		w.busy.Store(w.active >= w.n)
 	}
 	if w.active == 0 {
 		return
@@ -170,14 +215,18 @@ func (w *workers) stepPhase(batch []*Result, model Model, shadow bool) {
 }
 
 // laneOf returns the current phase's lane of model m, taking a free one if
-// m has none yet: partitions that share a model share its lane.
-func (w *workers) laneOf(m Model, shadow bool) *lane {
+// m has none yet: partitions that share a model share its lane. Of the
+// free lanes it takes prefer, if free, whose Decoder knows the ids of m's
+// partition.
+func (w *workers) laneOf(m Model, shadow bool, prefer *lane) *lane {
 	for _, ln := range w.lanes[:w.active] {
 		if ln.model == m {
 			return ln
 		}
 	}
-	if w.active == len(w.lanes) {
+	if i := slices.Index(w.lanes[w.active:], prefer); prefer != nil && i >= 0 {
+		w.lanes[w.active], w.lanes[w.active+i] = prefer, w.lanes[w.active]
+	} else if w.active == len(w.lanes) {
 		w.lanes = append(w.lanes, &lane{})
 	}
 	ln := w.lanes[w.active]

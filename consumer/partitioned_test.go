@@ -472,3 +472,52 @@ func TestRunPartitionsAllocateNothingPerRecord(t *testing.T) {
 		t.Fatalf("the parallel path allocated %.0f more times than the sequential one over %d records", extra, len(msgs))
 	}
 }
+
+// TestRunPartitionsModelOnlyForEvents: records are decoded on their
+// partition's lane, yet a partition gets a model (For) only once it has a
+// record that decodes, as on the sequential path: a partition of bad
+// records only makes none, and a partition whose good records come after
+// bad ones gets its model then.
+func TestRunPartitionsModelOnlyForEvents(t *testing.T) {
+	var msgs []Message
+	offsets := make([]int64, 3)
+	add := func(p int32, value string) {
+		msgs = append(msgs, Message{Pos: input.Position{Topic: "t", Partition: p, Offset: offsets[p]}, Value: []byte(value)})
+		offsets[p]++
+	}
+	for i := range 900 {
+		add(0, fmt.Sprintf(`{"user":"u%d","item":"i%d"}`, i%13, i%31))
+		add(1, `{"user":"u"`) // never an event: not JSON
+		if i%2 == 0 {
+			add(1, `{"item":"i"}`) // missing user
+		}
+		if i < 600 {
+			add(2, `[1]`)
+		} else {
+			add(2, fmt.Sprintf(`{"user":"v%d","item":"i"}`, i))
+		}
+	}
+	for _, workers := range []int{1, 2, 3} {
+		for _, buffer := range []int{1, 7, 256} {
+			set := fakeSet()
+			st, err := Run(context.Background(), &messages{msgs: msgs}, set, discard{}, discard{}, Options{Workers: workers, Buffer: buffer})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Scored != 1200 || st.Rejected != 900+450+600 || st.ByReason[ReasonNotJSON] != 900 || st.ByReason[ReasonMissingField] != 450 || st.ByReason[ReasonBadType] != 600 {
+				t.Fatalf("workers %d, buffer %d: %+v", workers, buffer, st)
+			}
+			if _, ok := set.models[1]; ok || len(set.models) != 2 || set.steps() != 1200 {
+				t.Fatalf("workers %d, buffer %d: models of partitions %v (%d steps), want 0 and 2 only", workers, buffer, keysOf(set.models), set.steps())
+			}
+		}
+	}
+}
+
+func keysOf(m map[int32]Model) []int32 {
+	var keys []int32
+	for k := range m {
+		keys = append(keys, k)
+	}
+	return keys
+}
