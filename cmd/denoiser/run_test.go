@@ -90,7 +90,8 @@ func startChild(t *testing.T, logPath string, args ...string) *child {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), envAsDenoiser+"=1")
+	// GOTRACEBACK=all: stacks (SIGQUIT) dumps every goroutine.
+	cmd.Env = append(os.Environ(), envAsDenoiser+"=1", "GOTRACEBACK=all")
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		f.Close()
@@ -117,6 +118,32 @@ func (c *child) tail() string {
 		b = b[len(b)-3000:]
 	}
 	return string(b)
+}
+
+// stacks is for a child that does not stop: it sends SIGQUIT, waits for
+// the exit, and returns the goroutines of its dump that run this
+// project's code (where it hangs), blank-line separated as Go prints them.
+func (c *child) stacks() string {
+	if err := c.cmd.Process.Signal(syscall.SIGQUIT); err != nil {
+		return fmt.Sprintf("SIGQUIT: %v", err)
+	}
+	select {
+	case <-c.done:
+	case <-time.After(10 * time.Second):
+		return "no exit 10s after SIGQUIT"
+	}
+	b, _ := os.ReadFile(c.log)
+	_, dump, ok := strings.Cut(string(b), "SIGQUIT: quit")
+	if !ok {
+		return "no goroutine dump in the log"
+	}
+	var out []string
+	for _, g := range strings.Split(dump, "\n\n") {
+		if strings.Contains(g, "denoiser/") {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
 }
 
 // runConfig writes the configuration of a `denoiser run` child.
@@ -427,7 +454,8 @@ func testShutdownBrokerDown(t *testing.T, name string, layout online.Layout, dow
 	select {
 	case exitErr = <-c.done:
 	case <-time.After(30 * time.Second):
-		t.Fatalf("still running 30s after SIGTERM with the broker %s:\n%s", name, c.tail())
+		log := c.tail()
+		t.Fatalf("still running 30s after SIGTERM with the broker %s:\n%s\ngoroutines:\n%s", name, log, c.stacks())
 	}
 	took := time.Since(start)
 	t.Logf("SIGTERM with the broker %s: exit after %v (%v)", name, took.Round(time.Millisecond), exitErr)
@@ -883,7 +911,8 @@ func crashRecoveryGroup(t *testing.T, layout online.Layout) {
 				t.Errorf("member %d after SIGTERM: %v\n%s", i, err, c.tail())
 			}
 		case <-time.After(30 * time.Second):
-			t.Errorf("member %d still running 30s after SIGTERM\n%s", i, c.tail())
+			log := c.tail()
+			t.Errorf("member %d still running 30s after SIGTERM\n%s\ngoroutines:\n%s", i, log, c.stacks())
 		}
 	}
 	t.Logf("members stopped %v after SIGTERM", time.Since(stopStart).Round(time.Millisecond))
