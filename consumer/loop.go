@@ -81,7 +81,7 @@ type Result struct {
 	skip      SkipReason                           // set inside the loop on a record with nothing to score
 	undecoded bool                                 // Raw (the whole record) is still to be decoded, by the record's lane
 	shadowErr error                                // the shadow's numerical failure, when HasShadow
-	flush     chan error                           // set on the loop's internal flush marker
+	flush     chan error                           // set on a flush marker (flusher.Flush), whose answer it takes
 	task      func(context.Context, Flusher) error // set on a barrier (Message.Task)
 }
 
@@ -223,7 +223,6 @@ func Run(ctx context.Context, src Source, model Model, sink Sink, dlq DeadLetter
 	for range 2*n + 2 {
 		l.free <- new(Result)
 	}
-	l.marker = &Result{flush: make(chan error, 1)}
 	l.batch = make([]*Result, 0, n)
 	if p, ok := model.(Partitioned); ok && opts.Workers > 1 {
 		l.workers = startWorkers(opts.Workers, p, opts.Shadow)
@@ -267,7 +266,6 @@ type loop struct {
 	free    chan *Result // recycled results: bounded memory, no allocation per record
 	decoded chan *Result // reader -> model
 	out     chan *Result // model -> writer
-	marker  *Result      // flush request
 	pending *Result      // the record being processed, until handed on; model goroutine only
 	batch   []*Result    // the records being processed; model goroutine only
 	workers *workers     // steps partitions in parallel; nil on the sequential path
@@ -550,22 +548,23 @@ func (l *loop) flush(ctx context.Context) error {
 // flusher is the Flusher handed to Options.After.
 type flusher loop
 
+// Flush sends a marker after the records handed on so far and waits for
+// the writer's answer. Each call has a marker of its own, with room for
+// its answer: the writer never waits for a caller that left at its
+// deadline, and a later call never takes an earlier call's answer.
 func (f *flusher) Flush(ctx context.Context) error {
 	l := (*loop)(f)
-	select {
-	case <-l.marker.flush: // a stale answer to a Flush abandoned on cancellation
-	default:
-	}
 	if !l.handOn(ctx) {
 		return ctx.Err()
 	}
+	marker := &Result{flush: make(chan error, 1)}
 	select {
-	case l.out <- l.marker:
+	case l.out <- marker:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 	select {
-	case err := <-l.marker.flush:
+	case err := <-marker.flush:
 		return err
 	case <-ctx.Done():
 		return ctx.Err()

@@ -435,3 +435,64 @@ func TestRunBarrier(t *testing.T) {
 		t.Fatalf("a failing barrier: Run returned %v, want the task's error", err)
 	}
 }
+
+// stuckSink is memSink with a Flush that cannot finish: its broker is
+// gone. It returns when ctx ends.
+type stuckSink struct{ memSink }
+
+func (s *stuckSink) Flush(ctx context.Context) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestRunAbandonedFlushes: a Flush abandoned at its own deadline (a
+// handover that ran out of time) and a second Flush after it, both on a
+// sink that cannot flush, do not keep Run from returning once it is
+// cancelled. Each Flush gets its own answer: the writer never waits for a
+// caller that left.
+func TestRunAbandonedFlushes(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sink := &stuckSink{}
+	tasks := make(chan func(context.Context, Flusher) error)
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, &blocking{}, &fakeModel{}, sink, sink, Options{Tasks: tasks})
+		done <- err
+	}()
+	flushed := make(chan error, 2)
+	tasks <- func(ctx context.Context, out Flusher) error {
+		short, stop := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer stop()
+		flushed <- out.Flush(short)
+		return nil
+	}
+	if err := <-flushed; !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("first Flush = %v, want its deadline", err)
+	}
+	tasks <- func(ctx context.Context, out Flusher) error {
+		flushed <- out.Flush(ctx)
+		return nil
+	}
+	time.Sleep(50 * time.Millisecond) // the second Flush waits for the writer
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run = %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after cancel: the writer waits to answer a Flush nobody waits for")
+	}
+	if err := <-flushed; !errors.Is(err, context.Canceled) {
+		t.Fatalf("second Flush = %v, want context.Canceled", err)
+	}
+}
+
+// blocking is a Source with nothing to read: Next waits for ctx.
+type blocking struct{}
+
+func (blocking) Next(ctx context.Context) (Message, error) {
+	<-ctx.Done()
+	return Message{}, ctx.Err()
+}
