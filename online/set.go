@@ -186,6 +186,32 @@ func (s *Set) Replace(k int32, m *Model) error {
 	return nil
 }
 
+// Remove drops the model of key k, if any: a partition this member no
+// longer reads, whose state is held elsewhere (a changelog). The next
+// FrozenCopy drops it too, and the WriteDelta after lists it no more,
+// which ReadSet reads as its removal. A later For(k) makes a new model.
+// Not on a frozen copy, nor in a set of one model for the member.
+func (s *Set) Remove(k int32) error {
+	switch {
+	case s.frozen:
+		return errors.New("online: Remove on a frozen model set")
+	case s.layout == LayoutMember:
+		return errors.New("online: Remove in a set of one model for the member")
+	}
+	s.remove(k)
+	return nil
+}
+
+func (s *Set) remove(k int32) {
+	if _, ok := s.models[k]; !ok {
+		return
+	}
+	delete(s.models, k)
+	if i, ok := slices.BinarySearch(s.keys, k); ok {
+		s.keys = slices.Delete(s.keys, i, i+1)
+	}
+}
+
 // Version is the number of events the set's models learned from, all
 // together.
 func (s *Set) Version() uint64 {
@@ -238,6 +264,12 @@ func (s *Set) FrozenCopy(dst *Set) *Set {
 	}
 	dst.frozen = true
 	dst.cfg, dst.seed, dst.layout, dst.template = s.cfg, s.seed, s.layout, s.template
+	for _, k := range slices.Clone(dst.keys) { // removed from s since the last copy
+		if s.models[k] == nil {
+			dst.remove(k)
+			delete(dst.saved, k)
+		}
+	}
 	for _, k := range s.keys {
 		c := s.models[k].FrozenCopy(dst.models[k])
 		if dst.models[k] == nil {
@@ -268,7 +300,9 @@ func (s *Set) HasDeltaBase() bool { return s.frozen && len(s.saved) > 0 }
 // bytes (length 0: none); then the entry count and, per model in key
 // order, its key, its entry kind (entryWhole: Model.WriteTo; entryDelta:
 // Model.WriteDelta against the previous base or delta of that key), its
-// length and its bytes. All integers little-endian.
+// length and its bytes. All integers little-endian. A delta lists every
+// model the set has: a model of the base (or of an earlier delta) that a
+// delta does not list was removed (Remove).
 var setMagic = [8]byte{'D', 'N', 'S', 'E', 'T', 0, 0, 1}
 
 const (
@@ -462,16 +496,18 @@ func ReadSet(base []byte, deltas [][]byte, seed uint64, layout Layout, open func
 		if p.layout != b.layout || p.seed != b.seed {
 			return nil, fmt.Errorf("%w: delta %d of %d: layout or seed differs from the base's", ErrCorrupt, j+1, len(deltas))
 		}
+		listed := make(map[int32][][]byte, len(p.entries))
 		for _, e := range p.entries {
 			switch {
 			case e.kind == entryWhole:
-				chains[e.key] = [][]byte{e.data}
+				listed[e.key] = [][]byte{e.data}
 			case chains[e.key] == nil:
 				return nil, fmt.Errorf("%w: delta %d of %d: a delta of model %d, which the base lacks", ErrCorrupt, j+1, len(deltas), e.key)
 			default:
-				chains[e.key] = append(chains[e.key], e.data)
+				listed[e.key] = append(chains[e.key], e.data)
 			}
 		}
+		chains = listed // the models it does not list were removed
 	}
 	s := &Set{seed: b.seed, layout: b.layout, template: b.template, models: map[int32]*Model{}}
 	for _, k := range slices.Sorted(maps.Keys(chains)) {

@@ -365,3 +365,80 @@ func TestSetReplace(t *testing.T) {
 		t.Fatal("the delta after the one that held the replaced model does not read back")
 	}
 }
+
+// TestSetRemove: a removed partition leaves the set, its next frozen copy
+// and the delta after, which reads back without it; the partitions left
+// go on as before, and a removed partition asked for again starts anew.
+func TestSetRemove(t *testing.T) {
+	cfg := smallConfig(ModeBinary)
+	evs := churnStream(3000, 9)
+	ps := partitioned(evs, 3)
+	all := func(lo, hi int) []int {
+		var o []int
+		for j := lo; j < hi; j++ {
+			o = append(o, j)
+		}
+		return o
+	}
+	s, err := NewSet(cfg, 4, LayoutPartition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stepSet(t, s, evs, ps, all(0, 1000))
+	cp := s.FrozenCopy(nil)
+	base := setBytes(t, cp)
+	cp.MarkSaved()
+
+	if err := s.Remove(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.Remove(0); err == nil {
+		t.Error("Remove on a frozen copy was accepted")
+	}
+	if s.Model(1) != nil || !slices.Equal(s.Keys(), []int32{0, 2}) {
+		t.Fatalf("after Remove(1): keys %v", s.Keys())
+	}
+	rest := slices.DeleteFunc(all(1000, 2000), func(j int) bool { return ps[j] == 1 })
+	stepSet(t, s, evs, ps, rest)
+	cp = s.FrozenCopy(cp)
+	if !slices.Equal(cp.Keys(), []int32{0, 2}) {
+		t.Fatalf("frozen copy keys %v, want [0 2]", cp.Keys())
+	}
+	var d bytes.Buffer
+	n, err := cp.WriteDelta(&d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != cp.DeltaSize() {
+		t.Fatalf("delta of %d bytes, DeltaSize %d", n, cp.DeltaSize())
+	}
+	back, err := ReadSet(base, [][]byte{d.Bytes()}, 0, LayoutPartition, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(back.Keys(), []int32{0, 2}) || !bytes.Equal(setBytes(t, back), setBytes(t, s)) {
+		t.Fatalf("base + delta after Remove read back keys %v, not the set", back.Keys())
+	}
+
+	// Asked for again, partition 1 starts from the configuration: it
+	// scores as a new set's partition 1 on the same events.
+	fresh, err := NewSet(cfg, 4, LayoutPartition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ones := slices.DeleteFunc(all(2000, 3000), func(j int) bool { return ps[j] != 1 })
+	got, want := stepSet(t, s, evs, ps, ones), stepSet(t, fresh, evs, ps, ones)
+	for _, j := range ones {
+		if got[j].Weight != want[j].Weight {
+			t.Fatalf("event %d: weight %v, a new model's %v", j, got[j].Weight, want[j].Weight)
+		}
+	}
+
+	m, err := NewSet(cfg, 4, LayoutMember)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Remove(0); err == nil {
+		t.Error("Remove in a member set was accepted")
+	}
+}

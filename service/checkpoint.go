@@ -95,6 +95,7 @@ type checkpointer struct {
 	results   chan error
 	saveCtx   context.Context // of the changelog saves, ended by close
 	stopSaves context.CancelFunc
+	evicted   func(p int32) // called when partition p's model left the set (model goroutine)
 	wg        sync.WaitGroup
 	failing   atomic.Bool   // the last save failed...
 	failure   atomic.Value  // ...with this error message (a string)
@@ -394,9 +395,11 @@ const changelogTimeout = 2 * time.Minute
 // the partition, puts it in the model's place and returns its next offset
 // (the source starts there). Its saves then take the epoch gen, and the
 // first is whole. A partition this member owned in the generation just
-// before is its own: nobody else can have written it since. Partitions
-// not assigned keep their model (and are saved to the local store with
-// it) but are no longer saved to the changelog.
+// before is its own: nobody else can have written it since. A partition
+// owned before and not assigned now leaves the model (evict) when the
+// changelog holds its state as the model has it; otherwise (its last
+// changelog save failed) it keeps its model, saved to the local store
+// only.
 func (c *checkpointer) assign(ctx context.Context, gen int32, parts []int) (map[int]int64, error) {
 	if c.saving { // the shadow and parts belong to the saver until it is done
 		select {
@@ -416,6 +419,11 @@ func (c *checkpointer) assign(ctx context.Context, gen int32, parts []int) (map[
 			return nil, fmt.Errorf("restore: %w", err)
 		}
 		c.cl = cl
+	}
+	for p, old := range prev {
+		if !slices.Contains(parts, int(p)) {
+			c.evict(p, old)
+		}
 	}
 	restored := map[int]int64{}
 	var errs []error
@@ -443,6 +451,30 @@ func (c *checkpointer) assign(ctx context.Context, gen int32, parts []int) (map[
 		c.metrics.setSummary(c.model.Summary())
 	}
 	return restored, errors.Join(errs...)
+}
+
+// evict drops partition p's model and position, which this member no
+// longer owns, if its last changelog save holds the model as it is: the
+// next owner, or this member if p comes back, restores it from there.
+// The next local checkpoint records it (a set delta that lists p no
+// more).
+func (c *checkpointer) evict(p int32, part *clPart) {
+	next := c.next(p)
+	if !part.synced || next < 0 || part.saved != next {
+		c.log.Info("partition state kept: the changelog does not hold it as this member has it", "partition", p, "next", next, "changelog_next", part.saved)
+		return
+	}
+	if err := c.model.Remove(c.model.Key(p)); err != nil {
+		c.log.Warn("partition state kept", "partition", p, "err", err)
+		return
+	}
+	delete(c.positions, partitionKey{c.topic, p})
+	if c.evicted != nil {
+		c.evicted(p)
+	}
+	c.pending++
+	c.metrics.changelogEvictions.Inc()
+	c.log.Debug("partition state evicted: the changelog holds it", "partition", p, "next", next)
 }
 
 func (c *checkpointer) setPart(p int32, part *clPart) {

@@ -39,6 +39,7 @@ type metrics struct {
 	checkpointBases    prometheus.Counter
 	changelogSaves     *prometheus.CounterVec
 	changelogRestores  *prometheus.CounterVec
+	changelogEvictions prometheus.Counter
 
 	mu struct {
 		sync.Mutex
@@ -137,6 +138,10 @@ func newMetrics(reg prometheus.Registerer, src lagReader) (*metrics, error) {
 			Name: "denoiser_changelog_restores_total",
 			Help: "Partitions assigned to this member, by where their state came from: changelog (newer than this member's own, read from the changelog topic), local (this member's own was as new), kept (owned in the previous generation too: not read), failed (the changelog could not be read or decoded: this member's own state stays).",
 		}, []string{"source"}),
+		changelogEvictions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "denoiser_changelog_evictions_total",
+			Help: "Partition models this member dropped after a rebalance took their partition away, the changelog holding their state (state_layout partition): memory holds the partitions a member owns, and those whose last changelog save failed.",
+		}),
 		deadLettered: map[consumer.Reason]prometheus.Counter{},
 		skipped:      map[consumer.SkipReason]prometheus.Counter{},
 	}
@@ -157,7 +162,7 @@ func newMetrics(reg prometheus.Registerer, src lagReader) (*metrics, error) {
 	for _, c := range []prometheus.Collector{
 		m.consumed, m.scored, m.emitted, m.already, m.numerical, dl, sk, m.step, m.reliability, m.weight,
 		m.checkpoints, m.checkpointFailures, m.handovers, m.checkpointDuration, m.checkpointPause, m.checkpointBytes,
-		m.checkpointBase, m.checkpointDeltas, m.checkpointBases, m.changelogSaves, m.changelogRestores,
+		m.checkpointBase, m.checkpointDeltas, m.checkpointBases, m.changelogSaves, m.changelogRestores, m.changelogEvictions,
 		&scrapeCollector{m: m, src: src},
 	} {
 		if err := reg.Register(c); err != nil {
@@ -382,6 +387,10 @@ func (t *timedSet) For(p int32) consumer.Model {
 	t.models[k] = tm
 	return tm
 }
+
+// forget drops what the cache holds of partition p, whose model left
+// the set.
+func (t *timedSet) forget(p int32) { delete(t.models, t.set.Key(p)) }
 
 func (t *timedSet) Step(ev online.Event, sc *online.Score) error { return t.For(0).Step(ev, sc) }
 

@@ -125,7 +125,8 @@ func checkPartitionOutputs(t *testing.T, b *kafkatest.Broker, cfg service.Config
 // to what a model of its partition writes stepped on that partition's
 // records alone: each member restored each partition it was given from
 // the newest checkpoint, wherever it was written, and went on from its
-// offset. No offset is emitted twice.
+// offset. No offset is emitted twice. A drops the models of the
+// partitions it hands over (their state is in the changelog).
 func TestPartitionStateFollowsThePartition(t *testing.T) {
 	b := kafkatest.New(t)
 	const parts = 4
@@ -155,6 +156,14 @@ func TestPartitionStateFollowsThePartition(t *testing.T) {
 		pb, _ := bm.svc.Assignment()
 		return len(pa) > 0 && len(pb) > 0 && len(pa)+len(pb) == parts
 	})
+	// A handed partitions over to B; their changelog saves (the
+	// handover's) hold them, so A drops their models. A failed handover
+	// leaves its models in place (their state is only A's then).
+	pa, _ := a.svc.Assignment()
+	m := waitMetrics(t, "http://"+a.svc.HTTPAddr()+"/metrics", time.Minute, "A drops the models of the partitions it handed over", func(m map[string]float64) bool {
+		return m["denoiser_changelog_evictions_total"] >= float64(parts-len(pa)) || m[`denoiser_handovers_total{outcome="failed"}`] > 0
+	})
+	t.Logf("A owns %v: %v models evicted, %v handovers failed", pa, m["denoiser_changelog_evictions_total"], m[`denoiser_handovers_total{outcome="failed"}`])
 	produce(2000)
 	if err, _ := a.stop(t); err != nil {
 		t.Fatalf("A's stop: %v", err)

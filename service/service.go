@@ -326,7 +326,9 @@ func (s *Service) Run(ctx context.Context) error {
 	if s.set.Layout() == online.LayoutPartition {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	st, runErr := consumer.Run(loopCtx, s.src, newTimedSet(s.set, s.m.step), s.sink, s.dlq, consumer.Options{
+	steps := newTimedSet(s.set, s.m.step)
+	s.cp.evicted = steps.forget
+	st, runErr := consumer.Run(loopCtx, s.src, steps, s.sink, s.dlq, consumer.Options{
 		Buffer: s.cfg.Buffer, After: s.cp.after, Tasks: s.tasks, Skipped: s.m.skip, Workers: workers,
 	})
 	s.running.Store(false)
