@@ -36,6 +36,15 @@ func stepSet(t *testing.T, s *Set, evs []Event, ps []int32, order []int) []Score
 	return out
 }
 
+// span returns the event indices lo, lo+1, ..., hi-1.
+func span(lo, hi int) []int {
+	o := make([]int, 0, hi-lo)
+	for j := lo; j < hi; j++ {
+		o = append(o, j)
+	}
+	return o
+}
+
 func setBytes(t *testing.T, s *Set) []byte {
 	t.Helper()
 	var b bytes.Buffer
@@ -282,18 +291,11 @@ func TestSetReplace(t *testing.T) {
 	cfg := smallConfig(ModeBinary)
 	evs := churnStream(3000, 7)
 	ps := partitioned(evs, 3)
-	all := func(lo, hi int) []int {
-		var o []int
-		for j := lo; j < hi; j++ {
-			o = append(o, j)
-		}
-		return o
-	}
 	s, err := NewSet(cfg, 5, LayoutPartition)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stepSet(t, s, evs, ps, all(0, 1000))
+	stepSet(t, s, evs, ps, span(0, 1000))
 	cp := s.FrozenCopy(nil)
 	base := setBytes(t, cp)
 	cp.MarkSaved()
@@ -351,7 +353,7 @@ func TestSetReplace(t *testing.T) {
 		t.Fatal("base + delta after a Replace do not read back to the set")
 	}
 	cp.MarkSaved()
-	stepSet(t, s, evs, ps, all(2500, 3000))
+	stepSet(t, s, evs, ps, span(2500, 3000))
 	cp = s.FrozenCopy(cp)
 	var d2 bytes.Buffer
 	if _, err := cp.WriteDelta(&d2); err != nil {
@@ -373,18 +375,11 @@ func TestSetRemove(t *testing.T) {
 	cfg := smallConfig(ModeBinary)
 	evs := churnStream(3000, 9)
 	ps := partitioned(evs, 3)
-	all := func(lo, hi int) []int {
-		var o []int
-		for j := lo; j < hi; j++ {
-			o = append(o, j)
-		}
-		return o
-	}
 	s, err := NewSet(cfg, 4, LayoutPartition)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stepSet(t, s, evs, ps, all(0, 1000))
+	stepSet(t, s, evs, ps, span(0, 1000))
 	cp := s.FrozenCopy(nil)
 	base := setBytes(t, cp)
 	cp.MarkSaved()
@@ -398,7 +393,7 @@ func TestSetRemove(t *testing.T) {
 	if s.Model(1) != nil || !slices.Equal(s.Keys(), []int32{0, 2}) {
 		t.Fatalf("after Remove(1): keys %v", s.Keys())
 	}
-	rest := slices.DeleteFunc(all(1000, 2000), func(j int) bool { return ps[j] == 1 })
+	rest := slices.DeleteFunc(span(1000, 2000), func(j int) bool { return ps[j] == 1 })
 	stepSet(t, s, evs, ps, rest)
 	cp = s.FrozenCopy(cp)
 	if !slices.Equal(cp.Keys(), []int32{0, 2}) {
@@ -426,7 +421,7 @@ func TestSetRemove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ones := slices.DeleteFunc(all(2000, 3000), func(j int) bool { return ps[j] != 1 })
+	ones := slices.DeleteFunc(span(2000, 3000), func(j int) bool { return ps[j] != 1 })
 	got, want := stepSet(t, s, evs, ps, ones), stepSet(t, fresh, evs, ps, ones)
 	for _, j := range ones {
 		if got[j].Weight != want[j].Weight {
