@@ -87,12 +87,25 @@ var allModes = []Config{
 		return c
 	}(),
 	func() Config { c := smallConfig(ModeRating); c.AdmitAfter, c.AdmitSketchWidth = 3, 1024; return c }(),
+	// Per-user transition offsets (encoding version 5): unbounded in
+	// rating mode; in binary mode with users evicted all along and
+	// admission, so that rows are reset and the cold row exists.
+	func() Config { c := smallConfig(ModeRating); c.TransitionUserOffset = true; return c }(),
+	func() Config {
+		c := smallConfig(ModeBinary)
+		c.TransitionUserOffset = true
+		c.MaxUsers, c.MaxItems, c.AdmitAfter, c.AdmitSketchWidth = 40, 30, 2, 1024
+		return c
+	}(),
 }
 
 func configName(c Config) string {
 	name := fmt.Sprintf("%s/%s/%s/plain=%v", c.Mode, c.Cooccurrence, c.RhoSchedule, c.Plain)
 	if c.bounded() {
 		name += fmt.Sprintf("/max=%d,%d/admit=%d", c.MaxUsers, c.MaxItems, c.AdmitAfter)
+	}
+	if c.TransitionUserOffset {
+		name += "/user-offset"
 	}
 	return name
 }
