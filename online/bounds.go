@@ -445,7 +445,7 @@ func (c Config) RowBytes() (user, item int) {
 	if c.TransitionUserOffset {
 		user += c.K() * c.K() * f64 // transition offsets
 	}
-	item = row + c.K()*c.K()*f64       // transition offsets
+	item = row + c.K()*c.K()*f64 // transition offsets
 	if c.Cooccurrence == CoocExact {
 		user += slice
 		item += slice
