@@ -131,6 +131,13 @@ func TestEvictedIDStartsFresh(t *testing.T) {
 	for _, cfg := range []Config{
 		func() Config { c := smallConfig(ModeBinary); c.MaxUsers, c.MaxItems = 40, 30; return c }(),
 		func() Config { c := smallConfig(ModeRating); c.MaxUsers, c.MaxItems = 20, 10; return c }(),
+		// Per-user T̂ offsets; caps a little below the stream's 60 users
+		// and 40 items, so that T̂ learns before the eviction.
+		func() Config {
+			c := smallConfig(ModeBinary)
+			c.MaxUsers, c.MaxItems, c.TransitionUserOffset = 55, 38, true
+			return c
+		}(),
 		func() Config {
 			c := smallConfig(ModeBinary)
 			c.Cooccurrence, c.NegativeSampling = CoocExact, NegPopularity
@@ -203,15 +210,15 @@ func TestEvictedIDStartsFresh(t *testing.T) {
 func TestEvictedRowIsReset(t *testing.T) {
 	for _, exact := range []bool{false, true} {
 		cfg := smallConfig(ModeBinary)
-		cfg.MaxUsers, cfg.MaxItems = 20, 20
+		cfg.MaxUsers, cfg.MaxItems, cfg.TransitionUserOffset = 55, 38, true
 		if exact {
 			cfg.Cooccurrence = CoocExact
 		}
 		m, _ := New(cfg, rand.NewPCG(3, 3))
-		runScores(t, m, testStream(2000, 5))
+		runScores(t, m, testStream(4000, 5))
 		u, i := m.users.lru.tail, m.items.lru.tail
 		oldUser := slices.Clone(m.users.row(u))
-		if m.users.stepSums[u] == 0 || m.users.pushed[u] == 0 {
+		if m.users.stepSums[u] == 0 || m.users.pushed[u] == 0 || m.transition.userOffsetsOf(u)[1] == 0 {
 			t.Fatal("the user to evict has no state")
 		}
 		if u2 := m.userID("new-user"); u2 != u {
@@ -222,7 +229,8 @@ func TestEvictedRowIsReset(t *testing.T) {
 		}
 		if slices.Equal(m.users.row(u), oldUser) || m.users.stepSums[u] != 0 || m.items.stepSums[i] != 0 || m.users.pushed[u] != 0 ||
 			slices.ContainsFunc(m.users.recentOf(u), func(v int32) bool { return v != -1 }) ||
-			slices.ContainsFunc(m.transition.itemOffsets(i), func(v float64) bool { return v != 0 }) {
+			slices.ContainsFunc(m.transition.itemOffsets(i), func(v float64) bool { return v != 0 }) ||
+			slices.ContainsFunc(m.transition.userOffsetsOf(u), func(v float64) bool { return v != 0 }) {
 			t.Fatal("the reused rows keep state of the evicted ids")
 		}
 		switch c := m.cooc.(type) {
