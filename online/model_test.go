@@ -207,6 +207,31 @@ func TestReadModelAllocatesOnce(t *testing.T) {
 	}
 }
 
+// TestReadModelRefusesNonFiniteUserOffset: a per-user T̂ offset that is
+// not finite does not load, whole or in a delta.
+func TestReadModelRefusesNonFiniteUserOffset(t *testing.T) {
+	cfg := smallConfig(ModeBinary)
+	cfg.TransitionUserOffset = true
+	for _, bad := range []float64{math.NaN(), math.Inf(1)} {
+		m, _ := New(cfg, rand.NewPCG(1, 2))
+		runScores(t, m, testStream(500, 3))
+		cp := m.FrozenCopy(nil)
+		base := encode(t, cp)
+		cp.MarkSaved()
+		runScores(t, m, testStream(10, 4))
+		m.transition.userOffsetsOf(m.users.index["u1"])[1] = bad
+		m.users.stamps[m.users.index["u1"]] = m.epoch
+		cp = m.FrozenCopy(cp)
+		delta := writeDelta(t, cp)
+		if _, err := ReadModelDeltas(bytes.NewReader(base), []io.Reader{bytes.NewReader(delta)}); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("a delta with a user offset %v: %v, want ErrCorrupt", bad, err)
+		}
+		if _, err := ReadModel(bytes.NewReader(encode(t, m))); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("a model with a user offset %v: %v, want ErrCorrupt", bad, err)
+		}
+	}
+}
+
 func TestReadModelRejectsDamage(t *testing.T) {
 	m, _ := New(smallConfig(ModeBinary), rand.NewPCG(1, 2))
 	runScores(t, m, testStream(500, 3))
@@ -283,8 +308,11 @@ func TestInvalidEventsChangeNothing(t *testing.T) {
 // Validate allows; whatever
 // happens inside, every score it reports is finite and in range.
 func TestNoNonFiniteOutput(t *testing.T) {
-	for _, lr := range []float64{1, 10} {
+	for _, lr := range []float64{1, 10, -1, -10} { // negative: the same rate with per-user T̂ offsets
 		cfg := smallConfig(ModeBinary)
+		if lr < 0 {
+			lr, cfg.TransitionUserOffset = -lr, true
+		}
 		cfg.LearningRate, cfg.EmbeddingRate, cfg.TransitionRate, cfg.Clip, cfg.InitScale = lr, lr, lr, 1e6, 10
 		m, err := New(cfg, rand.NewPCG(1, 1))
 		if err != nil {
