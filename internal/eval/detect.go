@@ -165,12 +165,15 @@ type DetectCase struct {
 
 // DetectResult is the outcome of RunDetect.
 type DetectResult struct {
-	Meta          Meta         `json:"meta"`
-	Seeds         int          `json:"seeds"`
-	FirstSeed     int          `json:"first_seed"`
-	Passes        int          `json:"passes"`
-	CeilingEpochs []int        `json:"ceiling_epochs"`
-	Cases         []DetectCase `json:"cases"`
+	Meta          Meta  `json:"meta"`
+	Seeds         int   `json:"seeds"`
+	FirstSeed     int   `json:"first_seed"`
+	Passes        int   `json:"passes"`
+	CeilingEpochs []int `json:"ceiling_epochs"`
+	// TransitionUserOffset is the denoiser's Config.TransitionUserOffset
+	// (the only setting of it eval detect changes from the defaults).
+	TransitionUserOffset bool         `json:"transition_user_offset,omitempty"`
+	Cases                []DetectCase `json:"cases"`
 }
 
 // stream is a case's events and truth.
@@ -335,7 +338,8 @@ func RunDetect(ctx context.Context, d, deca *Dataset, cfg DetectConfig) (*Detect
 	if err != nil {
 		return nil, err
 	}
-	res := &DetectResult{Seeds: cfg.Seeds, FirstSeed: cfg.FirstSeed, Passes: cfg.Passes, CeilingEpochs: cfg.CeilingEpochs}
+	res := &DetectResult{Seeds: cfg.Seeds, FirstSeed: cfg.FirstSeed, Passes: cfg.Passes, CeilingEpochs: cfg.CeilingEpochs,
+		TransitionUserOffset: cfg.Model.TransitionUserOffset}
 	for si, sc := range cases {
 		c := DetectCase{Name: sc.name}
 		var events, noise, dwell []float64
