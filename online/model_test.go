@@ -389,6 +389,9 @@ func BenchmarkStep(b *testing.B) {
 	}{
 		{"rgbt", Config{}},
 		{"plain", Config{Plain: true}},
+		// rgbt with a per-user offset in T̂: one more addition per T̂ logit
+		// and its step.
+		{"rgbt-user-offset", Config{TransitionUserOffset: true}},
 		// Caps at the stream's 2,000 users and 1,000 items: the same
 		// model as rgbt (TestCapAboveWorkingSetChangesNothing), plus the
 		// bookkeeping of recency on every event.
@@ -481,11 +484,13 @@ func TestStepDoesNotAllocate(t *testing.T) {
 		cfg  Config
 	}{
 		{"binary", Config{Mode: ModeBinary, Dim: 16, Negatives: 4, WarmUp: 300, RefitEvery: 100, GMMMinSamples: 32, GMMWindow: 256}},
+		{"binary-user-offset", Config{Mode: ModeBinary, Dim: 16, Negatives: 4, WarmUp: 300, RefitEvery: 100, GMMMinSamples: 32, GMMWindow: 256,
+			TransitionUserOffset: true}},
 		{"rating", Config{Mode: ModeRating, Dim: 16, WarmUp: 300, RefitEvery: 100, GMMMinSamples: 32, GMMWindow: 256}},
 		// Tables capped below the stream's 60 users and 40 items: ids are
 		// evicted and their rows reused on most events.
 		{"binary-capped", Config{Mode: ModeBinary, Dim: 16, Negatives: 4, WarmUp: 300, RefitEvery: 100, GMMMinSamples: 32, GMMWindow: 256,
-			MaxUsers: 50, MaxItems: 36, AdmitAfter: 2, AdmitSketchWidth: 1024}},
+			MaxUsers: 50, MaxItems: 36, AdmitAfter: 2, AdmitSketchWidth: 1024, TransitionUserOffset: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := New(tc.cfg, rand.NewPCG(1, 2))
