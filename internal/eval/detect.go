@@ -165,15 +165,16 @@ type DetectCase struct {
 
 // DetectResult is the outcome of RunDetect.
 type DetectResult struct {
-	Meta          Meta  `json:"meta"`
-	Seeds         int   `json:"seeds"`
-	FirstSeed     int   `json:"first_seed"`
-	Passes        int   `json:"passes"`
-	CeilingEpochs []int `json:"ceiling_epochs"`
+	Meta          Meta         `json:"meta"`
+	Seeds         int          `json:"seeds"`
+	FirstSeed     int          `json:"first_seed"`
+	Passes        int          `json:"passes"`
+	CeilingEpochs []int        `json:"ceiling_epochs"`
+	Cases         []DetectCase `json:"cases"`
+
 	// TransitionUserOffset is the denoiser's Config.TransitionUserOffset
 	// (the only setting of it eval detect changes from the defaults).
-	TransitionUserOffset bool         `json:"transition_user_offset,omitempty"`
-	Cases                []DetectCase `json:"cases"`
+	TransitionUserOffset bool `json:"transition_user_offset,omitempty"`
 }
 
 // stream is a case's events and truth.
