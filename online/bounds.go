@@ -30,7 +30,8 @@ import (
 // eviction is deterministic; each row's last tick is kept (and encoded),
 // and the list is rebuilt from it on reading. A reused row starts as a new
 // id's would: a fresh random vector, no step history, no recent items, no
-// transition offsets, empty co-occurrence state. What other rows recorded
+// transition offsets (o_i, and u_u with Config.TransitionUserOffset),
+// empty co-occurrence state. What other rows recorded
 // about the evicted id is not scrubbed (it would cost a scan of every
 // row): a user's ring of recent items and the popularity ring may name an
 // item row now held by another item, and an item's sketch reservoir a user
@@ -219,8 +220,10 @@ func (m *Model) userID(id string) int32 {
 	u, evicted := m.users.place(id, m.rnd, m.cfg.InitScale, m.epoch, m.bounds.clock)
 	if evicted {
 		m.bounds.usersEvicted++
+		m.transition.resetUser(u)
 		m.cooc.dropUser(u, m.items.stamps, m.epoch)
 	} else {
+		m.transition.addUser()
 		m.cooc.grow(m.users.len(), m.items.len())
 	}
 	return u
@@ -260,6 +263,7 @@ func (m *Model) addItemRow(id string) int32 {
 func (m *Model) addColdRows() {
 	clear(m.users.row(m.users.add("", m.rnd, 0, m.epoch)))
 	clear(m.items.row(m.items.add("", m.rnd, 0, m.epoch)))
+	m.transition.addUser()
 	m.transition.addItem()
 	m.cooc.grow(m.users.len(), m.items.len())
 }
@@ -427,7 +431,8 @@ func (m *Model) checkRows(d *decoder) {
 // RowBytes is the memory of one user row and one item row of a model of
 // configuration c in its per-row arrays: the embedding, the step
 // accumulator and change stamp, the id's string header, the recent items
-// (users), the transition offsets (items), the co-occurrence sketch's
+// (users), the transition offsets (items, and users with
+// TransitionUserOffset), the co-occurrence sketch's
 // share (the exact estimator's sets are counted as empty), and the
 // recency of a capped table. Not counted: the id's bytes, its entry in
 // the id → row map (about 30 bytes with a short id), the slack of
@@ -437,7 +442,10 @@ func (c Config) RowBytes() (user, item int) {
 	const f64, i32, u32, u64, str, slice = 8, 4, 4, 8, 16, 24
 	row := c.Dim*f64 + f64 + u64 + str // vector, step sum, stamp, id
 	user = row + recentItems*i32 + u32 // recent items, pushed
-	item = row + c.K()*c.K()*f64       // transition offsets
+	if c.TransitionUserOffset {
+		user += c.K() * c.K() * f64 // transition offsets
+	}
+	item = row + c.K()*c.K()*f64 // transition offsets
 	if c.Cooccurrence == CoocExact {
 		user += slice
 		item += slice
@@ -474,6 +482,9 @@ func (m *Model) reserve() {
 		m.users.reserve(n)
 		m.users.recent = reserveRows(m.users.recent, n*recentItems)
 		m.users.pushed = reserveRows(m.users.pushed, n)
+		if m.transition.perUser {
+			m.transition.userOffsets = reserveRows(m.transition.userOffsets, n*m.k*m.k)
+		}
 		m.cooc.reserve(n, 0)
 	}
 	if n := m.cfg.MaxItems + base; m.cfg.MaxItems > 0 && n*itemBytes <= maxReserveBytes {

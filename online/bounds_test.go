@@ -131,6 +131,13 @@ func TestEvictedIDStartsFresh(t *testing.T) {
 	for _, cfg := range []Config{
 		func() Config { c := smallConfig(ModeBinary); c.MaxUsers, c.MaxItems = 40, 30; return c }(),
 		func() Config { c := smallConfig(ModeRating); c.MaxUsers, c.MaxItems = 20, 10; return c }(),
+		// Per-user T̂ offsets; caps a little below the stream's 60 users
+		// and 40 items, so that T̂ learns before the eviction.
+		func() Config {
+			c := smallConfig(ModeBinary)
+			c.MaxUsers, c.MaxItems, c.TransitionUserOffset = 55, 38, true
+			return c
+		}(),
 		func() Config {
 			c := smallConfig(ModeBinary)
 			c.Cooccurrence, c.NegativeSampling = CoocExact, NegPopularity
@@ -203,15 +210,15 @@ func TestEvictedIDStartsFresh(t *testing.T) {
 func TestEvictedRowIsReset(t *testing.T) {
 	for _, exact := range []bool{false, true} {
 		cfg := smallConfig(ModeBinary)
-		cfg.MaxUsers, cfg.MaxItems = 20, 20
+		cfg.MaxUsers, cfg.MaxItems, cfg.TransitionUserOffset = 55, 38, true
 		if exact {
 			cfg.Cooccurrence = CoocExact
 		}
 		m, _ := New(cfg, rand.NewPCG(3, 3))
-		runScores(t, m, testStream(2000, 5))
+		runScores(t, m, testStream(4000, 5))
 		u, i := m.users.lru.tail, m.items.lru.tail
 		oldUser := slices.Clone(m.users.row(u))
-		if m.users.stepSums[u] == 0 || m.users.pushed[u] == 0 {
+		if m.users.stepSums[u] == 0 || m.users.pushed[u] == 0 || m.transition.userOffsetsOf(u)[1] == 0 {
 			t.Fatal("the user to evict has no state")
 		}
 		if u2 := m.userID("new-user"); u2 != u {
@@ -222,7 +229,8 @@ func TestEvictedRowIsReset(t *testing.T) {
 		}
 		if slices.Equal(m.users.row(u), oldUser) || m.users.stepSums[u] != 0 || m.items.stepSums[i] != 0 || m.users.pushed[u] != 0 ||
 			slices.ContainsFunc(m.users.recentOf(u), func(v int32) bool { return v != -1 }) ||
-			slices.ContainsFunc(m.transition.itemOffsets(i), func(v float64) bool { return v != 0 }) {
+			slices.ContainsFunc(m.transition.itemOffsets(i), func(v float64) bool { return v != 0 }) ||
+			slices.ContainsFunc(m.transition.userOffsetsOf(u), func(v float64) bool { return v != 0 }) {
 			t.Fatal("the reused rows keep state of the evicted ids")
 		}
 		switch c := m.cooc.(type) {
@@ -501,32 +509,47 @@ func TestAdmissionSketchHalving(t *testing.T) {
 	}
 }
 
-// TestBoundsEncoding: every model is encoded in the newest version, with
-// the bounds section exactly when it has bounds; an older version is
-// refused with the kind of configuration it never held (version 3 without
-// bounds, 2 with them).
+// TestBoundsEncoding: a model is encoded in version 4, with the bounds
+// section exactly when it has bounds, or in version 5 (the newest) when it
+// has per-user transition offsets; a version is refused with the kind of
+// configuration it never held (version 3 without bounds, 2 with them, 5
+// without per-user offsets, 4 with them).
 func TestBoundsEncoding(t *testing.T) {
 	plain, _ := New(smallConfig(ModeBinary), rand.NewPCG(1, 1))
 	bcfg := smallConfig(ModeBinary)
 	bcfg.MaxUsers = 10
 	bounded, _ := New(bcfg, rand.NewPCG(1, 1))
+	ucfg := bcfg
+	ucfg.TransitionUserOffset = true
+	perUser, _ := New(ucfg, rand.NewPCG(1, 1))
 	evs := testStream(500, 1)
 	runScores(t, plain, evs)
 	runScores(t, bounded, evs)
+	runScores(t, perUser, evs)
 	for _, tc := range []struct {
-		m     *Model
-		wrong uint32
-	}{{plain, 3}, {bounded, 2}} {
+		m       *Model
+		version uint32
+		wrong   []uint32
+		refusal string
+	}{
+		{plain, 4, []uint32{3}, "bounds the tables"},
+		{bounded, 4, []uint32{2}, "bounds the tables"},
+		{plain, 4, []uint32{5}, "transition_user_offset"},
+		{perUser, EncodingVersion, []uint32{4, 3}, "transition_user_offset"},
+	} {
 		b := encode(t, tc.m)
-		if v := binary.LittleEndian.Uint32(b[8:]); v != EncodingVersion || tc.m.Encoding() != EncodingVersion {
-			t.Fatalf("encoded as version %d (Encoding %d), want %d", v, tc.m.Encoding(), EncodingVersion)
+		if v := binary.LittleEndian.Uint32(b[8:]); v != tc.version || tc.m.Encoding() != tc.version {
+			t.Fatalf("encoded as version %d (Encoding %d), want %d", v, tc.m.Encoding(), tc.version)
 		}
 		if _, err := ReadModel(bytes.NewReader(b)); err != nil {
 			t.Fatal(err)
 		}
-		binary.LittleEndian.PutUint32(b[8:], tc.wrong)
-		if _, err := ReadModel(bytes.NewReader(b)); err == nil || !strings.Contains(err.Error(), "bounds the tables") {
-			t.Fatalf("version %d with bounds %v: %v, want the refusal", tc.wrong, tc.m.cfg.bounded(), err)
+		for _, wrong := range tc.wrong {
+			binary.LittleEndian.PutUint32(b[8:], wrong)
+			if _, err := ReadModel(bytes.NewReader(b)); err == nil || !strings.Contains(err.Error(), tc.refusal) {
+				t.Fatalf("version %d of a model with bounds %v, user offsets %v: %v, want the refusal",
+					wrong, tc.m.cfg.bounded(), tc.m.cfg.TransitionUserOffset, err)
+			}
 		}
 	}
 }

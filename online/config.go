@@ -132,6 +132,15 @@ type Config struct {
 	NoContext bool `json:"no_context,omitempty" yaml:"no_context"`
 	// NoTransition fixes T̂ to the identity (ablation).
 	NoTransition bool `json:"no_transition" yaml:"no_transition"`
+	// TransitionUserOffset adds a per-user offset u_u to T̂'s logits, as
+	// the per-item offset o_i (default false): T̂(x)_j =
+	// softmax_k(A_jk·z + C_jk + o_i,jk + u_u,jk), K·K values per user,
+	// trained where o_i is and at its rate, so that T̂ can learn a user's
+	// propensity to noise (bots, careless users). It costs K·K values per
+	// user row, and a model with it is encoded in version 5. What it gains
+	// and costs on each stream is in docs/design/model.md ("The per-user
+	// offset").
+	TransitionUserOffset bool `json:"transition_user_offset,omitempty" yaml:"transition_user_offset"`
 	// MaxUsers caps the users the model holds a row for (default 0: no
 	// cap). When a new user is admitted with the table full, the least
 	// recently seen user is evicted and its row reused (bounds.go).

@@ -145,6 +145,9 @@ func (m *Model) encodeDelta(e *encoder, confCRC uint32) {
 		m.users.encodeRows(e, users)
 		eachSpan(users, 1, func(lo, hi int) { e.uint32s(m.users.pushed[lo:hi]) })
 		eachSpan(users, recentItems, func(lo, hi int) { e.int32s(m.users.recent[lo:hi]) })
+		if m.transition.perUser {
+			eachSpan(users, m.k*m.k, func(lo, hi int) { e.floats(m.transition.userOffsets[lo:hi]) })
+		}
 	})
 	e.section("ITEM", func(e *encoder) {
 		encodeSpans(e, items)
@@ -393,6 +396,9 @@ func (m *Model) applyDelta(r io.Reader, confCRC uint32) error {
 	m.users.decodeRows(d, users)
 	eachSpan(users, 1, func(lo, hi int) { d.uint32sInto(m.users.pushed[lo:hi]) })
 	eachSpan(users, recentItems, func(lo, hi int) { d.int32sInto(m.users.recent[lo:hi]) })
+	if m.transition.perUser {
+		eachSpan(users, m.k*m.k, func(lo, hi int) { d.floatsInto(m.transition.userOffsets[lo:hi]) })
+	}
 	d.section("ITEM")
 	items := d.spans(ni, fromItems)
 	m.items.decodeRows(d, items)
@@ -451,6 +457,7 @@ func (m *Model) growTo(nu, ni int) {
 	for m.users.len() < nu {
 		m.users.appendEmpty()
 		m.users.growRing()
+		m.transition.addUser()
 	}
 	for m.items.len() < ni {
 		m.items.appendEmpty()

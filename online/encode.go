@@ -19,11 +19,24 @@ import (
 // bounds; version 3 is version 2 with the bounds section, written for
 // bounded models only; version 4 adds the context's anchor statistics and
 // has the bounds section exactly when the configuration bounds the
-// tables.
-const EncodingVersion = 4
+// tables; version 5 is version 4 with the transition's per-user offsets
+// in the user section, written exactly for models with
+// Config.TransitionUserOffset, so that a model without them encodes as it
+// did before they existed.
+const EncodingVersion = 5
 
-// Encoding is the encoding version WriteTo writes for m.
-func (m *Model) Encoding() uint32 { return EncodingVersion }
+// userOffsetVersion is the first encoding version with per-user
+// transition offsets.
+const userOffsetVersion = 5
+
+// Encoding is the encoding version WriteTo writes for m: 5 with per-user
+// transition offsets, else 4.
+func (m *Model) Encoding() uint32 {
+	if m.cfg.TransitionUserOffset {
+		return userOffsetVersion
+	}
+	return userOffsetVersion - 1
+}
 
 var modelMagic = [8]byte{'R', 'G', 'B', 'T', 'M', 'O', 'D', 'L'}
 
@@ -47,7 +60,7 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 	e.section("CONF", func(e *encoder) { e.write(conf) })
 	e.section("RAND", func(e *encoder) { e.write(source) })
 	e.section("CTRS", m.encodeCounters)
-	e.section("USER", m.users.encode)
+	e.section("USER", func(e *encoder) { m.users.encode(e); m.transition.encodeUserOffsets(e) })
 	e.section("ITEM", func(e *encoder) { m.items.encode(e); m.transition.encodeOffsets(e) })
 	m.encodeNets(e)
 	e.section("WIND", m.mixture.encodeWindow)
@@ -143,6 +156,7 @@ func ReadModel(r io.Reader) (*Model, error) {
 	m.decodeCounters(d)
 	d.section("USER")
 	m.users.decode(d)
+	m.transition.decodeUserOffsets(d, m.users.len())
 	d.section("ITEM")
 	m.items.decode(d)
 	m.transition.decodeOffsets(d, m.items.len())
@@ -205,6 +219,10 @@ func (d *decoder) header() (Config, uint32, error) {
 			// Version 3 is the encoding of a model with bounds, and only
 			// of one; versions 1 and 2 have no bounds.
 			d.fail("encoding version %d with a configuration that bounds the tables: %v", version, bounded)
+		} else if (version >= userOffsetVersion) != cfg.TransitionUserOffset {
+			// Version 5 is the encoding of a model with per-user offsets,
+			// and only of one.
+			d.fail("encoding version %d with transition_user_offset %v", version, cfg.TransitionUserOffset)
 		}
 	}
 	if d.err != nil {

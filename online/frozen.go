@@ -32,7 +32,7 @@ func (m *Model) FrozenCopy(dst *Model) *Model {
 	*dst.src = *m.src
 	dst.users.copyFrom(&m.users, users, nu)
 	dst.items.copyFrom(&m.items, items, ni)
-	dst.transition.copyFrom(&m.transition, items, ni)
+	dst.transition.copyFrom(&m.transition, users, nu, items, ni)
 	dst.cooc = m.cooc.copyInto(dst.cooc, users, items, nu, ni)
 	dst.popular.copyFrom(&m.popular)
 	dst.classifier.copyFrom(&m.classifier)

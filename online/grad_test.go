@@ -190,44 +190,91 @@ func TestPairGradFiniteDifference(t *testing.T) {
 }
 
 // TestTransitionChainFiniteDifference checks the transition update's
-// gradient with respect to the head's weights A and biases C.
+// gradient with respect to the head's weights A, biases C, the item's
+// offsets o_i and, with TransitionUserOffset, the user's offsets u_u: in
+// rating mode (forward) and in binary mode (the one-logit fromLogit path).
 func TestTransitionChainFiniteDifference(t *testing.T) {
-	m, err := New(Config{Mode: ModeRating, Classes: 3, Dim: 4, Clip: 1e6, WarmUp: 1}, rand.NewPCG(9, 10))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sc Score
-	for _, ev := range []Event{{User: "u", Item: "i", Rating: 1}, {User: "u", Item: "i", Rating: 2}} {
-		if err := m.Step(ev, &sc); err != nil {
-			t.Fatal(err)
-		}
-	}
-	u, i := m.users.index["u"], m.items.index["i"]
-	y, ystar := 2, 0
-	m.forward(u, i)
-	trans, ok := m.grads(y, ystar, 1, 1, 1)
-	if !trans || !ok {
-		t.Fatalf("transition not active (%v) or gradient not finite (%v)", trans, ok)
-	}
-	gt, z := append([]float64(nil), m.scratch.dTrans...), append([]float64(nil), m.scratch.z...)
-	tm := make([]float64, m.k*m.k)
-	loss := func() float64 {
-		copy(m.scratch.z, z)
-		m.transition.forward(tm, m.scratch.z, i)
-		return -math.Log(tm[ystar*m.k+y])
-	}
-	k, d := m.k, m.d
-	ti := m.transition.itemOffsets(i)
-	if g := numGrad(m.transition.bias, ystar*k, loss); g != 0 {
-		t.Fatalf("reference column of C has gradient %g", g)
-	}
-	for c := 1; c < k; c++ {
-		r := ystar*k + c
-		closeTo(t, "dL/dC", gt[c], numGrad(m.transition.bias, r, loss))
-		closeTo(t, "dL/d(item offset)", gt[c], numGrad(ti, r, loss))
-		for j := 0; j < d; j++ {
-			closeTo(t, "dL/dA", gt[c]*z[j], numGrad(m.transition.weights, r*d+j, loss))
-		}
+	for _, tc := range []struct {
+		mode     string
+		perUser  bool
+		y, ystar int
+		events   []Event
+	}{
+		{ModeRating, false, 2, 0, []Event{{User: "u", Item: "i", Rating: 1}, {User: "v", Item: "i", Rating: 3}, {User: "u", Item: "i", Rating: 2}}},
+		{ModeRating, true, 2, 0, []Event{{User: "u", Item: "i", Rating: 1}, {User: "v", Item: "i", Rating: 3}, {User: "u", Item: "i", Rating: 2}}},
+		{ModeBinary, true, 1, 0, []Event{{User: "u", Item: "i"}, {User: "v", Item: "i"}, {User: "u", Item: "j"}}},
+	} {
+		t.Run(fmt.Sprintf("%s/user-offset=%v", tc.mode, tc.perUser), func(t *testing.T) {
+			m, err := New(Config{Mode: tc.mode, Classes: 3, Dim: 4, Clip: 1e6, WarmUp: 1, TransitionUserOffset: tc.perUser}, rand.NewPCG(9, 10))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sc Score
+			for _, ev := range tc.events {
+				if err := m.Step(ev, &sc); err != nil {
+					t.Fatal(err)
+				}
+			}
+			u, i := m.users.index["u"], m.items.index["i"]
+			k, d := m.k, m.d
+			// Offsets away from zero, so that they enter the loss at a
+			// point of their own.
+			r := rand.New(rand.NewPCG(11, 12))
+			for j := range m.transition.offsets {
+				m.transition.offsets[j] = r.NormFloat64()
+			}
+			for j := range m.transition.userOffsets {
+				m.transition.userOffsets[j] = r.NormFloat64()
+			}
+			m.forward(u, i)
+			trans, ok := m.grads(tc.y, tc.ystar, 1, 1, 1)
+			if !trans || !ok {
+				t.Fatalf("transition not active (%v) or gradient not finite (%v)", trans, ok)
+			}
+			gt, z := append([]float64(nil), m.scratch.dTrans...), append([]float64(nil), m.scratch.z...)
+			loss := func() float64 {
+				m.forward(u, i) // z from the unchanged rows; T̂ from the parameters
+				return -math.Log(m.scratch.t[tc.ystar*k+tc.y])
+			}
+			if g := numGrad(m.transition.bias, tc.ystar*k, loss); g != 0 {
+				t.Fatalf("reference column of C has gradient %g", g)
+			}
+			ti := m.transition.itemOffsets(i)
+			for c := 1; c < k; c++ {
+				row := tc.ystar*k + c
+				closeTo(t, "dL/dC", gt[c], numGrad(m.transition.bias, row, loss))
+				closeTo(t, "dL/d(item offset)", gt[c], numGrad(ti, row, loss))
+				if tc.perUser {
+					closeTo(t, "dL/d(user offset)", gt[c], numGrad(m.transition.userOffsetsOf(u), row, loss))
+				}
+				for j := 0; j < d; j++ {
+					closeTo(t, "dL/dA", gt[c]*z[j], numGrad(m.transition.weights, row*d+j, loss))
+				}
+			}
+			if tc.perUser {
+				// Another user's offsets do not enter this pair's loss.
+				other := m.transition.userOffsetsOf(m.users.index["v"])
+				for j := range other {
+					if g := numGrad(other, j, loss); g != 0 {
+						t.Fatalf("user v's offset %d has gradient %g in user u's loss", j, g)
+					}
+				}
+			}
+			// The step moves each offset by its rate times the gradient.
+			before := append([]float64(nil), ti...)
+			var ub []float64
+			if tc.perUser {
+				ub = append(ub, m.transition.userOffsetsOf(u)...)
+			}
+			m.transition.step(gt, z, u, i, tc.ystar, 0, 0.5, 0.25)
+			for c := 1; c < k; c++ {
+				row := tc.ystar*k + c
+				closeTo(t, "item offset step", ti[row]-before[row], -0.5*gt[c])
+				if tc.perUser {
+					closeTo(t, "user offset step", m.transition.userOffsetsOf(u)[row]-ub[row], -0.25*gt[c])
+				}
+			}
+		})
 	}
 }
 

@@ -26,7 +26,7 @@ func (m *Model) forward(u, i int32) {
 		lf, ln, lt := m.logits(p, q)
 		m.classifier.fromLogit(s.f, lf)
 		m.noisyHead.fromLogit(s.noisy, ln)
-		m.transition.fromLogit(s.t, lt, i)
+		m.transition.fromLogit(s.t, lt, u, i)
 		return
 	}
 	m.classifier.forwardPair(s.f, s.z, p, q)
@@ -36,7 +36,7 @@ func (m *Model) forward(u, i int32) {
 	if m.cfg.Plain || m.cfg.NoTransition {
 		copy(s.t, s.identity)
 	} else {
-		m.transition.forward(s.t, s.z, i)
+		m.transition.forward(s.t, s.z, u, i)
 	}
 }
 
@@ -61,7 +61,7 @@ func (m *Model) forwardNegative(u, j int32, aux bool) int {
 		m.noisyHead.fromLogit(s.noisy, ln)
 		ystar := m.distill()
 		if ystar == 0 && m.transitionActive() && !m.cfg.NoTransition {
-			m.transition.fromLogit(s.t, lt, j)
+			m.transition.fromLogit(s.t, lt, u, j)
 		}
 		return ystar
 	}
@@ -69,7 +69,7 @@ func (m *Model) forwardNegative(u, j int32, aux bool) int {
 	m.noisyHead.forward(s.noisy, s.z)
 	ystar := m.distill()
 	if ystar == 0 && m.transitionActive() && !m.cfg.NoTransition {
-		m.transition.forward(s.t, s.z, j)
+		m.transition.forward(s.t, s.z, u, j)
 	}
 	return ystar
 }
@@ -275,10 +275,15 @@ func (m *Model) apply(u, i int32, ystar int, trans, aux bool) {
 		m.noisyHead.step(s.dNoisy, s.z, lr)
 	}
 	if trans {
-		offsetRate := lr
+		// The offsets o_i and u_u step at the classifier's rate; a cold
+		// row's stay zero (bounds.go).
+		itemRate, userRate := lr, lr
 		if i < m.items.base {
-			offsetRate = 0 // the cold item's offsets stay zero (bounds.go)
+			itemRate = 0
 		}
-		m.transition.step(s.dTrans, s.z, i, ystar, lr*m.cfg.TransitionRate, offsetRate)
+		if u < m.users.base {
+			userRate = 0
+		}
+		m.transition.step(s.dTrans, s.z, u, i, ystar, lr*m.cfg.TransitionRate, itemRate, userRate)
 	}
 }

@@ -126,3 +126,43 @@ func TestExpUnderflow(t *testing.T) {
 		}
 	}
 }
+
+// TestUserOffsetFindsRandomClicker: on a stream where every user clicks
+// within their taste group but one, who clicks uniformly at random, T̂'s
+// per-user offset of that user moves toward noise (its logit of a false
+// positive, u_u,01, grows) above every taste-driven user's.
+func TestUserOffsetFindsRandomClicker(t *testing.T) {
+	const users, items, groups, n = 100, 200, 5, 40000
+	m, err := New(Config{Dim: 16, WarmUp: 2000, TransitionUserOffset: true}, rand.NewPCG(1, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	var sc Score
+	for range n {
+		u := r.IntN(users + 1) // user `users` is the random clicker
+		i := r.IntN(items)
+		if u < users {
+			i = (u%groups)*(items/groups) + r.IntN(items/groups)
+		}
+		if err := m.Step(Event{User: fmt.Sprint("u", u), Item: fmt.Sprint("i", i)}, &sc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	offset := func(u int) float64 {
+		row, ok := m.users.index[fmt.Sprint("u", u)]
+		if !ok {
+			t.Fatalf("user %d has no row", u)
+		}
+		return m.transition.userOffsetsOf(row)[1]
+	}
+	random, highest, sum := offset(users), math.Inf(-1), 0.0
+	for u := range users {
+		highest = max(highest, offset(u))
+		sum += offset(u)
+	}
+	t.Logf("random clicker's u_01 %.4f; taste-driven users' mean %.4f, highest %.4f", random, sum/users, highest)
+	if !(random > highest) {
+		t.Fatalf("the random clicker's offset %.4f is not above every taste-driven user's (highest %.4f)", random, highest)
+	}
+}

@@ -37,7 +37,8 @@ import (
 // step P times too long: with the sum rule for them too, the v2 stream's
 // ROC-AUC of weight fell from 0.78 to 0.55 (docs/design/partitions.md).
 // Each partition fits them on its own events, as it fits what else stays
-// local: user rows and rings, co-occurrence, the popularity ring, the
+// local: user rows (with their T̂ offsets, Config.TransitionUserOffset: a
+// user is in one partition only) and rings, co-occurrence, the popularity ring, the
 // admission sketch, the mixture, the context statistics, the schedule and
 // the counters.
 //

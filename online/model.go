@@ -112,7 +112,7 @@ func newModel(cfg Config, src *rand.PCG) *Model {
 		rnd:        rand.New(src),
 		users:      userTable{table: newTable(d)},
 		items:      newTable(d),
-		transition: newTransition(k, d, cfg.Mode == ModeBinary),
+		transition: newTransition(k, d, cfg.Mode == ModeBinary, cfg.TransitionUserOffset),
 		mixture:    newMixture(cfg.GMMWindow),
 		schedule:   newSchedule(k, cfg.RhoStart),
 		scratch:    newScratch(k, d),
@@ -377,20 +377,20 @@ func (m *Model) Summary() Summary {
 
 // pair looks up (user, item) and leaves their z = p_u ⊙ q_i in the scratch
 // buffer; ok is false if either is unknown.
-func (m *Model) pair(user, item string) (i int32, ok bool) {
+func (m *Model) pair(user, item string) (u, i int32, ok bool) {
 	u, ok1 := m.users.index[user]
 	i, ok2 := m.items.index[item]
 	if !ok1 || !ok2 {
-		return 0, false
+		return 0, 0, false
 	}
 	hadamard(m.scratch.z, m.users.row(u), m.items.row(i))
-	return i, true
+	return u, i, true
 }
 
 // Predict writes f(x) for (user, item) into dst (K values) and reports
 // whether both are known. It does not change the model.
 func (m *Model) Predict(user, item string, dst []float64) bool {
-	if _, ok := m.pair(user, item); !ok {
+	if _, _, ok := m.pair(user, item); !ok {
 		return false
 	}
 	m.classifier.forward(dst[:m.k], m.scratch.z)
@@ -401,10 +401,10 @@ func (m *Model) Predict(user, item string, dst []float64) bool {
 // row-major) and reports whether both are known. It reads the network
 // even when T̂ is not active yet.
 func (m *Model) Transition(user, item string, dst []float64) bool {
-	i, ok := m.pair(user, item)
+	u, i, ok := m.pair(user, item)
 	if !ok {
 		return false
 	}
-	m.transition.forward(dst[:m.k*m.k], m.scratch.z, i)
+	m.transition.forward(dst[:m.k*m.k], m.scratch.z, u, i)
 	return true
 }

@@ -87,12 +87,28 @@ var allModes = []Config{
 		return c
 	}(),
 	func() Config { c := smallConfig(ModeRating); c.AdmitAfter, c.AdmitSketchWidth = 3, 1024; return c }(),
+	// Per-user transition offsets (encoding version 5): in rating mode
+	// (K·K offsets per user, though this stream distils nothing there);
+	// in binary mode with a cap a little below the stream's users and
+	// admission, so that T̂ learns (on churnStream about 1,200 events are
+	// distilled and 50 of 56 user rows' offsets move) while users are
+	// evicted (about 300) and the cold row exists.
+	func() Config { c := smallConfig(ModeRating); c.TransitionUserOffset = true; return c }(),
+	func() Config {
+		c := smallConfig(ModeBinary)
+		c.TransitionUserOffset = true
+		c.MaxUsers, c.AdmitAfter, c.AdmitSketchWidth = 55, 2, 1024
+		return c
+	}(),
 }
 
 func configName(c Config) string {
 	name := fmt.Sprintf("%s/%s/%s/plain=%v", c.Mode, c.Cooccurrence, c.RhoSchedule, c.Plain)
 	if c.bounded() {
 		name += fmt.Sprintf("/max=%d,%d/admit=%d", c.MaxUsers, c.MaxItems, c.AdmitAfter)
+	}
+	if c.TransitionUserOffset {
+		name += "/user-offset"
 	}
 	return name
 }
@@ -191,6 +207,31 @@ func TestReadModelAllocatesOnce(t *testing.T) {
 	}
 }
 
+// TestReadModelRefusesNonFiniteUserOffset: a per-user T̂ offset that is
+// not finite does not load, whole or in a delta.
+func TestReadModelRefusesNonFiniteUserOffset(t *testing.T) {
+	cfg := smallConfig(ModeBinary)
+	cfg.TransitionUserOffset = true
+	for _, bad := range []float64{math.NaN(), math.Inf(1)} {
+		m, _ := New(cfg, rand.NewPCG(1, 2))
+		runScores(t, m, testStream(500, 3))
+		cp := m.FrozenCopy(nil)
+		base := encode(t, cp)
+		cp.MarkSaved()
+		runScores(t, m, testStream(10, 4))
+		m.transition.userOffsetsOf(m.users.index["u1"])[1] = bad
+		m.users.stamps[m.users.index["u1"]] = m.epoch
+		cp = m.FrozenCopy(cp)
+		delta := writeDelta(t, cp)
+		if _, err := ReadModelDeltas(bytes.NewReader(base), []io.Reader{bytes.NewReader(delta)}); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("a delta with a user offset %v: %v, want ErrCorrupt", bad, err)
+		}
+		if _, err := ReadModel(bytes.NewReader(encode(t, m))); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("a model with a user offset %v: %v, want ErrCorrupt", bad, err)
+		}
+	}
+}
+
 func TestReadModelRejectsDamage(t *testing.T) {
 	m, _ := New(smallConfig(ModeBinary), rand.NewPCG(1, 2))
 	runScores(t, m, testStream(500, 3))
@@ -267,8 +308,11 @@ func TestInvalidEventsChangeNothing(t *testing.T) {
 // Validate allows; whatever
 // happens inside, every score it reports is finite and in range.
 func TestNoNonFiniteOutput(t *testing.T) {
-	for _, lr := range []float64{1, 10} {
+	for _, lr := range []float64{1, 10, -1, -10} { // negative: the same rate with per-user T̂ offsets
 		cfg := smallConfig(ModeBinary)
+		if lr < 0 {
+			lr, cfg.TransitionUserOffset = -lr, true
+		}
 		cfg.LearningRate, cfg.EmbeddingRate, cfg.TransitionRate, cfg.Clip, cfg.InitScale = lr, lr, lr, 1e6, 10
 		m, err := New(cfg, rand.NewPCG(1, 1))
 		if err != nil {
@@ -345,6 +389,9 @@ func BenchmarkStep(b *testing.B) {
 	}{
 		{"rgbt", Config{}},
 		{"plain", Config{Plain: true}},
+		// rgbt with a per-user offset in T̂: one more addition per T̂ logit
+		// and its step.
+		{"rgbt-user-offset", Config{TransitionUserOffset: true}},
 		// Caps at the stream's 2,000 users and 1,000 items: the same
 		// model as rgbt (TestCapAboveWorkingSetChangesNothing), plus the
 		// bookkeeping of recency on every event.
@@ -437,11 +484,13 @@ func TestStepDoesNotAllocate(t *testing.T) {
 		cfg  Config
 	}{
 		{"binary", Config{Mode: ModeBinary, Dim: 16, Negatives: 4, WarmUp: 300, RefitEvery: 100, GMMMinSamples: 32, GMMWindow: 256}},
+		{"binary-user-offset", Config{Mode: ModeBinary, Dim: 16, Negatives: 4, WarmUp: 300, RefitEvery: 100, GMMMinSamples: 32, GMMWindow: 256,
+			TransitionUserOffset: true}},
 		{"rating", Config{Mode: ModeRating, Dim: 16, WarmUp: 300, RefitEvery: 100, GMMMinSamples: 32, GMMWindow: 256}},
 		// Tables capped below the stream's 60 users and 40 items: ids are
 		// evicted and their rows reused on most events.
 		{"binary-capped", Config{Mode: ModeBinary, Dim: 16, Negatives: 4, WarmUp: 300, RefitEvery: 100, GMMMinSamples: 32, GMMWindow: 256,
-			MaxUsers: 50, MaxItems: 36, AdmitAfter: 2, AdmitSketchWidth: 1024}},
+			MaxUsers: 50, MaxItems: 36, AdmitAfter: 2, AdmitSketchWidth: 1024, TransitionUserOffset: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := New(tc.cfg, rand.NewPCG(1, 2))

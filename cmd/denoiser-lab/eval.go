@@ -18,6 +18,7 @@ import (
 	"denoiser/internal/cli"
 	"denoiser/internal/eval"
 	"denoiser/internal/report"
+	"denoiser/online"
 )
 
 // dataHint says where MovieLens 100K comes from; no data set ships with
@@ -325,7 +326,7 @@ func runEvalRecommend(ctx context.Context, args []string, stderr io.Writer) erro
 }
 
 func runEvalDetect(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := newEvalFlags("detect", stderr, "[--data FILE] [--deca DIR] [--synth-events N] [--synth-noise LIST] [--dwell-shares LIST] [--profile v1|v2] [--seeds N] [--first-seed N] [--passes N] [--ceiling-epochs LIST] [--report FILE.json] [--out DIR]")
+	fs := newEvalFlags("detect", stderr, "[--data FILE] [--deca DIR] [--synth-events N] [--synth-noise LIST] [--dwell-shares LIST] [--profile v1|v2] [--seeds N] [--first-seed N] [--passes N] [--ceiling-epochs LIST] [--transition-user-offset] [--report FILE.json] [--out DIR]")
 	var (
 		data        = fs.String("data", "", "MovieLens 100K u.data `file` (none: no ML-100k case)")
 		deca        = fs.String("deca", "", "`dir` of the DeCA split of MovieLens 100K; its "+eval.DecaTrainFile+" is scored in file order (none: no DeCA case)")
@@ -338,6 +339,7 @@ func runEvalDetect(ctx context.Context, args []string, stderr io.Writer) error {
 		first       = fs.Int("first-seed", 1, "first seed")
 		passes      = fs.Int("passes", 1, "passes over each stream; scores from the last")
 		ceiling     = fs.String("ceiling-epochs", "1,2,4", "comma-separated epoch counts of the offline ceiling's batch matrix factorisations; the ceiling is the best of them by ROC-AUC (more epochs memorise the noise they are scored on)")
+		userOffset  = fs.Bool("transition-user-offset", false, "score with the model setting transition_user_offset: true (a per-user offset in T̂)")
 	)
 	if err := fs.parse(args); err != nil {
 		return err
@@ -378,6 +380,7 @@ func runEvalDetect(ctx context.Context, args []string, stderr io.Writer) error {
 		res, err = eval.RunDetect(ctx, d, dd, eval.DetectConfig{
 			Thresholds: th, SynthNoise: noise, SynthEvents: *synthEvents, SynthProfile: *profile, DwellShares: dwell,
 			Seeds: *seeds, FirstSeed: *first, Passes: *passes, CeilingEpochs: epochs, Workers: *workers, Progress: &c,
+			Model: online.Config{TransitionUserOffset: *userOffset},
 		})
 		return err
 	})

@@ -171,6 +171,10 @@ type DetectResult struct {
 	Passes        int          `json:"passes"`
 	CeilingEpochs []int        `json:"ceiling_epochs"`
 	Cases         []DetectCase `json:"cases"`
+
+	// TransitionUserOffset is the denoiser's Config.TransitionUserOffset
+	// (the only setting of it eval detect changes from the defaults).
+	TransitionUserOffset bool `json:"transition_user_offset,omitempty"`
 }
 
 // stream is a case's events and truth.
@@ -335,7 +339,8 @@ func RunDetect(ctx context.Context, d, deca *Dataset, cfg DetectConfig) (*Detect
 	if err != nil {
 		return nil, err
 	}
-	res := &DetectResult{Seeds: cfg.Seeds, FirstSeed: cfg.FirstSeed, Passes: cfg.Passes, CeilingEpochs: cfg.CeilingEpochs}
+	res := &DetectResult{Seeds: cfg.Seeds, FirstSeed: cfg.FirstSeed, Passes: cfg.Passes, CeilingEpochs: cfg.CeilingEpochs,
+		TransitionUserOffset: cfg.Model.TransitionUserOffset}
 	for si, sc := range cases {
 		c := DetectCase{Name: sc.name}
 		var events, noise, dwell []float64

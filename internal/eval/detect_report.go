@@ -15,7 +15,11 @@ import (
 func (r *DetectResult) WriteReport(dir string, meta Meta) error {
 	var b bytes.Buffer
 	meta.header(&b, "Detection — how well the scores find noisy interactions")
-	fmt.Fprintf(&b, "Each stream is scored by the denoiser (binary mode, defaults) and, for the loss baseline, by a plain "+
+	settings := "defaults"
+	if r.TransitionUserOffset {
+		settings = "defaults but transition_user_offset: true"
+	}
+	fmt.Fprintf(&b, "Each stream is scored by the denoiser (binary mode, %s) and, for the loss baseline, by a plain "+
 		"model with the same seed (its per-event cross-entropy, negated: a high loss means likely noise — the signal T-CE "+
 		"uses). Scores are the stream stage's own: each event is scored before the model learns from it (%d pass(es), scores "+
 		"from the last). Mean ± std over %d seeds (%s); on the synthetic streams seed n seeds the generator as well as the model, so "+
@@ -31,7 +35,7 @@ func (r *DetectResult) WriteReport(dir string, meta Meta) error {
 		"direction per seed, so the comparison is conservative. The best baseline of each stream is marked. "+
 		"offline_ceiling is not a baseline but a ceiling: a GMF (dimension 32, 4 sampled negatives) trained on the whole "+
 		"stream for each of %s epochs, each event scored by its final logit (a low loss ranks as genuine), the best of them "+
-		"by ROC-AUC per seed (chosen with the truth) — what a batch model that sees everything reaches.\n\n", r.Passes, r.Seeds, seedRange(max(r.FirstSeed, 1), r.Seeds),
+		"by ROC-AUC per seed (chosen with the truth) — what a batch model that sees everything reaches.\n\n", settings, r.Passes, r.Seeds, seedRange(max(r.FirstSeed, 1), r.Seeds),
 		strings.Trim(strings.Join(strings.Fields(fmt.Sprint(r.CeilingEpochs)), ", "), "[]"))
 	fmt.Fprintf(&b, "| stream | noise share | score | ROC-AUC | PR-AUC (genuine) | PR-AUC (noise) | ECE |\n|---|---|---|---|---|---|---|\n")
 	for _, c := range r.Cases {
