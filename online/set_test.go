@@ -45,6 +45,25 @@ func span(lo, hi int) []int {
 	return o
 }
 
+// savedSet returns a partition set (seed seed) stepped on the first 1000
+// of 3000 events (churnStream(3000, stream), 3 partitions), its frozen
+// copy marked saved and the base that copy wrote.
+func savedSet(t *testing.T, seed, stream uint64) (Config, []Event, []int32, *Set, *Set, []byte) {
+	t.Helper()
+	cfg := smallConfig(ModeBinary)
+	evs := churnStream(3000, stream)
+	ps := partitioned(evs, 3)
+	s, err := NewSet(cfg, seed, LayoutPartition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stepSet(t, s, evs, ps, span(0, 1000))
+	cp := s.FrozenCopy(nil)
+	base := setBytes(t, cp)
+	cp.MarkSaved()
+	return cfg, evs, ps, s, cp, base
+}
+
 func setBytes(t *testing.T, s *Set) []byte {
 	t.Helper()
 	var b bytes.Buffer
@@ -288,17 +307,7 @@ func TestSetLayouts(t *testing.T) {
 // that base + deltas read back to the set with the new model; the set then
 // learns on exactly as the swapped-in model does on its own.
 func TestSetReplace(t *testing.T) {
-	cfg := smallConfig(ModeBinary)
-	evs := churnStream(3000, 7)
-	ps := partitioned(evs, 3)
-	s, err := NewSet(cfg, 5, LayoutPartition)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stepSet(t, s, evs, ps, span(0, 1000))
-	cp := s.FrozenCopy(nil)
-	base := setBytes(t, cp)
-	cp.MarkSaved()
+	cfg, evs, ps, s, cp, base := savedSet(t, 5, 7)
 
 	// Partition 1's model, learned elsewhere: another set that saw
 	// partition 1's events of the first 2000 events.
@@ -372,17 +381,7 @@ func TestSetReplace(t *testing.T) {
 // and the delta after, which reads back without it; the partitions left
 // go on as before, and a removed partition asked for again starts anew.
 func TestSetRemove(t *testing.T) {
-	cfg := smallConfig(ModeBinary)
-	evs := churnStream(3000, 9)
-	ps := partitioned(evs, 3)
-	s, err := NewSet(cfg, 4, LayoutPartition)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stepSet(t, s, evs, ps, span(0, 1000))
-	cp := s.FrozenCopy(nil)
-	base := setBytes(t, cp)
-	cp.MarkSaved()
+	cfg, evs, ps, s, cp, base := savedSet(t, 4, 9)
 
 	if err := s.Remove(1); err != nil {
 		t.Fatal(err)
