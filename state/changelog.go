@@ -274,20 +274,8 @@ func (c *Changelog) topicSettings() []kafka.ConfigEntry {
 // ensureTopic creates the topic or checks the one there, waits until
 // every partition is served and returns its max.message.bytes.
 func (c *Changelog) ensureTopic(ctx context.Context) (int, error) {
-	topic := c.cfg.Topic
-	resp, err := c.client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{
-		Topic: topic, NumPartitions: c.cfg.Partitions, ReplicationFactor: c.cfg.ReplicationFactor,
-		ConfigEntries: c.topicSettings(),
-	}}})
-	if err == nil {
-		err = resp.Errors[topic]
-	}
-	switch {
-	case err == nil:
-		c.cfg.Logger.Info("changelog topic created", "topic", topic, "partitions", c.cfg.Partitions)
-	case errors.Is(err, kafka.TopicAlreadyExists):
-	default:
-		return 0, fmt.Errorf("state: create changelog topic %s: %w", topic, err)
+	if err := c.createTopic(ctx, c.topicSettings()); err != nil {
+		return 0, err
 	}
 	maxMessage, err := c.checkTopic(ctx)
 	if err != nil {
@@ -296,30 +284,59 @@ func (c *Changelog) ensureTopic(ctx context.Context) (int, error) {
 	return maxMessage, c.waitServed(ctx)
 }
 
-// checkTopic checks the topic's partitions and settings.
-func (c *Changelog) checkTopic(ctx context.Context) (int, error) {
-	topic := c.cfg.Topic
-	// A topic just created (by this or another member) may take a moment
-	// to show in the metadata: at most 50 tries.
+// partitions returns the topic's partition count. A topic just created
+// (by this or another member) may take a moment to show in the metadata:
+// at most 50 tries.
+func (c *Changelog) partitions(ctx context.Context) (int, error) {
 	var md *kafka.MetadataResponse
 	var err error
 	for try := 0; ; try++ {
-		md, err = c.client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+		md, err = c.client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{c.cfg.Topic}})
 		if err == nil && (len(md.Topics) != 1 || md.Topics[0].Error != nil) {
 			err = fmt.Errorf("topics %v", md.Topics)
 			if len(md.Topics) == 1 {
 				err = md.Topics[0].Error
 			}
 		}
-		if err == nil || try == 50 || ctx.Err() != nil {
-			break
+		if err == nil {
+			return len(md.Topics[0].Partitions), nil
+		}
+		if try == 50 || ctx.Err() != nil {
+			return 0, fmt.Errorf("state: topic %s: metadata: %w", c.cfg.Topic, err)
 		}
 		sleep(ctx, 100*time.Millisecond)
 	}
-	if err != nil {
-		return 0, fmt.Errorf("state: changelog topic %s: metadata: %w", topic, err)
+}
+
+// createTopic creates the topic with c.cfg.Partitions partitions and
+// settings; one that exists already is left as it is.
+func (c *Changelog) createTopic(ctx context.Context, settings []kafka.ConfigEntry) error {
+	topic := c.cfg.Topic
+	resp, err := c.client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{
+		Topic: topic, NumPartitions: c.cfg.Partitions, ReplicationFactor: c.cfg.ReplicationFactor,
+		ConfigEntries: settings,
+	}}})
+	if err == nil {
+		err = resp.Errors[topic]
 	}
-	if n := len(md.Topics[0].Partitions); n < c.cfg.Partitions {
+	switch {
+	case err == nil:
+		c.cfg.Logger.Info("topic created", "topic", topic, "partitions", c.cfg.Partitions)
+	case errors.Is(err, kafka.TopicAlreadyExists):
+	default:
+		return fmt.Errorf("state: create topic %s: %w", topic, err)
+	}
+	return nil
+}
+
+// checkTopic checks the topic's partitions and settings.
+func (c *Changelog) checkTopic(ctx context.Context) (int, error) {
+	topic := c.cfg.Topic
+	n, err := c.partitions(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if n < c.cfg.Partitions {
 		return 0, fmt.Errorf("%w: %s has %d partitions, the input has %d: add partitions "+
 			"(kafka-topics.sh --alter --topic %s --partitions %d); changelog records are not routed by key, so this is safe",
 			ErrChangelogTopic, topic, n, c.cfg.Partitions, topic, c.cfg.Partitions)
