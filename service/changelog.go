@@ -34,6 +34,21 @@ func (s *Service) openChangelog(ctx context.Context) (changelog, error) {
 	return cl, nil
 }
 
+// openShared opens the shared topic (Config.Sharing.Topic), creating it
+// if absent. The sharer's reader goroutine calls it, until it succeeds.
+func (s *Service) openShared(ctx context.Context) (sharedLog, error) {
+	k := s.cfg.Kafka
+	lg, err := state.OpenShared(ctx, state.SharedConfig{
+		Brokers: k.Brokers, Topic: s.cfg.Sharing.Topic, Retention: s.cfg.Sharing.Retention,
+		Timeout: k.RequestTimeout, Logger: s.log.With("component", "sharing"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.log.Info("shared topic open", "topic", s.cfg.Sharing.Topic, "interval", s.cfg.Sharing.Interval)
+	return lg, nil
+}
+
 // topicPartitions returns the number of partitions of topic.
 func topicPartitions(ctx context.Context, brokers []string, topic string) (int, error) {
 	tr := &kafka.Transport{ClientID: "denoiser"}

@@ -96,6 +96,7 @@ type checkpointer struct {
 	saveCtx   context.Context // of the changelog saves, ended by close
 	stopSaves context.CancelFunc
 	evicted   func(p int32) // called when partition p's model left the set (model goroutine)
+	share     *sharer       // publishes and merges the shared parameters, nil: none
 	wg        sync.WaitGroup
 	failing   atomic.Bool   // the last save failed...
 	failure   atomic.Value  // ...with this error message (a string)
@@ -161,6 +162,9 @@ func (c *checkpointer) after(ctx context.Context, r *consumer.Result, out consum
 func (c *checkpointer) tick(interval time.Duration) func(context.Context, consumer.Flusher) error {
 	return func(ctx context.Context, out consumer.Flusher) error {
 		c.metrics.setSummary(c.model.Summary())
+		if c.share != nil {
+			c.share.tick(false)
+		}
 		if time.Since(c.last) >= interval {
 			return c.checkpoint(ctx, out)
 		}
@@ -196,6 +200,11 @@ func (c *checkpointer) checkpoint(ctx context.Context, out consumer.Flusher) err
 	// could still be lost.
 	if err := out.Flush(ctx); err != nil {
 		return fmt.Errorf("checkpoint: flush output: %w", err)
+	}
+	// The checkpoint holds every model as published: a model restored
+	// from it has nothing of its own unpublished.
+	if c.share != nil {
+		c.share.tick(true)
 	}
 	cp, err := c.snapshot()
 	if err != nil {

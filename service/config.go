@@ -13,6 +13,7 @@ import (
 	"denoiser/consumer"
 	"denoiser/online"
 	"denoiser/producer"
+	"denoiser/state"
 )
 
 // Config is the configuration of `denoiser run`: a YAML file (see
@@ -24,6 +25,7 @@ import (
 type Config struct {
 	Kafka      KafkaConfig      `yaml:"kafka"`
 	Checkpoint CheckpointConfig `yaml:"checkpoint"`
+	Sharing    SharingConfig    `yaml:"sharing"`
 	HTTP       HTTPConfig       `yaml:"http"`
 	Log        LogConfig        `yaml:"log"`
 	// ShutdownTimeout bounds a graceful stop (SIGTERM, SIGINT): stop
@@ -114,6 +116,29 @@ type CheckpointConfig struct {
 	ChangelogTopic string `yaml:"changelog_topic"`
 }
 
+// SharingConfig configures how the partition models of state_layout
+// partition learn the shared parameters together (docs/design/
+// partitions.md): every Interval each publishes what its steps changed in
+// the item rows to the shared topic, and merges what the other
+// partitions' models published, whichever member runs them.
+type SharingConfig struct {
+	// Topic is the shared topic. With state_layout partition the default
+	// is "<group>.<input_topic>.shared", created if absent with one
+	// partition and time-based retention; "off": each partition's model
+	// learns from its partition's events alone. With state_layout member
+	// there is none: one model learns from every partition it reads.
+	Topic string `yaml:"topic"`
+	// Interval is how often the models publish and merge (default 5s),
+	// and at every checkpoint: it bounds how stale the item rows of one
+	// partition's model are with respect to the others'.
+	Interval time.Duration `yaml:"interval"`
+	// Retention is the retention.ms of a shared topic the service
+	// creates (default 1h): a member that restores a partition's model
+	// merges the deltas published since its checkpoint, if the topic
+	// still holds them.
+	Retention time.Duration `yaml:"retention"`
+}
+
 // HTTPConfig configures the HTTP server of /metrics, /healthz, /readyz.
 type HTTPConfig struct {
 	// Addr is the listen address (default "127.0.0.1:9464"; ":9464" for
@@ -139,6 +164,10 @@ const (
 	HTTPOff                = "off"
 	// ChangelogOff as checkpoint.changelog_topic keeps partition state local.
 	ChangelogOff = "off"
+	// SharingOff as sharing.topic: partition models do not share.
+	SharingOff = "off"
+	// DefaultSharingInterval is sharing.interval's default.
+	DefaultSharingInterval = 5 * time.Second
 )
 
 // WithDefaults returns c with every zero field set to its default.
@@ -165,7 +194,10 @@ func (c Config) WithDefaults() Config {
 	setDefault(&c.StateLayout, online.LayoutMember)
 	if c.StateLayout == online.LayoutPartition && k.InputTopic != "" {
 		setDefault(&c.Checkpoint.ChangelogTopic, k.Group+"."+k.InputTopic+".state")
+		setDefault(&c.Sharing.Topic, k.Group+"."+k.InputTopic+".shared")
 	}
+	setDefault(&c.Sharing.Interval, DefaultSharingInterval)
+	setDefault(&c.Sharing.Retention, state.DefaultSharedRetention)
 	return c
 }
 
@@ -254,6 +286,14 @@ func (c Config) Validate() error {
 		return fieldError("checkpoint.changelog_topic", "only state_layout partition keeps state per partition, to restore from a changelog; set state_layout: partition or remove it", ChangelogOff)
 	case c.Checkpoint.ChangelogTopic != "" && slices.Contains([]string{k.InputTopic, k.OutputTopic, k.DeadLetterTopic}, c.Checkpoint.ChangelogTopic):
 		return fieldError("checkpoint.changelog_topic", "must differ from the input, output and dead-letter topics", k.Group+"."+k.InputTopic+".state")
+	case c.StateLayout != online.LayoutPartition && c.Sharing.Topic != "" && c.Sharing.Topic != SharingOff:
+		return fieldError("sharing.topic", "only the models of state_layout partition share what they learn; set state_layout: partition or remove it", SharingOff)
+	case c.Sharing.Topic != "" && c.Sharing.Topic != SharingOff && slices.Contains([]string{k.InputTopic, k.OutputTopic, k.DeadLetterTopic, c.Checkpoint.ChangelogTopic}, c.Sharing.Topic):
+		return fieldError("sharing.topic", "must differ from the input, output, dead-letter and changelog topics", k.Group+"."+k.InputTopic+".shared")
+	case c.Sharing.Interval < 10*time.Millisecond:
+		return fieldError("sharing.interval", "must be at least 10ms", "5s")
+	case c.Sharing.Retention < time.Second:
+		return fieldError("sharing.retention", "must be at least 1s", "1h")
 	}
 	if err := (producer.KafkaConfig{Brokers: k.Brokers, Topic: k.OutputTopic, Compression: k.Compression}).Validate(); err != nil {
 		return fieldError("kafka.compression", fmt.Sprintf("%q is not none, gzip, snappy, lz4 or zstd", k.Compression), "none")

@@ -48,6 +48,11 @@ func TestConfigValidateNamesTheFieldAndTheFix(t *testing.T) {
 		{"changelog is the output", func(c *service.Config) {
 			c.StateLayout, c.Checkpoint.ChangelogTopic = online.LayoutPartition, "clicks.scored"
 		}, "checkpoint.changelog_topic"},
+		{"sharing without partition state", func(c *service.Config) { c.Sharing.Topic = "clicks.shared" }, "sharing.topic"},
+		{"sharing is the changelog", func(c *service.Config) {
+			c.StateLayout, c.Sharing.Topic = online.LayoutPartition, service.DefaultGroup+".clicks.state"
+		}, "sharing.topic"},
+		{"short sharing interval", func(c *service.Config) { c.Sharing.Interval = time.Millisecond }, "sharing.interval"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := validConfig()
@@ -84,6 +89,22 @@ func TestChangelogTopicDefault(t *testing.T) {
 	c.Checkpoint.ChangelogTopic = service.ChangelogOff
 	if err := c.Validate(); err != nil || c.WithDefaults().Checkpoint.ChangelogTopic != service.ChangelogOff {
 		t.Errorf("off: %v, %q", err, c.WithDefaults().Checkpoint.ChangelogTopic)
+	}
+}
+
+func TestSharingTopicDefault(t *testing.T) {
+	c := validConfig()
+	if got := c.WithDefaults().Sharing.Topic; got != "" {
+		t.Errorf("member layout: shared topic %q, want none", got)
+	}
+	c.StateLayout = online.LayoutPartition
+	d := c.WithDefaults()
+	if want := service.DefaultGroup + ".clicks.shared"; d.Sharing.Topic != want || d.Sharing.Interval != service.DefaultSharingInterval {
+		t.Errorf("partition layout: shared topic %q every %v, want %q every %v", d.Sharing.Topic, d.Sharing.Interval, want, service.DefaultSharingInterval)
+	}
+	c.Sharing.Topic = service.SharingOff
+	if err := c.Validate(); err != nil || c.WithDefaults().Sharing.Topic != service.SharingOff {
+		t.Errorf("off: %v, %q", err, c.WithDefaults().Sharing.Topic)
 	}
 }
 

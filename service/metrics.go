@@ -40,6 +40,7 @@ type metrics struct {
 	changelogSaves     *prometheus.CounterVec
 	changelogRestores  *prometheus.CounterVec
 	changelogEvictions prometheus.Counter
+	shared             *prometheus.CounterVec
 
 	mu struct {
 		sync.Mutex
@@ -142,6 +143,10 @@ func newMetrics(reg prometheus.Registerer, src lagReader) (*metrics, error) {
 			Name: "denoiser_changelog_evictions_total",
 			Help: "Partition models this member dropped after a rebalance took their partition away, the changelog holding their state (state_layout partition): memory holds the partitions a member owns, and those whose last changelog save failed.",
 		}),
+		shared: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "denoiser_shared_deltas_total",
+			Help: "Deltas of the shared parameters (item rows) exchanged through the shared topic (state_layout partition), by outcome: published (queued for the topic), dropped (not published: the send queue was full or the delta could not be encoded), send_failed, merged (into one of this member's partition models), overlapping (skipped: it starts before what the model merged of that partition, after a restore), refused (not finite), unreadable (not a delta), read_failed (the topic could not be opened or read; retried).",
+		}, []string{"outcome"}),
 		deadLettered: map[consumer.Reason]prometheus.Counter{},
 		skipped:      map[consumer.SkipReason]prometheus.Counter{},
 	}
@@ -163,7 +168,7 @@ func newMetrics(reg prometheus.Registerer, src lagReader) (*metrics, error) {
 		m.consumed, m.scored, m.emitted, m.already, m.numerical, dl, sk, m.step, m.reliability, m.weight,
 		m.checkpoints, m.checkpointFailures, m.handovers, m.checkpointDuration, m.checkpointPause, m.checkpointBytes,
 		m.checkpointBase, m.checkpointDeltas, m.checkpointBases, m.changelogSaves, m.changelogRestores, m.changelogEvictions,
-		&scrapeCollector{m: m, src: src},
+		m.shared, &scrapeCollector{m: m, src: src},
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register metrics: %w", err)
@@ -365,6 +370,7 @@ type timedSet struct {
 	set    *online.Set
 	h      prometheus.Histogram
 	models map[int32]*timedModel // by key
+	track  func(k int32, m *online.Model) // if set, told of every model before it first steps here
 }
 
 func newTimedSet(set *online.Set, h prometheus.Histogram) *timedSet {
@@ -382,6 +388,9 @@ func (t *timedSet) For(p int32) consumer.Model {
 		// and checked already): every event of the partition is refused
 		// with the reason, never dropped.
 		return refuseModel{fmt.Errorf("%w: no model for partition %d: %w", online.ErrInvalidEvent, p, err)}
+	}
+	if t.track != nil {
+		t.track(k, m)
 	}
 	tm := &timedModel{m: m, h: t.h}
 	t.models[k] = tm

@@ -29,6 +29,7 @@ func TestPartitionState(t *testing.T) {
 	lines := events(t, 3000, 4)
 	cfg := testConfig(t, b, in)
 	cfg.StateLayout = online.LayoutPartition
+	cfg.Sharing.Topic = service.SharingOff // each partition's model learns alone
 	out := b.NewReader(t, cfg.WithDefaults().Kafka.OutputTopic)
 	produced := 0
 	for _, part := range [][][]byte{lines[:2000], lines[2000:]} {
@@ -134,6 +135,7 @@ func TestPartitionStateFollowsThePartition(t *testing.T) {
 	lines := events(t, 8000, 6)
 	cfgA := testConfig(t, b, in)
 	cfgA.StateLayout = online.LayoutPartition
+	cfgA.Sharing.Topic = service.SharingOff // each partition's model learns alone
 	cfgB := cfgA
 	cfgB.Checkpoint.Dir = t.TempDir()
 	out := b.NewReader(t, cfgA.WithDefaults().Kafka.OutputTopic)

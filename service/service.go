@@ -85,7 +85,10 @@ type Service struct {
 	// partition), opened by the model goroutine on the first assignment
 	// (openChangelog); nil: none yet, or none configured.
 	changelog *state.Changelog
-	m         *metrics
+	// share exchanges the partition models' shared parameters (state_layout
+	// partition, Config.Sharing); nil: they do not share.
+	share *sharer
+	m     *metrics
 	live      *LiveSnapshots // nil without Options.LiveSnapshots
 
 	server *http.Server
@@ -221,6 +224,11 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Service, err error) 
 		s.cp.open = s.openChangelog
 	}
 	cleanup = append(cleanup, func() error { s.cp.close(); return nil })
+	if cfg.StateLayout == online.LayoutPartition && cfg.Sharing.Topic != SharingOff {
+		s.share = newSharer(s.set, s.cp.next, cfg.Sharing.Interval, s.m, log.With("component", "sharing"), s.openShared, k.RequestTimeout)
+		s.cp.share = s.share
+		cleanup = append(cleanup, s.share.close)
+	}
 	s.m.readiness(s.Ready)
 
 	if opts.LiveSnapshots != nil {
@@ -327,6 +335,9 @@ func (s *Service) Run(ctx context.Context) error {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	steps := newTimedSet(s.set, s.m.step)
+	if s.share != nil {
+		steps.track = s.share.track
+	}
 	s.cp.evicted = steps.forget
 	st, runErr := consumer.Run(loopCtx, s.src, steps, s.sink, s.dlq, consumer.Options{
 		Buffer: s.cfg.Buffer, After: s.cp.after, Tasks: s.tasks, Skipped: s.m.skip, Workers: workers,
@@ -388,6 +399,12 @@ func (s *Service) close(ctx context.Context, graceful bool) error {
 		}
 		if err := errors.Join(s.sink.Close(sctx), s.dlq.Close(sctx)); graceful {
 			errs = append(errs, err)
+		}
+		if s.share != nil {
+			if graceful { // the last publications, of the final checkpoint
+				s.share.flush(sctx)
+			}
+			errs = append(errs, s.share.close())
 		}
 		errs = append(errs, s.src.Close(ctx)) // leaves the group
 		if s.changelog != nil {
