@@ -150,7 +150,11 @@ func (c *checkpointer) after(ctx context.Context, r *consumer.Result, out consum
 	}
 	c.pending++
 	// Within a batch of partitions stepped in parallel the models are
-	// past r: a checkpoint waits for the batch's last record.
+	// past r: a checkpoint, or a publication, waits for the batch's last
+	// record.
+	if c.share != nil {
+		c.share.record(r.BatchEnd)
+	}
 	if c.pending >= c.every && r.BatchEnd {
 		return c.checkpoint(ctx, out)
 	}

@@ -132,6 +132,10 @@ type SharingConfig struct {
 	// and at every checkpoint: it bounds how stale the item rows of one
 	// partition's model are with respect to the others'.
 	Interval time.Duration `yaml:"interval"`
+	// EveryEvents: the models also publish and merge after this many
+	// records of the member (default 10000), so that a backlog read at
+	// full speed is not learned by each partition alone for Interval.
+	EveryEvents int `yaml:"every_events"`
 	// Retention is the retention.ms of a shared topic the service
 	// creates (default 1h): a member that restores a partition's model
 	// merges the deltas published since its checkpoint, if the topic
@@ -168,6 +172,8 @@ const (
 	SharingOff = "off"
 	// DefaultSharingInterval is sharing.interval's default.
 	DefaultSharingInterval = 5 * time.Second
+	// DefaultSharingEvents is sharing.every_events' default.
+	DefaultSharingEvents = 10000
 )
 
 // WithDefaults returns c with every zero field set to its default.
@@ -197,6 +203,7 @@ func (c Config) WithDefaults() Config {
 		setDefault(&c.Sharing.Topic, k.Group+"."+k.InputTopic+".shared")
 	}
 	setDefault(&c.Sharing.Interval, DefaultSharingInterval)
+	setDefault(&c.Sharing.EveryEvents, DefaultSharingEvents)
 	setDefault(&c.Sharing.Retention, state.DefaultSharedRetention)
 	return c
 }
@@ -292,6 +299,8 @@ func (c Config) Validate() error {
 		return fieldError("sharing.topic", "must differ from the input, output, dead-letter and changelog topics", k.Group+"."+k.InputTopic+".shared")
 	case c.Sharing.Interval < 10*time.Millisecond:
 		return fieldError("sharing.interval", "must be at least 10ms", "5s")
+	case c.Sharing.EveryEvents < 1:
+		return fieldError("sharing.every_events", "must be at least 1", "10000")
 	case c.Sharing.Retention < time.Second:
 		return fieldError("sharing.retention", "must be at least 1s", "1h")
 	}

@@ -369,7 +369,7 @@ func (c *scrapeCollector) Collect(ch chan<- prometheus.Metric) {
 type timedSet struct {
 	set    *online.Set
 	h      prometheus.Histogram
-	models map[int32]*timedModel // by key
+	models map[int32]*timedModel          // by key
 	track  func(k int32, m *online.Model) // if set, told of every model before it first steps here
 }
 

@@ -89,7 +89,7 @@ type Service struct {
 	// partition, Config.Sharing); nil: they do not share.
 	share *sharer
 	m     *metrics
-	live      *LiveSnapshots // nil without Options.LiveSnapshots
+	live  *LiveSnapshots // nil without Options.LiveSnapshots
 
 	server *http.Server
 	ln     net.Listener
@@ -225,7 +225,7 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Service, err error) 
 	}
 	cleanup = append(cleanup, func() error { s.cp.close(); return nil })
 	if cfg.StateLayout == online.LayoutPartition && cfg.Sharing.Topic != SharingOff {
-		s.share = newSharer(s.set, s.cp.next, cfg.Sharing.Interval, s.m, log.With("component", "sharing"), s.openShared, k.RequestTimeout)
+		s.share = newSharer(s.set, s.cp.next, cfg.Sharing.Interval, cfg.Sharing.EveryEvents, s.m, log.With("component", "sharing"), s.openShared, k.RequestTimeout)
 		s.cp.share = s.share
 		cleanup = append(cleanup, s.share.close)
 	}

@@ -29,8 +29,9 @@ type sharedLog interface {
 // through the shared topic, with state_layout partition
 // (docs/design/partitions.md, "The merge in the service").
 //
-// Every Sharing.Interval, and at every checkpoint before the model is
-// copied, each partition model of this member publishes what its own
+// Every Sharing.Interval or Sharing.EveryEvents records, whichever comes
+// first, and at every checkpoint before the model is copied, each
+// partition model of this member publishes what its own
 // steps changed since its last publication: a delta tagged with its
 // partition q, the next input offset at which it published (seq) and the
 // one of its previous publication (from). Then each merges, in the log's
@@ -53,6 +54,7 @@ type sharer struct {
 	set      *online.Set
 	next     func(p int32) int64 // the partition's next input offset (checkpointer.next)
 	interval time.Duration
+	every    int // records of the member between two publications
 	metrics  *metrics
 	log      *slog.Logger
 	open     func(context.Context) (sharedLog, error)
@@ -62,6 +64,7 @@ type sharer struct {
 
 	// Model goroutine.
 	last   time.Time
+	events int                     // records since the last publication
 	models map[int32]*online.Model // the models sharing, by partition
 	from   map[int32]int64         // each one's previous publication (seq), or where it started
 	seen   map[int32]int           // the index (in the log's order) of the first delta each has not looked at
@@ -76,7 +79,7 @@ type sharer struct {
 	partial map[deltaID]*sharedDelta
 
 	out      chan []state.SharedRecord
-	inflight atomic.Int64 // publications queued or being sent
+	inflight atomic.Int64  // publications queued or being sent
 	ready    chan struct{} // closed once lg is open
 	lg       sharedLog
 	ctx      context.Context
@@ -119,10 +122,10 @@ const (
 	sharedRetry = time.Second
 )
 
-func newSharer(set *online.Set, next func(int32) int64, interval time.Duration, m *metrics, log *slog.Logger,
+func newSharer(set *online.Set, next func(int32) int64, interval time.Duration, every int, m *metrics, log *slog.Logger,
 	open func(context.Context) (sharedLog, error), timeout time.Duration) *sharer {
 	s := &sharer{
-		set: set, next: next, interval: interval, metrics: m, log: log, open: open, timeout: timeout,
+		set: set, next: next, interval: interval, every: every, metrics: m, log: log, open: open, timeout: timeout,
 		writer: rand.Uint64(), keep: defaultSharedKeep, last: time.Now(),
 		models: map[int32]*online.Model{}, from: map[int32]int64{}, seen: map[int32]int{},
 		partial: map[deltaID]*sharedDelta{},
@@ -151,15 +154,24 @@ func (s *sharer) track(p int32, m *online.Model) {
 	s.mu.Unlock()
 }
 
+// record counts a record of the member, and publishes and merges after
+// every-th (at the end of a batch: batchEnd). Model goroutine.
+func (s *sharer) record(batchEnd bool) {
+	s.events++
+	if s.events >= s.every && batchEnd {
+		s.tick(true)
+	}
+}
+
 // tick publishes and merges if the interval has passed since the last
-// time, or now with force (a checkpoint). Model goroutine, while no
-// partition model steps.
+// time, or now with force. Model goroutine, while no partition model
+// steps.
 func (s *sharer) tick(force bool) {
 	now := time.Now()
 	if !force && now.Sub(s.last) < s.interval {
 		return
 	}
-	s.last = now
+	s.last, s.events = now, 0
 	s.keys = s.keys[:0]
 	for p, m := range s.models {
 		if s.set.Model(p) != m { // evicted or replaced: a new model is tracked when it steps

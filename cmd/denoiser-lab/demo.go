@@ -10,12 +10,13 @@ import (
 	"denoiser/internal/cli"
 	"denoiser/internal/demo"
 	"denoiser/internal/report"
+	"denoiser/online"
 	"denoiser/service"
 )
 
 // runDemo implements
 //
-//	denoiser-lab demo [--in FILE] [--partitions N] [--truth MODE] [--report FILE.json] [--http ADDR] [--config FILE] [--log-level LEVEL]
+//	denoiser-lab demo [--in FILE] [--partitions N] [--members N] [--state-layout L] [--sharing=BOOL] [--truth MODE] [--report FILE.json] [--http ADDR] [--config FILE] [--log-level LEVEL]
 //
 // It runs the stream service against an embedded Kafka broker (package
 // demo) and prints the report.
@@ -25,6 +26,11 @@ func runDemo(ctx context.Context, args []string, _, stderr io.Writer) error {
 	var (
 		in         = fs.String("in", "testdata/synthetic-20k.jsonl", "JSON-lines event `file` to produce into the input topic")
 		partitions = fs.Int("partitions", 3, "partitions of the input and output topics")
+		layout     = fs.String("state-layout", string(online.LayoutMember), "the services' state_layout: member or partition")
+		share      = fs.Bool("sharing", true, "with --state-layout partition: the partition models share their item rows through the shared topic (false: each learns alone)")
+		shareEvery = fs.Duration("sharing-interval", service.DefaultSharingInterval, "with --sharing: how often the partition models publish and merge")
+		shareCount = fs.Int("sharing-events", service.DefaultSharingEvents, "with --sharing: the partition models also publish and merge after this many records of a member")
+		members    = fs.Int("members", 1, "service instances in the consumer group (with --set state_layout=partition, each partition's model follows its partition)")
 		truthMode  = fs.String("truth", "field", "ground truth for the report: field, dwell:MS or rating:R")
 		reportPath = fs.String("report", "", "write the JSON report (the fields of replay's) to `file`")
 		httpAddr   = fs.String("http", service.DefaultHTTPAddr, "listen `address` of /metrics, /healthz, /readyz while the demo runs (off: none)")
@@ -53,13 +59,17 @@ func runDemo(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
+	sharing := service.SharingConfig{Interval: *shareEvery, EveryEvents: *shareCount}
+	if !*share {
+		sharing.Topic = service.SharingOff
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("demo: --log-level: %w: %w", err, cli.ErrUsage)
 	}
 	rep, err := demo.Run(ctx, demo.Options{
 		Input: *in, Partitions: *partitions, Truth: &truth, HTTPAddr: *httpAddr, StateDir: *stateDir,
-		Seed: cfg.Seed, Model: cfg.Model,
+		Seed: cfg.Seed, Model: cfg.Model, Members: *members, StateLayout: online.Layout(*layout), Sharing: sharing,
 		Logger:   slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 		Progress: stderr,
 	})

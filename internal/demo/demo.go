@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -49,6 +50,13 @@ type Options struct {
 	// Seed and Model configure the model, as in `denoiser replay`.
 	Seed  uint64
 	Model online.Config
+	// Members is the number of service instances in the consumer group
+	// (default 1); the first serves HTTPAddr, each has a state directory
+	// of its own.
+	Members int
+	// StateLayout and Sharing are the services' (service.Config).
+	StateLayout online.Layout
+	Sharing     service.SharingConfig
 	// Logger receives the service's log (default: discard).
 	Logger *slog.Logger
 	// Progress receives one line per step (default: discard).
@@ -73,6 +81,12 @@ func Run(ctx context.Context, opts Options) (rep report.Report, err error) {
 	}
 	if opts.Partitions < 0 {
 		return rep, fmt.Errorf("demo: %d partitions", opts.Partitions)
+	}
+	if opts.Members == 0 {
+		opts.Members = 1
+	}
+	if opts.Members < 0 {
+		return rep, fmt.Errorf("demo: %d members", opts.Members)
 	}
 	truth := opts.Truth
 	if truth == nil {
@@ -105,13 +119,6 @@ func Run(ctx context.Context, opts Options) (rep report.Report, err error) {
 	if err := createTopics(ctx, client, opts.Partitions); err != nil {
 		return rep, fmt.Errorf("demo: %w", err)
 	}
-	start := time.Now()
-	if err := produce(ctx, brokers, tr, lines); err != nil {
-		return rep, fmt.Errorf("demo: %w", err)
-	}
-	fmt.Fprintf(progress, "demo: produced %d records from %s into %q (%d partitions, keyed by user) in %.2fs\n",
-		len(lines), opts.Input, InputTopic, opts.Partitions, time.Since(start).Seconds())
-
 	dir := opts.StateDir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "denoiser-demo-state-"); err != nil {
@@ -131,53 +138,121 @@ func Run(ctx context.Context, opts Options) (rep report.Report, err error) {
 				FetchMaxWait: 100 * time.Millisecond,
 			},
 		},
-		Checkpoint: service.CheckpointConfig{Dir: dir, EveryEvents: 5000, Interval: 2 * time.Second, NoSync: true},
-		HTTP:       service.HTTPConfig{Addr: httpAddr},
-		Seed:       opts.Seed,
-		Model:      opts.Model,
+		Checkpoint:  service.CheckpointConfig{Dir: dir, EveryEvents: 5000, Interval: 2 * time.Second, NoSync: true},
+		HTTP:        service.HTTPConfig{Addr: httpAddr},
+		Seed:        opts.Seed,
+		StateLayout: opts.StateLayout,
+		Sharing:     opts.Sharing,
+		Model:       opts.Model,
 	}
-	svc, err := service.New(ctx, cfg, service.Options{Logger: opts.Logger})
-	if err != nil {
-		return rep, fmt.Errorf("demo: %w", err)
+	svcs := make([]*service.Service, opts.Members)
+	defer func() {
+		for _, svc := range svcs {
+			if svc != nil {
+				err = errors.Join(err, svc.Close()) // nothing once Run has run
+			}
+		}
+	}()
+	for i := range svcs {
+		c := cfg
+		if opts.Members > 1 {
+			c.Checkpoint.Dir = filepath.Join(dir, fmt.Sprintf("member-%d", i))
+		}
+		if i > 0 {
+			c.HTTP.Addr = service.HTTPOff
+		}
+		if svcs[i], err = service.New(ctx, c, service.Options{Logger: opts.Logger}); err != nil {
+			return rep, fmt.Errorf("demo: %w", err)
+		}
 	}
-	if a := svc.HTTPAddr(); a != "" {
+	if a := svcs[0].HTTPAddr(); a != "" {
 		fmt.Fprintf(progress, "demo: metrics at http://%s/metrics while the service runs\n", a)
 	}
 	if opts.Started != nil {
-		opts.Started(brokers[0], svc.HTTPAddr())
+		opts.Started(brokers[0], svcs[0].HTTPAddr())
 	}
 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(runCtx) }()
+	done := make(chan error, len(svcs))
+	// Wait for every member, gracefully stopped (drain, flush, last
+	// checkpoint), once: errs gathers what they returned.
+	stopped := 0
+	var errs []error
+	stopAll := func() error {
+		stop()
+		for ; stopped < len(svcs); stopped++ {
+			errs = append(errs, <-done)
+		}
+		return errors.Join(errs...)
+	}
+	for _, svc := range svcs {
+		go func() { done <- svc.Run(runCtx) }()
+	}
+	if len(svcs) > 1 {
+		// The input waits until every member has joined, so that the
+		// partitions are split from the first record on.
+		joined := time.Now()
+		for ready := false; !ready; {
+			if time.Since(joined) > time.Minute {
+				return rep, errors.Join(errors.New("demo: the members did not all get partitions within a minute"), stopAll())
+			}
+			time.Sleep(50 * time.Millisecond)
+			ready = true
+			for _, svc := range svcs {
+				if parts, _ := svc.Assignment(); len(parts) == 0 {
+					ready = false
+				}
+			}
+		}
+		fmt.Fprintf(progress, "demo: %d members share the %d partitions after %.2fs\n", len(svcs), opts.Partitions, time.Since(joined).Seconds())
+	}
+	start := time.Now()
+	if err := produce(ctx, brokers, tr, lines); err != nil {
+		return rep, errors.Join(fmt.Errorf("demo: %w", err), stopAll())
+	}
+	fmt.Fprintf(progress, "demo: produced %d records from %s into %q (%d partitions, keyed by user) in %.2fs\n",
+		len(lines), opts.Input, InputTopic, opts.Partitions, time.Since(start).Seconds())
+
 	want := uint64(countRecords(lines))
 	var first, last time.Time
 	tick := time.NewTicker(5 * time.Millisecond)
 	for n := uint64(0); n < want; {
 		select {
 		case err := <-done:
-			return rep, fmt.Errorf("demo: service stopped early: %w", err)
+			stopped++
+			errs = append(errs, err)
+			return rep, fmt.Errorf("demo: a service stopped early: %w", stopAll())
 		case <-ctx.Done():
-			stop()
-			return rep, errors.Join(fmt.Errorf("demo: %w", ctx.Err()), <-done)
+			return rep, errors.Join(fmt.Errorf("demo: %w", ctx.Err()), stopAll())
 		case <-tick.C:
 		}
-		n = svc.Processed()
+		n = 0
+		for _, svc := range svcs {
+			n += svc.Processed()
+		}
 		if n > 0 && first.IsZero() {
 			first = time.Now()
 		}
 		last = time.Now()
 	}
 	tick.Stop()
-	stop() // graceful: drain, flush, last checkpoint
-	if err := <-done; err != nil {
+	if err := stopAll(); err != nil {
 		return rep, fmt.Errorf("demo: %w", err)
 	}
-	st := svc.Stats()
-	model, _ := svc.ModelState()
-	fmt.Fprintf(progress, "demo: the service processed %d records (%d scored, %d dead-lettered) in %.2fs\n",
-		st.Records, st.Scored, st.Rejected, last.Sub(first).Seconds())
+	var st consumer.Stats
+	for _, svc := range svcs {
+		s := svc.Stats()
+		st.Records += s.Records
+		st.Skipped += s.Skipped
+		st.Scored += s.Scored
+		st.Rejected += s.Rejected
+		st.AlreadyEmitted += s.AlreadyEmitted
+		st.Numerical += s.Numerical
+	}
+	model, _ := svcs[0].ModelState()
+	fmt.Fprintf(progress, "demo: %d member(s) processed %d records (%d scored, %d dead-lettered) in %.2fs\n",
+		len(svcs), st.Records, st.Scored, st.Rejected, last.Sub(first).Seconds())
 
 	collector := report.NewCollector(*truth, nil)
 	// The loss baseline: a plain model (the service's configuration with
@@ -189,7 +264,7 @@ func Run(ctx context.Context, opts Options) (rep report.Report, err error) {
 	if err != nil {
 		return rep, fmt.Errorf("demo: baseline: %w", err)
 	}
-	if err := readBack(ctx, brokers, int(st.Scored), collector, baseline); err != nil {
+	if err := readBack(ctx, brokers, int(st.Scored-st.AlreadyEmitted), collector, baseline); err != nil {
 		return rep, fmt.Errorf("demo: %w", err)
 	}
 	fmt.Fprintf(progress, "demo: read %d scored records back from %q\n", collector.Scored(), OutputTopic)
