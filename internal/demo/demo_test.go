@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"denoiser/online"
+	"denoiser/service"
+
 	"go.uber.org/goleak"
 )
 
@@ -45,6 +48,22 @@ func writeLog(t *testing.T, n int) string {
 func TestRun(t *testing.T) {
 	const n = 400
 	rep, err := Run(context.Background(), Options{Input: writeLog(t, n), Partitions: 2, HTTPAddr: "off", Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Events != n-2 || rep.Invalid != 2 {
+		t.Fatalf("report: %d events, %d invalid; want %d and 2", rep.Events, rep.Invalid, n-2)
+	}
+}
+
+// TestRunMembers: two members of partition state that share their item
+// rows split the partitions, and the report covers every record once.
+func TestRunMembers(t *testing.T) {
+	const n = 400
+	rep, err := Run(context.Background(), Options{
+		Input: writeLog(t, n), Partitions: 3, HTTPAddr: "off", Seed: 1, Members: 2,
+		StateLayout: online.LayoutPartition, Sharing: service.SharingConfig{EveryEvents: 50},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
