@@ -43,10 +43,10 @@ type Config struct {
 	// from that partition's events only and draws from its own random
 	// source, so that its scores depend on that partition's input alone,
 	// whichever member reads it and whatever else it reads, and the
-	// partitions step on separate goroutines. Until the partitions' models
-	// merge what they learn of items (docs/design/partitions.md), each
-	// learns from a share of the stream and scores lower (the demo's
-	// weight: 0.863 with 3 partitions against 0.922). A restored state
+	// partitions step on separate goroutines. The models share their item
+	// rows (Sharing), but each fits its networks and mixture on its share
+	// of the stream, and scores lower (the demo's weight: 0.864 with 3
+	// partitions against 0.925; docs/design/partitions.md). A restored state
 	// keeps its layout; one model per member can be turned into one per
 	// partition (every partition starts from it), not back.
 	StateLayout online.Layout `yaml:"state_layout"`
