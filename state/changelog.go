@@ -221,11 +221,27 @@ type clChain struct {
 // OpenChangelog connects to the brokers and makes sure the topic exists
 // with the settings the changelog needs, creating it if absent.
 func OpenChangelog(ctx context.Context, cfg ChangelogConfig) (*Changelog, error) {
+	c, err := newChangelog(cfg, "denoiser-changelog")
+	if err != nil {
+		return nil, err
+	}
+	maxMessage, err := c.ensureTopic(ctx)
+	if err != nil {
+		c.tr.CloseIdleConnections()
+		return nil, err
+	}
+	c.batchBytes = maxMessage - batchOverhead
+	return c, nil
+}
+
+// newChangelog returns a Changelog of cfg (checked, defaults applied)
+// that has not talked to the brokers yet.
+func newChangelog(cfg ChangelogConfig, clientID string) (*Changelog, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	tr := &kafka.Transport{DialTimeout: cfg.Timeout, ClientID: "denoiser-changelog"}
+	tr := &kafka.Transport{DialTimeout: cfg.Timeout, ClientID: clientID}
 	c := &Changelog{
 		cfg:    cfg,
 		tr:     tr,
@@ -235,12 +251,6 @@ func OpenChangelog(ctx context.Context, cfg ChangelogConfig) (*Changelog, error)
 	for p := range c.parts {
 		c.parts[p] = &clPartition{}
 	}
-	maxMessage, err := c.ensureTopic(ctx)
-	if err != nil {
-		tr.CloseIdleConnections()
-		return nil, err
-	}
-	c.batchBytes = maxMessage - batchOverhead
 	return c, nil
 }
 

@@ -67,22 +67,14 @@ func OpenShared(ctx context.Context, cfg SharedConfig) (*SharedLog, error) {
 	case cfg.Retention < time.Second:
 		return nil, fmt.Errorf("state: shared log: retention %v", cfg.Retention)
 	}
-	ccfg := ChangelogConfig{
+	c, err := newChangelog(ChangelogConfig{
 		Brokers: cfg.Brokers, Topic: cfg.Topic, Partitions: 1, ReplicationFactor: cfg.ReplicationFactor,
 		Timeout: cfg.Timeout, Logger: cfg.Logger,
-	}
-	if err := ccfg.Validate(); err != nil {
+	}, "denoiser-shared")
+	if err != nil {
 		return nil, err
 	}
-	ccfg = ccfg.withDefaults()
-	tr := &kafka.Transport{DialTimeout: ccfg.Timeout, ClientID: "denoiser-shared"}
-	c := &Changelog{
-		cfg:    ccfg,
-		tr:     tr,
-		client: &kafka.Client{Addr: kafka.TCP(ccfg.Brokers...), Transport: tr, Timeout: ccfg.Timeout},
-		parts:  []*clPartition{{}},
-	}
-	err := c.createTopic(ctx, []kafka.ConfigEntry{
+	err = c.createTopic(ctx, []kafka.ConfigEntry{
 		{ConfigName: "cleanup.policy", ConfigValue: "delete"},
 		{ConfigName: "retention.ms", ConfigValue: strconv.FormatInt(cfg.Retention.Milliseconds(), 10)},
 		{ConfigName: "max.message.bytes", ConfigValue: strconv.Itoa(changelogMaxMessage)},
@@ -94,7 +86,7 @@ func OpenShared(ctx context.Context, cfg SharedConfig) (*SharedLog, error) {
 		err = c.waitServed(ctx)
 	}
 	if err != nil {
-		tr.CloseIdleConnections()
+		c.tr.CloseIdleConnections()
 		return nil, err
 	}
 	return &SharedLog{c: c}, nil
