@@ -535,7 +535,7 @@ func TestBoundsEncoding(t *testing.T) {
 		{plain, 4, []uint32{3}, "bounds the tables"},
 		{bounded, 4, []uint32{2}, "bounds the tables"},
 		{plain, 4, []uint32{5}, "transition_user_offset"},
-		{perUser, EncodingVersion, []uint32{4, 3}, "transition_user_offset"},
+		{perUser, userOffsetVersion, []uint32{4, 3}, "transition_user_offset"},
 	} {
 		b := encode(t, tc.m)
 		if v := binary.LittleEndian.Uint32(b[8:]); v != tc.version || tc.m.Encoding() != tc.version {

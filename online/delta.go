@@ -15,8 +15,24 @@ import (
 // reads the base and applies the deltas in order. The model encoding
 // itself does not change: snapshots and WriteTo stay whole.
 
-// DeltaVersion is the version of the delta encoding WriteDelta writes.
-const DeltaVersion = 1
+// DeltaVersion is the newest version of the delta encoding, which
+// WriteDelta writes for a model with merge cursors (MergeFrom): version 1
+// with the cursors after the counters. For a model without cursors it
+// writes version 1, as before cursors existed (deltaVersionFor).
+// ReadModelDeltas reads both.
+const DeltaVersion = 2
+
+// deltaCursorVersion is the first delta version with merge cursors.
+const deltaCursorVersion = 2
+
+// deltaVersionFor is the delta version of a model with merge cursors or
+// not.
+func deltaVersionFor(cursors bool) uint32 {
+	if cursors {
+		return deltaCursorVersion
+	}
+	return deltaCursorVersion - 1
+}
 
 var deltaMagic = [8]byte{'R', 'G', 'B', 'T', 'D', 'L', 'T', 'A'}
 
@@ -62,7 +78,7 @@ func (m *Model) HasDeltaBase() bool { return m.frozen && m.delta.saved }
 // transition offsets, last sighting, co-occurrence state); the slots of
 // the mixture window and the popularity ring pushed since; the admission
 // sketch's changed blocks; and every shared part (random source,
-// counters, heads, T̂, mixture, context). Applied to the model as it was
+// counters, merge cursors, heads, T̂, mixture, context). Applied to the model as it was
 // saved (ReadModelDeltas), it gives m, encoding for encoding. It returns
 // ErrNoDeltaBase unless HasDeltaBase.
 func (m *Model) WriteDelta(w io.Writer) (int64, error) {
@@ -123,7 +139,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 func (m *Model) encodeDelta(e *encoder, confCRC uint32) {
 	b := &m.delta
 	e.write(deltaMagic[:])
-	e.u32(DeltaVersion)
+	e.u32(deltaVersionFor(len(m.cursors) > 0))
 	e.section("HEAD", func(e *encoder) {
 		e.u64(b.events)
 		e.u64(m.schedule.events)
@@ -139,6 +155,9 @@ func (m *Model) encodeDelta(e *encoder, confCRC uint32) {
 	}
 	e.section("RAND", func(e *encoder) { e.write(source) })
 	e.section("CTRS", m.encodeCounters)
+	if len(m.cursors) > 0 {
+		e.section("CURS", m.encodeCursors)
+	}
 	users, items := m.changedUsers, m.changedItems
 	e.section("USER", func(e *encoder) {
 		encodeSpans(e, users)
@@ -364,8 +383,9 @@ func (m *Model) applyDelta(r io.Reader, confCRC uint32) error {
 	if d.err == nil && magic != deltaMagic {
 		return fmt.Errorf("%w: bad delta magic", ErrCorrupt)
 	}
-	if v := d.u32(); d.err == nil && v != DeltaVersion {
-		return fmt.Errorf("%w: delta version %d, this build reads %d", ErrCorrupt, v, DeltaVersion)
+	version := d.u32()
+	if d.err == nil && (version < 1 || version > DeltaVersion) {
+		return fmt.Errorf("%w: delta version %d, this build reads 1 to %d", ErrCorrupt, version, DeltaVersion)
 	}
 	d.section("HEAD")
 	from, to, crc := d.u64(), d.u64(), d.u32()
@@ -390,6 +410,14 @@ func (m *Model) applyDelta(r io.Reader, confCRC uint32) error {
 	m.decodeCounters(d)
 	if d.err == nil && m.schedule.events != to {
 		d.fail("delta to %d events holds counters of %d", to, m.schedule.events)
+	}
+	// The cursors are written whole: a version-1 delta is one of a model
+	// without any.
+	if version >= deltaCursorVersion {
+		d.section("CURS")
+		m.decodeCursors(d)
+	} else {
+		m.cursors = m.cursors[:0]
 	}
 	d.section("USER")
 	users := d.spans(nu, fromUsers)

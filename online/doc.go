@@ -15,7 +15,10 @@
 // (Model.FrozenCopy); the binary encoding of all of it (WriteTo,
 // ReadModel; FORMAT.md); and deltas, what changed since a frozen copy was
 // saved (MarkSaved, WriteDelta, ReadModelDeltas; FORMAT.md, "Delta
-// encoding"), which a checkpoint store keeps after a base.
+// encoding"), which a checkpoint store keeps after a base; and the
+// sharing of item rows between partition models (StartSharing, Publish,
+// Merge; merge.go), with the cursors MergeFrom records of the deltas
+// merged, which are model state and encoded (Merged, MergedFrom).
 //
 // # Per event (Step)
 //

@@ -21,21 +21,39 @@ import (
 // has the bounds section exactly when the configuration bounds the
 // tables; version 5 is version 4 with the transition's per-user offsets
 // in the user section, written exactly for models with
-// Config.TransitionUserOffset, so that a model without them encodes as it
-// did before they existed.
-const EncodingVersion = 5
+// Config.TransitionUserOffset; version 6 is version 5's layout (per-user
+// offsets exactly with Config.TransitionUserOffset) with the merge
+// cursors (MergeFrom) after the counters, written exactly for models that
+// have cursors. So a model without per-user offsets or cursors encodes
+// as it did before they existed (encodingFor).
+const EncodingVersion = 6
 
 // userOffsetVersion is the first encoding version with per-user
-// transition offsets.
-const userOffsetVersion = 5
+// transition offsets; cursorVersion the first with merge cursors.
+const (
+	userOffsetVersion = 5
+	cursorVersion     = 6
+)
 
-// Encoding is the encoding version WriteTo writes for m: 5 with per-user
-// transition offsets, else 4.
-func (m *Model) Encoding() uint32 {
-	if m.cfg.TransitionUserOffset {
+// encodingFor is the encoding version of a model with per-user transition
+// offsets or not and merge cursors or not: 6 with cursors (its USER
+// section holds the offsets exactly when the configuration asks for
+// them), else 5 with offsets, else 4. WriteTo writes it; ReadModel checks
+// a version against it (versions 1 to 3 count as 4: they have neither).
+func encodingFor(userOffsets, cursors bool) uint32 {
+	switch {
+	case cursors:
+		return cursorVersion
+	case userOffsets:
 		return userOffsetVersion
 	}
 	return userOffsetVersion - 1
+}
+
+// Encoding is the encoding version WriteTo writes for m (encodingFor):
+// 6 with merge cursors, else 5 with per-user transition offsets, else 4.
+func (m *Model) Encoding() uint32 {
+	return encodingFor(m.cfg.TransitionUserOffset, len(m.cursors) > 0)
 }
 
 var modelMagic = [8]byte{'R', 'G', 'B', 'T', 'M', 'O', 'D', 'L'}
@@ -60,6 +78,9 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 	e.section("CONF", func(e *encoder) { e.write(conf) })
 	e.section("RAND", func(e *encoder) { e.write(source) })
 	e.section("CTRS", m.encodeCounters)
+	if len(m.cursors) > 0 {
+		e.section("CURS", m.encodeCursors)
+	}
 	e.section("USER", func(e *encoder) { m.users.encode(e); m.transition.encodeUserOffsets(e) })
 	e.section("ITEM", func(e *encoder) { m.items.encode(e); m.transition.encodeOffsets(e) })
 	m.encodeNets(e)
@@ -154,6 +175,10 @@ func ReadModel(r io.Reader) (*Model, error) {
 	d.randomSource(m.src)
 	d.section("CTRS")
 	m.decodeCounters(d)
+	if version >= cursorVersion {
+		d.section("CURS")
+		m.decodeCursors(d)
+	}
 	d.section("USER")
 	m.users.decode(d)
 	m.transition.decodeUserOffsets(d, m.users.len())
@@ -219,9 +244,10 @@ func (d *decoder) header() (Config, uint32, error) {
 			// Version 3 is the encoding of a model with bounds, and only
 			// of one; versions 1 and 2 have no bounds.
 			d.fail("encoding version %d with a configuration that bounds the tables: %v", version, bounded)
-		} else if (version >= userOffsetVersion) != cfg.TransitionUserOffset {
+		} else if max(version, 4) != encodingFor(cfg.TransitionUserOffset, version >= cursorVersion) {
 			// Version 5 is the encoding of a model with per-user offsets,
-			// and only of one.
+			// and only of one, until version 6, where the configuration
+			// says (encodingFor).
 			d.fail("encoding version %d with transition_user_offset %v", version, cfg.TransitionUserOffset)
 		}
 	}

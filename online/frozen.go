@@ -41,6 +41,7 @@ func (m *Model) FrozenCopy(dst *Model) *Model {
 	dst.context = m.context
 	dst.schedule.copyFrom(&m.schedule)
 	dst.bounds = m.bounds
+	dst.cursors = append(dst.cursors[:0], m.cursors...)
 	if m.admission == nil {
 		dst.admission = nil
 	} else {

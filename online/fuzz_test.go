@@ -33,8 +33,11 @@ func fuzzModel(f *testing.F, cfg Config, evs []Event) *Model {
 // `go test` runs the seeds; `make fuzz-model FUZZTIME=10m` fuzzes.
 func FuzzReadModel(f *testing.F) {
 	evs := testStream(200, 9)
-	for _, cfg := range allModes {
+	for j, cfg := range allModes {
 		m := fuzzModel(f, cfg, evs)
+		if j%2 == 1 {
+			withCursors(f, m) // encoding version 6
+		}
 		var buf bytes.Buffer
 		if _, err := m.WriteTo(&buf); err != nil {
 			f.Fatal(err)
@@ -81,6 +84,9 @@ func FuzzReadModelDeltas(f *testing.F) {
 		for _, ev := range evs[100:] {
 			m.Step(ev, &sc)
 		}
+		if k%2 == 1 {
+			withCursors(f, m) // delta version 2
+		}
 		cp = m.FrozenCopy(cp)
 		var delta bytes.Buffer
 		if _, err := cp.WriteDelta(&delta); err != nil {
@@ -94,6 +100,17 @@ func FuzzReadModelDeltas(f *testing.F) {
 		m, err := ReadModelDeltas(bytes.NewReader(base), []io.Reader{bytes.NewReader(b)})
 		readsBack(t, m, err)
 	})
+}
+
+// withCursors gives m two merge cursors (MergeFrom of deltas that change
+// no row).
+func withCursors(f *testing.F, m *Model) {
+	m.StartSharing()
+	for _, c := range []Cursor{{1, 40}, {3, 7}} {
+		if err := m.MergeFrom(c.Partition, c.Seq, &Shared{K: m.k, Dim: m.d}); err != nil {
+			f.Fatal(err)
+		}
+	}
 }
 
 // readsBack checks what a fuzzed read returned: a refusal wraps

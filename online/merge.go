@@ -3,9 +3,11 @@ package online
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Merging the shared parameters of partition models (docs/design/partitions.md).
@@ -46,6 +48,15 @@ import (
 // rows (and, for an item the model has no row for, a new row drawn from
 // its random source), so a partition model's scores depend on its own
 // events and on the deltas it merged, at the points it merged them.
+//
+// Encoded: which deltas a model merged. MergeFrom records, per source
+// partition, the seq of the last delta of it merged (a cursor); the
+// cursors are model state, written by WriteTo (encoding version 6) and
+// WriteDelta (delta version 2), copied by FrozenCopy and read back by
+// ReadModel, ReadModelDeltas and ReadSet, so that a model restored after
+// a rebalance or a crash knows where to resume each partition's deltas:
+// none merged twice, none missed. A model that never called MergeFrom
+// encodes as it did before cursors existed (FORMAT.md).
 //
 // Not encoded: what a model last published lives in memory only. A model
 // read back from its encoding starts sharing afresh (StartSharing), so
@@ -204,6 +215,98 @@ func (m *Model) Merge(s *Shared) error {
 		m.items.stamps[r] = m.epoch
 	}
 	return nil
+}
+
+// Cursor is where a model stands in one partition's deltas: Seq is the
+// seq of the last delta of Partition it merged (MergeFrom).
+type Cursor struct {
+	Partition int32
+	Seq       int64
+}
+
+// MergeFrom merges s (Merge's rule and checks), published by partition q,
+// whose publication is identified by seq (the next input offset of q when
+// it published; increasing along q's publications), and records seq as
+// q's cursor. A refused delta (Merge's errors) leaves the cursor
+// unchanged.
+//
+// The cursor becomes seq whatever it was: the caller decides what to
+// merge and calls MergeFrom with increasing seqs per partition. Several
+// chunks of one publication may be merged with the same seq, each a
+// MergeFrom. q and seq must be non-negative (-1 is Merged's "none"). Once
+// q has a cursor, recording another allocates nothing.
+func (m *Model) MergeFrom(q int32, seq int64, s *Shared) error {
+	if q < 0 || seq < 0 {
+		return fmt.Errorf("merge: partition %d, seq %d: both must be non-negative", q, seq)
+	}
+	if err := m.Merge(s); err != nil {
+		return err
+	}
+	m.setCursor(q, seq)
+	return nil
+}
+
+// setCursor sets q's cursor to seq, inserting it in order if q has none.
+func (m *Model) setCursor(q int32, seq int64) {
+	j, ok := m.cursorIndex(q)
+	if !ok {
+		m.cursors = slices.Insert(m.cursors, j, Cursor{Partition: q})
+	}
+	m.cursors[j].Seq = seq
+}
+
+// cursorIndex is the index of q's cursor, or where it belongs and false.
+func (m *Model) cursorIndex(q int32) (int, bool) {
+	return slices.BinarySearchFunc(m.cursors, q, func(c Cursor, q int32) int { return cmp.Compare(c.Partition, q) })
+}
+
+// Merged returns the seq of the last delta of partition q that m merged
+// (MergeFrom), -1 if none.
+func (m *Model) Merged(q int32) int64 {
+	if j, ok := m.cursorIndex(q); ok {
+		return m.cursors[j].Seq
+	}
+	return -1
+}
+
+// MergedFrom returns every cursor, sorted by partition (a copy; nil if
+// m merged nothing with MergeFrom). For logs, metrics and tests.
+func (m *Model) MergedFrom() []Cursor { return slices.Clone(m.cursors) }
+
+// encodeCursors writes the cursors (FORMAT.md, CURS): count u32, then per
+// cursor partition u32 and seq u64.
+func (m *Model) encodeCursors(e *encoder) {
+	e.u32(uint32(len(m.cursors)))
+	for _, c := range m.cursors {
+		e.u32(uint32(c.Partition))
+		e.u64(uint64(c.Seq))
+	}
+}
+
+// decodeCursors reads what encodeCursors writes into m's cursors (their
+// slice reused): at least one cursor (a model without any writes no
+// section), partitions strictly ascending, partitions and seqs
+// non-negative.
+func (m *Model) decodeCursors(d *decoder) {
+	m.cursors = m.cursors[:0]
+	n := int(d.u32())
+	if d.err == nil && n == 0 {
+		d.fail("a cursor section without cursors")
+	}
+	if !d.fits(n, 12) {
+		return
+	}
+	for range n {
+		c := Cursor{Partition: int32(d.u32()), Seq: int64(d.u64())}
+		if d.err != nil {
+			return
+		}
+		if c.Partition < 0 || c.Seq < 0 || (len(m.cursors) > 0 && c.Partition <= m.cursors[len(m.cursors)-1].Partition) {
+			d.fail("cursor (partition %d, seq %d) negative, out of order or repeated", c.Partition, c.Seq)
+			return
+		}
+		m.cursors = append(m.cursors, c)
+	}
 }
 
 // checkMerge reports whether adding s keeps every value finite and every

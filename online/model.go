@@ -47,8 +47,11 @@ type Model struct {
 	delta                      deltaBase
 
 	// share, when the model shares its item rows with other partition
-	// models, is what it last published (merge.go).
-	share *sharing
+	// models, is what it last published (merge.go); cursors, per source
+	// partition, the last of its deltas the model merged (MergeFrom),
+	// sorted by partition.
+	share   *sharing
+	cursors []Cursor
 
 	scratch scratch
 }
