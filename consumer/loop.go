@@ -193,6 +193,30 @@ type Stats struct {
 	ShadowNumerical uint64
 }
 
+// Add adds o's counts to s's (the runs of several members, say).
+func (s *Stats) Add(o Stats) {
+	s.Records += o.Records
+	s.Skipped += o.Skipped
+	s.Scored += o.Scored
+	s.Rejected += o.Rejected
+	s.AlreadyEmitted += o.AlreadyEmitted
+	s.Numerical += o.Numerical
+	s.ShadowRejected += o.ShadowRejected
+	s.ShadowNumerical += o.ShadowNumerical
+	s.SkippedByReason = addCounts(s.SkippedByReason, o.SkippedByReason)
+	s.ByReason = addCounts(s.ByReason, o.ByReason)
+}
+
+func addCounts[K comparable](dst, src map[K]uint64) map[K]uint64 {
+	for k, n := range src {
+		if dst == nil {
+			dst = map[K]uint64{}
+		}
+		dst[k] += n
+	}
+	return dst
+}
+
 // Run reads src until it is exhausted (io.EOF), ctx is cancelled or a sink
 // fails. Each record is decoded, scored by model (score, then learn) and
 // written to sink; a record that fails to decode or that the model refuses

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -495,4 +496,21 @@ type blocking struct{}
 func (blocking) Next(ctx context.Context) (Message, error) {
 	<-ctx.Done()
 	return Message{}, ctx.Err()
+}
+
+func TestStatsAdd(t *testing.T) {
+	var sum Stats
+	a := Stats{Records: 5, Skipped: 1, Scored: 3, Rejected: 1, AlreadyEmitted: 1, Numerical: 2, ShadowRejected: 1, ShadowNumerical: 1,
+		SkippedByReason: map[SkipReason]uint64{"blank": 1}, ByReason: map[Reason]uint64{"not_json": 1}}
+	b := Stats{Records: 2, Scored: 1, Rejected: 1, ByReason: map[Reason]uint64{"not_json": 1}}
+	sum.Add(a)
+	sum.Add(b)
+	want := Stats{Records: 7, Skipped: 1, Scored: 4, Rejected: 2, AlreadyEmitted: 1, Numerical: 2, ShadowRejected: 1, ShadowNumerical: 1,
+		SkippedByReason: map[SkipReason]uint64{"blank": 1}, ByReason: map[Reason]uint64{"not_json": 2}}
+	if !reflect.DeepEqual(sum, want) {
+		t.Fatalf("sum %+v, want %+v", sum, want)
+	}
+	if a.ByReason["not_json"] != 1 {
+		t.Fatal("Add changed its argument's counts")
+	}
 }

@@ -256,13 +256,7 @@ func Run(ctx context.Context, opts Options) (rep report.Report, err error) {
 	}
 	var st consumer.Stats
 	for _, svc := range svcs {
-		s := svc.Stats()
-		st.Records += s.Records
-		st.Skipped += s.Skipped
-		st.Scored += s.Scored
-		st.Rejected += s.Rejected
-		st.AlreadyEmitted += s.AlreadyEmitted
-		st.Numerical += s.Numerical
+		st.Add(svc.Stats())
 	}
 	model, _ := svcs[0].ModelState()
 	fmt.Fprintf(progress, "demo: %d member(s) processed %d records (%d scored, %d dead-lettered) in %.2fs\n",
