@@ -335,6 +335,16 @@ func (d *decoder) section(tag string) {
 	d.left = binary.LittleEndian.Uint64(h[4:])
 }
 
+// has reports whether the next section is tag's, without reading it: for
+// a section that an encoding holds or not, as the model is.
+func (d *decoder) has(tag string) bool {
+	if d.err != nil || d.left != 0 {
+		return false
+	}
+	b, err := d.r.Peek(len(tag))
+	return err == nil && string(b) == tag
+}
+
 // checkIndices fails d unless v is strictly ascending within [0,n).
 func checkIndices(d *decoder, v []int32, n int) {
 	for j, x := range v {

@@ -1,6 +1,10 @@
 package online
 
-import "math"
+import (
+	"math"
+	"slices"
+	"strings"
+)
 
 // The context part: what an event carries beside (user, item) that the
 // classifier cannot see, turned into evidence about whether the event is
@@ -9,7 +13,14 @@ import "math"
 //   - log(1 + dwell_ms), a Gaussian per class, left out (marginalised) when
 //     the event has no dwell: a missing dwell is never read as zero;
 //   - the event type ("click", "view", ...), a categorical per class over
-//     typeBuckets hashed buckets.
+//     typeBuckets slots: the first namedTypes distinct types of the stream
+//     get a slot each, in the order they first appear, and any further
+//     type shares the last. Until encoding version 7 the slot was an
+//     FNV-1a hash of the type mod 16, and the five types of a shop's
+//     stream (view, click, cart, purchase, return) fell into three
+//     buckets: click, cart and return shared one, though a cart is the
+//     surest sign of a genuine event and a return the surest of noise
+//     (docs/design/model.md, "Event types: a slot each").
 //
 // The two classes are anchored by the classifier: an event's prior of being
 // genuine is its p_clean, and the class-conditional densities are fitted by
@@ -39,8 +50,10 @@ const (
 	// contextMinMass is the decayed mass each class needs in a feature
 	// before the feature counts as evidence.
 	contextMinMass = 50
-	// typeBuckets is the number of hashed event-type buckets.
+	// typeBuckets is the number of event-type slots: namedTypes named
+	// ones and one for every type after them.
 	typeBuckets = 16
+	namedTypes  = typeBuckets - 1
 	// contextClamp bounds the context's summed log-likelihood ratio (the
 	// evidence), so that the context can move p_clean's odds by at most
 	// e³ ≈ 20 either way. A Gaussian's log-likelihood ratio grows with the
@@ -60,6 +73,10 @@ const (
 // posterior (the weight), and the anchor's, fitted to p_clean.
 type contextModel struct {
 	em, anchor contextStats
+	// types names the event-type slots, in the order the types first
+	// appeared (at most namedTypes; slot namedTypes is every later type).
+	// It only grows, so a frozen copy may share its array.
+	types []string
 }
 
 // contextStats holds the decayed sufficient statistics of the two classes
@@ -77,28 +94,33 @@ type contextFeatures struct {
 	bucket   int // -1: no event type
 }
 
-// features extracts the context of ev. Dwell is left out in dwell mode,
-// where it is the label itself.
-func contextOf(ev *Event, mode string) contextFeatures {
-	c := contextFeatures{bucket: -1}
+// features extracts the context of ev, giving its event type a slot if
+// it is new and a slot is free. Dwell is left out in dwell mode, where it
+// is the label itself.
+func (c *contextModel) features(ev *Event, mode string) contextFeatures {
+	x := contextFeatures{bucket: -1}
 	if ev.HasDwell && ev.DwellMS >= 0 && mode != ModeDwell {
-		c.logDwell, c.hasDwell = math.Log1p(float64(ev.DwellMS)), true
+		x.logDwell, x.hasDwell = math.Log1p(float64(ev.DwellMS)), true
 	}
 	if ev.Kind != "" {
-		c.bucket = int(fnv32(ev.Kind) % typeBuckets)
+		x.bucket = c.typeSlot(ev.Kind)
 	}
-	return c
+	return x
 }
 
-// fnv32 is FNV-1a over s: a fixed hash, so buckets do not depend on the
-// process.
-func fnv32(s string) uint32 {
-	h := uint32(2166136261)
-	for i := 0; i < len(s); i++ {
-		h ^= uint32(s[i])
-		h *= 16777619
+// typeSlot is kind's slot: its own if it has one or one is free (a copy
+// of kind is kept then), else the shared last slot.
+func (c *contextModel) typeSlot(kind string) int {
+	for j, t := range c.types {
+		if t == kind {
+			return j
+		}
 	}
-	return h
+	if len(c.types) == namedTypes || len(kind) > maxIDBytes {
+		return namedTypes
+	}
+	c.types = append(c.types, strings.Clone(kind))
+	return len(c.types) - 1
 }
 
 // weight returns the posterior that the event is genuine given its p_clean
@@ -290,6 +312,40 @@ func (c *contextModel) encode(e *encoder) {
 func (c *contextModel) decode(d *decoder) {
 	c.em.decode(d)
 	c.anchor.decode(d)
+}
+
+// encodeTypes writes the slots' names (FORMAT.md, TYPE): count u32, then
+// each name as an id.
+func (c *contextModel) encodeTypes(e *encoder) { e.ids(c.types) }
+
+// decodeTypes reads what encodeTypes writes: 1 to namedTypes distinct,
+// non-empty names.
+func (c *contextModel) decodeTypes(d *decoder) {
+	c.types = d.ids()
+	if d.err != nil {
+		return
+	}
+	if len(c.types) == 0 || len(c.types) > namedTypes {
+		d.fail("%d event types, want 1 to %d", len(c.types), namedTypes)
+		return
+	}
+	for j, t := range c.types {
+		if t == "" || slices.Contains(c.types[:j], t) {
+			d.fail("event type %q empty or repeated", t)
+			return
+		}
+	}
+}
+
+// forgetTypes clears the event-type statistics and names: read from an
+// encoding before version 7, whose buckets were hashes of the types, they
+// mean nothing in slots, and are learned again.
+func (c *contextModel) forgetTypes() {
+	c.types = nil
+	for _, s := range []*contextStats{&c.em, &c.anchor} {
+		s.typeMass = [2][typeBuckets]float64{}
+		s.typeTotal = [2]float64{}
+	}
 }
 
 // decodeEM reads the statistics of an encoding before version 4, which

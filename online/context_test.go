@@ -10,9 +10,11 @@ import (
 // events have log-dwell ~ N(genuineMean, 0.5) and type "click"; noisy ones
 // N(noiseMean, 0.5) and type "click" or "view" evenly. The prior (the
 // classifier's p_clean) is weakly informative: 0.75 for genuine events,
-// 0.65 for noise.
+// 0.65 for noise. The event types get their slots in streamTypes.
 func contextStream(n int, noise, genuineMean, noiseMean float64, seed uint64) (xs []contextFeatures, prior []float64, genuine []bool) {
 	r := rand.New(rand.NewPCG(seed, 1))
+	var names contextModel
+	defer func() { streamTypes = names.types }()
 	for range n {
 		g := r.Float64() >= noise
 		mean, p, kind := genuineMean, 0.75, "click"
@@ -23,7 +25,7 @@ func contextStream(n int, noise, genuineMean, noiseMean float64, seed uint64) (x
 			}
 		}
 		dwell := int64(math.Expm1(mean + 0.5*r.NormFloat64()))
-		xs = append(xs, contextOf(&Event{DwellMS: max(dwell, 0), HasDwell: true, Kind: kind}, ModeBinary))
+		xs = append(xs, names.features(&Event{DwellMS: max(dwell, 0), HasDwell: true, Kind: kind}, ModeBinary))
 		prior = append(prior, p)
 		genuine = append(genuine, g)
 	}
@@ -106,7 +108,8 @@ func TestContextKnownMeans(t *testing.T) {
 		}
 	}
 	// The event type: noise is half "view", genuine never.
-	view := contextOf(&Event{Kind: "view"}, ModeBinary)
+	c.types = streamTypes
+	view := c.features(&Event{Kind: "view"}, ModeBinary)
 	if e := c.evidence(view); e > -1 {
 		t.Errorf("evidence of a view %.3f, want clearly negative (noise)", e)
 	}
@@ -124,11 +127,11 @@ func TestContextNeutralWithout(t *testing.T) {
 	for i, x := range xs {
 		c.learn(x, c.weight(prior[i], x), prior[i])
 	}
-	bare := contextOf(&Event{}, ModeBinary)
+	bare := ctxOf(&Event{}, ModeBinary)
 	if w := c.weight(0.8, bare); math.Abs(w-0.8) > 1e-12 {
 		t.Errorf("no dwell, no type: weight %v, want p_clean 0.8", w)
 	}
-	if x := contextOf(&Event{DwellMS: 5, HasDwell: true}, ModeDwell); x.hasDwell {
+	if x := ctxOf(&Event{DwellMS: 5, HasDwell: true}, ModeDwell); x.hasDwell {
 		t.Error("dwell mode reads dwell as context")
 	}
 	for _, p := range []float64{0, 1, 1e-300} {
@@ -171,4 +174,13 @@ func TestContextDoesNotFlip(t *testing.T) {
 	if auc < 0.9 {
 		t.Errorf("ROC-AUC of the weight over the second half of the second phase %.3f, want ≥ 0.9", auc)
 	}
+}
+
+// streamTypes is the event-type slots of contextStream's last stream.
+var streamTypes []string
+
+// ctxOf is a fresh context model's features of ev.
+func ctxOf(ev *Event, mode string) contextFeatures {
+	var c contextModel
+	return c.features(ev, mode)
 }

@@ -128,7 +128,7 @@ func TestCursorEncoding(t *testing.T) {
 		if err := m.Merge(&d); err != nil {
 			t.Fatal(err)
 		}
-		plain := encodingFor(perUser, false)
+		plain := encodingFor(perUser, false, false)
 		if v := binary.LittleEndian.Uint32(encode(t, m)[8:]); v != plain || m.Encoding() != plain {
 			t.Fatalf("user offsets %v, no cursor: version %d (Encoding %d), want %d", perUser, v, m.Encoding(), plain)
 		}
@@ -140,8 +140,8 @@ func TestCursorEncoding(t *testing.T) {
 		}
 		want := []Cursor{{1, 9}, {3, 41}}
 		b := encode(t, m)
-		if v := binary.LittleEndian.Uint32(b[8:]); v != EncodingVersion || m.Encoding() != EncodingVersion {
-			t.Fatalf("user offsets %v, cursors: version %d (Encoding %d), want %d", perUser, v, m.Encoding(), EncodingVersion)
+		if v := binary.LittleEndian.Uint32(b[8:]); v != cursorVersion || m.Encoding() != cursorVersion {
+			t.Fatalf("user offsets %v, cursors: version %d (Encoding %d), want %d", perUser, v, m.Encoding(), cursorVersion)
 		}
 		back := cloneModel(t, m)
 		if !slices.Equal(back.MergedFrom(), want) || !bytes.Equal(encode(t, back), b) {
@@ -265,7 +265,7 @@ func TestCursorDeltaChain(t *testing.T) {
 	if err := m.MergeFrom(1, 50, &d); err != nil {
 		t.Fatal(err)
 	}
-	save(DeltaVersion)
+	save(deltaCursorVersion)
 	stepAll(t, partner, mergeStream(200, 7))
 	if err := partner.Publish(&d); err != nil {
 		t.Fatal(err)
@@ -276,7 +276,7 @@ func TestCursorDeltaChain(t *testing.T) {
 	if err := m.MergeFrom(0, 12, &Shared{K: d.K, Dim: d.Dim}); err != nil {
 		t.Fatal(err)
 	}
-	save(DeltaVersion)
+	save(deltaCursorVersion)
 	got := c.restore(t)
 	want := []Cursor{{0, 12}, {1, 80}}
 	if !slices.Equal(got.MergedFrom(), want) || !bytes.Equal(encode(t, got), encode(t, cp)) {

@@ -20,15 +20,27 @@ import (
 // with the cursors after the counters. For a model without cursors it
 // writes version 1, as before cursors existed (deltaVersionFor).
 // ReadModelDeltas reads both.
-const DeltaVersion = 2
+//
+// Version 3 is written for a model with event types: version 2 with the
+// cursors exactly when the model has some and the context's event types
+// (TYPE) after CTXT. A delta before it had hashed event-type buckets, and
+// the model forgets what it read of them (encode.go, version 7).
+const DeltaVersion = 3
 
-// deltaCursorVersion is the first delta version with merge cursors.
-const deltaCursorVersion = 2
+// deltaCursorVersion is the first delta version with merge cursors,
+// deltaTypesVersion the first with event types.
+const (
+	deltaCursorVersion = 2
+	deltaTypesVersion  = 3
+)
 
 // deltaVersionFor is the delta version of a model with merge cursors or
-// not.
-func deltaVersionFor(cursors bool) uint32 {
-	if cursors {
+// not and event types or not.
+func deltaVersionFor(cursors, types bool) uint32 {
+	switch {
+	case types:
+		return deltaTypesVersion
+	case cursors:
 		return deltaCursorVersion
 	}
 	return deltaCursorVersion - 1
@@ -139,7 +151,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 func (m *Model) encodeDelta(e *encoder, confCRC uint32) {
 	b := &m.delta
 	e.write(deltaMagic[:])
-	e.u32(deltaVersionFor(len(m.cursors) > 0))
+	e.u32(deltaVersionFor(len(m.cursors) > 0, len(m.context.types) > 0))
 	e.section("HEAD", func(e *encoder) {
 		e.u64(b.events)
 		e.u64(m.schedule.events)
@@ -183,6 +195,9 @@ func (m *Model) encodeDelta(e *encoder, confCRC uint32) {
 	})
 	e.section("COOC", func(e *encoder) { e.u8(m.cooc.kind()); m.cooc.encodeRows(e, users, items) })
 	e.section("CTXT", m.context.encode)
+	if len(m.context.types) > 0 {
+		e.section("TYPE", m.context.encodeTypes)
+	}
 	if r := &m.popular; r.items != nil {
 		e.section("POPR", func(e *encoder) {
 			n := int(min(r.pushed-b.popular, popRingSize))
@@ -413,7 +428,7 @@ func (m *Model) applyDelta(r io.Reader, confCRC uint32) error {
 	}
 	// The cursors are written whole: a version-1 delta is one of a model
 	// without any.
-	if version >= deltaCursorVersion {
+	if version == deltaCursorVersion || (version >= deltaTypesVersion && d.has("CURS")) {
 		d.section("CURS")
 		m.decodeCursors(d)
 	} else {
@@ -447,6 +462,12 @@ func (m *Model) applyDelta(r io.Reader, confCRC uint32) error {
 	m.cooc.decodeRows(d, users, items, nu, ni)
 	d.section("CTXT")
 	m.context.decode(d)
+	if version >= deltaTypesVersion {
+		d.section("TYPE")
+		m.context.decodeTypes(d)
+	} else {
+		m.context.forgetTypes()
+	}
 	if p := &m.popular; p.items != nil {
 		d.section("POPR")
 		if n := int(d.u32()); d.err == nil && n > popRingSize {

@@ -24,24 +24,33 @@ import (
 // Config.TransitionUserOffset; version 6 is version 5's layout (per-user
 // offsets exactly with Config.TransitionUserOffset) with the merge
 // cursors (MergeFrom) after the counters, written exactly for models that
-// have cursors. So a model without per-user offsets or cursors encodes
-// as it did before they existed (encodingFor).
-const EncodingVersion = 6
+// have cursors; version 7 names the context's event-type slots (a
+// TYPE section after CTXT; until then a slot was a hash of the type, and
+// a model read from an older version learns its event types again), with
+// CURS exactly when the model has cursors, written exactly for models
+// that have seen an event type. So a model without per-user offsets,
+// cursors or event types encodes as it did before they existed
+// (encodingFor).
+const EncodingVersion = 7
 
 // userOffsetVersion is the first encoding version with per-user
 // transition offsets; cursorVersion the first with merge cursors.
 const (
 	userOffsetVersion = 5
 	cursorVersion     = 6
+	typesVersion      = 7
 )
 
 // encodingFor is the encoding version of a model with per-user transition
-// offsets or not and merge cursors or not: 6 with cursors (its USER
-// section holds the offsets exactly when the configuration asks for
-// them), else 5 with offsets, else 4. WriteTo writes it; ReadModel checks
-// a version against it (versions 1 to 3 count as 4: they have neither).
-func encodingFor(userOffsets, cursors bool) uint32 {
+// offsets or not, merge cursors or not and event types or not: 7 with
+// event types, else 6 with cursors (from 6 on, the USER section holds the
+// offsets exactly when the configuration asks for them), else 5 with
+// offsets, else 4. WriteTo writes it; ReadModel checks a version before 6
+// against it (versions 1 to 3 count as 4: they have none).
+func encodingFor(userOffsets, cursors, types bool) uint32 {
 	switch {
+	case types:
+		return typesVersion
 	case cursors:
 		return cursorVersion
 	case userOffsets:
@@ -50,10 +59,11 @@ func encodingFor(userOffsets, cursors bool) uint32 {
 	return userOffsetVersion - 1
 }
 
-// Encoding is the encoding version WriteTo writes for m (encodingFor):
-// 6 with merge cursors, else 5 with per-user transition offsets, else 4.
+// Encoding is the encoding version WriteTo writes for m (encodingFor): 7
+// with event types, else 6 with merge cursors, else 5 with per-user
+// transition offsets, else 4.
 func (m *Model) Encoding() uint32 {
-	return encodingFor(m.cfg.TransitionUserOffset, len(m.cursors) > 0)
+	return encodingFor(m.cfg.TransitionUserOffset, len(m.cursors) > 0, len(m.context.types) > 0)
 }
 
 var modelMagic = [8]byte{'R', 'G', 'B', 'T', 'M', 'O', 'D', 'L'}
@@ -87,6 +97,9 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 	e.section("WIND", m.mixture.encodeWindow)
 	e.section("COOC", func(e *encoder) { e.u8(m.cooc.kind()); m.cooc.encode(e) })
 	e.section("CTXT", m.context.encode)
+	if len(m.context.types) > 0 {
+		e.section("TYPE", m.context.encodeTypes)
+	}
 	if m.popular.items != nil {
 		e.section("POPR", m.popular.encode)
 	}
@@ -175,7 +188,7 @@ func ReadModel(r io.Reader) (*Model, error) {
 	d.randomSource(m.src)
 	d.section("CTRS")
 	m.decodeCounters(d)
-	if version >= cursorVersion {
+	if version == cursorVersion || (version >= typesVersion && d.has("CURS")) {
 		d.section("CURS")
 		m.decodeCursors(d)
 	}
@@ -197,6 +210,12 @@ func ReadModel(r io.Reader) (*Model, error) {
 		} else {
 			m.context.decodeEM(d)
 		}
+	}
+	if version >= typesVersion {
+		d.section("TYPE")
+		m.context.decodeTypes(d)
+	} else {
+		m.context.forgetTypes()
 	}
 	m.users.checkRecent(d, m.items.len())
 	if m.popular.items != nil {
@@ -244,7 +263,7 @@ func (d *decoder) header() (Config, uint32, error) {
 			// Version 3 is the encoding of a model with bounds, and only
 			// of one; versions 1 and 2 have no bounds.
 			d.fail("encoding version %d with a configuration that bounds the tables: %v", version, bounded)
-		} else if max(version, 4) != encodingFor(cfg.TransitionUserOffset, version >= cursorVersion) {
+		} else if version < cursorVersion && max(version, 4) != encodingFor(cfg.TransitionUserOffset, false, false) {
 			// Version 5 is the encoding of a model with per-user offsets,
 			// and only of one, until version 6, where the configuration
 			// says (encodingFor).

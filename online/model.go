@@ -216,7 +216,7 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	if err != nil {
 		return err
 	}
-	context := contextOf(&ev, m.cfg.Mode)
+	context := m.context.features(&ev, m.cfg.Mode)
 	posterior := sc.PClean
 	if m.useContext() {
 		posterior = m.context.weight(sc.PClean, context)
