@@ -16,15 +16,14 @@ import (
 // itself does not change: snapshots and WriteTo stay whole.
 
 // DeltaVersion is the newest version of the delta encoding, which
-// WriteDelta writes for a model with merge cursors (MergeFrom): version 1
-// with the cursors after the counters. For a model without cursors it
-// writes version 1, as before cursors existed (deltaVersionFor).
-// ReadModelDeltas reads both.
-//
-// Version 3 is written for a model with event types: version 2 with the
+// WriteDelta writes for a model with event types: version 2 with the
 // cursors exactly when the model has some and the context's event types
-// (TYPE) after CTXT. A delta before it had hashed event-type buckets, and
-// the model forgets what it read of them (encode.go, version 7).
+// (TYPE) after CTXT. For a model without event types it writes version 2
+// (version 1 with the cursors after the counters) when the model has merge
+// cursors (MergeFrom), else version 1, as before either existed
+// (deltaVersionFor). ReadModelDeltas reads all three; a delta before
+// version 3 had hashed event-type buckets, and the model forgets what it
+// read of them (encode.go, version 7).
 const DeltaVersion = 3
 
 // deltaCursorVersion is the first delta version with merge cursors,
