@@ -3,6 +3,7 @@ package online
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -10,11 +11,10 @@ import (
 // events have log-dwell ~ N(genuineMean, 0.5) and type "click"; noisy ones
 // N(noiseMean, 0.5) and type "click" or "view" evenly. The prior (the
 // classifier's p_clean) is weakly informative: 0.75 for genuine events,
-// 0.65 for noise. The event types get their slots in streamTypes.
+// 0.65 for noise. The event types have the slots of streamKinds.
 func contextStream(n int, noise, genuineMean, noiseMean float64, seed uint64) (xs []contextFeatures, prior []float64, genuine []bool) {
 	r := rand.New(rand.NewPCG(seed, 1))
-	var names contextModel
-	defer func() { streamTypes = names.types }()
+	names := contextModel{types: slices.Clone(streamKinds)}
 	for range n {
 		g := r.Float64() >= noise
 		mean, p, kind := genuineMean, 0.75, "click"
@@ -108,7 +108,7 @@ func TestContextKnownMeans(t *testing.T) {
 		}
 	}
 	// The event type: noise is half "view", genuine never.
-	c.types = streamTypes
+	c.types = slices.Clone(streamKinds)
 	view := c.features(&Event{Kind: "view"}, ModeBinary)
 	if e := c.evidence(view); e > -1 {
 		t.Errorf("evidence of a view %.3f, want clearly negative (noise)", e)
@@ -176,8 +176,8 @@ func TestContextDoesNotFlip(t *testing.T) {
 	}
 }
 
-// streamTypes is the event-type slots of contextStream's last stream.
-var streamTypes []string
+// streamKinds names contextStream's event-type slots.
+var streamKinds = []string{"click", "view"}
 
 // ctxOf is a fresh context model's features of ev.
 func ctxOf(ev *Event, mode string) contextFeatures {
