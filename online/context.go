@@ -25,11 +25,14 @@ import (
 // The two classes are anchored by the classifier: an event's prior of being
 // genuine is its p_clean, and the class-conditional densities are fitted by
 // online EM from the posterior, with statistics that decay over about
-// contextWindow events. The genuine class is by construction the one the
+// contextWindow events once they are older than about ten windows
+// (contextGrowth: young statistics forget faster). The genuine class is by construction the one the
 // classifier calls clean, so no feature's direction is assumed (long dwell
 // = genuine is learned, not written in) and the classes cannot swap. The
-// posterior, Score.Weight, is p_clean updated by the evidence:
-// logit(weight) = logit(p_clean) + Σ log p(c | genuine) / p(c | noise).
+// posterior is p_clean updated by the evidence:
+// logit(posterior) = m + pCleanTemper·(logit(p_clean) − m) + Σ log p(c | genuine) / p(c | noise),
+// with m the log-odds of the mean p_clean,
+// and the calibration (calibration.go) turns it into Score.Weight.
 //
 // EM sharpens: it fits the classes to the posterior it computes from
 // them, so it finds the direction the anchor points to and separates the
@@ -45,8 +48,34 @@ import (
 // evidence is used. The anchor's direction is the direction p_clean
 // carries, and no feature's direction is assumed.
 const (
-	// contextWindow is the number of events the statistics decay over.
+	// contextWindow is the number of events the statistics decay over
+	// once they have learned long enough (contextGrowth).
 	contextWindow = 5000
+	// contextGrowth sets the statistics' window while they are young: the
+	// newest event weighs 1/L, with L = contextGrowth·(mass so far) + 1
+	// (at least contextMinWindow, at most contextWindow). The mass then
+	// grows by 1 − 1/contextGrowth ≈ 0.09 per event and the window with
+	// it, about a tenth of the events seen, until it reaches contextWindow
+	// after about 50,000 events. Online EM (Cappé and Moulines, "Online
+	// EM algorithm for latent data models", 2009) moves each statistic a
+	// step γ towards the newest event's; a step that falls off slower than
+	// 1/n forgets the posteriors computed with the first, poorer fits
+	// sooner, so the fit makes about thirty EM rounds in the first 10,000
+	// events where a plain running mean (γ = 1/n) makes about three.
+	// Batch EM over the first 10,000 events of the v2 stream needed about
+	// twenty rounds to converge (docs/design/model.md, "The context's
+	// first events"). Chosen on seed 1 of the v2 100k stream among 1.02,
+	// 1.05, 1.1, 1.25 and 1.5.
+	contextGrowth    = 1.1
+	contextMinWindow = 20
+	// pCleanTemper is the factor on p_clean's log-odds in the posterior,
+	// once the context has evidence to add (contextModel.weight). p_clean
+	// is over-dispersed: its log-odds spread further than its ranking
+	// supports (see weightTemper, which draws the posterior's in for the
+	// same reason), and added at full strength it outvotes the context's
+	// evidence. Chosen on seed 1 of the v2 100k stream among 0.6, 0.8 and 1
+	// (docs/design/model.md, "The context's first events").
+	pCleanTemper = 0.6
 	// contextMinMass is the decayed mass each class needs in a feature
 	// before the feature counts as evidence.
 	contextMinMass = 50
@@ -125,9 +154,35 @@ func (c *contextModel) typeSlot(kind string) int {
 
 // weight returns the posterior that the event is genuine given its p_clean
 // and its context.
+// Until the context has evidence to add (informed), it is p_clean.
 func (c *contextModel) weight(pClean float64, x contextFeatures) float64 {
+	if !c.informed() {
+		return pClean
+	}
 	p := min(max(pClean, pCleanFloor), 1-pCleanFloor)
-	return sigmoid(math.Log(p/(1-p)) + c.evidence(x))
+	centre := c.anchor.share()
+	return sigmoid(centre + pCleanTemper*(math.Log(p/(1-p))-centre) + c.evidence(x))
+}
+
+// share is the log-odds of the genuine class's share of the mass, of the
+// feature with the more mass: for the anchor's statistics, the mean
+// p_clean of the events they hold. Drawing p_clean's log-odds towards it
+// (weight) keeps the classes' shares where p_clean puts them.
+func (s *contextStats) share() float64 {
+	g, n := s.dwellMass[1], s.dwellMass[0]
+	if s.typeTotal[0]+s.typeTotal[1] > g+n {
+		g, n = s.typeTotal[1], s.typeTotal[0]
+	}
+	g, n = max(g, pCleanFloor), max(n, pCleanFloor)
+	return math.Log(g / n)
+}
+
+// informed reports whether some feature's statistics, the EM's or the
+// anchor's, have the mass to count as evidence. A stream that carries no
+// dwell and no event type never informs the context, and its posterior
+// stays p_clean.
+func (c *contextModel) informed() bool {
+	return c.em.dwellReady() || c.em.typeReady() || c.anchor.dwellReady() || c.anchor.typeReady()
 }
 
 // evidence is the log-likelihood ratio, genuine against noise, of x: per
@@ -225,15 +280,19 @@ func typeAgreement(e, a *contextStats) float64 {
 
 // learn adds x with responsibility w of the genuine class, after decaying
 // what was there.
+// Each feature decays by its own keep (contextKeep of its mass).
 func (s *contextStats) learn(x contextFeatures, w float64) {
-	const keep = 1 - 1.0/contextWindow
+	keepDwell := contextKeep(s.dwellMass[0] + s.dwellMass[1])
+	keepType := contextKeep(s.typeTotal[0] + s.typeTotal[1])
 	for k, r := range [2]float64{1 - w, w} {
 		if x.hasDwell {
+			keep := keepDwell
 			s.dwellMass[k] = keep*s.dwellMass[k] + r
 			s.dwellSum[k] = keep*s.dwellSum[k] + r*x.logDwell
 			s.dwellSquares[k] = keep*s.dwellSquares[k] + r*x.logDwell*x.logDwell
 		}
 		if x.bucket >= 0 {
+			keep := keepType
 			mass := &s.typeMass[k]
 			for b := range mass {
 				mass[b] *= keep
@@ -242,6 +301,15 @@ func (s *contextStats) learn(x contextFeatures, w float64) {
 			s.typeTotal[k] = keep*s.typeTotal[k] + r
 		}
 	}
+}
+
+// contextKeep is the factor a feature's statistics keep of what they hold
+// before the next event is added, given their mass (both classes): 1 − 1/L
+// with the window L = contextGrowth·mass + 1, within [contextMinWindow,
+// contextWindow]. It is a function of the statistics alone, so a restored
+// model goes on exactly as the one that was saved.
+func contextKeep(mass float64) float64 {
+	return 1 - 1/min(contextWindow, max(contextMinWindow, contextGrowth*mass+1))
 }
 
 // finite reports whether every statistic is finite.

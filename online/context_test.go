@@ -115,21 +115,39 @@ func TestContextKnownMeans(t *testing.T) {
 	}
 }
 
-// TestContextNeutralWithout: an event without dwell or type gets exactly
-// its p_clean; an empty model gives p_clean too; dwell mode never reads
-// dwell (it is the label there).
+// TestContextNeutralWithout: an empty model, and one that has only seen
+// events without dwell or type, give exactly p_clean; once the context
+// is informed, an event without dwell or type gets p_clean's log-odds
+// drawn towards the mean p_clean by pCleanTemper and nothing else; dwell
+// mode never reads dwell (it is the label there).
 func TestContextNeutralWithout(t *testing.T) {
 	xs, prior, _ := contextStream(5000, 0.2, 10, 7, 7)
 	var c contextModel
 	if w := c.weight(0.8, xs[0]); math.Abs(w-0.8) > 1e-12 {
 		t.Errorf("empty statistics: weight %v, want p_clean 0.8", w)
 	}
+	bare := ctxOf(&Event{}, ModeBinary)
+	for i := range 1000 {
+		c.learn(bare, c.weight(prior[i], bare), prior[i])
+	}
+	if w := c.weight(0.8, bare); math.Abs(w-0.8) > 1e-12 {
+		t.Errorf("after 1000 events without context: weight %v, want p_clean 0.8", w)
+	}
 	for i, x := range xs {
 		c.learn(x, c.weight(prior[i], x), prior[i])
 	}
-	bare := ctxOf(&Event{}, ModeBinary)
-	if w := c.weight(0.8, bare); math.Abs(w-0.8) > 1e-12 {
-		t.Errorf("no dwell, no type: weight %v, want p_clean 0.8", w)
+	// The anchor's genuine share is the mean prior: 0.8·0.75 + 0.2·0.65.
+	mean := 0.0
+	for _, p := range prior {
+		mean += p / float64(len(prior))
+	}
+	if got := sigmoid(c.anchor.share()); math.Abs(got-mean) > 0.01 {
+		t.Errorf("anchor's genuine share %.4f, want about the mean p_clean %.4f", got, mean)
+	}
+	m := c.anchor.share()
+	want := sigmoid(m + pCleanTemper*(math.Log(0.8/0.2)-m))
+	if w := c.weight(0.8, bare); math.Abs(w-want) > 1e-12 {
+		t.Errorf("no dwell, no type: weight %v, want p_clean tempered %v", w, want)
 	}
 	if x := ctxOf(&Event{DwellMS: 5, HasDwell: true}, ModeDwell); x.hasDwell {
 		t.Error("dwell mode reads dwell as context")
@@ -183,4 +201,39 @@ var streamKinds = []string{"click", "view"}
 func ctxOf(ev *Event, mode string) contextFeatures {
 	var c contextModel
 	return c.features(ev, mode)
+}
+
+// TestContextKeep: the statistics' window starts at contextMinWindow,
+// grows with their mass to about a tenth of the events seen, and stays at
+// contextWindow once it gets there, where the mass settles at
+// contextWindow.
+func TestContextKeep(t *testing.T) {
+	if got, want := contextKeep(0), 1-1.0/contextMinWindow; got != want {
+		t.Errorf("keep of empty statistics %v, want %v", got, want)
+	}
+	if got, want := contextKeep(1e9), 1-1.0/contextWindow; got != want {
+		t.Errorf("keep of old statistics %v, want %v", got, want)
+	}
+	x := contextFeatures{logDwell: 8, hasDwell: true, bucket: 0}
+	var s contextStats
+	for n := 1; n <= 120000; n++ {
+		s.learn(x, 0.7)
+		mass := s.dwellMass[0] + s.dwellMass[1]
+		if s.typeTotal[0]+s.typeTotal[1] != mass {
+			t.Fatalf("event %d: type mass %v, dwell mass %v: the features share one schedule", n, s.typeTotal[0]+s.typeTotal[1], mass)
+		}
+		switch n {
+		case 10000, 30000:
+			if lo, hi := 0.085*float64(n), 0.1*float64(n); mass < lo || mass > hi {
+				t.Errorf("mass after %d events %.0f, want %.0f to %.0f (about n/11)", n, mass, lo, hi)
+			}
+		case 120000:
+			if math.Abs(mass-contextWindow) > 5 {
+				t.Errorf("mass after %d events %.1f, want %d ± 5", n, mass, contextWindow)
+			}
+		}
+	}
+	if got := s.dwellSum[1] / s.dwellMass[1]; math.Abs(got-8) > 1e-9 {
+		t.Errorf("mean log dwell %v, want 8", got)
+	}
 }

@@ -218,10 +218,13 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	}
 	context := m.context.features(&ev, m.cfg.Mode)
 	posterior := sc.PClean
-	if m.useContext() {
+	switch {
+	case m.cfg.Plain:
+	case m.useContext() && m.context.informed():
+		// The context drew p_clean's log-odds in itself (pCleanTemper).
 		posterior = m.context.weight(sc.PClean, context)
-	}
-	if !m.cfg.Plain {
+		sc.Weight = posterior
+	default:
 		sc.Weight = m.calibrate(posterior)
 	}
 
