@@ -25,7 +25,7 @@ import (
 // The two classes are anchored by the classifier: an event's prior of being
 // genuine is its p_clean, and the class-conditional densities are fitted by
 // online EM from the posterior, with statistics that decay over about
-// contextWindow events once they are older than about ten windows
+// contextWindow events once they have learned from about 20,000 events
 // (contextGrowth: young statistics forget faster). The genuine class is by construction the one the
 // classifier calls clean, so no feature's direction is assumed (long dwell
 // = genuine is learned, not written in) and the classes cannot swap. The
@@ -54,28 +54,29 @@ const (
 	// contextGrowth sets the statistics' window while they are young: the
 	// newest event weighs 1/L, with L = contextGrowth·(mass so far) + 1
 	// (at least contextMinWindow, at most contextWindow). The mass then
-	// grows by 1 − 1/contextGrowth ≈ 0.09 per event and the window with
-	// it, about a tenth of the events seen, until it reaches contextWindow
-	// after about 50,000 events. Online EM (Cappé and Moulines, "Online
+	// grows by 1 − 1/contextGrowth = 0.2 per event and the window with it,
+	// about a quarter of the events seen, until it reaches contextWindow
+	// after about 20,000 events. Online EM (Cappé and Moulines, "Online
 	// EM algorithm for latent data models", 2009) moves each statistic a
 	// step γ towards the newest event's; a step that falls off slower than
 	// 1/n forgets the posteriors computed with the first, poorer fits
-	// sooner, so the fit makes about thirty EM rounds in the first 10,000
-	// events where a plain running mean (γ = 1/n) makes about three.
+	// sooner: the fit makes about fifteen EM rounds in the first 10,000
+	// events where a plain running mean (γ = 1/n) makes about four.
 	// Batch EM over the first 10,000 events of the v2 stream needed about
 	// twenty rounds to converge (docs/design/model.md, "The context's
-	// first events"). Chosen on seed 1 of the v2 100k stream among 1.02,
-	// 1.05, 1.1, 1.25 and 1.5.
-	contextGrowth    = 1.1
+	// first events"). Chosen on seed 1 of the v2 100k stream and the
+	// demo's log (20k events) among 1.1, 1.25, 1.5 and 2.
+	contextGrowth    = 1.25
 	contextMinWindow = 20
 	// pCleanTemper is the factor on p_clean's log-odds in the posterior,
 	// once the context has evidence to add (contextModel.weight). p_clean
 	// is over-dispersed: its log-odds spread further than its ranking
 	// supports (see weightTemper, which draws the posterior's in for the
 	// same reason), and added at full strength it outvotes the context's
-	// evidence. Chosen on seed 1 of the v2 100k stream among 0.6, 0.8 and 1
-	// (docs/design/model.md, "The context's first events").
-	pCleanTemper = 0.6
+	// evidence. Chosen on seed 1 of the v2 100k stream and the demo's log
+	// among 0.6, 0.8 and 1 (docs/design/model.md, "The context's first
+	// events").
+	pCleanTemper = 0.8
 	// contextMinMass is the decayed mass each class needs in a feature
 	// before the feature counts as evidence.
 	contextMinMass = 50

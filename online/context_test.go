@@ -204,7 +204,7 @@ func ctxOf(ev *Event, mode string) contextFeatures {
 }
 
 // TestContextKeep: the statistics' window starts at contextMinWindow,
-// grows with their mass to about a tenth of the events seen, and stays at
+// grows with their mass to about a quarter of the events seen, and stays at
 // contextWindow once it gets there, where the mass settles at
 // contextWindow.
 func TestContextKeep(t *testing.T) {
@@ -223,9 +223,9 @@ func TestContextKeep(t *testing.T) {
 			t.Fatalf("event %d: type mass %v, dwell mass %v: the features share one schedule", n, s.typeTotal[0]+s.typeTotal[1], mass)
 		}
 		switch n {
-		case 10000, 30000:
-			if lo, hi := 0.085*float64(n), 0.1*float64(n); mass < lo || mass > hi {
-				t.Errorf("mass after %d events %.0f, want %.0f to %.0f (about n/11)", n, mass, lo, hi)
+		case 5000, 15000:
+			if lo, hi := 0.19*float64(n), 0.21*float64(n); mass < lo || mass > hi {
+				t.Errorf("mass after %d events %.0f, want %.0f to %.0f (about n/5)", n, mass, lo, hi)
 			}
 		case 120000:
 			if math.Abs(mass-contextWindow) > 5 {
