@@ -16,12 +16,13 @@ import "math"
 // ranking supports, most of all early in a stream, where the classifier
 // has learned which pairs are observed but not yet which are noise, and
 // it put too many noisy events in its top bin (docs/design/model.md, "The
-// weight to train on: calibration"). Once the context has evidence to add,
-// the context's posterior is the weight: it draws p_clean's log-odds in
-// itself (pCleanTemper, towards the mean p_clean) and adds the evidence,
-// and a second draw would shrink p_clean twice (since stop 25;
-// docs/design/model.md, "The context's first events"). The map is monotone at any one time,
-// so it ranks the events of a period as the posterior does; it reads no
+// weight to train on: calibration"). Once the context has evidence to
+// add, the context's posterior is the weight: it draws p_clean's log-odds
+// in itself (pCleanTemper, towards the mean p_clean) and adds the
+// evidence, and a second draw would shrink p_clean twice (since stop 25;
+// docs/design/model.md, "The context's first events"). The map is
+// monotone at any one time, so it ranks the events of a period as the
+// posterior does; it reads no
 // truth and changes nothing the model learns: the context learns from the
 // posterior, not from the weight.
 const (
