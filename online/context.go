@@ -26,13 +26,14 @@ import (
 // genuine is its p_clean, and the class-conditional densities are fitted by
 // online EM from the posterior, with statistics that decay over about
 // contextWindow events once they have learned from about 20,000 events
-// (contextGrowth: young statistics forget faster). The genuine class is by construction the one the
-// classifier calls clean, so no feature's direction is assumed (long dwell
-// = genuine is learned, not written in) and the classes cannot swap. The
-// posterior is p_clean updated by the evidence:
-// logit(posterior) = m + pCleanTemper·(logit(p_clean) − m) + Σ log p(c | genuine) / p(c | noise),
-// with m the log-odds of the mean p_clean,
-// and the calibration (calibration.go) turns it into Score.Weight.
+// (contextGrowth: young statistics forget faster). The genuine class is
+// by construction the one the classifier calls clean, so no feature's
+// direction is assumed (long dwell = genuine is learned, not written in)
+// and the classes cannot swap. Once the context is informed, the
+// posterior, which is Score.Weight then, is p_clean updated by the
+// evidence, with m the log-odds of the mean p_clean:
+//
+//	logit(posterior) = m + pCleanTemper·(logit(p_clean) − m) + Σ log p(c | genuine) / p(c | noise)
 //
 // EM sharpens: it fits the classes to the posterior it computes from
 // them, so it finds the direction the anchor points to and separates the
@@ -154,12 +155,17 @@ func (c *contextModel) typeSlot(kind string) int {
 }
 
 // weight returns the posterior that the event is genuine given its p_clean
-// and its context.
-// Until the context has evidence to add (informed), it is p_clean.
+// and its context: p_clean until the context has evidence to add
+// (informed), posterior after.
 func (c *contextModel) weight(pClean float64, x contextFeatures) float64 {
 	if !c.informed() {
 		return pClean
 	}
+	return c.posterior(pClean, x)
+}
+
+// posterior is the informed context's posterior (the formula at the top).
+func (c *contextModel) posterior(pClean float64, x contextFeatures) float64 {
 	p := min(max(pClean, pCleanFloor), 1-pCleanFloor)
 	centre := c.anchor.share()
 	return sigmoid(centre + pCleanTemper*(math.Log(p/(1-p))-centre) + c.evidence(x))
@@ -280,8 +286,7 @@ func typeAgreement(e, a *contextStats) float64 {
 }
 
 // learn adds x with responsibility w of the genuine class, after decaying
-// what was there.
-// Each feature decays by its own keep (contextKeep of its mass).
+// what was there: each feature by its own keep (contextKeep of its mass).
 func (s *contextStats) learn(x contextFeatures, w float64) {
 	keepDwell := contextKeep(s.dwellMass[0] + s.dwellMass[1])
 	keepType := contextKeep(s.typeTotal[0] + s.typeTotal[1])

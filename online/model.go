@@ -221,8 +221,8 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	switch {
 	case m.cfg.Plain:
 	case m.useContext() && m.context.informed():
-		// The context drew p_clean's log-odds in itself (pCleanTemper).
-		posterior = m.context.weight(sc.PClean, context)
+		// The context draws p_clean's log-odds in itself (pCleanTemper).
+		posterior = m.context.posterior(sc.PClean, context)
 		sc.Weight = posterior
 	default:
 		sc.Weight = m.calibrate(posterior)
