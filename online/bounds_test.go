@@ -609,7 +609,8 @@ func TestCapAboveWorkingSetChangesNothing(t *testing.T) {
 
 // BenchmarkMemoryPerID measures the live heap per resident user of a
 // model capped at 100,000 users that has seen 200,000, each once (every
-// event a new user, over 2,000 items, d = 32), beside Config.RowBytes'
+// event a new user, over 2,000 items, d = 32; also with the per-user
+// offsets that DefaultConfig turns on), beside Config.RowBytes'
 // count of the per-row arrays: the rest is the id → row map, the ids'
 // bytes and the slack of grown arrays.
 func BenchmarkMemoryPerID(b *testing.B) {
@@ -620,6 +621,7 @@ func BenchmarkMemoryPerID(b *testing.B) {
 	}{
 		{"capped", Config{MaxUsers: users}},
 		{"uncapped", Config{}},
+		{"capped-user-offset", Config{MaxUsers: users, TransitionUserOffset: true}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			var perUser float64

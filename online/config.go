@@ -32,7 +32,10 @@ const (
 )
 
 // Config configures a Model. The zero value of every field means its
-// default, written in the field's comment; Validate reports what is wrong.
+// default, written in the field's comment, with one exception:
+// TransitionUserOffset, a switch that is on unless turned off, is on only
+// in DefaultConfig, the configuration that `denoiser run`, `denoiser
+// replay` and the lab start from. Validate reports what is wrong.
 type Config struct {
 	// Mode is the label mode: "binary" (default), "rating" or "dwell".
 	Mode string `json:"mode" yaml:"mode"`
@@ -133,7 +136,9 @@ type Config struct {
 	// NoTransition fixes T̂ to the identity (ablation).
 	NoTransition bool `json:"no_transition" yaml:"no_transition"`
 	// TransitionUserOffset adds a per-user offset u_u to T̂'s logits, as
-	// the per-item offset o_i (default false): T̂(x)_j =
+	// the per-item offset o_i (on in DefaultConfig, so by default in the
+	// service, replay and the lab; a Config literal leaves it off, as do
+	// models encoded before it existed): T̂(x)_j =
 	// softmax_k(A_jk·z + C_jk + o_i,jk + u_u,jk), K·K values per user,
 	// trained where o_i is and at its rate, so that T̂ can learn a user's
 	// propensity to noise (bots, careless users). It costs K·K values per
@@ -167,6 +172,20 @@ func (c *Config) bounded() bool { return c.MaxUsers > 0 || c.MaxItems > 0 || c.A
 // admits reports whether ids wait for admission, and so whether each
 // table has a cold row.
 func (c *Config) admits() bool { return c.AdmitAfter > 1 }
+
+// DefaultConfig is the configuration that the service, replay and the lab
+// start from before any setting is read: the zero Config with the switches
+// that are on by default turned on (TransitionUserOffset). Its other
+// fields stay zero, so WithDefaults fills them in as for any Config.
+func DefaultConfig() Config { return Config{TransitionUserOffset: true} }
+
+// Baseline is the plain model of c's settings: the loss baseline's model
+// (Plain: T̂ = I, no distillation, no mixture), which has no transition
+// and so no per-user offsets to hold.
+func (c Config) Baseline() Config {
+	c.Plain, c.TransitionUserOffset = true, false
+	return c
+}
 
 // WithDefaults returns c with every zero field set to its default.
 func (c Config) WithDefaults() Config {

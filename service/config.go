@@ -317,10 +317,16 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// LoadConfig reads a YAML file into a Config. Unknown keys are errors, so
+// BaseConfig is the Config that the file and the other layers are applied
+// over: zero, but for the model's switches that are on unless turned off
+// (online.DefaultConfig: model.transition_user_offset). WithDefaults fills
+// in the rest.
+func BaseConfig() Config { return Config{Model: online.DefaultConfig()} }
+
+// LoadConfig reads a YAML file over BaseConfig. Unknown keys are errors, so
 // that a typo does not silently fall back to a default; every wrong line
 // is reported, each naming its setting and what to write. An empty path
-// gives the zero Config.
+// gives BaseConfig.
 func LoadConfig(path string) (Config, error) {
 	c, _, err := loadConfig(path)
 	return c, err
@@ -328,6 +334,7 @@ func LoadConfig(path string) (Config, error) {
 
 // loadConfig is LoadConfig, and the settings the file sets.
 func loadConfig(path string) (c Config, set []string, err error) {
+	c = BaseConfig()
 	if path == "" {
 		return c, nil, nil
 	}

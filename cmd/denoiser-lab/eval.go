@@ -339,7 +339,7 @@ func runEvalDetect(ctx context.Context, args []string, stderr io.Writer) error {
 		first       = fs.Int("first-seed", 1, "first seed")
 		passes      = fs.Int("passes", 1, "passes over each stream; scores from the last")
 		ceiling     = fs.String("ceiling-epochs", "1,2,4", "comma-separated epoch counts of the offline ceiling's batch matrix factorisations; the ceiling is the best of them by ROC-AUC (more epochs memorise the noise they are scored on)")
-		userOffset  = fs.Bool("transition-user-offset", false, "score with the model setting transition_user_offset: true (a per-user offset in T̂)")
+		userOffset  = fs.Bool("transition-user-offset", true, "score with the model setting transition_user_offset (a per-user offset in T̂; on by default, as in the service; =false turns it off)")
 	)
 	if err := fs.parse(args); err != nil {
 		return err
@@ -373,6 +373,8 @@ func runEvalDetect(ctx context.Context, args []string, stderr io.Writer) error {
 			return fmt.Errorf("eval detect: %w", err)
 		}
 	}
+	model := online.DefaultConfig()
+	model.TransitionUserOffset = *userOffset
 	var c eval.Counter
 	var res *eval.DetectResult
 	err = withProgress(stderr, &c, func() error {
@@ -380,7 +382,7 @@ func runEvalDetect(ctx context.Context, args []string, stderr io.Writer) error {
 		res, err = eval.RunDetect(ctx, d, dd, eval.DetectConfig{
 			Thresholds: th, SynthNoise: noise, SynthEvents: *synthEvents, SynthProfile: *profile, DwellShares: dwell,
 			Seeds: *seeds, FirstSeed: *first, Passes: *passes, CeilingEpochs: epochs, Workers: *workers, Progress: &c,
-			Model: online.Config{TransitionUserOffset: *userOffset},
+			Model: model,
 		})
 		return err
 	})
@@ -450,7 +452,7 @@ func runEvalPartitions(ctx context.Context, args []string, stderr io.Writer) err
 	err = withProgress(stderr, &c, func() error {
 		var err error
 		res, err = eval.RunPartitions(ctx, d, eval.PartitionsConfig{Partitions: *partitions, Every: ev, SynthEvents: *synthEvents,
-			DwellShares: dwell, Seeds: *seeds, Workers: *fs.workers, Progress: &c})
+			DwellShares: dwell, Seeds: *seeds, Workers: *fs.workers, Progress: &c, Model: online.DefaultConfig()})
 		return err
 	})
 	if err != nil {

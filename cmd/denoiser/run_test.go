@@ -211,7 +211,7 @@ func crashInput(t *testing.T, n int) [][]byte {
 // crashes does, and returns its encoding and the output value per offset.
 func referenceModel(t *testing.T, topic string, lines [][]byte) ([]byte, map[int64][]byte) {
 	t.Helper()
-	cfg := service.Config{}.WithDefaults()
+	cfg := service.BaseConfig().WithDefaults()
 	m, err := online.New(cfg.Model, online.NewSource(cfg.Seed))
 	if err != nil {
 		t.Fatal(err)
@@ -1033,7 +1033,7 @@ func partitionMismatches(t *testing.T, b *kafkatest.Broker, in string, n int, co
 		m := models[p]
 		if m == nil {
 			var err error
-			if m, err = online.New(online.Config{}, online.NewPartitionSource(1, int32(p))); err != nil {
+			if m, err = online.New(online.DefaultConfig(), online.NewPartitionSource(1, int32(p))); err != nil {
 				t.Fatal(err)
 			}
 			models[p] = m

@@ -292,7 +292,7 @@ func TestSnapshotCLI(t *testing.T) {
 //
 //	go test ./cmd/denoiser -run '^$' -bench SnapshotState1M -benchtime 1x -timeout 30m
 func BenchmarkSnapshotState1M(b *testing.B) {
-	m, err := online.New(online.Config{}, rand.NewPCG(1, 2))
+	m, err := online.New(online.DefaultConfig(), rand.NewPCG(1, 2))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -198,9 +198,7 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
-	plain := cfg.Model
-	plain.Plain = true
-	baseline, err := online.New(plain, online.NewSource(cfg.Seed))
+	baseline, err := online.New(cfg.Model.Baseline(), online.NewSource(cfg.Seed))
 	if err != nil {
 		return fmt.Errorf("replay: baseline: %w", err)
 	}

@@ -266,9 +266,7 @@ func Run(ctx context.Context, opts Options) (rep report.Report, err error) {
 	// The loss baseline: a plain model (the service's configuration with
 	// plain: true) learning, test-then-train, from the scored records as
 	// they are read back, as replay's does beside its model.
-	bcfg := model.Config()
-	bcfg.Plain = true
-	baseline, err := online.New(bcfg, online.NewSource(opts.Seed))
+	baseline, err := online.New(model.Config().Baseline(), online.NewSource(opts.Seed))
 	if err != nil {
 		return rep, fmt.Errorf("demo: baseline: %w", err)
 	}

@@ -403,9 +403,7 @@ func detectScoresOf(ctx context.Context, s *stream, cfg DetectConfig, seed uint6
 	if err != nil {
 		return scores, 0, err
 	}
-	pc := cfg.Model
-	pc.Plain = true
-	base, err := online.New(pc, online.NewSource(seed))
+	base, err := online.New(cfg.Model.Baseline(), online.NewSource(seed))
 	if err != nil {
 		return scores, 0, err
 	}

@@ -17,7 +17,7 @@ import (
 // partition models costs, with and without merging their item rows
 // (online.Model.Publish and Merge; docs/design/partitions.md).
 type PartitionsConfig struct {
-	// Model configures every model (the defaults of online.Config).
+	// Model configures every model (the lab passes online.DefaultConfig()).
 	Model online.Config
 	// Partitions is the number of partitions P (default 3).
 	Partitions int
@@ -305,8 +305,7 @@ func labelFreeBaselines(s *stream, cfg online.Config, seed uint64) (map[string]f
 		}
 		aucs[name] = auc
 	}
-	cfg.Plain = true
-	plain, err := online.New(cfg, online.NewSource(seed))
+	plain, err := online.New(cfg.Baseline(), online.NewSource(seed))
 	if err != nil {
 		return nil, err
 	}

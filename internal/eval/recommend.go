@@ -36,7 +36,8 @@ type Variant struct {
 // DefaultVariants are the full model (progressive ρ), the ablations and the
 // fixed-ρ schedules of the paper's RQ3 and RQ4.
 func DefaultVariants() []Variant {
-	base := online.Config{Mode: online.ModeBinary}
+	base := online.DefaultConfig()
+	base.Mode = online.ModeBinary
 	v := func(name string, f func(*online.Config)) Variant {
 		c := base
 		f(&c)

@@ -97,7 +97,8 @@ func (c *SensitivityConfig) points() []sensitivityPoint {
 func (c *SensitivityConfig) variants() []Variant {
 	var vs []Variant
 	for _, p := range c.points() {
-		cfg := online.Config{Mode: online.ModeBinary}
+		cfg := online.DefaultConfig()
+		cfg.Mode = online.ModeBinary
 		var name string
 		if p.param == "lambda" {
 			cfg.Lambda = p.value

@@ -422,9 +422,7 @@ func replay(m *online.Model, rows []Interaction, passes int, score func(n int, s
 // anchorTransition is the anchor-point estimator on a plain model's noisy
 // posterior over the training instances.
 func anchorTransition(cfg TransitionConfig, train []Interaction, k int, seed uint64) ([]float64, error) {
-	pc := cfg.Model
-	pc.Plain = true
-	m, err := online.New(pc, online.NewSource(seed))
+	m, err := online.New(cfg.Model.Baseline(), online.NewSource(seed))
 	if err != nil {
 		return nil, err
 	}
