@@ -45,6 +45,8 @@ eval: build
 	@test -n "$(DATA)" || { echo "make eval needs DATA=path/to/ml-100k/u.data: download ml-100k.zip from https://grouplens.org/datasets/movielens/100k/ and unzip it"; exit 2; }
 	$(LAB) eval transition --data $(DATA) --out $(RESULTS) --report $(RESULTS)/transition.json
 	$(LAB) eval recommend --backbone gmf --data $(DATA) --out $(RESULTS) --report $(RESULTS)/recommend.json
+	mkdir -p $(RESULTS)/weight
+	$(LAB) eval recommend --backbone gmf --weight weight --ablations=false --data $(DATA) --out $(RESULTS)/weight --report $(RESULTS)/weight/recommend.json
 	$(LAB) eval sensitivity --data $(DATA) --out $(RESULTS) --report $(RESULTS)/sensitivity.json
 	$(LAB) eval detect --data $(DATA) $(if $(DECA),--deca $(DECA)) --out $(RESULTS) --report $(RESULTS)/detect.json
 	mkdir -p $(RESULTS)/batch

@@ -387,21 +387,21 @@ func BenchmarkStep(b *testing.B) {
 		name string
 		c    Config
 	}{
-		{"rgbt", Config{}},
-		{"plain", Config{Plain: true}},
-		// rgbt with a per-user offset in T̂: one more addition per T̂ logit
-		// and its step.
-		{"rgbt-user-offset", Config{TransitionUserOffset: true}},
+		{"rgbt", DefaultConfig()},
+		{"plain", DefaultConfig().Baseline()},
+		// rgbt without the per-user offset in T̂ (on by default): one
+		// addition less per T̂ logit, and no offset step.
+		{"rgbt-no-user-offset", Config{}},
 		// Caps at the stream's 2,000 users and 1,000 items: the same
 		// model as rgbt (TestCapAboveWorkingSetChangesNothing), plus the
 		// bookkeeping of recency on every event.
-		{"rgbt-cap-above", Config{MaxUsers: 2000, MaxItems: 1000}},
+		{"rgbt-cap-above", Config{MaxUsers: 2000, MaxItems: 1000, TransitionUserOffset: true}},
 		// Caps below the stream's 2,000 users and 1,000 items: most
 		// events meet an evicted id and take the least recently seen
 		// one's row.
-		{"rgbt-capped", Config{MaxUsers: 500, MaxItems: 500}},
+		{"rgbt-capped", Config{MaxUsers: 500, MaxItems: 500, TransitionUserOffset: true}},
 		// Admission after two sightings as well (a 4 MiB sketch).
-		{"rgbt-capped-admit", Config{MaxUsers: 500, MaxItems: 500, AdmitAfter: 2}},
+		{"rgbt-capped-admit", Config{MaxUsers: 500, MaxItems: 500, AdmitAfter: 2, TransitionUserOffset: true}},
 	} {
 		b.Run(cfg.name, func(b *testing.B) {
 			m, err := New(cfg.c, rand.NewPCG(1, 2))
