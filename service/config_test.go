@@ -240,3 +240,49 @@ func settingsIn(t *testing.T, doc []byte, have map[string]bool) {
 	}
 	flatten("", tree)
 }
+
+// TestUserOffsetOnByDefault: the layers start from BaseConfig, so
+// model.transition_user_offset is on with no file and with a file that
+// does not name it, and each layer can turn it off; --print-config says so.
+func TestUserOffsetOnByDefault(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	silent := write("silent.yaml", "model:\n  dim: 16\n")
+	off := write("off.yaml", "model:\n  transition_user_offset: false\n")
+	for _, tc := range []struct {
+		name string
+		l    service.Layers
+		want bool
+	}{
+		{"no file", service.Layers{}, true},
+		{"a file that does not name it", service.Layers{File: silent}, true},
+		{"the file turns it off", service.Layers{File: off}, false},
+		{"the environment turns it off", service.Layers{Environ: []string{"DENOISER_MODEL_TRANSITION_USER_OFFSET=false"}}, false},
+		{"--set turns it off", service.Layers{Sets: []string{"model.transition_user_offset=false"}}, false},
+		{"--set turns it on over the file", service.Layers{File: off, Sets: []string{"model.transition_user_offset=true"}}, true},
+	} {
+		c, _, err := tc.l.Load()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if c.Model.TransitionUserOffset != tc.want {
+			t.Errorf("%s: transition_user_offset %v, want %v", tc.name, c.Model.TransitionUserOffset, tc.want)
+		}
+		y, err := c.EffectiveYAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if line := "transition_user_offset: " + map[bool]string{true: "true", false: "false"}[tc.want]; !strings.Contains(string(y), line) {
+			t.Errorf("%s: the effective configuration lacks %q", tc.name, line)
+		}
+	}
+	if c, err := service.LoadConfig(""); err != nil || !c.Model.TransitionUserOffset {
+		t.Errorf("LoadConfig(\"\") = %v, %v: want the offset on", c.Model.TransitionUserOffset, err)
+	}
+}
