@@ -263,8 +263,8 @@ func Run(ctx context.Context, opts Options) (rep report.Report, err error) {
 		len(svcs), st.Records, st.Scored, st.Rejected, last.Sub(first).Seconds())
 
 	collector := report.NewCollector(*truth, nil)
-	// The loss baseline: a plain model (the service's configuration with
-	// plain: true) learning, test-then-train, from the scored records as
+	// The loss baseline: a plain model (the service's configuration made
+	// plain, Config.Baseline) learning, test-then-train, from the scored records as
 	// they are read back, as replay's does beside its model.
 	baseline, err := online.New(model.Config().Baseline(), online.NewSource(opts.Seed))
 	if err != nil {
