@@ -319,7 +319,7 @@ func rollingDeploy(t *testing.T, layout online.Layout) {
 			dups, differ, strings.Join(at, "\n"))
 	}
 	if layout == online.LayoutPartition && !t.Failed() {
-		checkPartitionOutputs(t, b, cfgs[0], out.Msgs, n)
+		checkPartitionOutputs(t, b, cfgs[0], out.Msgs, n, nil)
 		t.Logf("every output record is byte-identical to its partition's own model")
 	}
 }

@@ -347,7 +347,7 @@ func waitMetrics(t *testing.T, url string, timeout time.Duration, what string, o
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("waiting for %s: /metrics = %d, %v:\n%s", what, code, err,
-				grepLines(body, "denoiser_consumer_lag", "denoiser_checkpoint", "denoiser_events_consumed", "denoiser_ready"))
+				grepLines(body, "denoiser_consumer_lag", "denoiser_checkpoint", "denoiser_events_consumed", "denoiser_ready", "denoiser_shared"))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -41,7 +41,7 @@ func TestPartitionState(t *testing.T) {
 			t.Fatalf("stop: %v", err)
 		}
 	}
-	models, perPartition := checkPartitionOutputs(t, b, cfg, out.Until(t, time.Second, kafkatest.AtLeast(0)), len(lines))
+	models, perPartition := checkPartitionOutputs(t, b, cfg, out.Until(t, time.Second, kafkatest.AtLeast(0)), len(lines), nil)
 	if len(perPartition) != 3 {
 		t.Fatalf("partitions %v", perPartition)
 	}
@@ -72,7 +72,11 @@ func TestPartitionState(t *testing.T) {
 // its own partition (seeded for it) writes when stepped on that
 // partition's records alone, in offset order. It returns those models and
 // the records per partition.
-func checkPartitionOutputs(t *testing.T, b *kafkatest.Broker, cfg service.Config, msgs []kafka.Message, n int) (map[int]*online.Model, map[int]int) {
+//
+// With shared, the history of the run's shared topic (sharing on), each
+// model merges what the live model of its partition merged, where it
+// merged it (service.SharedHistory.Merges), as a replay does.
+func checkPartitionOutputs(t *testing.T, b *kafkatest.Broker, cfg service.Config, msgs []kafka.Message, n int, shared *service.SharedHistory) (map[int]*online.Model, map[int]int) {
 	t.Helper()
 	got := map[[2]int64][]byte{}
 	for _, m := range msgs {
@@ -88,6 +92,7 @@ func checkPartitionOutputs(t *testing.T, b *kafkatest.Broker, cfg service.Config
 	inputs := b.NewReader(t, in).Until(t, time.Minute, kafkatest.AtLeast(n))
 	kafkatest.SortByPosition(inputs)
 	models := map[int]*online.Model{}
+	merges := map[int]*service.Merges{}
 	perPartition := map[int]int{}
 	for _, m := range inputs {
 		model := models[m.Partition]
@@ -97,6 +102,15 @@ func checkPartitionOutputs(t *testing.T, b *kafkatest.Broker, cfg service.Config
 				t.Fatal(err)
 			}
 			models[m.Partition] = model
+			if shared != nil {
+				model.StartSharing()
+				if merges[m.Partition], err = shared.Merges(int32(m.Partition)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if ms := merges[m.Partition]; ms != nil {
+			ms.Apply(model, m.Offset)
 		}
 		r := consumer.Result{Pos: input.Position{Topic: in, Partition: int32(m.Partition), Offset: m.Offset}}
 		if err := consumer.Decode(m.Value, &r.Event); err != nil {
@@ -129,13 +143,31 @@ func checkPartitionOutputs(t *testing.T, b *kafkatest.Broker, cfg service.Config
 // offset. No offset is emitted twice. A drops the models of the
 // partitions it hands over (their state is in the changelog).
 func TestPartitionStateFollowsThePartition(t *testing.T) {
+	followThePartition(t, "follow", false)
+}
+
+// TestPartitionsShareReplayed: as TestPartitionStateFollowsThePartition,
+// with the partition models sharing (every 100 ms and every 250 records):
+// every output record is byte-identical to what a model of its partition
+// writes stepped on that partition's records alone, merging what the
+// shared topic recorded that the live models merged, where they merged it
+// (service.SharedHistory), across the handovers between the two members.
+// That is what a replay of one partition with the shared log does.
+func TestPartitionsShareReplayed(t *testing.T) {
+	followThePartition(t, "follow-share", true)
+}
+
+func followThePartition(t *testing.T, topic string, share bool) {
 	b := kafkatest.New(t)
 	const parts = 4
-	in := b.Topic(t, "follow", parts)
+	in := b.Topic(t, topic, parts)
 	lines := events(t, 8000, 6)
 	cfgA := testConfig(t, b, in)
 	cfgA.StateLayout = online.LayoutPartition
 	cfgA.Sharing.Topic = service.SharingOff // each partition's model learns alone
+	if share {
+		cfgA.Sharing = service.SharingConfig{Interval: 100 * time.Millisecond, EveryEvents: 250}
+	}
 	cfgB := cfgA
 	cfgB.Checkpoint.Dir = t.TempDir()
 	out := b.NewReader(t, cfgA.WithDefaults().Kafka.OutputTopic)
@@ -184,9 +216,29 @@ func TestPartitionStateFollowsThePartition(t *testing.T) {
 			t.Fatalf("stop: %v", err)
 		}
 	}
-	_, perPartition := checkPartitionOutputs(t, b, cfgA, out.Until(t, time.Second, kafkatest.AtLeast(0)), len(lines))
+	msgs := out.Until(t, time.Second, kafkatest.AtLeast(0))
+	var hist *service.SharedHistory
+	if share {
+		hist = service.NewSharedHistory()
+		for _, m := range b.NewReader(t, cfgA.WithDefaults().Sharing.Topic).Until(t, time.Minute, kafkatest.AtLeast(1)) {
+			if err := hist.Add(m.Value); err != nil {
+				t.Fatalf("shared record %d: %v", m.Offset, err)
+			}
+		}
+		for p := range int32(parts) {
+			ms, err := hist.Merges(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ms.Deltas() == 0 {
+				t.Fatalf("partition %d merged nothing", p)
+			}
+			t.Logf("partition %d: %d merge points, %d deltas merged", p, ms.Len(), ms.Deltas())
+		}
+	}
+	_, perPartition := checkPartitionOutputs(t, b, cfgA, msgs, len(lines), hist)
 	if len(perPartition) != parts {
 		t.Fatalf("partitions %v", perPartition)
 	}
-	t.Logf("%d partitions %v across 4 assignments of two members: every output byte-identical to its partition's own model", parts, perPartition)
+	t.Logf("%d partitions %v across 4 assignments of two members (sharing %v): every output byte-identical to its partition's own model", parts, perPartition, share)
 }

@@ -3,8 +3,6 @@ package service
 import (
 	"context"
 	"encoding/binary"
-	"errors"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
@@ -64,19 +62,19 @@ type sharer struct {
 
 	// Model goroutine.
 	last   time.Time
-	events int                     // records since the last publication
-	models map[int32]*online.Model // the models sharing, by partition
-	from   map[int32]int64         // each one's previous publication (seq), or where it started
-	seen   map[int32]int           // the index (in the log's order) of the first delta each has not looked at
+	events int                    // records since the last publication
+	parts  map[int32]*sharingPart // the models sharing, by partition
 	pub    online.Shared
 	keys   []int32
+	chains uint32    // the chains of merge points begun
+	merged []deltaID // what one merge point merged
 
 	// The reader's, under mu.
-	mu      sync.Mutex
-	deltas  []*sharedDelta // complete, in the log's order
-	base    int            // the index of deltas[0] in the log's order
-	held    int            // bytes of deltas
-	partial map[deltaID]*sharedDelta
+	mu     sync.Mutex
+	deltas []*sharedDelta // complete, in the log's order
+	base   int            // the index of deltas[0] in the log's order
+	held   int            // bytes of deltas
+	chunks deltaChunks    // the reader's
 
 	out      chan []state.SharedRecord
 	inflight atomic.Int64  // publications queued or being sent
@@ -87,32 +85,25 @@ type sharer struct {
 	wg       sync.WaitGroup
 }
 
-// sharedDelta is one publication of a partition model, read back.
-type sharedDelta struct {
-	id     deltaID
-	from   int64
-	chunks []*online.Shared
-	bytes  int
+// sharingPart is what the sharer keeps of one partition model.
+type sharingPart struct {
+	m *online.Model
+	// chain numbers the model's chain of merge points among this
+	// writer's; start is the partition's position when the model began
+	// to share (where it was restored, or -1 if it had none), cursors the
+	// model's then (what the checkpoint it was restored from had merged).
+	chain   uint32
+	start   int64
+	cursors []online.Cursor
+	from    int64  // its previous publication (seq), or start
+	at      int64  // the position of its last merge point, or start
+	seen    int    // the index (in the log's order) of the first delta it has not looked at
+	points  uint32 // merge points recorded
 }
 
-// deltaID names a publication: its writer, its partition and its seq.
-type deltaID struct {
-	writer uint64
-	q      int32
-	seq    int64
-}
-
-// The shared record: sharedMagic, version (u32), writer (u64), partition
-// (u32), from (i64), seq (i64), chunk and chunks (u32 each), all
-// little-endian, then the chunk's online.Shared encoding. Its key is
-// "partition/seq/chunk", for people reading the topic.
 const (
-	sharedMagic       = "DNSR"
-	sharedVersion     = 1
-	sharedHeaderBytes = 4 + 4 + 8 + 4 + 8 + 8 + 4 + 4
-	// sharedChunkBytes is the size a publication is cut at.
-	sharedChunkBytes = 1 << 20
-	// sharedQueue bounds the publications waiting to be sent.
+	// sharedQueue bounds the publications and merge points waiting to be
+	// sent.
 	sharedQueue = 64
 	// defaultSharedKeep is the memory of deltas read back.
 	defaultSharedKeep = 64 << 20
@@ -127,10 +118,9 @@ func newSharer(set *online.Set, next func(int32) int64, interval time.Duration, 
 	s := &sharer{
 		set: set, next: next, interval: interval, every: every, metrics: m, log: log, open: open, timeout: timeout,
 		writer: rand.Uint64(), keep: defaultSharedKeep, last: time.Now(),
-		models: map[int32]*online.Model{}, from: map[int32]int64{}, seen: map[int32]int{},
-		partial: map[deltaID]*sharedDelta{},
-		out:     make(chan []state.SharedRecord, sharedQueue),
-		ready:   make(chan struct{}),
+		parts: map[int32]*sharingPart{},
+		out:   make(chan []state.SharedRecord, sharedQueue),
+		ready: make(chan struct{}),
 	}
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	s.wg.Add(2)
@@ -143,15 +133,16 @@ func newSharer(set *online.Set, next func(int32) int64, interval time.Duration, 
 // partition's position now. timedSet.For calls it for every model it
 // hands to the loop, before the model steps.
 func (s *sharer) track(p int32, m *online.Model) {
-	if s.models[p] == m {
+	if part := s.parts[p]; part != nil && part.m == m {
 		return
 	}
 	m.StartSharing()
-	s.models[p] = m
-	s.from[p] = s.next(p)
+	start := s.next(p)
 	s.mu.Lock()
-	s.seen[p] = s.base
+	seen := s.base
 	s.mu.Unlock()
+	s.parts[p] = &sharingPart{m: m, chain: s.chains, start: start, cursors: m.MergedFrom(), from: start, at: start, seen: seen}
+	s.chains++
 }
 
 // record counts a record of the member, and publishes and merges after
@@ -173,11 +164,9 @@ func (s *sharer) tick(force bool) {
 	}
 	s.last, s.events = now, 0
 	s.keys = s.keys[:0]
-	for p, m := range s.models {
-		if s.set.Model(p) != m { // evicted or replaced: a new model is tracked when it steps
-			delete(s.models, p)
-			delete(s.from, p)
-			delete(s.seen, p)
+	for p, part := range s.parts {
+		if s.set.Model(p) != part.m { // evicted or replaced: a new model is tracked when it steps
+			delete(s.parts, p)
 			continue
 		}
 		s.keys = append(s.keys, p)
@@ -197,8 +186,8 @@ func (s *sharer) tick(force bool) {
 // publish sends what partition p's model changed since its last
 // publication.
 func (s *sharer) publish(p int32) {
-	m := s.models[p]
-	if err := m.Publish(&s.pub); err != nil {
+	part := s.parts[p]
+	if err := part.m.Publish(&s.pub); err != nil {
 		s.log.Warn("shared parameters not published", "partition", p, "err", err)
 		return
 	}
@@ -206,8 +195,8 @@ func (s *sharer) publish(p int32) {
 	if len(s.pub.Items) == 0 || seq < 0 {
 		return
 	}
-	from := s.from[p]
-	s.from[p] = seq
+	from := part.from
+	part.from = seq
 	recs, err := s.records(p, from, seq)
 	if err != nil {
 		s.metrics.shared.WithLabelValues("dropped").Inc()
@@ -268,10 +257,37 @@ func (s *sharer) records(p int32, from, seq int64) ([]state.SharedRecord, error)
 }
 
 // merge merges into partition p's model the deltas it has not looked at
-// (deltas[i] is the (base+i)-th of the log).
+// (deltas[i] is the (base+i)-th of the log), and records the merge point
+// in the shared topic: p's position, the deltas merged there in order, and
+// the chain of points it belongs to, so that a replay merges the same at
+// the same point (SharedHistory). A model's first merge point is
+// recorded even if it merges nothing: it says where the model's chain
+// starts, and from which cursors.
+//
+// A model merges only where it stepped since its last merge point, and
+// at most once per position: its state then changes only where its
+// position moves. A checkpoint merges before it copies the models, so
+// the checkpoint at position c holds every merge point at or before c,
+// which is where a model restored from it goes on; and the changelog,
+// which saves a partition when its position moved, misses no change (a
+// merge at an unchanged position made the next changelog delta apply to
+// a model it was not taken from). An idle partition merges when it steps
+// again. A merge point that cannot be queued for the topic (the queue is
+// full) is skipped: its deltas wait for the next.
 func (s *sharer) merge(p int32, deltas []*sharedDelta, base int) {
-	m := s.models[p]
-	for i := max(s.seen[p]-base, 0); i < len(deltas); i++ {
+	part := s.parts[p]
+	at := s.next(p)
+	if at == part.at {
+		return
+	}
+	part.at = at
+	if len(s.out) == cap(s.out) { // only this goroutine queues: room now is room below
+		s.metrics.shared.WithLabelValues("deferred").Inc()
+		return
+	}
+	m := part.m
+	s.merged = s.merged[:0]
+	for i := max(part.seen-base, 0); i < len(deltas); i++ {
 		d := deltas[i]
 		if d.id.q == p {
 			continue
@@ -284,17 +300,35 @@ func (s *sharer) merge(p int32, deltas []*sharedDelta, base int) {
 			s.metrics.shared.WithLabelValues("overlapping").Inc()
 			continue
 		}
+		s.merged = append(s.merged, d.id)
 		outcome := "merged"
-		for _, c := range d.chunks {
-			if err := m.MergeFrom(d.id.q, d.id.seq, c); err != nil {
-				outcome = "refused"
-				s.log.Warn("shared delta refused", "partition", p, "from_partition", d.id.q, "seq", d.id.seq, "err", err)
-				break
-			}
+		if err := mergeDelta(m, d); err != nil {
+			outcome = "refused"
+			s.log.Warn("shared delta refused", "partition", p, "from_partition", d.id.q, "seq", d.id.seq, "err", err)
 		}
 		s.metrics.shared.WithLabelValues(outcome).Inc()
 	}
-	s.seen[p] = base + len(deltas)
+	part.seen = base + len(deltas)
+	if len(s.merged) == 0 && part.points > 0 {
+		return
+	}
+	s.inflight.Add(1)
+	s.out <- []state.SharedRecord{encodeMergePoint(&mergePoint{
+		chain: chainID{writer: s.writer, n: part.chain}, k: part.points, p: p,
+		start: part.start, cursors: part.cursors, at: at, ids: s.merged,
+	})}
+	part.points++
+}
+
+// mergeDelta merges every chunk of d into m, and stops at the first it
+// refuses (the chunks before it stay merged).
+func mergeDelta(m *online.Model, d *sharedDelta) error {
+	for _, c := range d.chunks {
+		if err := m.MergeFrom(d.id.q, d.id.seq, c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // read opens the shared topic and reads it into memory until the sharer
@@ -331,30 +365,15 @@ func (s *sharer) read() {
 
 // add takes one record of the shared topic (reader goroutine).
 func (s *sharer) add(off int64, _, value []byte) {
-	id, from, chunk, chunks, shared, err := parseShared(value)
+	d, err := s.chunks.add(value)
 	if err != nil {
 		s.metrics.shared.WithLabelValues("unreadable").Inc()
 		s.log.Warn("shared topic: record skipped", "offset", off, "err", err)
 		return
 	}
-	d := s.partial[id]
 	if d == nil {
-		if chunk != 0 {
-			return // its first chunks were not read (retention, or a send that failed)
-		}
-		d = &sharedDelta{id: id, from: from}
-		s.partial[id] = d
+		return // a chunk of a delta not complete yet, or a merge point
 	}
-	if chunk != len(d.chunks) {
-		delete(s.partial, id)
-		return
-	}
-	d.chunks = append(d.chunks, shared)
-	d.bytes += len(value)
-	if len(d.chunks) < chunks {
-		return
-	}
-	delete(s.partial, id)
 	s.mu.Lock()
 	s.deltas = append(s.deltas, d)
 	s.held += d.bytes
@@ -365,28 +384,6 @@ func (s *sharer) add(off int64, _, value []byte) {
 		s.base++
 	}
 	s.mu.Unlock()
-}
-
-// parseShared decodes a shared record.
-func parseShared(v []byte) (id deltaID, from int64, chunk, chunks int, sh *online.Shared, err error) {
-	if len(v) < sharedHeaderBytes || string(v[:4]) != sharedMagic {
-		return id, 0, 0, 0, nil, errors.New("not a shared delta")
-	}
-	le := binary.LittleEndian
-	if ver := le.Uint32(v[4:]); ver != sharedVersion {
-		return id, 0, 0, 0, nil, fmt.Errorf("shared delta version %d, this build reads %d", ver, sharedVersion)
-	}
-	id = deltaID{writer: le.Uint64(v[8:]), q: int32(le.Uint32(v[16:])), seq: int64(le.Uint64(v[28:]))}
-	from = int64(le.Uint64(v[20:]))
-	chunk, chunks = int(le.Uint32(v[36:])), int(le.Uint32(v[40:]))
-	if id.q < 0 || id.seq < 0 || from >= id.seq || chunks < 1 || chunk >= chunks {
-		return id, 0, 0, 0, nil, fmt.Errorf("shared delta header: partition %d, from %d, seq %d, chunk %d of %d", id.q, from, id.seq, chunk, chunks)
-	}
-	sh = new(online.Shared)
-	if err := sh.UnmarshalBinary(v[sharedHeaderBytes:]); err != nil {
-		return id, 0, 0, 0, nil, err
-	}
-	return id, from, chunk, chunks, sh, nil
 }
 
 // send appends the publications until the sharer closes.

@@ -1,0 +1,356 @@
+package service
+
+import (
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"denoiser/online"
+	"denoiser/state"
+)
+
+// The records of the shared topic (the sharer writes them) and
+// SharedHistory, which reads them back for a replay.
+//
+// Two kinds of record, all integers little-endian:
+//   - a chunk of a delta (a publication): sharedMagic, version (u32),
+//     writer (u64), partition (u32), from (i64), seq (i64), chunk and
+//     chunks (u32 each), then the chunk's online.Shared encoding; key
+//     "partition/seq/chunk";
+//   - a merge point: mergeMagic, version (u32), writer (u64), chain (u32),
+//     k (u32), partition (u32), start (i64), at (i64), cursors and count
+//     (u32 each), then the cursors (partition u32, seq i64 each), then
+//     count deltas merged, in the order merged (writer u64, partition
+//     u32, seq i64 each); key "partition/merge/at". It is the k-th merge
+//     point of partition p's model, the chain-th that this writer began
+//     to share, at p's position start and with those cursors (what the
+//     checkpoint it was restored from had merged): it merged the deltas
+//     after stepping p's records below offset at and before stepping the
+//     record at at.
+//
+// The keys are for people reading the topic.
+const (
+	sharedMagic       = "DNSR"
+	sharedVersion     = 1
+	sharedHeaderBytes = 4 + 4 + 8 + 4 + 8 + 8 + 4 + 4
+	mergeMagic        = "DNSM"
+	mergeVersion      = 1
+	mergeHeaderBytes  = 4 + 4 + 8 + 4 + 4 + 4 + 8 + 8 + 4 + 4
+	mergeCursorBytes  = 4 + 8
+	mergeIDBytes      = 8 + 4 + 8
+	// sharedChunkBytes is the size a publication is cut at.
+	sharedChunkBytes = 1 << 20
+)
+
+// sharedDelta is one publication of a partition model, read back.
+type sharedDelta struct {
+	id     deltaID
+	from   int64
+	chunks []*online.Shared
+	bytes  int
+}
+
+// deltaID names a publication: its writer, its partition and its seq.
+type deltaID struct {
+	writer uint64
+	q      int32
+	seq    int64
+}
+
+// chainID names a model's chain of merge points: its writer (a member's
+// run) and its number among the writer's.
+type chainID struct {
+	writer uint64
+	n      uint32
+}
+
+// mergePoint is the k-th merge point of a chain of partition p's model.
+type mergePoint struct {
+	chain   chainID
+	k       uint32
+	p       int32
+	start   int64           // the chain's
+	cursors []online.Cursor // the chain's at its start
+	at      int64
+	ids     []deltaID
+}
+
+// encodeMergePoint is mp's record.
+func encodeMergePoint(mp *mergePoint) state.SharedRecord {
+	le := binary.LittleEndian
+	v := make([]byte, mergeHeaderBytes, mergeHeaderBytes+len(mp.cursors)*mergeCursorBytes+len(mp.ids)*mergeIDBytes)
+	copy(v, mergeMagic)
+	le.PutUint32(v[4:], mergeVersion)
+	le.PutUint64(v[8:], mp.chain.writer)
+	le.PutUint32(v[16:], mp.chain.n)
+	le.PutUint32(v[20:], mp.k)
+	le.PutUint32(v[24:], uint32(mp.p))
+	le.PutUint64(v[28:], uint64(mp.start))
+	le.PutUint64(v[36:], uint64(mp.at))
+	le.PutUint32(v[44:], uint32(len(mp.cursors)))
+	le.PutUint32(v[48:], uint32(len(mp.ids)))
+	for _, c := range mp.cursors {
+		v = le.AppendUint32(v, uint32(c.Partition))
+		v = le.AppendUint64(v, uint64(c.Seq))
+	}
+	for _, id := range mp.ids {
+		v = le.AppendUint64(v, id.writer)
+		v = le.AppendUint32(v, uint32(id.q))
+		v = le.AppendUint64(v, uint64(id.seq))
+	}
+	key := strconv.Itoa(int(mp.p)) + "/merge/" + strconv.FormatInt(mp.at, 10)
+	return state.SharedRecord{Key: []byte(key), Value: v}
+}
+
+// parseMergePoint decodes a merge point's record.
+func parseMergePoint(v []byte) (*mergePoint, error) {
+	le := binary.LittleEndian
+	if len(v) < mergeHeaderBytes {
+		return nil, errors.New("merge point: short record")
+	}
+	if ver := le.Uint32(v[4:]); ver != mergeVersion {
+		return nil, fmt.Errorf("merge point version %d, this build reads %d", ver, mergeVersion)
+	}
+	mp := &mergePoint{chain: chainID{writer: le.Uint64(v[8:]), n: le.Uint32(v[16:])}, k: le.Uint32(v[20:]), p: int32(le.Uint32(v[24:]))}
+	mp.start, mp.at = int64(le.Uint64(v[28:])), int64(le.Uint64(v[36:]))
+	nc, n := uint64(le.Uint32(v[44:])), uint64(le.Uint32(v[48:]))
+	if mp.p < 0 || mp.start < -1 || mp.at < max(mp.start, 0) || uint64(len(v)) != mergeHeaderBytes+nc*mergeCursorBytes+n*mergeIDBytes {
+		return nil, fmt.Errorf("merge point header: partition %d, start %d, at %d, %d cursors and %d deltas in %d bytes", mp.p, mp.start, mp.at, nc, n, len(v))
+	}
+	b := v[mergeHeaderBytes:]
+	mp.cursors = make([]online.Cursor, nc)
+	for i := range mp.cursors {
+		mp.cursors[i] = online.Cursor{Partition: int32(le.Uint32(b)), Seq: int64(le.Uint64(b[4:]))}
+		b = b[mergeCursorBytes:]
+	}
+	mp.ids = make([]deltaID, n)
+	for i := range mp.ids {
+		mp.ids[i] = deltaID{writer: le.Uint64(b), q: int32(le.Uint32(b[8:])), seq: int64(le.Uint64(b[12:]))}
+		b = b[mergeIDBytes:]
+	}
+	return mp, nil
+}
+
+// parseShared decodes a chunk of a delta.
+func parseShared(v []byte) (id deltaID, from int64, chunk, chunks int, sh *online.Shared, err error) {
+	if len(v) < sharedHeaderBytes || string(v[:4]) != sharedMagic {
+		return id, 0, 0, 0, nil, errors.New("not a shared delta")
+	}
+	le := binary.LittleEndian
+	if ver := le.Uint32(v[4:]); ver != sharedVersion {
+		return id, 0, 0, 0, nil, fmt.Errorf("shared delta version %d, this build reads %d", ver, sharedVersion)
+	}
+	id = deltaID{writer: le.Uint64(v[8:]), q: int32(le.Uint32(v[16:])), seq: int64(le.Uint64(v[28:]))}
+	from = int64(le.Uint64(v[20:]))
+	chunk, chunks = int(le.Uint32(v[36:])), int(le.Uint32(v[40:]))
+	if id.q < 0 || id.seq < 0 || from >= id.seq || chunks < 1 || chunk >= chunks {
+		return id, 0, 0, 0, nil, fmt.Errorf("shared delta header: partition %d, from %d, seq %d, chunk %d of %d", id.q, from, id.seq, chunk, chunks)
+	}
+	sh = new(online.Shared)
+	if err := sh.UnmarshalBinary(v[sharedHeaderBytes:]); err != nil {
+		return id, 0, 0, 0, nil, err
+	}
+	return id, from, chunk, chunks, sh, nil
+}
+
+// isMergePoint reports whether v is a merge point's record.
+func isMergePoint(v []byte) bool { return len(v) >= 4 && string(v[:4]) == mergeMagic }
+
+// deltaChunks puts the chunks of each delta back together, in the topic's
+// order.
+type deltaChunks struct {
+	partial map[deltaID]*sharedDelta
+}
+
+// add takes the value of the topic's next record and returns the delta it
+// completes, if any. A merge point is not a delta (nil, nil). A delta whose
+// first chunks were not read (retention, a send that failed) is never
+// complete.
+func (c *deltaChunks) add(v []byte) (*sharedDelta, error) {
+	if isMergePoint(v) {
+		return nil, nil
+	}
+	id, from, chunk, chunks, shared, err := parseShared(v)
+	if err != nil {
+		return nil, err
+	}
+	if c.partial == nil {
+		c.partial = map[deltaID]*sharedDelta{}
+	}
+	d := c.partial[id]
+	if d == nil {
+		if chunk != 0 {
+			return nil, nil
+		}
+		d = &sharedDelta{id: id, from: from}
+		c.partial[id] = d
+	}
+	if chunk != len(d.chunks) {
+		delete(c.partial, id)
+		return nil, nil
+	}
+	d.chunks = append(d.chunks, shared)
+	d.bytes += len(v)
+	if len(d.chunks) < chunks {
+		return nil, nil
+	}
+	delete(c.partial, id)
+	return d, nil
+}
+
+// SharedHistory is what a shared topic recorded (state_layout partition,
+// docs/design/partitions.md): every delta and every merge point, read back
+// in the topic's order, so that a replay of one input partition merges
+// what the live partition model merged, where it merged it (Merges). It
+// holds every delta it is given.
+type SharedHistory struct {
+	chunks deltaChunks
+	deltas map[deltaID]*sharedDelta
+	chains map[chainID]*mergeChain
+	n      int // chains
+}
+
+// mergeChain is one model's merge points.
+type mergeChain struct {
+	first  *mergePoint // its first record read: p, start and cursors
+	order  int         // of that record in the topic
+	points []*mergePoint
+}
+
+// NewSharedHistory returns an empty history.
+func NewSharedHistory() *SharedHistory {
+	return &SharedHistory{deltas: map[deltaID]*sharedDelta{}, chains: map[chainID]*mergeChain{}}
+}
+
+// Add takes the value of the shared topic's next record, in the topic's
+// order. A record it cannot read is an error, and changes nothing. A
+// record appended twice (a send tried again) counts once.
+func (h *SharedHistory) Add(v []byte) error {
+	if !isMergePoint(v) {
+		d, err := h.chunks.add(v)
+		if d != nil && h.deltas[d.id] == nil {
+			h.deltas[d.id] = d
+		}
+		return err
+	}
+	mp, err := parseMergePoint(v)
+	if err != nil {
+		return err
+	}
+	c := h.chains[mp.chain]
+	if c == nil {
+		c = &mergeChain{first: mp, order: h.n}
+		h.chains[mp.chain] = c
+		h.n++
+	}
+	if c.first.p != mp.p || c.first.start != mp.start {
+		return fmt.Errorf("merge point of partition %d from %d in the chain of partition %d from %d", mp.p, mp.start, c.first.p, c.first.start)
+	}
+	switch k := int(mp.k); {
+	case k < len(c.points):
+		return nil // sent twice
+	case k > len(c.points):
+		return fmt.Errorf("partition %d: merge point %d of a chain follows point %d: the points between are not in the log", mp.p, k, len(c.points)-1)
+	}
+	c.points = append(c.points, mp)
+	return nil
+}
+
+// Merges returns the merge points of partition p's model. A model that
+// began at p's position s with cursors C (a restore from the checkpoint
+// at s) holds the points of the chain before it that are below s, and
+// those at s that merged nothing beyond C; it goes on with its own. The
+// chains are taken by their start, then in the topic's order, and the
+// last one's points, with the points of those it began from, are the
+// merges of the model that wrote p's latest output. A merge point that
+// names a delta the history does not hold (retention deleted it, or it
+// was never read back) is an error.
+func (h *SharedHistory) Merges(p int32) (*Merges, error) {
+	var chains []*mergeChain
+	for _, c := range h.chains {
+		if c.first.p == p {
+			chains = append(chains, c)
+		}
+	}
+	slices.SortFunc(chains, func(a, b *mergeChain) int {
+		if a.first.start != b.first.start {
+			return cmp.Compare(a.first.start, b.first.start)
+		}
+		return a.order - b.order
+	})
+	var points []*mergePoint
+	for _, c := range chains {
+		keep := 0
+		for keep < len(points) && heldBy(points[keep], c.first) {
+			keep++
+		}
+		points = append(points[:keep], c.points...)
+	}
+	ms := &Merges{points: make([]resolvedPoint, len(points))}
+	for i, mp := range points {
+		ms.points[i].at = mp.at
+		for _, id := range mp.ids {
+			d := h.deltas[id]
+			if d == nil {
+				return nil, fmt.Errorf("partition %d merged the delta of partition %d at seq %d at offset %d: it is not in the shared log", p, id.q, id.seq, mp.at)
+			}
+			ms.points[i].deltas = append(ms.points[i].deltas, d)
+		}
+	}
+	return ms, nil
+}
+
+// heldBy reports whether the checkpoint that a chain began from (c, its
+// first point) holds merge point mp of an earlier chain: mp is below c's
+// start, or at it and merged nothing past c's cursors.
+func heldBy(mp, c *mergePoint) bool {
+	if mp.at != c.start {
+		return mp.at < c.start
+	}
+	for _, id := range mp.ids {
+		j, ok := slices.BinarySearchFunc(c.cursors, id.q, func(cu online.Cursor, q int32) int { return cmp.Compare(cu.Partition, q) })
+		if !ok || id.seq > c.cursors[j].Seq {
+			return false
+		}
+	}
+	return true
+}
+
+// Merges are one partition model's merge points (SharedHistory.Merges),
+// applied in order as a replay steps the partition's records.
+type Merges struct {
+	points []resolvedPoint
+	next   int
+}
+
+type resolvedPoint struct {
+	at     int64
+	deltas []*sharedDelta
+}
+
+// Len returns the number of merge points.
+func (ms *Merges) Len() int { return len(ms.points) }
+
+// Deltas returns the deltas the merge points merge in all.
+func (ms *Merges) Deltas() int {
+	n := 0
+	for _, pt := range ms.points {
+		n += len(pt.deltas)
+	}
+	return n
+}
+
+// Apply merges into m every merge point not applied yet at or before
+// offset, the input offset of the record m steps next, as the live model
+// did (a refused delta is refused again). m must share
+// (online.Model.StartSharing).
+func (ms *Merges) Apply(m *online.Model, offset int64) {
+	for ; ms.next < len(ms.points) && ms.points[ms.next].at <= offset; ms.next++ {
+		for _, d := range ms.points[ms.next].deltas {
+			_ = mergeDelta(m, d) // the live model's refusal, reproduced
+		}
+	}
+}
