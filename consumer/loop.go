@@ -160,6 +160,12 @@ type Options struct {
 	// the loop (the models may have stepped later records of the batch,
 	// which are neither counted nor handed on).
 	After func(ctx context.Context, r *Result, out Flusher) error
+	// Before, if set, is called on the model goroutine before the model
+	// steps a record (one with an event to score), in input order: the
+	// replay merges the shared parameters there that the live partition
+	// model merged (service.Merges). It needs the sequential path: Run
+	// refuses it with Workers > 1 and a Partitioned model.
+	Before func(r *Result)
 	// Skipped, if set, is called on the model goroutine for each record
 	// with nothing to score (see SkipReason), in input order.
 	Skipped func(SkipReason)
@@ -229,6 +235,9 @@ func addCounts[K comparable](dst, src map[K]uint64) map[K]uint64 {
 func Run(ctx context.Context, src Source, model Model, sink Sink, dlq DeadLetter, opts Options) (Stats, error) {
 	if src == nil || model == nil || sink == nil || dlq == nil {
 		return Stats{}, errors.New("run loop: nil source, model, sink or dead-letter")
+	}
+	if _, ok := model.(Partitioned); ok && opts.Workers > 1 && opts.Before != nil {
+		return Stats{}, errors.New("run loop: Before needs the sequential path (Workers ≤ 1)")
 	}
 	n := opts.Buffer
 	if n <= 0 {
@@ -398,6 +407,9 @@ func (l *loop) step(ctx context.Context, model Model, opts Options, st *Stats) e
 			}
 			l.workers.stepBatch(batch)
 		} else if r.skip == "" && r.Reason == "" {
+			if opts.Before != nil {
+				opts.Before(r)
+			}
 			p := PartitionOf(r.Pos)
 			stepRecord(partitionModel(model, p), partitionModel(opts.Shadow, p), r)
 		}

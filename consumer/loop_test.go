@@ -171,6 +171,23 @@ func TestRunShadow(t *testing.T) {
 	}
 }
 
+// TestRunBefore: Before sees each record to score before the model steps
+// it, in input order; not a record that is not stepped (a bad one).
+func TestRunBefore(t *testing.T) {
+	in := "{\"user\":\"a\",\"item\":\"i\"}\nnot json\n{\"user\":\"b\",\"item\":\"j\"}\n"
+	model := &fakeModel{}
+	var got []string
+	_, err := Run(context.Background(), NewFileSource(strings.NewReader(in), "f"), model, &memSink{}, &memSink{}, Options{
+		Before: func(r *Result) { got = append(got, fmt.Sprintf("%d:%d", r.Pos.Line, len(model.seen))) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != "[1:0 3:1]" { // line:events the model had stepped
+		t.Fatalf("Before saw %v", got)
+	}
+}
+
 func TestRunAfterFlushAndError(t *testing.T) {
 	var b strings.Builder
 	for i := range 50 {

@@ -2,9 +2,12 @@ package service
 
 import (
 	"cmp"
+	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 
@@ -351,6 +354,59 @@ func (ms *Merges) Apply(m *online.Model, offset int64) {
 	for ; ms.next < len(ms.points) && ms.points[ms.next].at <= offset; ms.next++ {
 		for _, d := range ms.points[ms.next].deltas {
 			_ = mergeDelta(m, d) // the live model's refusal, reproduced
+		}
+	}
+}
+
+// sharedLine is one record of the shared topic in a file (DumpShared,
+// ReadSharedHistory): a JSON line, the value base64-encoded.
+type sharedLine struct {
+	Offset int64  `json:"offset"`
+	Key    string `json:"key"`
+	Value  []byte `json:"value"`
+}
+
+// DumpShared writes every record that cfg's shared topic (sharing.topic)
+// holds now, from the first it retains to its end, to w as JSON lines
+// ({"offset", "key", "value" in base64}), and returns how many. It is
+// what `denoiser replay --shared` reads. The topic is created if absent
+// (state.OpenShared), with nothing in it.
+func DumpShared(ctx context.Context, cfg Config, w io.Writer) (int, error) {
+	cfg = cfg.WithDefaults()
+	if cfg.Sharing.Topic == SharingOff {
+		return 0, errors.New("sharing.topic is off: there is no shared topic")
+	}
+	lg, err := state.OpenShared(ctx, state.SharedConfig{
+		Brokers: cfg.Kafka.Brokers, Topic: cfg.Sharing.Topic, Retention: cfg.Sharing.Retention, Timeout: cfg.Kafka.RequestTimeout,
+	})
+	if err != nil {
+		return 0, err
+	}
+	enc := json.NewEncoder(w)
+	n := 0
+	var werr error
+	_, err = lg.Read(ctx, -1, func(off int64, key, value []byte) {
+		if werr == nil {
+			werr = enc.Encode(sharedLine{Offset: off, Key: string(key), Value: value})
+			n++
+		}
+	})
+	return n, errors.Join(err, werr, lg.Close())
+}
+
+// ReadSharedHistory reads a file that DumpShared wrote into a history.
+func ReadSharedHistory(r io.Reader) (*SharedHistory, error) {
+	h := NewSharedHistory()
+	dec := json.NewDecoder(r)
+	for line := 1; ; line++ {
+		var l sharedLine
+		if err := dec.Decode(&l); errors.Is(err, io.EOF) {
+			return h, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("record %d: %w", line, err)
+		}
+		if err := h.Add(l.Value); err != nil {
+			return nil, fmt.Errorf("record %d (offset %d): %w", line, l.Offset, err)
 		}
 	}
 }

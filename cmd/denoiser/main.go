@@ -4,8 +4,9 @@
 // Subcommands:
 //
 //	denoiser run [--config FILE] [--set PATH=VALUE]... [flags]
-//	denoiser replay --in FILE --out FILE [--dead-letter FILE] [--truth MODE] [--report FILE.json] [--passes N] [--partition N] [--config FILE] [--seed N]
+//	denoiser replay --in FILE --out FILE [--dead-letter FILE] [--truth MODE] [--report FILE.json] [--passes N] [--partition N [--shared FILE [--first-offset N]]] [--config FILE] [--seed N]
 //	denoiser snapshot export|import|inspect|diff [flags]
+//	denoiser shared-log [--config FILE] [--set PATH=VALUE]... --out FILE
 //
 // The lab (demo, eval, gen, convert) is the separate binary
 // cmd/denoiser-lab, so that this one links neither plotting nor the
@@ -25,19 +26,21 @@ import (
 
 // commands maps a subcommand to its entry point.
 var commands = map[string]command.Command{
-	"run":      runRun,
-	"replay":   command.Replay,
-	"snapshot": runSnapshot,
-	"version":  command.Version,
+	"run":        runRun,
+	"replay":     command.Replay,
+	"shared-log": runSharedLog,
+	"snapshot":   runSnapshot,
+	"version":    command.Version,
 }
 
 const usage = `usage: denoiser <command> [flags]
 
 commands:
-  run       the stream service: Kafka topic in, scored topic out, checkpoints, metrics
-  replay    score a recorded JSON-lines event log, file to file, and report
-  snapshot  export, import, inspect and diff portable model snapshots
-  version   print the commit and Go version this binary was built from
+  run         the stream service: Kafka topic in, scored topic out, checkpoints, metrics
+  replay      score a recorded JSON-lines event log, file to file, and report
+  snapshot    export, import, inspect and diff portable model snapshots
+  shared-log  copy the shared topic (the merges of state_layout partition) to a file, for replay --shared
+  version     print the commit and Go version this binary was built from
 
 Run "denoiser <command> -h" for a command's flags. The demo and the
 evaluation lab are the separate binary denoiser-lab (make demo builds it).

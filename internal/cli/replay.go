@@ -132,7 +132,7 @@ var ErrNothingScored = errors.New("no event could be scored")
 
 // Replay implements
 //
-//	denoiser replay --in FILE --out FILE [--dead-letter FILE] [--truth MODE] [--report FILE.json] [--passes N] [--partition N] [--config FILE]
+//	denoiser replay --in FILE --out FILE [--dead-letter FILE] [--truth MODE] [--report FILE.json] [--passes N] [--partition N [--shared FILE [--first-offset N]]] [--config FILE]
 //
 // It runs the stream pipeline (consumer.Run) from a JSON-lines file to a
 // JSON-lines file, with a plain model beside the main one as the
@@ -151,11 +151,13 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		truthMode  = fs.String("truth", "field", "ground truth for the report: field, dwell:MS (dwell_ms < MS is noise), rating:R (rating <= R is noise) or none (evaluate nothing: the replay keeps no per-event or per-id state beside the models)")
 		reportPath = fs.String("report", "", "write the JSON report to `file`")
 		partition  = fs.Int("partition", 0, "score the log as input partition `N`'s: the model draws from partition N's random source, as the service's model of partition N does (state_layout: partition), so that a replay of one partition's records reproduces that partition's output of a live run")
+		sharedPath = fs.String("shared", "", "merge what partition --partition's live model merged, where it merged it: a `file` of the shared topic written by denoiser shared-log (state_layout partition with sharing); the log must hold the partition's records one per line, from offset --first-offset")
+		firstOff   = fs.Int64("first-offset", 0, "the input offset of the log's first line, for --shared (`N`)")
 		passes     = fs.Int("passes", 1, "read the log `N` times: both models learn from it N-1 times (no output, no report), then the last pass scores, test-then-train, and writes the output, dead letters and report; N > 1 needs a regular file as --in. The scores are then no longer out-of-sample: each event has been learned from before it is scored")
 		loadConfig = ConfigFlags(fs, "replay", stderr)
 	)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: denoiser replay --in FILE --out FILE [--dead-letter FILE] [--truth MODE] [--report FILE.json] [--passes N] [--partition N] [--config FILE] [--set PATH=VALUE]... [--seed N]\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: denoiser replay --in FILE --out FILE [--dead-letter FILE] [--truth MODE] [--report FILE.json] [--passes N] [--partition N [--shared FILE [--first-offset N]]] [--config FILE] [--set PATH=VALUE]... [--seed N]\n\n"+
 			"Scores a recorded event log with the same pipeline as the stream service and\n"+
 			"prints a report (ROC-AUC, PR-AUC against ground truth) to stderr.\n"+
 			"With --passes N the models learn from the whole log N-1 times first (batch\n"+
@@ -174,6 +176,10 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return fmt.Errorf("replay: --passes %d: want at least 1: %w", *passes, ErrUsage)
 	case *partition < 0 || *partition > math.MaxInt32:
 		return fmt.Errorf("replay: --partition %d: want an input partition number: %w", *partition, ErrUsage)
+	case *sharedPath != "" && *passes > 1:
+		return fmt.Errorf("replay: --shared reproduces one live pass: it cannot be used with --passes %d: %w", *passes, ErrUsage)
+	case *firstOff < 0:
+		return fmt.Errorf("replay: --first-offset %d: want an input offset: %w", *firstOff, ErrUsage)
 	case *passes > 1 && *in == "-":
 		return fmt.Errorf("replay: --passes %d reads the input %d times: --in - (standard input) cannot be re-read; give a file: %w", *passes, *passes, ErrUsage)
 	}
@@ -197,6 +203,12 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 	model, err := online.New(cfg.Model, online.NewPartitionSource(cfg.Seed, int32(*partition)))
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
+	}
+	var before func(*consumer.Result)
+	if *sharedPath != "" {
+		if before, err = replayMerges(*sharedPath, int32(*partition), *firstOff, model, stderr); err != nil {
+			return fmt.Errorf("replay: %w", err)
+		}
 	}
 	baseline, err := online.New(cfg.Model.Baseline(), online.NewSource(cfg.Seed))
 	if err != nil {
@@ -234,7 +246,7 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		progress = report.StartProgress(stderr, 0, src.Size(), src.BytesRead, collector.Scored)
 	}
 	start := time.Now()
-	st, err := consumer.Run(ctx, src, model, collector, dlq, consumer.Options{Shadow: baseline})
+	st, err := consumer.Run(ctx, src, model, collector, dlq, consumer.Options{Shadow: baseline, Before: before})
 	elapsed := time.Since(start)
 	if progress != nil {
 		progress.Stop()
@@ -265,6 +277,28 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return fmt.Errorf("replay: %w: %s", ErrNothingScored, src.Describe())
 	}
 	return nil
+}
+
+// replayMerges reads the shared topic's file at path and returns the
+// function that merges into model, before it steps each record, what
+// partition p's live model merged up to that record's input offset
+// (first plus its line number less one). model starts sharing.
+func replayMerges(path string, p int32, first int64, model *online.Model, stderr io.Writer) (func(*consumer.Result), error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	hist, err := service.ReadSharedHistory(f)
+	if err := errors.Join(err, f.Close()); err != nil {
+		return nil, fmt.Errorf("--shared %s: %w", path, err)
+	}
+	merges, err := hist.Merges(p)
+	if err != nil {
+		return nil, fmt.Errorf("--shared %s: %w", path, err)
+	}
+	fmt.Fprintf(stderr, "replay: partition %d merges %d deltas at %d points (%s)\n", p, merges.Deltas(), merges.Len(), path)
+	model.StartSharing()
+	return func(r *consumer.Result) { merges.Apply(model, first+r.Pos.Line-1) }, nil
 }
 
 // rereadable refuses an input that cannot be read twice the same: standard
