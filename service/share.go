@@ -32,8 +32,10 @@ type sharedLog interface {
 // partition model of this member publishes what its own
 // steps changed since its last publication: a delta tagged with its
 // partition q, the next input offset at which it published (seq) and the
-// one of its previous publication (from). Then each merges, in the log's
-// order, the deltas of the other partitions that it has not merged: a
+// one of its previous publication (from). Then each model that stepped
+// since its last merge merges, in the log's order, the deltas of the
+// other partitions that it has not merged, and records where and what it
+// merged (merge, SharedHistory): a
 // delta of q whose seq is above the model's cursor of q (Model.Merged,
 // part of the model's checkpoint) and whose from is not below it. A
 // delta that starts before the cursor overlaps one the model merged
@@ -44,8 +46,8 @@ type sharedLog interface {
 //
 // The model goroutine publishes and merges; a reader goroutine reads the
 // topic into memory (at most keepBytes of complete deltas, the oldest
-// dropped first), and a sender goroutine appends the publications, so
-// that the model goroutine never waits for the brokers. A publication
+// dropped first), and a sender goroutine appends the publications and
+// merge points, so that the model goroutine never waits for the brokers. A publication
 // that finds the send queue full is dropped (counted): its steps are not
 // shared.
 type sharer struct {

@@ -180,6 +180,8 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return fmt.Errorf("replay: --shared reproduces one live pass: it cannot be used with --passes %d: %w", *passes, ErrUsage)
 	case *firstOff < 0:
 		return fmt.Errorf("replay: --first-offset %d: want an input offset: %w", *firstOff, ErrUsage)
+	case *firstOff != 0 && *sharedPath == "":
+		return fmt.Errorf("replay: --first-offset places the log among the merge points of --shared: give --shared too: %w", ErrUsage)
 	case *passes > 1 && *in == "-":
 		return fmt.Errorf("replay: --passes %d reads the input %d times: --in - (standard input) cannot be re-read; give a file: %w", *passes, *passes, ErrUsage)
 	}
