@@ -983,11 +983,25 @@ func crashRecoveryGroup(t *testing.T, layout online.Layout, shared bool) {
 		t.Errorf("%d input records have no output, the first at %v", lost, lostAt)
 	}
 	if layout == online.LayoutPartition && !shared {
-		if wrong := partitionMismatches(t, b, in, n, copies); len(wrong) > 0 {
+		if wrong := partitionMismatches(t, b, in, n, copies, nil); len(wrong) > 0 {
 			t.Errorf("%d scored records differ from their partition's own model, the first: %s", len(wrong), strings.Join(wrong[:min(len(wrong), 5)], "; "))
 		} else {
 			t.Logf("every scored record is byte-identical to its partition's own model")
 		}
+	}
+	if shared {
+		// A figure, not a check: the records a killed member scored after
+		// its last checkpoint were scored with merges its successor did
+		// not make, and a replay follows the successor.
+		hist := service.NewSharedHistory()
+		for _, m := range b.NewReader(t, in+"-g."+in+".shared").Until(t, time.Minute, kafkatest.AtLeast(1)) {
+			if err := hist.Add(m.Value); err != nil {
+				t.Errorf("shared topic record %d: %v", m.Offset, err)
+			}
+		}
+		wrong := partitionMismatches(t, b, in, n, copies, hist)
+		t.Logf("%d of %d scored records differ from a replay of their partition with the recorded merges (the crash windows), the first: %s",
+			len(wrong), len(scored.Msgs), strings.Join(wrong[:min(len(wrong), 3)], "; "))
 	}
 	if dups > 0 {
 		var sb strings.Builder
@@ -1022,11 +1036,16 @@ type outCopy struct {
 // default configuration, seed 1, online.NewPartitionSource) on that
 // partition's records (the n records of topic in), in offset order, and
 // returns where a scored copy in copies differs from what it writes.
-func partitionMismatches(t *testing.T, b *kafkatest.Broker, in string, n int, copies map[srcPos][]outCopy) []string {
+//
+// With shared, the history of the run's shared topic, each model merges
+// what the partition's latest live model merged, where it merged it, as
+// `denoiser replay --shared` does.
+func partitionMismatches(t *testing.T, b *kafkatest.Broker, in string, n int, copies map[srcPos][]outCopy, shared *service.SharedHistory) []string {
 	t.Helper()
 	inputs := b.NewReader(t, in).Until(t, time.Minute, kafkatest.AtLeast(n))
 	kafkatest.SortByPosition(inputs)
 	models := map[int]*online.Model{}
+	merges := map[int]*service.Merges{}
 	var wrong []string
 	for _, msg := range inputs {
 		p, o := msg.Partition, msg.Offset
@@ -1037,6 +1056,15 @@ func partitionMismatches(t *testing.T, b *kafkatest.Broker, in string, n int, co
 				t.Fatal(err)
 			}
 			models[p] = m
+			if shared != nil {
+				m.StartSharing()
+				if merges[p], err = shared.Merges(int32(p)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if ms := merges[p]; ms != nil {
+			ms.Apply(m, o)
 		}
 		{
 			r := consumer.Result{Pos: input.Position{Topic: in, Partition: int32(p), Offset: o}}
