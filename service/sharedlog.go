@@ -369,15 +369,15 @@ type sharedLine struct {
 // DumpShared writes every record that cfg's shared topic (sharing.topic)
 // holds now, from the first it retains to its end, to w as JSON lines
 // ({"offset", "key", "value" in base64}), and returns how many. It is
-// what `denoiser replay --shared` reads. The topic is created if absent
-// (state.OpenShared), with nothing in it.
+// what `denoiser replay --shared` reads. A topic that does not exist is an
+// error (it is not created).
 func DumpShared(ctx context.Context, cfg Config, w io.Writer) (int, error) {
 	cfg = cfg.WithDefaults()
 	if cfg.Sharing.Topic == SharingOff {
 		return 0, errors.New("sharing.topic is off: there is no shared topic")
 	}
 	lg, err := state.OpenShared(ctx, state.SharedConfig{
-		Brokers: cfg.Kafka.Brokers, Topic: cfg.Sharing.Topic, Retention: cfg.Sharing.Retention, Timeout: cfg.Kafka.RequestTimeout,
+		Brokers: cfg.Kafka.Brokers, Topic: cfg.Sharing.Topic, Existing: true, Timeout: cfg.Kafka.RequestTimeout,
 	})
 	if err != nil {
 		return 0, err

@@ -25,6 +25,10 @@ type SharedConfig struct {
 	// ReplicationFactor of a topic OpenShared creates. Default 0: the
 	// broker's default.replication.factor.
 	ReplicationFactor int
+	// Existing opens only a topic that exists (a reader such as
+	// `denoiser shared-log`): OpenShared then neither creates it nor
+	// waits for it to appear beyond its metadata retries.
+	Existing bool
 	// Timeout bounds each request to the brokers. Default 10s.
 	Timeout time.Duration
 	// Logger receives an Info line when the topic is created. Default
@@ -74,11 +78,13 @@ func OpenShared(ctx context.Context, cfg SharedConfig) (*SharedLog, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = c.createTopic(ctx, []kafka.ConfigEntry{
-		{ConfigName: "cleanup.policy", ConfigValue: "delete"},
-		{ConfigName: "retention.ms", ConfigValue: strconv.FormatInt(cfg.Retention.Milliseconds(), 10)},
-		{ConfigName: "max.message.bytes", ConfigValue: strconv.Itoa(changelogMaxMessage)},
-	})
+	if !cfg.Existing {
+		err = c.createTopic(ctx, []kafka.ConfigEntry{
+			{ConfigName: "cleanup.policy", ConfigValue: "delete"},
+			{ConfigName: "retention.ms", ConfigValue: strconv.FormatInt(cfg.Retention.Milliseconds(), 10)},
+			{ConfigName: "max.message.bytes", ConfigValue: strconv.Itoa(changelogMaxMessage)},
+		})
+	}
 	if err == nil {
 		_, err = c.partitions(ctx)
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,6 +55,14 @@ func TestReplaySharedLog(t *testing.T) {
 		t.Fatalf("shared-log exit %d: %s", code, stderr.String())
 	}
 	t.Log(stderr.String())
+	// A shared topic that does not exist is an error, and is not created.
+	stderr.Reset()
+	if code := run(context.Background(), []string{"shared-log", "--config", cfg, "--set", "sharing.topic=" + in + ".nope", "--out", filepath.Join(dir, "nope.jsonl")}, &bytes.Buffer{}, &stderr); code != 1 || !strings.Contains(stderr.String(), in+".nope") {
+		t.Fatalf("shared-log of a topic that does not exist: exit %d: %s", code, stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "nope.jsonl")); !os.IsNotExist(err) {
+		t.Fatalf("shared-log that failed left its output: %v", err)
+	}
 
 	live := map[int]map[int64][]byte{}
 	for _, m := range scored.Msgs {
