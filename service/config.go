@@ -128,12 +128,13 @@ type SharingConfig struct {
 	// learns from its partition's events alone. With state_layout member
 	// there is none: one model learns from every partition it reads.
 	Topic string `yaml:"topic"`
-	// Interval is how often the models publish and merge (default 5s),
-	// and at every checkpoint: it bounds how stale the item rows of one
-	// partition's model are with respect to the others'.
+	// Interval is how often the models publish (default 5s), and at
+	// every checkpoint: it bounds how stale the item rows of one
+	// partition's model are with respect to the others'. A model merges
+	// what was read back at the end of each batch it stepped in.
 	Interval time.Duration `yaml:"interval"`
-	// EveryEvents: the models also publish and merge after this many
-	// records of the member (default 10000), so that a backlog read at
+	// EveryEvents: the models also publish after this many records of
+	// the member (default 2000), so that a backlog read at
 	// full speed is not learned by each partition alone for Interval.
 	EveryEvents int `yaml:"every_events"`
 	// Retention is the retention.ms of a shared topic the service
@@ -173,7 +174,7 @@ const (
 	// DefaultSharingInterval is sharing.interval's default.
 	DefaultSharingInterval = 5 * time.Second
 	// DefaultSharingEvents is sharing.every_events' default.
-	DefaultSharingEvents = 10000
+	DefaultSharingEvents = 2000
 )
 
 // WithDefaults returns c with every zero field set to its default.
@@ -300,7 +301,7 @@ func (c Config) Validate() error {
 	case c.Sharing.Interval < 10*time.Millisecond:
 		return fieldError("sharing.interval", "must be at least 10ms", "5s")
 	case c.Sharing.EveryEvents < 1:
-		return fieldError("sharing.every_events", "must be at least 1", "10000")
+		return fieldError("sharing.every_events", "must be at least 1", "2000")
 	case c.Sharing.Retention < time.Second:
 		return fieldError("sharing.retention", "must be at least 1s", "1h")
 	}

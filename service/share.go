@@ -32,10 +32,11 @@ type sharedLog interface {
 // partition model of this member publishes what its own
 // steps changed since its last publication: a delta tagged with its
 // partition q, the next input offset at which it published (seq) and the
-// one of its previous publication (from). Then each model that stepped
-// since its last merge merges, in the log's order, the deltas of the
-// other partitions that it has not merged, and records where and what it
-// merged (merge, SharedHistory): a
+// one of its previous publication (from). Then, and at the end of every
+// batch of records when deltas have been read back since (mergeArrived),
+// each model that stepped since its last merge merges, in the log's
+// order, the deltas of the other partitions that it has not merged, and
+// records where and what it merged (merge, SharedHistory): a
 // delta of q whose seq is above the model's cursor of q (Model.Merged,
 // part of the model's checkpoint) and whose from is not below it. A
 // delta that starts before the cursor overlaps one the model merged
@@ -151,8 +152,33 @@ func (s *sharer) track(p int32, m *online.Model) {
 // every-th (at the end of a batch: batchEnd). Model goroutine.
 func (s *sharer) record(batchEnd bool) {
 	s.events++
-	if s.events >= s.every && batchEnd {
+	if !batchEnd {
+		return
+	}
+	if s.events >= s.every {
 		s.tick(true)
+		return
+	}
+	s.mergeArrived()
+}
+
+// mergeArrived merges into each model the deltas read since it last
+// looked (the models that stepped since their last merge). Model
+// goroutine, while no partition model steps.
+func (s *sharer) mergeArrived() {
+	s.mu.Lock()
+	deltas, base := s.deltas, s.base
+	s.mu.Unlock()
+	end := base + len(deltas)
+	s.keys = s.keys[:0]
+	for p, part := range s.parts {
+		if part.seen < end && s.set.Model(p) == part.m {
+			s.keys = append(s.keys, p)
+		}
+	}
+	slices.Sort(s.keys)
+	for _, p := range s.keys {
+		s.merge(p, deltas, base)
 	}
 }
 

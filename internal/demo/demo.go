@@ -20,6 +20,7 @@ import (
 	"denoiser/internal/report"
 	"denoiser/online"
 	"denoiser/service"
+	"denoiser/state"
 )
 
 // Topic names inside the embedded broker.
@@ -262,6 +263,10 @@ func Run(ctx context.Context, opts Options) (rep report.Report, err error) {
 	fmt.Fprintf(progress, "demo: %d member(s) processed %d records (%d scored, %d dead-lettered) in %.2fs\n",
 		len(svcs), st.Records, st.Scored, st.Rejected, last.Sub(first).Seconds())
 
+	if err := printShared(ctx, progress, cfg.WithDefaults(), len(lines)); err != nil {
+		return rep, fmt.Errorf("demo: %w", err)
+	}
+
 	collector := report.NewCollector(*truth, nil)
 	// The loss baseline: a plain model (the service's configuration made
 	// plain, Config.Baseline) learning, test-then-train, from the scored records as
@@ -431,3 +436,28 @@ func orNaN(p *float64) float64 {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// printShared prints what the shared topic holds (state_layout partition
+// with sharing): its records and bytes, per input event.
+func printShared(ctx context.Context, w io.Writer, cfg service.Config, events int) error {
+	if cfg.StateLayout != online.LayoutPartition || cfg.Sharing.Topic == service.SharingOff {
+		return nil
+	}
+	lg, err := state.OpenShared(ctx, state.SharedConfig{
+		Brokers: cfg.Kafka.Brokers, Topic: cfg.Sharing.Topic, Existing: true, Timeout: cfg.Kafka.RequestTimeout,
+	})
+	if err != nil {
+		return err
+	}
+	records, size := 0, 0
+	_, err = lg.Read(ctx, -1, func(_ int64, key, value []byte) {
+		records++
+		size += len(key) + len(value)
+	})
+	if err := errors.Join(err, lg.Close()); err != nil {
+		return fmt.Errorf("shared topic %s: %w", cfg.Sharing.Topic, err)
+	}
+	fmt.Fprintf(w, "demo: the shared topic %q holds %d records, %d bytes (%.0f bytes per input event)\n",
+		cfg.Sharing.Topic, records, size, float64(size)/float64(max(events, 1)))
+	return nil
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"denoiser/online"
@@ -60,15 +61,27 @@ func TestRun(t *testing.T) {
 // rows split the partitions, and the report covers every record once.
 func TestRunMembers(t *testing.T) {
 	const n = 400
+	var progress strings.Builder
 	rep, err := Run(context.Background(), Options{
 		Input: writeLog(t, n), Partitions: 3, HTTPAddr: "off", Seed: 1, Members: 2,
 		StateLayout: online.LayoutPartition, Sharing: service.SharingConfig{EveryEvents: 50},
+		Progress: &progress,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.Events != n-2 || rep.Invalid != 2 {
 		t.Fatalf("report: %d events, %d invalid; want %d and 2", rep.Events, rep.Invalid, n-2)
+	}
+	// What the shared topic holds is printed: the members published.
+	var records, size int
+	var perEvent float64
+	i := strings.Index(progress.String(), "holds ")
+	if i < 0 {
+		t.Fatalf("no line of the shared topic in the demo's output:\n%s", progress.String())
+	}
+	if _, err := fmt.Sscanf(progress.String()[i:], "holds %d records, %d bytes (%g bytes per input event)", &records, &size, &perEvent); err != nil || records == 0 || size == 0 {
+		t.Fatalf("shared topic line: %d records, %d bytes (%v):\n%s", records, size, err, progress.String())
 	}
 }
 

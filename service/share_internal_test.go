@@ -1,0 +1,117 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"denoiser/online"
+)
+
+// TestSharerMergesOnArrival: a delta read back is merged at the end of
+// the next batch that its model stepped in, not only at the member's next
+// publication (every Sharing.EveryEvents records or Interval), and the
+// merge is recorded as a merge point where the model stood. Not in the
+// middle of a batch (records stepped in parallel), and not by a model that
+// did not step since its last merge point.
+func TestSharerMergesOnArrival(t *testing.T) {
+	set, err := online.NewSet(online.DefaultConfig(), 1, online.LayoutPartition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m0, err := set.For(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	met, err := newMetrics(prometheus.NewRegistry(), noLag{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := int64(0)
+	s := newSharer(set, func(p int32) int64 { return next }, time.Hour, 1<<30, met, slog.New(slog.NewTextHandler(io.Discard, nil)),
+		func(ctx context.Context) (sharedLog, error) { <-ctx.Done(); return nil, ctx.Err() }, time.Second)
+	t.Cleanup(func() { s.stop(); s.wg.Wait() })
+	s.track(0, m0)
+
+	// Partition 1's model, of another member, publishes its deltas.
+	other, err := online.NewSet(online.DefaultConfig(), 1, online.LayoutPartition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m1, err := other.For(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m1.StartSharing()
+	var sc online.Score
+	delta := func(from, seq int64) []byte {
+		t.Helper()
+		for i := range 20 {
+			if err := m1.Step(online.Event{User: fmt.Sprint("v", i%3), Item: fmt.Sprint("i", i%9)}, &sc); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w := &sharer{writer: 9}
+		if err := m1.Publish(&w.pub); err != nil {
+			t.Fatal(err)
+		}
+		recs, err := w.records(1, from, seq)
+		if err != nil || len(recs) != 1 {
+			t.Fatalf("records: %v, %d", err, len(recs))
+		}
+		return recs[0].Value
+	}
+	step := func() {
+		t.Helper()
+		if err := m0.Step(online.Event{User: fmt.Sprint("u", next%7), Item: fmt.Sprint("i", next%5)}, &sc); err != nil {
+			t.Fatal(err)
+		}
+		next++
+	}
+	step()
+	s.record(true)
+	points := func() int { t.Helper(); return len(s.out) }
+	if points() != 0 {
+		t.Fatalf("%d records queued with nothing read back", points())
+	}
+
+	// A delta of partition 1 arrives (the reader's add).
+	s.add(0, nil, delta(0, 40))
+	step()
+	s.record(false) // mid-batch: no merge
+	if got := m0.Merged(1); got >= 0 {
+		t.Fatalf("merged partition 1 up to %d in the middle of a batch", got)
+	}
+	s.record(true)
+	if got := m0.Merged(1); got != 40 {
+		t.Fatalf("cursor of partition 1 at %d after the batch's end, want 40", got)
+	}
+	if points() != 1 {
+		t.Fatalf("%d records queued, want a merge point", points())
+	}
+	mp, err := parseMergePoint((<-s.out)[0].Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mp.k != 0 || mp.at != next || len(mp.ids) != 1 || mp.ids[0].q != 1 || mp.ids[0].seq != 40 {
+		t.Fatalf("merge point at %d of %v, want at %d of partition 1's delta 40", mp.at, mp.ids, next)
+	}
+
+	// A model that did not step since its last merge point waits for its
+	// next record.
+	s.add(1, nil, delta(40, 80))
+	s.record(true)
+	if got := m0.Merged(1); got != 40 {
+		t.Fatalf("merged up to %d without a step since the last merge point", got)
+	}
+	step()
+	s.record(true)
+	if got := m0.Merged(1); got != 80 {
+		t.Fatalf("cursor of partition 1 at %d after the next step, want 80", got)
+	}
+}
