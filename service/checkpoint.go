@@ -412,7 +412,8 @@ const changelogTimeout = 2 * time.Minute
 // owned before and not assigned now leaves the model (evict) when the
 // changelog holds its state as the model has it; otherwise (its last
 // changelog save failed) it keeps its model, saved to the local store
-// only.
+// only. On the first assignment after a start, the partitions restored
+// from the local state that parts does not hold leave too (dropLeftover).
 func (c *checkpointer) assign(ctx context.Context, gen int32, parts []int) (map[int]int64, error) {
 	if c.saving { // the shadow and parts belong to the saver until it is done
 		select {
@@ -426,7 +427,8 @@ func (c *checkpointer) assign(ctx context.Context, gen int32, parts []int) (map[
 	prev, prevGen := c.parts, c.gen
 	c.parts, c.gen = map[int32]*clPart{}, gen
 	c.clMu.Unlock()
-	if c.cl == nil {
+	first := c.cl == nil
+	if first {
 		cl, err := c.open(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("restore: %w", err)
@@ -460,10 +462,38 @@ func (c *checkpointer) assign(ctx context.Context, gen int32, parts []int) (map[
 			c.metrics.changelogRestores.WithLabelValues("local").Inc()
 		}
 	}
+	if first {
+		// The partitions restored from the local state that this member
+		// is not given: their owner restores them from the changelog.
+		for _, k := range slices.Clone(c.model.Keys()) {
+			if !slices.Contains(parts, int(k)) {
+				c.dropLeftover(ctx, k)
+			}
+		}
+	}
 	if len(restored) > 0 {
 		c.metrics.setSummary(c.model.Summary())
 	}
 	return restored, errors.Join(errs...)
+}
+
+// dropLeftover drops partition p's model, restored from the local state
+// at start-up and not given to this member in its first generation, if
+// the changelog holds p at least as far in the input: whoever owns p
+// restores it from there. Otherwise (the member's last changelog save of
+// p failed before it stopped) it keeps the model, its copy being the
+// newest.
+func (c *checkpointer) dropLeftover(ctx context.Context, p int32) {
+	own := c.next(p)
+	st, ok, err := c.loadChangelog(ctx, p)
+	switch {
+	case err != nil:
+		c.log.Warn("partition state kept: the changelog could not be read", "partition", p, "next", own, "err", err)
+	case own >= 0 && (!ok || st.Next < own):
+		c.log.Info("partition state kept: this member's copy is further in the input than the changelog's", "partition", p, "next", own, "changelog", ok, "changelog_next", st.Next)
+	default:
+		c.drop(p, own)
+	}
 }
 
 // evict drops partition p's model and position, which this member no
@@ -477,6 +507,12 @@ func (c *checkpointer) evict(p int32, part *clPart) {
 		c.log.Info("partition state kept: the changelog does not hold it as this member has it", "partition", p, "next", next, "changelog_next", part.saved)
 		return
 	}
+	c.drop(p, next)
+}
+
+// drop removes partition p's model and position, at next, from the
+// member's state; the next local checkpoint records it.
+func (c *checkpointer) drop(p int32, next int64) {
 	if err := c.model.Remove(c.model.Key(p)); err != nil {
 		c.log.Warn("partition state kept", "partition", p, "err", err)
 		return

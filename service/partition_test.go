@@ -242,3 +242,68 @@ func followThePartition(t *testing.T, topic string, share bool) {
 	}
 	t.Logf("%d partitions %v across 4 assignments of two members (sharing %v): every output byte-identical to its partition's own model", parts, perPartition, share)
 }
+
+// TestRestoredPartitionsNotGivenLeave: a member restores every partition
+// of its local state at start-up, and drops those its first generation
+// does not give it once the changelog holds them at least as far in the
+// input. A reads the 4 partitions alone and stops; B reads them alone
+// and goes further; A comes back beside B and gets some of them: it
+// drops the others (B's changelog saves are further on). Every output
+// is still its partition's own model's, byte for byte.
+func TestRestoredPartitionsNotGivenLeave(t *testing.T) {
+	b := kafkatest.New(t)
+	const parts = 4
+	in := b.Topic(t, "leftover", parts)
+	lines := events(t, 4000, 6)
+	cfgA := testConfig(t, b, in)
+	cfgA.StateLayout = online.LayoutPartition
+	cfgA.Sharing.Topic = service.SharingOff
+	cfgB := cfgA
+	cfgB.Checkpoint.Dir = t.TempDir()
+	out := b.NewReader(t, cfgA.WithDefaults().Kafka.OutputTopic)
+	owns := func(r *running, n int) func() bool {
+		return func() bool { p, _ := r.svc.Assignment(); return len(p) == n }
+	}
+	produced := 0
+	produce := func(n int) {
+		b.Produce(t, in, keyed(lines[produced:produced+n])...)
+		produced += n
+		out.Until(t, 2*time.Minute, kafkatest.AtLeast(produced))
+	}
+
+	a := start(t, cfgA)
+	waitFor(t, time.Minute, "A owns the 4 partitions", owns(a, parts))
+	produce(1500)
+	if err, _ := a.stop(t); err != nil {
+		t.Fatalf("A's stop: %v", err)
+	}
+	bm := start(t, cfgB)
+	waitFor(t, time.Minute, "B owns the 4 partitions", owns(bm, parts))
+	produce(1500)
+	a = start(t, cfgA)
+	waitFor(t, time.Minute, "A and B split the partitions", func() bool {
+		pa, _ := a.svc.Assignment()
+		pb, _ := bm.svc.Assignment()
+		return len(pa) > 0 && len(pb) > 0 && len(pa)+len(pb) == parts
+	})
+	pa, _ := a.svc.Assignment()
+	m := waitMetrics(t, "http://"+a.svc.HTTPAddr()+"/metrics", time.Minute, "A drops the partitions it restored and was not given", func(m map[string]float64) bool {
+		return m["denoiser_changelog_evictions_total"] >= float64(parts-len(pa))
+	})
+	t.Logf("A restored 4 partitions, was given %v: %v models evicted", pa, m["denoiser_changelog_evictions_total"])
+	produce(1000)
+	for _, r := range []*running{a, bm} {
+		if err, _ := r.stop(t); err != nil {
+			t.Fatalf("stop: %v", err)
+		}
+	}
+	// A's last checkpoint holds the partitions it was given, and no other.
+	cp := loadCheckpoint(t, cfgA.Checkpoint.Dir)
+	for p := range int32(parts) {
+		_, err := service.CheckpointModel(context.Background(), cp, p)
+		if given := slices.Contains(pa, int(p)); given != (err == nil) {
+			t.Errorf("partition %d: given to A %v, in A's last checkpoint: %v", p, given, err)
+		}
+	}
+	checkPartitionOutputs(t, b, cfgA, out.Until(t, time.Second, kafkatest.AtLeast(0)), len(lines), nil)
+}
