@@ -157,39 +157,62 @@ func TestPartitionsShareReplayed(t *testing.T) {
 	followThePartition(t, "follow-share", true)
 }
 
-func followThePartition(t *testing.T, topic string, share bool) {
-	b := kafkatest.New(t)
+// twoMembers is the set-up of the tests in which members A and B of
+// partition state pass the 4 partitions of an input topic between them.
+type twoMembers struct {
+	b          *kafkatest.Broker
+	lines      [][]byte
+	cfgA, cfgB service.Config // B's own state directory
+	out        *kafkatest.Reader
+	produce    func(n int) // the next n lines, waiting until their output is read
+	owns       func(r *running, n int) func() bool
+	bothOwn    func(a, b *running) func() bool // A and B split the partitions
+}
+
+// newTwoMembers makes a topic of 4 partitions and n events for members
+// of partition state, with sharing off unless share.
+func newTwoMembers(t *testing.T, topic string, n int, share bool) *twoMembers {
 	const parts = 4
-	in := b.Topic(t, topic, parts)
-	lines := events(t, 8000, 6)
-	cfgA := testConfig(t, b, in)
-	cfgA.StateLayout = online.LayoutPartition
-	cfgA.Sharing.Topic = service.SharingOff // each partition's model learns alone
+	tm := &twoMembers{b: kafkatest.New(t), lines: events(t, n, 6)}
+	in := tm.b.Topic(t, topic, parts)
+	tm.cfgA = testConfig(t, tm.b, in)
+	tm.cfgA.StateLayout = online.LayoutPartition
+	tm.cfgA.Sharing.Topic = service.SharingOff // each partition's model learns alone
 	if share {
-		cfgA.Sharing = service.SharingConfig{Interval: 100 * time.Millisecond, EveryEvents: 250}
+		tm.cfgA.Sharing = service.SharingConfig{Interval: 100 * time.Millisecond, EveryEvents: 250}
 	}
-	cfgB := cfgA
-	cfgB.Checkpoint.Dir = t.TempDir()
-	out := b.NewReader(t, cfgA.WithDefaults().Kafka.OutputTopic)
-	owns := func(r *running, n int) func() bool {
+	tm.cfgB = tm.cfgA
+	tm.cfgB.Checkpoint.Dir = t.TempDir()
+	tm.out = tm.b.NewReader(t, tm.cfgA.WithDefaults().Kafka.OutputTopic)
+	tm.owns = func(r *running, n int) func() bool {
 		return func() bool { p, _ := r.svc.Assignment(); return len(p) == n }
 	}
-	produced := 0
-	produce := func(n int) {
-		b.Produce(t, in, keyed(lines[produced:produced+n])...)
-		produced += n
-		out.Until(t, 2*time.Minute, kafkatest.AtLeast(produced))
+	tm.bothOwn = func(a, b *running) func() bool {
+		return func() bool {
+			pa, _ := a.svc.Assignment()
+			pb, _ := b.svc.Assignment()
+			return len(pa) > 0 && len(pb) > 0 && len(pa)+len(pb) == parts
+		}
 	}
+	produced := 0
+	tm.produce = func(n int) {
+		tm.b.Produce(t, in, keyed(tm.lines[produced:produced+n])...)
+		produced += n
+		tm.out.Until(t, 2*time.Minute, kafkatest.AtLeast(produced))
+	}
+	return tm
+}
+
+func followThePartition(t *testing.T, topic string, share bool) {
+	const parts = 4
+	tm := newTwoMembers(t, topic, 8000, share)
+	b, lines, cfgA, cfgB, out, owns, produce := tm.b, tm.lines, tm.cfgA, tm.cfgB, tm.out, tm.owns, tm.produce
 
 	a := start(t, cfgA)
 	waitFor(t, time.Minute, "A owns the 4 partitions", owns(a, parts))
 	produce(2000)
 	bm := start(t, cfgB)
-	waitFor(t, time.Minute, "A and B split the partitions", func() bool {
-		pa, _ := a.svc.Assignment()
-		pb, _ := bm.svc.Assignment()
-		return len(pa) > 0 && len(pb) > 0 && len(pa)+len(pb) == parts
-	})
+	waitFor(t, time.Minute, "A and B split the partitions", tm.bothOwn(a, bm))
 	// A handed partitions over to B; their changelog saves (the
 	// handover's) hold them, so A drops their models. A failed handover
 	// leaves its models in place (their state is only A's then).
@@ -205,11 +228,7 @@ func followThePartition(t *testing.T, topic string, share bool) {
 	waitFor(t, time.Minute, "B owns the 4 partitions", owns(bm, parts))
 	produce(2000)
 	a = start(t, cfgA)
-	waitFor(t, time.Minute, "A and B split the partitions again", func() bool {
-		pa, _ := a.svc.Assignment()
-		pb, _ := bm.svc.Assignment()
-		return len(pa) > 0 && len(pb) > 0 && len(pa)+len(pb) == parts
-	})
+	waitFor(t, time.Minute, "A and B split the partitions again", tm.bothOwn(a, bm))
 	produce(2000)
 	for _, r := range []*running{a, bm} {
 		if err, _ := r.stop(t); err != nil {
@@ -251,25 +270,9 @@ func followThePartition(t *testing.T, topic string, share bool) {
 // drops the others (B's changelog saves are further on). Every output
 // is still its partition's own model's, byte for byte.
 func TestRestoredPartitionsNotGivenLeave(t *testing.T) {
-	b := kafkatest.New(t)
 	const parts = 4
-	in := b.Topic(t, "leftover", parts)
-	lines := events(t, 4000, 6)
-	cfgA := testConfig(t, b, in)
-	cfgA.StateLayout = online.LayoutPartition
-	cfgA.Sharing.Topic = service.SharingOff
-	cfgB := cfgA
-	cfgB.Checkpoint.Dir = t.TempDir()
-	out := b.NewReader(t, cfgA.WithDefaults().Kafka.OutputTopic)
-	owns := func(r *running, n int) func() bool {
-		return func() bool { p, _ := r.svc.Assignment(); return len(p) == n }
-	}
-	produced := 0
-	produce := func(n int) {
-		b.Produce(t, in, keyed(lines[produced:produced+n])...)
-		produced += n
-		out.Until(t, 2*time.Minute, kafkatest.AtLeast(produced))
-	}
+	tm := newTwoMembers(t, "leftover", 4000, false)
+	cfgA, owns, produce := tm.cfgA, tm.owns, tm.produce
 
 	a := start(t, cfgA)
 	waitFor(t, time.Minute, "A owns the 4 partitions", owns(a, parts))
@@ -277,15 +280,11 @@ func TestRestoredPartitionsNotGivenLeave(t *testing.T) {
 	if err, _ := a.stop(t); err != nil {
 		t.Fatalf("A's stop: %v", err)
 	}
-	bm := start(t, cfgB)
+	bm := start(t, tm.cfgB)
 	waitFor(t, time.Minute, "B owns the 4 partitions", owns(bm, parts))
 	produce(1500)
 	a = start(t, cfgA)
-	waitFor(t, time.Minute, "A and B split the partitions", func() bool {
-		pa, _ := a.svc.Assignment()
-		pb, _ := bm.svc.Assignment()
-		return len(pa) > 0 && len(pb) > 0 && len(pa)+len(pb) == parts
-	})
+	waitFor(t, time.Minute, "A and B split the partitions", tm.bothOwn(a, bm))
 	pa, _ := a.svc.Assignment()
 	m := waitMetrics(t, "http://"+a.svc.HTTPAddr()+"/metrics", time.Minute, "A drops the partitions it restored and was not given", func(m map[string]float64) bool {
 		return m["denoiser_changelog_evictions_total"] >= float64(parts-len(pa))
@@ -305,5 +304,5 @@ func TestRestoredPartitionsNotGivenLeave(t *testing.T) {
 			t.Errorf("partition %d: given to A %v, in A's last checkpoint: %v", p, given, err)
 		}
 	}
-	checkPartitionOutputs(t, b, cfgA, out.Until(t, time.Second, kafkatest.AtLeast(0)), len(lines), nil)
+	checkPartitionOutputs(t, tm.b, cfgA, tm.out.Until(t, time.Second, kafkatest.AtLeast(0)), len(tm.lines), nil)
 }
