@@ -148,8 +148,9 @@ func (s *sharer) track(p int32, m *online.Model) {
 	s.chains++
 }
 
-// record counts a record of the member, and publishes and merges after
-// every-th (at the end of a batch: batchEnd). Model goroutine.
+// record counts a record of the member. At the end of a batch (batchEnd)
+// it publishes and merges after every-th, and else merges what was read
+// back since (mergeArrived). Model goroutine.
 func (s *sharer) record(batchEnd bool) {
 	s.events++
 	if !batchEnd {
