@@ -20,14 +20,20 @@ import (
 // middle of a batch (records stepped in parallel), and not by a model that
 // did not step since its last merge point.
 func TestSharerMergesOnArrival(t *testing.T) {
-	set, err := online.NewSet(online.DefaultConfig(), 1, online.LayoutPartition)
-	if err != nil {
-		t.Fatal(err)
+	// partitionModel is a new set of partition models and its model of p.
+	partitionModel := func(p int32) (*online.Set, *online.Model) {
+		t.Helper()
+		set, err := online.NewSet(online.DefaultConfig(), 1, online.LayoutPartition)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := set.For(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return set, m
 	}
-	m0, err := set.For(0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	set, m0 := partitionModel(0)
 	met, err := newMetrics(prometheus.NewRegistry(), noLag{})
 	if err != nil {
 		t.Fatal(err)
@@ -39,14 +45,7 @@ func TestSharerMergesOnArrival(t *testing.T) {
 	s.track(0, m0)
 
 	// Partition 1's model, of another member, publishes its deltas.
-	other, err := online.NewSet(online.DefaultConfig(), 1, online.LayoutPartition)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m1, err := other.For(1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, m1 := partitionModel(1)
 	m1.StartSharing()
 	var sc online.Score
 	delta := func(from, seq int64) []byte {
