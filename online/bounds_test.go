@@ -510,10 +510,12 @@ func TestAdmissionSketchHalving(t *testing.T) {
 }
 
 // TestBoundsEncoding: a model is encoded in version 4, with the bounds
-// section exactly when it has bounds, or in version 5 (the newest) when it
-// has per-user transition offsets; a version is refused with the kind of
-// configuration it never held (version 3 without bounds, 2 with them, 5
-// without per-user offsets, 4 with them).
+// section exactly when it has bounds, in version 5 when it has per-user
+// transition offsets, or in version 8 (the newest) when it reads dwell as
+// longer-is-genuine (the dwell mixture); a version is refused with the
+// kind of configuration it never held (version 3 without bounds, 2 with
+// them, 5 without per-user offsets, 4 with them, 7 or 6 with the dwell
+// mixture).
 func TestBoundsEncoding(t *testing.T) {
 	plain, _ := New(smallConfig(ModeBinary), rand.NewPCG(1, 1))
 	bcfg := smallConfig(ModeBinary)
@@ -522,10 +524,12 @@ func TestBoundsEncoding(t *testing.T) {
 	ucfg := bcfg
 	ucfg.TransitionUserOffset = true
 	perUser, _ := New(ucfg, rand.NewPCG(1, 1))
+	long, _ := New(DefaultConfig().WithDefaults(), rand.NewPCG(1, 1))
 	evs := testStream(500, 1)
 	runScores(t, plain, evs)
 	runScores(t, bounded, evs)
 	runScores(t, perUser, evs)
+	runScores(t, long, evs)
 	for _, tc := range []struct {
 		m       *Model
 		version uint32
@@ -536,6 +540,7 @@ func TestBoundsEncoding(t *testing.T) {
 		{bounded, 4, []uint32{2}, "bounds the tables"},
 		{plain, 4, []uint32{5}, "transition_user_offset"},
 		{perUser, userOffsetVersion, []uint32{4, 3}, "transition_user_offset"},
+		{long, dwellMixVersion, []uint32{typesVersion, cursorVersion}, "dwell_direction"},
 	} {
 		b := encode(t, tc.m)
 		if v := binary.LittleEndian.Uint32(b[8:]); v != tc.version || tc.m.Encoding() != tc.version {

@@ -25,6 +25,12 @@ const (
 	CoocExact  = "exact"  // exact sets; memory grows with the data, for tests and small runs
 )
 
+// Directions of dwell (Config.DwellDirection).
+const (
+	DwellLearned = "learned" // the classifier's classes tell which dwell is genuine
+	DwellLong    = "long"    // the longer dwell is the genuine one
+)
+
 // Negative sampling distributions.
 const (
 	NegUniform    = "uniform"
@@ -33,8 +39,8 @@ const (
 
 // Config configures a Model. The zero value of every field means its
 // default, written in the field's comment, with one exception:
-// TransitionUserOffset, a switch that is on unless turned off, is on only
-// in DefaultConfig, the configuration that `denoiser run`, `denoiser
+// TransitionUserOffset, a switch that is on unless turned off, and
+// DwellDirection, "long" unless set, are so only in DefaultConfig, the configuration that `denoiser run`, `denoiser
 // replay` and the lab start from. Validate reports what is wrong.
 type Config struct {
 	// Mode is the label mode: "binary" (default), "rating" or "dwell".
@@ -146,6 +152,16 @@ type Config struct {
 	// and costs on each stream is in docs/design/model.md ("The per-user
 	// offset").
 	TransitionUserOffset bool `json:"transition_user_offset,omitempty" yaml:"transition_user_offset"`
+	// DwellDirection states how dwell reads in the weight (context.go):
+	// "long" (DefaultConfig, so by default in the service, replay and the
+	// lab), the longer dwell is the genuine one, read from a
+	// two-component mixture on log dwell fitted to dwell alone; "learned"
+	// (what a Config literal, "" here, and a model encoded before the
+	// setting existed mean), the classes the classifier calls clean and
+	// noisy tell which dwell is genuine, either direction. A model with
+	// "long" is encoded in version 8. docs/design/model.md ("Dwell
+	// read as the premise says") has what each gains and costs.
+	DwellDirection string `json:"dwell_direction,omitempty" yaml:"dwell_direction"`
 	// MaxUsers caps the users the model holds a row for (default 0: no
 	// cap). When a new user is admitted with the table full, the least
 	// recently seen user is evicted and its row reused (bounds.go).
@@ -175,15 +191,17 @@ func (c *Config) admits() bool { return c.AdmitAfter > 1 }
 
 // DefaultConfig is the configuration that the service, replay and the lab
 // start from before any setting is read: the zero Config with the switches
-// that are on by default turned on (TransitionUserOffset). Its other
-// fields stay zero, so WithDefaults fills them in as for any Config.
-func DefaultConfig() Config { return Config{TransitionUserOffset: true} }
+// that are on by default turned on (TransitionUserOffset) and dwell read
+// as longer-is-genuine (DwellDirection). Its other fields stay zero, so
+// WithDefaults fills them in as for any Config.
+func DefaultConfig() Config { return Config{TransitionUserOffset: true, DwellDirection: DwellLong} }
 
 // Baseline is the plain model of c's settings: the loss baseline's model
 // (Plain: T̂ = I, no distillation, no mixture), which has no transition
-// and so no per-user offsets to hold.
+// and so no per-user offsets to hold, and no context, so no dwell
+// mixture either.
 func (c Config) Baseline() Config {
-	c.Plain, c.TransitionUserOffset = true, false
+	c.Plain, c.TransitionUserOffset, c.DwellDirection = true, false, ""
 	return c
 }
 
@@ -295,6 +313,9 @@ func (c Config) Validate() error {
 	}
 	if c.Negatives < 0 || c.Negatives > 1000 {
 		bad("negatives", "%d; use 0..1000", c.Negatives)
+	}
+	if c.DwellDirection != "" && c.DwellDirection != DwellLearned && c.DwellDirection != DwellLong {
+		bad("dwell_direction", "%q; use long or learned", c.DwellDirection)
 	}
 	if c.NegativeSampling != NegUniform && c.NegativeSampling != NegPopularity {
 		bad("negative_sampling", "%q; use uniform or popularity", c.NegativeSampling)

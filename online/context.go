@@ -48,6 +48,18 @@ import (
 // of the per-type log ratios); otherwise the anchor's own, weaker,
 // evidence is used. The anchor's direction is the direction p_clean
 // carries, and no feature's direction is assumed.
+//
+// Dwell is the exception when the configuration says so
+// (Config.DwellDirection "long", the default): its evidence is then a
+// two-component mixture on log dwell fitted to dwell alone, its longer
+// component the genuine one (dwellMixture). That states dwell's direction,
+// the premise of dwell-based denoising and of dwell mode, and frees dwell
+// from p_clean: on a stream where the classifier's classes barely differ
+// in dwell, or differ the wrong way (a sparse catalogue, where p_clean
+// learns popularity), the anchored statistics learn dwell with p_clean's
+// error and EM sharpens it, while the mixture reads dwell as it is
+// (docs/design/model.md, "Dwell read as the premise says"). The event
+// type keeps the anchored rule: its direction is the stream's.
 const (
 	// contextWindow is the number of events the statistics decay over
 	// once they have learned long enough (contextGrowth).
@@ -104,6 +116,10 @@ const (
 // posterior (the weight), and the anchor's, fitted to p_clean.
 type contextModel struct {
 	em, anchor contextStats
+	// long is Config.DwellDirection == DwellLong: dwell's evidence is
+	// then mix's, and the anchored statistics' is not read.
+	long bool
+	mix  dwellMixture
 	// types names the event-type slots, in the order the types first
 	// appeared (at most namedTypes; slot namedTypes is every later type).
 	// It only grows, so a frozen copy may share its array.
@@ -184,25 +200,30 @@ func (s *contextStats) share() float64 {
 	return math.Log(g / n)
 }
 
-// informed reports whether some feature's statistics, the EM's or the
-// anchor's, have the mass to count as evidence. A stream that carries no
+// informed reports whether some feature's statistics, the EM's, the
+// anchor's or the dwell mixture's, have the mass to count as evidence. A stream that carries no
 // dwell and no event type never informs the context, and its posterior
 // stays p_clean.
 func (c *contextModel) informed() bool {
-	return c.em.dwellReady() || c.em.typeReady() || c.anchor.dwellReady() || c.anchor.typeReady()
+	return c.em.dwellReady() || c.em.typeReady() || c.anchor.dwellReady() || c.anchor.typeReady() || c.mix.ready()
 }
 
-// evidence is the log-likelihood ratio, genuine against noise, of x: per
-// feature the EM statistics' where they point the anchor's way, the
-// anchor's where they do not.
+// evidence is the log-likelihood ratio, genuine against noise, of x. Of
+// dwell, the dwell mixture's when dwell is read as longer-is-genuine
+// (long); else, as of the event type, the EM statistics' where they point
+// the anchor's way, the anchor's where they do not.
 func (c *contextModel) evidence(x contextFeatures) float64 {
 	llr := 0.0
 	if x.hasDwell {
-		s := &c.em
-		if c.em.dwellDirection()*c.anchor.dwellDirection() <= 0 {
-			s = &c.anchor
+		if c.long {
+			llr += c.mix.evidence(x.logDwell)
+		} else {
+			s := &c.em
+			if c.em.dwellDirection()*c.anchor.dwellDirection() <= 0 {
+				s = &c.anchor
+			}
+			llr += s.dwellEvidence(x.logDwell)
 		}
-		llr += s.dwellEvidence(x.logDwell)
 	}
 	if x.bucket >= 0 {
 		s := &c.em
@@ -219,6 +240,115 @@ func (c *contextModel) evidence(x contextFeatures) float64 {
 func (c *contextModel) learn(x contextFeatures, w, pClean float64) {
 	c.em.learn(x, w)
 	c.anchor.learn(x, pClean)
+	if x.hasDwell && c.long {
+		c.mix.learn(x.logDwell)
+	}
+}
+
+// dwellMixture is the dwell evidence of a model that reads dwell as the
+// premise says (Config.DwellDirection "long"): a two-component Gaussian
+// mixture on log(1 + dwell_ms) with one variance for both, fitted by
+// online EM to its own responsibilities, with the context's decay
+// (contextKeep). It reads nothing but dwell, so the classifier cannot
+// turn it: on a stream where p_clean ranks backwards the anchored
+// statistics learn dwell backwards with it, and this does not
+// (docs/design/model.md, "Dwell read as the premise says"). Component 1
+// is the one of the longer mean, by construction (learn keeps it so),
+// and it is the genuine one. With one variance the log-likelihood ratio
+// is linear in log dwell, so the evidence ranks events as dwell does and
+// a sparse tail cannot turn it round.
+type dwellMixture struct {
+	// mass and sum are each component's decayed Σ r and Σ r·x; squares is
+	// the decayed Σ x² of every event (the components' r sum to 1).
+	mass, sum [2]float64
+	squares   float64
+}
+
+// ready reports whether each component has the mass to count as evidence.
+func (m *dwellMixture) ready() bool {
+	return m.mass[0] >= contextMinMass && m.mass[1] >= contextMinMass
+}
+
+// params returns the components' means and their (floored) variance.
+func (m *dwellMixture) params() (mu0, mu1, variance float64) {
+	mu0, mu1 = m.sum[0]/m.mass[0], m.sum[1]/m.mass[1]
+	v := (m.squares - m.sum[0]*mu0 - m.sum[1]*mu1) / (m.mass[0] + m.mass[1])
+	return mu0, mu1, max(v, 0) + varianceFloor
+}
+
+// evidence is the log-likelihood ratio of component 1 (genuine) against
+// component 0 at log dwell x, 0 before the mixture is ready.
+func (m *dwellMixture) evidence(x float64) float64 {
+	if !m.ready() {
+		return 0
+	}
+	mu0, mu1, v := m.params()
+	return (mu1 - mu0) / v * (x - (mu0+mu1)/2)
+}
+
+// responsibility is component 1's posterior at x. Until the mixture is
+// ready it splits at the mean of what it has seen (1 above, 0 at or
+// below; ½ for the first event), which starts the components apart.
+func (m *dwellMixture) responsibility(x float64) float64 {
+	if !m.ready() {
+		n := m.mass[0] + m.mass[1]
+		switch {
+		case n == 0:
+			return 0.5
+		case x > (m.sum[0]+m.sum[1])/n:
+			return 1
+		}
+		return 0
+	}
+	return sigmoid(math.Log(m.mass[1]/m.mass[0]) + m.evidence(x))
+}
+
+// learn is one online EM step at log dwell x: the statistics decay by
+// contextKeep of their mass and take x with its responsibilities. If
+// component 0's mean has passed component 1's, the components swap, so
+// that component 1 stays the longer.
+func (m *dwellMixture) learn(x float64) {
+	r := m.responsibility(x)
+	keep := contextKeep(m.mass[0] + m.mass[1])
+	for k, rk := range [2]float64{1 - r, r} {
+		m.mass[k] = keep*m.mass[k] + rk
+		m.sum[k] = keep*m.sum[k] + rk*x
+	}
+	m.squares = keep*m.squares + x*x
+	if m.sum[0]*m.mass[1] > m.sum[1]*m.mass[0] { // μ0 > μ1, without dividing by a zero mass
+		m.mass[0], m.mass[1] = m.mass[1], m.mass[0]
+		m.sum[0], m.sum[1] = m.sum[1], m.sum[0]
+	}
+}
+
+// finite reports whether every statistic is finite.
+func (m *dwellMixture) finite() bool {
+	s := m.mass[0] + m.mass[1] + m.sum[0] + m.sum[1] + m.squares
+	return !math.IsNaN(s) && !math.IsInf(s, 0)
+}
+
+// encode writes the statistics: f64[2] mass, f64[2] sum, f64 squares.
+func (m *dwellMixture) encode(e *encoder) {
+	for _, v := range [...]float64{m.mass[0], m.mass[1], m.sum[0], m.sum[1], m.squares} {
+		e.f64(v)
+	}
+}
+
+// decode reads what encode writes, refusing statistics that are not
+// finite, a negative mass or squares, or components out of order.
+func (m *dwellMixture) decode(d *decoder) {
+	for _, p := range [...]*float64{&m.mass[0], &m.mass[1], &m.sum[0], &m.sum[1], &m.squares} {
+		*p = d.f64()
+	}
+	switch {
+	case d.err != nil:
+	case !m.finite():
+		d.fail("dwell mixture not finite")
+	case m.mass[0] < 0 || m.mass[1] < 0 || m.squares < 0:
+		d.fail("dwell mixture with a negative mass")
+	case m.sum[0]*m.mass[1] > m.sum[1]*m.mass[0]:
+		d.fail("dwell mixture's components out of order")
+	}
 }
 
 // dwellReady reports whether each class has the mass to count as evidence.

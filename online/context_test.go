@@ -1,9 +1,13 @@
 package online
 
 import (
+	"bytes"
+	"errors"
+	"io"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -235,5 +239,122 @@ func TestContextKeep(t *testing.T) {
 	}
 	if got := s.dwellSum[1] / s.dwellMass[1]; math.Abs(got-8) > 1e-9 {
 		t.Errorf("mean log dwell %v, want 8", got)
+	}
+}
+
+// TestDwellMixtureKnownMeans: on log dwell drawn from two Gaussians of
+// known means, shares and spread, the dwell mixture converges to them,
+// its component 1 is the longer, and its evidence rises with dwell.
+func TestDwellMixtureKnownMeans(t *testing.T) {
+	xs, _, _ := contextStream(30000, 0.3, 10, 7, 11) // σ 0.5 in both classes
+	var m dwellMixture
+	for _, x := range xs {
+		m.learn(x.logDwell)
+	}
+	mu0, mu1, v := m.params()
+	if math.Abs(mu0-7) > 0.2 || math.Abs(mu1-10) > 0.2 {
+		t.Errorf("means %.3f, %.3f, want 7 and 10 ± 0.2", mu0, mu1)
+	}
+	if math.Abs(v-0.25) > 0.05 {
+		t.Errorf("variance %.3f, want 0.25 ± 0.05", v)
+	}
+	if share := m.mass[1] / (m.mass[0] + m.mass[1]); math.Abs(share-0.7) > 0.05 {
+		t.Errorf("share of the longer component %.3f, want 0.7 ± 0.05", share)
+	}
+	prev := math.Inf(-1)
+	for x := 5.0; x <= 12; x += 0.5 {
+		e := m.evidence(x)
+		if e <= prev {
+			t.Fatalf("evidence at %.1f is %.3f, not above %.3f at %.1f", x, e, prev, x-0.5)
+		}
+		prev = e
+	}
+	if e := m.evidence(8.5); math.Abs(e) > 0.2 {
+		t.Errorf("evidence midway between the means %.3f, want about 0", e)
+	}
+}
+
+// TestDwellMixtureStartsApart: the components are ordered from the first
+// events on (component 1 the longer), whatever order the dwells come in,
+// and a mixture that has seen no dwell gives no evidence.
+func TestDwellMixtureStartsApart(t *testing.T) {
+	var empty dwellMixture
+	if e := empty.evidence(9); e != 0 {
+		t.Errorf("evidence of an empty mixture %v, want 0", e)
+	}
+	for _, first := range []float64{12, 3} {
+		m := dwellMixture{}
+		m.learn(first)
+		for j := range 400 {
+			m.learn(float64(3 + 9*(j%2))) // 3, 12, 3, 12, ...
+			if m.sum[0]*m.mass[1] > m.sum[1]*m.mass[0] {
+				t.Fatalf("first %v, event %d: component 0's mean above component 1's", first, j)
+			}
+		}
+		if mu0, mu1, _ := m.params(); math.Abs(mu0-3) > 0.01 || math.Abs(mu1-12) > 0.01 {
+			t.Errorf("first %v: means %.3f, %.3f, want 3 and 12", first, mu0, mu1)
+		}
+	}
+}
+
+// TestDwellLongAgainstABackwardAnchor: where the classifier's weak
+// signal points the wrong way, the anchored statistics learn dwell
+// backwards with it ("learned": the weight ranks noise first) and the
+// dwell mixture does not ("long": it ranks by dwell). The price of the
+// premise is the other stream: where short dwell is genuine, "long" ranks
+// it backwards and "learned" does not (TestContextLearnsEitherDirection).
+func TestDwellLongAgainstABackwardAnchor(t *testing.T) {
+	for _, tc := range []struct {
+		name                   string
+		genuineMean, noiseMean float64
+		long                   bool
+		atLeast, below         float64
+	}{
+		{"long dwell genuine, long", 10, 7, true, 0.9, 1.01},
+		{"long dwell genuine, learned", 10, 7, false, 0, 0.5},
+		{"short dwell genuine, long", 7, 10, true, 0, 0.5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			xs, prior, genuine := contextStream(20000, 0.2, tc.genuineMean, tc.noiseMean, 3)
+			for i := range prior {
+				prior[i] = 0.7
+				if i%5 == 0 {
+					prior[i] = map[bool]float64{true: 0.65, false: 0.75}[genuine[i]] // a weak anchor, backwards
+				}
+			}
+			_, auc := runContextFrom(&contextModel{long: tc.long}, xs, prior, genuine)
+			if auc < tc.atLeast || auc >= tc.below {
+				t.Errorf("ROC-AUC of the weight %.3f, want in [%.2f, %.2f)", auc, tc.atLeast, tc.below)
+			}
+		})
+	}
+}
+
+// TestReadModelRefusesBadDwellMixture: a model whose dwell mixture is not
+// finite, has a negative mass or has its components out of order loads
+// neither whole nor from a delta.
+func TestReadModelRefusesBadDwellMixture(t *testing.T) {
+	cfg := smallConfig(ModeBinary)
+	cfg.DwellDirection = DwellLong
+	for name, spoil := range map[string]func(*dwellMixture){
+		"NaN":          func(m *dwellMixture) { m.squares = math.NaN() },
+		"Inf":          func(m *dwellMixture) { m.sum[1] = math.Inf(1) },
+		"negative":     func(m *dwellMixture) { m.mass[0] = -1 },
+		"out of order": func(m *dwellMixture) { m.sum[0], m.sum[1] = m.sum[1], m.sum[0] },
+	} {
+		m, _ := New(cfg, rand.NewPCG(1, 2))
+		runScores(t, m, testStream(500, 3))
+		cp := m.FrozenCopy(nil)
+		base := encode(t, cp)
+		cp.MarkSaved()
+		runScores(t, m, testStream(10, 4))
+		spoil(&m.context.mix)
+		delta := writeDelta(t, m.FrozenCopy(cp))
+		if _, err := ReadModelDeltas(bytes.NewReader(base), []io.Reader{bytes.NewReader(delta)}); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: a delta: %v, want ErrCorrupt", name, err)
+		}
+		if _, err := ReadModel(bytes.NewReader(encode(t, m))); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "dwell mixture") {
+			t.Errorf("%s: a model: %v, want ErrCorrupt naming the dwell mixture", name, err)
+		}
 	}
 }

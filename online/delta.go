@@ -21,22 +21,29 @@ import (
 // (TYPE) after CTXT. For a model without event types it writes version 2
 // (version 1 with the cursors after the counters) when the model has merge
 // cursors (MergeFrom), else version 1, as before either existed
-// (deltaVersionFor). ReadModelDeltas reads all three; a delta before
-// version 3 had hashed event-type buckets, and the model forgets what it
-// read of them (encode.go, version 7).
-const DeltaVersion = 3
+// (deltaVersionFor). A model with the dwell mixture (Config.DwellDirection
+// "long") writes version 4: version 3 with TYPE exactly when the model has
+// event types and the mixture's DMIX after them (encode.go, version 8).
+// ReadModelDeltas reads all four; a delta before version 3 had hashed
+// event-type buckets, and the model forgets what it read of them
+// (encode.go, version 7).
+const DeltaVersion = 4
 
 // deltaCursorVersion is the first delta version with merge cursors,
-// deltaTypesVersion the first with event types.
+// deltaTypesVersion the first with event types, deltaDwellMixVersion the
+// first with the dwell mixture.
 const (
-	deltaCursorVersion = 2
-	deltaTypesVersion  = 3
+	deltaCursorVersion   = 2
+	deltaTypesVersion    = 3
+	deltaDwellMixVersion = 4
 )
 
 // deltaVersionFor is the delta version of a model with merge cursors or
-// not and event types or not.
-func deltaVersionFor(cursors, types bool) uint32 {
+// not, event types or not and the dwell mixture or not.
+func deltaVersionFor(cursors, types, dwellMix bool) uint32 {
 	switch {
+	case dwellMix:
+		return deltaDwellMixVersion
 	case types:
 		return deltaTypesVersion
 	case cursors:
@@ -150,7 +157,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 func (m *Model) encodeDelta(e *encoder, confCRC uint32) {
 	b := &m.delta
 	e.write(deltaMagic[:])
-	e.u32(deltaVersionFor(len(m.cursors) > 0, len(m.context.types) > 0))
+	e.u32(deltaVersionFor(len(m.cursors) > 0, len(m.context.types) > 0, m.context.long))
 	e.section("HEAD", func(e *encoder) {
 		e.u64(b.events)
 		e.u64(m.schedule.events)
@@ -193,10 +200,7 @@ func (m *Model) encodeDelta(e *encoder, confCRC uint32) {
 		eachRingRange(x.next, n, size, func(lo, hi int) { e.floats(x.window[2*lo : 2*hi]) })
 	})
 	e.section("COOC", func(e *encoder) { e.u8(m.cooc.kind()); m.cooc.encodeRows(e, users, items) })
-	e.section("CTXT", m.context.encode)
-	if len(m.context.types) > 0 {
-		e.section("TYPE", m.context.encodeTypes)
-	}
+	m.encodeContext(e)
 	if r := &m.popular; r.items != nil {
 		e.section("POPR", func(e *encoder) {
 			n := int(min(r.pushed-b.popular, popRingSize))
@@ -461,12 +465,7 @@ func (m *Model) applyDelta(r io.Reader, confCRC uint32) error {
 	m.cooc.decodeRows(d, users, items, nu, ni)
 	d.section("CTXT")
 	m.context.decode(d)
-	if version >= deltaTypesVersion {
-		d.section("TYPE")
-		m.context.decodeTypes(d)
-	} else {
-		m.context.forgetTypes()
-	}
+	m.decodeContextAfter(d, version, deltaTypesVersion, deltaDwellMixVersion)
 	if p := &m.popular; p.items != nil {
 		d.section("POPR")
 		if n := int(d.u32()); d.err == nil && n > popRingSize {

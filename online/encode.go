@@ -28,10 +28,13 @@ import (
 // TYPE section after CTXT; until then a slot was a hash of the type, and
 // a model read from an older version learns its event types again), with
 // CURS exactly when the model has cursors, written exactly for models
-// that have seen an event type. So a model without per-user offsets,
-// cursors or event types encodes as it did before they existed
-// (encodingFor).
-const EncodingVersion = 7
+// that have seen an event type; version 8 is version 7 with the dwell
+// mixture (a DMIX section after CTXT and TYPE) and TYPE exactly when the
+// model has event types, written exactly for models with
+// Config.DwellDirection "long". So a model without per-user offsets,
+// cursors, event types or the dwell mixture encodes as it did before they
+// existed (encodingFor).
+const EncodingVersion = 8
 
 // userOffsetVersion is the first encoding version with per-user
 // transition offsets; cursorVersion the first with merge cursors.
@@ -39,16 +42,20 @@ const (
 	userOffsetVersion = 5
 	cursorVersion     = 6
 	typesVersion      = 7
+	dwellMixVersion   = 8
 )
 
 // encodingFor is the encoding version of a model with per-user transition
-// offsets or not, merge cursors or not and event types or not: 7 with
-// event types, else 6 with cursors (from 6 on, the USER section holds the
+// offsets or not, merge cursors or not, event types or not and the dwell
+// mixture or not: 8 with the dwell mixture, else 7 with event types, else
+// 6 with cursors (from 6 on, the USER section holds the
 // offsets exactly when the configuration asks for them), else 5 with
 // offsets, else 4. WriteTo writes it; ReadModel checks a version before 6
 // against it (versions 1 to 3 count as 4: they have none).
-func encodingFor(userOffsets, cursors, types bool) uint32 {
+func encodingFor(userOffsets, cursors, types, dwellMix bool) uint32 {
 	switch {
+	case dwellMix:
+		return dwellMixVersion
 	case types:
 		return typesVersion
 	case cursors:
@@ -59,11 +66,11 @@ func encodingFor(userOffsets, cursors, types bool) uint32 {
 	return userOffsetVersion - 1
 }
 
-// Encoding is the encoding version WriteTo writes for m (encodingFor): 7
-// with event types, else 6 with merge cursors, else 5 with per-user
+// Encoding is the encoding version WriteTo writes for m (encodingFor): 8
+// with the dwell mixture, else 7 with event types, else 6 with merge cursors, else 5 with per-user
 // transition offsets, else 4.
 func (m *Model) Encoding() uint32 {
-	return encodingFor(m.cfg.TransitionUserOffset, len(m.cursors) > 0, len(m.context.types) > 0)
+	return encodingFor(m.cfg.TransitionUserOffset, len(m.cursors) > 0, len(m.context.types) > 0, m.context.long)
 }
 
 var modelMagic = [8]byte{'R', 'G', 'B', 'T', 'M', 'O', 'D', 'L'}
@@ -96,10 +103,7 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 	m.encodeNets(e)
 	e.section("WIND", m.mixture.encodeWindow)
 	e.section("COOC", func(e *encoder) { e.u8(m.cooc.kind()); m.cooc.encode(e) })
-	e.section("CTXT", m.context.encode)
-	if len(m.context.types) > 0 {
-		e.section("TYPE", m.context.encodeTypes)
-	}
+	m.encodeContext(e)
 	if m.popular.items != nil {
 		e.section("POPR", m.popular.encode)
 	}
@@ -114,6 +118,44 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 		return e.n, fmt.Errorf("write model: %w", e.err)
 	}
 	return e.n, nil
+}
+
+// encodeContext writes the context's sections, which a model and a delta
+// both hold whole: CTXT, then TYPE when the model has event types, then
+// DMIX when it reads dwell as longer-is-genuine.
+func (m *Model) encodeContext(e *encoder) {
+	e.section("CTXT", m.context.encode)
+	if len(m.context.types) > 0 {
+		e.section("TYPE", m.context.encodeTypes)
+	}
+	if m.context.long {
+		e.section("DMIX", m.context.mix.encode)
+	}
+}
+
+// decodeContextAfter reads the context's sections after CTXT of an
+// encoding of the given version, whose kind (model or delta) has event
+// types from version types on and the dwell mixture from version mix on:
+// TYPE always from types to mix (exclusive), where present from mix on;
+// DMIX exactly when the configuration reads dwell as longer-is-genuine,
+// which an encoding before mix cannot hold.
+func (m *Model) decodeContextAfter(d *decoder, version, types, mix uint32) {
+	switch {
+	case version >= mix && d.has("TYPE"), version >= types && version < mix:
+		d.section("TYPE")
+		m.context.decodeTypes(d)
+	case version < types:
+		m.context.forgetTypes()
+	}
+	if !m.context.long {
+		return
+	}
+	if version < mix {
+		d.fail("encoding version %d with dwell_direction %q", version, m.cfg.DwellDirection)
+		return
+	}
+	d.section("DMIX")
+	m.context.mix.decode(d)
 }
 
 // encodeNets writes the sections of the networks and the mixture, which
@@ -211,12 +253,7 @@ func ReadModel(r io.Reader) (*Model, error) {
 			m.context.decodeEM(d)
 		}
 	}
-	if version >= typesVersion {
-		d.section("TYPE")
-		m.context.decodeTypes(d)
-	} else {
-		m.context.forgetTypes()
-	}
+	m.decodeContextAfter(d, version, typesVersion, dwellMixVersion)
 	m.users.checkRecent(d, m.items.len())
 	if m.popular.items != nil {
 		d.section("POPR")
@@ -263,11 +300,13 @@ func (d *decoder) header() (Config, uint32, error) {
 			// Version 3 is the encoding of a model with bounds, and only
 			// of one; versions 1 and 2 have no bounds.
 			d.fail("encoding version %d with a configuration that bounds the tables: %v", version, bounded)
-		} else if version < cursorVersion && max(version, 4) != encodingFor(cfg.TransitionUserOffset, false, false) {
+		} else if version < cursorVersion && max(version, 4) != encodingFor(cfg.TransitionUserOffset, false, false, false) {
 			// Version 5 is the encoding of a model with per-user offsets,
 			// and only of one, until version 6, where the configuration
 			// says (encodingFor).
 			d.fail("encoding version %d with transition_user_offset %v", version, cfg.TransitionUserOffset)
+		} else if version < dwellMixVersion && cfg.DwellDirection == DwellLong {
+			d.fail("encoding version %d with dwell_direction %q", version, cfg.DwellDirection)
 		}
 	}
 	if d.err != nil {

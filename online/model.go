@@ -118,6 +118,7 @@ func newModel(cfg Config, src *rand.PCG) *Model {
 		transition: newTransition(k, d, cfg.Mode == ModeBinary, cfg.TransitionUserOffset),
 		mixture:    newMixture(cfg.GMMWindow),
 		schedule:   newSchedule(k, cfg.RhoStart),
+		context:    contextModel{long: cfg.DwellDirection == DwellLong},
 		scratch:    newScratch(k, d),
 	}
 	if cfg.Cooccurrence == CoocExact {

@@ -100,6 +100,13 @@ var allModes = []Config{
 		c.MaxUsers, c.AdmitAfter, c.AdmitSketchWidth = 55, 2, 1024
 		return c
 	}(),
+	// Dwell read as longer-is-genuine (encoding version 8, the dwell
+	// mixture), with DefaultConfig's per-user offsets.
+	func() Config {
+		c := smallConfig(ModeBinary)
+		c.TransitionUserOffset, c.DwellDirection = true, DwellLong
+		return c
+	}(),
 }
 
 func configName(c Config) string {
@@ -109,6 +116,9 @@ func configName(c Config) string {
 	}
 	if c.TransitionUserOffset {
 		name += "/user-offset"
+	}
+	if c.DwellDirection != "" {
+		name += "/dwell-" + c.DwellDirection
 	}
 	return name
 }

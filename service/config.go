@@ -319,9 +319,9 @@ func (c Config) Validate() error {
 }
 
 // BaseConfig is the Config that the file and the other layers are applied
-// over: zero, but for the model's switches that are on unless turned off
-// (online.DefaultConfig: model.transition_user_offset). WithDefaults fills
-// in the rest.
+// over: zero, but for the model's settings that DefaultConfig sets
+// (online.DefaultConfig: model.transition_user_offset on,
+// model.dwell_direction long). WithDefaults fills in the rest.
 func BaseConfig() Config { return Config{Model: online.DefaultConfig()} }
 
 // LoadConfig reads a YAML file over BaseConfig. Unknown keys are errors, so

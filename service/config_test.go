@@ -286,3 +286,39 @@ func TestUserOffsetOnByDefault(t *testing.T) {
 		t.Errorf("LoadConfig(\"\") = %v, %v: want the offset on", c.Model.TransitionUserOffset, err)
 	}
 }
+
+// TestDwellDirectionLongByDefault: model.dwell_direction is long unless a
+// layer says learned, and a value that is neither is refused, naming the
+// setting.
+func TestDwellDirectionLongByDefault(t *testing.T) {
+	dir := t.TempDir()
+	learned := filepath.Join(dir, "learned.yaml")
+	if err := os.WriteFile(learned, []byte("model:\n  dwell_direction: learned\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		l    service.Layers
+		want string
+	}{
+		{"no file", service.Layers{}, online.DwellLong},
+		{"the file says learned", service.Layers{File: learned}, online.DwellLearned},
+		{"the environment says learned", service.Layers{Environ: []string{"DENOISER_MODEL_DWELL_DIRECTION=learned"}}, online.DwellLearned},
+		{"--set says long over the file", service.Layers{File: learned, Sets: []string{"model.dwell_direction=long"}}, online.DwellLong},
+	} {
+		c, _, err := tc.l.Load()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if c.Model.DwellDirection != tc.want {
+			t.Errorf("%s: dwell_direction %q, want %q", tc.name, c.Model.DwellDirection, tc.want)
+		}
+	}
+	c, _, err := service.Layers{Sets: []string{"model.dwell_direction=short"}}.Load()
+	if err == nil {
+		err = c.Model.Validate()
+	}
+	if err == nil || !strings.Contains(err.Error(), "dwell_direction") {
+		t.Errorf("dwell_direction short: %v, want an error naming the setting", err)
+	}
+}

@@ -340,6 +340,7 @@ func runEvalDetect(ctx context.Context, args []string, stderr io.Writer) error {
 		passes      = fs.Int("passes", 1, "passes over each stream; scores from the last")
 		ceiling     = fs.String("ceiling-epochs", "1,2,4", "comma-separated epoch counts of the offline ceiling's batch matrix factorisations; the ceiling is the best of them by ROC-AUC (more epochs memorise the noise they are scored on)")
 		userOffset  = fs.Bool("transition-user-offset", true, "score with the model setting transition_user_offset (a per-user offset in T̂; on by default, as in the service; =false turns it off)")
+		dwellDir    = fs.String("dwell-direction", online.DwellLong, "score with the model setting dwell_direction: long (the default, as in the service: the longer dwell is genuine) or learned (the classifier's classes say which)")
 	)
 	if err := fs.parse(args); err != nil {
 		return err
@@ -374,7 +375,10 @@ func runEvalDetect(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}
 	model := online.DefaultConfig()
-	model.TransitionUserOffset = *userOffset
+	model.TransitionUserOffset, model.DwellDirection = *userOffset, *dwellDir
+	if err := model.Validate(); err != nil {
+		return fmt.Errorf("eval detect: %w", err)
+	}
 	var c eval.Counter
 	var res *eval.DetectResult
 	err = withProgress(stderr, &c, func() error {

@@ -172,9 +172,11 @@ type DetectResult struct {
 	CeilingEpochs []int        `json:"ceiling_epochs"`
 	Cases         []DetectCase `json:"cases"`
 
-	// TransitionUserOffset is the denoiser's Config.TransitionUserOffset
-	// (the only setting of it eval detect changes from the defaults).
-	TransitionUserOffset bool `json:"transition_user_offset,omitempty"`
+	// TransitionUserOffset and DwellDirection are the denoiser's settings
+	// of those names (the only ones eval detect can change from the
+	// defaults).
+	TransitionUserOffset bool   `json:"transition_user_offset,omitempty"`
+	DwellDirection       string `json:"dwell_direction,omitempty"`
 }
 
 // stream is a case's events and truth.
@@ -340,7 +342,7 @@ func RunDetect(ctx context.Context, d, deca *Dataset, cfg DetectConfig) (*Detect
 		return nil, err
 	}
 	res := &DetectResult{Seeds: cfg.Seeds, FirstSeed: cfg.FirstSeed, Passes: cfg.Passes, CeilingEpochs: cfg.CeilingEpochs,
-		TransitionUserOffset: cfg.Model.TransitionUserOffset}
+		TransitionUserOffset: cfg.Model.TransitionUserOffset, DwellDirection: cfg.Model.DwellDirection}
 	for si, sc := range cases {
 		c := DetectCase{Name: sc.name}
 		var events, noise, dwell []float64

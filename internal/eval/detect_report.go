@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"denoiser/internal/report"
+	"denoiser/online"
 )
 
 // WriteReport writes detect.md, detect.png and detect_calibration.png
@@ -15,10 +16,11 @@ import (
 func (r *DetectResult) WriteReport(dir string, meta Meta) error {
 	var b bytes.Buffer
 	meta.header(&b, "Detection — how well the scores find noisy interactions")
-	settings := "defaults"
-	if r.TransitionUserOffset {
-		settings = "defaults but transition_user_offset: true"
+	dwell := r.DwellDirection
+	if dwell == "" {
+		dwell = online.DwellLearned
 	}
+	settings := fmt.Sprintf("transition_user_offset: %v, dwell_direction: %s, the rest at their defaults", r.TransitionUserOffset, dwell)
 	fmt.Fprintf(&b, "Each stream is scored by the denoiser (binary mode, %s) and, for the loss baseline, by a plain "+
 		"model with the same seed (its per-event cross-entropy, negated: a high loss means likely noise — the signal T-CE "+
 		"uses). Scores are the stream stage's own: each event is scored before the model learns from it (%d pass(es), scores "+
