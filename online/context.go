@@ -53,8 +53,8 @@ import (
 // (Config.DwellDirection "long", the default): its evidence is then a
 // two-component mixture on log dwell fitted to dwell alone, its longer
 // component the genuine one (dwellMixture). That states dwell's direction,
-// the premise of dwell-based denoising and of dwell mode, and frees dwell
-// from p_clean: on a stream where the classifier's classes barely differ
+// the premise of dwell-based denoising (a short dwell is a bounce or a
+// misclick), and frees dwell from p_clean: on a stream where the classifier's classes barely differ
 // in dwell, or differ the wrong way (a sparse catalogue, where p_clean
 // learns popularity), the anchored statistics learn dwell with p_clean's
 // error and EM sharpens it, while the mixture reads dwell as it is
