@@ -90,6 +90,12 @@ const (
 	// among 0.6, 0.8 and 1 (docs/design/model.md, "The context's first
 	// events").
 	pCleanTemper = 0.8
+	// pCleanTrustScale is the negative correlation of logit(p_clean) and
+	// log dwell at which p_clean loses its place in the posterior (trust).
+	// Chosen on seed 3 of the sparse v2 stream and seed 1 of the v2 100k
+	// stream among 0.05, 0.1 and 0.2 (docs/design/model.md, "Dwell read
+	// as the premise says").
+	pCleanTrustScale = 0.1
 	// contextMinMass is the decayed mass each class needs in a feature
 	// before the feature counts as evidence.
 	contextMinMass = 50
@@ -184,7 +190,22 @@ func (c *contextModel) weight(pClean float64, x contextFeatures) float64 {
 func (c *contextModel) posterior(pClean float64, x contextFeatures) float64 {
 	p := min(max(pClean, pCleanFloor), 1-pCleanFloor)
 	centre := c.anchor.share()
-	return sigmoid(centre + pCleanTemper*(math.Log(p/(1-p))-centre) + c.evidence(x))
+	return sigmoid(centre + c.trust()*pCleanTemper*(math.Log(p/(1-p))-centre) + c.evidence(x))
+}
+
+// trust is the factor on p_clean's log-odds in the posterior: 1, but
+// where dwell is read as longer-is-genuine and p_clean's log-odds
+// correlate negatively with log dwell, 1 + correlation/pCleanTrustScale,
+// down to 0. Under the premise a p_clean that ranks short dwell as
+// genuine ranks backwards: on the sparse v2 streams (docs/design/model.md,
+// "Dwell read as the premise says") it does, with a correlation of −0.10
+// to −0.13, against +0.18 to +0.30 on the dense ones and 0.000 where dwell
+// says nothing.
+func (c *contextModel) trust() float64 {
+	if !c.long || !c.mix.ready() {
+		return 1
+	}
+	return min(1, max(0, 1+c.mix.correlation()/pCleanTrustScale))
 }
 
 // share is the log-odds of the genuine class's share of the mass, of the
@@ -241,7 +262,8 @@ func (c *contextModel) learn(x contextFeatures, w, pClean float64) {
 	c.em.learn(x, w)
 	c.anchor.learn(x, pClean)
 	if x.hasDwell && c.long {
-		c.mix.learn(x.logDwell)
+		p := min(max(pClean, pCleanFloor), 1-pCleanFloor)
+		c.mix.learn(x.logDwell, math.Log(p/(1-p)))
 	}
 }
 
@@ -262,6 +284,24 @@ type dwellMixture struct {
 	// the decayed Σ x² of every event (the components' r sum to 1).
 	mass, sum [2]float64
 	squares   float64
+	// anchorSum, anchorSquares and cross are the decayed Σ a, Σ a² and
+	// Σ a·x of a = logit(p_clean).
+	anchorSum, anchorSquares, cross float64
+}
+
+// correlation is the decayed correlation of logit(p_clean) and log
+// dwell, 0 while either has no spread.
+func (m *dwellMixture) correlation() float64 {
+	n := m.mass[0] + m.mass[1]
+	if n == 0 {
+		return 0
+	}
+	ma, mx := m.anchorSum/n, (m.sum[0]+m.sum[1])/n
+	va, vx := m.anchorSquares/n-ma*ma, m.squares/n-mx*mx
+	if va <= 0 || vx <= 0 {
+		return 0
+	}
+	return (m.cross/n - ma*mx) / math.Sqrt(va*vx)
 }
 
 // ready reports whether each component has the mass to count as evidence.
@@ -303,11 +343,12 @@ func (m *dwellMixture) responsibility(x float64) float64 {
 	return sigmoid(math.Log(m.mass[1]/m.mass[0]) + m.evidence(x))
 }
 
-// learn is one online EM step at log dwell x: the statistics decay by
-// contextKeep of their mass and take x with its responsibilities. If
+// learn is one online EM step at log dwell x, of an event whose p_clean
+// has log-odds a: the statistics decay by contextKeep of their mass and
+// take x with its responsibilities (and a, for correlation). If
 // component 0's mean has passed component 1's, the components swap, so
 // that component 1 stays the longer.
-func (m *dwellMixture) learn(x float64) {
+func (m *dwellMixture) learn(x, a float64) {
 	r := m.responsibility(x)
 	keep := contextKeep(m.mass[0] + m.mass[1])
 	for k, rk := range [2]float64{1 - r, r} {
@@ -315,6 +356,9 @@ func (m *dwellMixture) learn(x float64) {
 		m.sum[k] = keep*m.sum[k] + rk*x
 	}
 	m.squares = keep*m.squares + x*x
+	m.anchorSum = keep*m.anchorSum + a
+	m.anchorSquares = keep*m.anchorSquares + a*a
+	m.cross = keep*m.cross + a*x
 	if m.sum[0]*m.mass[1] > m.sum[1]*m.mass[0] { // μ0 > μ1, without dividing by a zero mass
 		m.mass[0], m.mass[1] = m.mass[1], m.mass[0]
 		m.sum[0], m.sum[1] = m.sum[1], m.sum[0]
@@ -323,28 +367,37 @@ func (m *dwellMixture) learn(x float64) {
 
 // finite reports whether every statistic is finite.
 func (m *dwellMixture) finite() bool {
-	s := m.mass[0] + m.mass[1] + m.sum[0] + m.sum[1] + m.squares
+	s := 0.0
+	for _, p := range m.fields() {
+		s += *p
+	}
 	return !math.IsNaN(s) && !math.IsInf(s, 0)
 }
 
-// encode writes the statistics: f64[2] mass, f64[2] sum, f64 squares.
+// encode writes the statistics: f64[2] mass, f64[2] sum, f64 squares,
+// then f64 anchorSum, f64 anchorSquares, f64 cross.
 func (m *dwellMixture) encode(e *encoder) {
-	for _, v := range [...]float64{m.mass[0], m.mass[1], m.sum[0], m.sum[1], m.squares} {
-		e.f64(v)
+	for _, p := range m.fields() {
+		e.f64(*p)
 	}
+}
+
+// fields lists the statistics in their encoding's order.
+func (m *dwellMixture) fields() [8]*float64 {
+	return [...]*float64{&m.mass[0], &m.mass[1], &m.sum[0], &m.sum[1], &m.squares, &m.anchorSum, &m.anchorSquares, &m.cross}
 }
 
 // decode reads what encode writes, refusing statistics that are not
 // finite, a negative mass or squares, or components out of order.
 func (m *dwellMixture) decode(d *decoder) {
-	for _, p := range [...]*float64{&m.mass[0], &m.mass[1], &m.sum[0], &m.sum[1], &m.squares} {
+	for _, p := range m.fields() {
 		*p = d.f64()
 	}
 	switch {
 	case d.err != nil:
 	case !m.finite():
 		d.fail("dwell mixture not finite")
-	case m.mass[0] < 0 || m.mass[1] < 0 || m.squares < 0:
+	case m.mass[0] < 0 || m.mass[1] < 0 || m.squares < 0 || m.anchorSquares < 0:
 		d.fail("dwell mixture with a negative mass")
 	case m.sum[0]*m.mass[1] > m.sum[1]*m.mass[0]:
 		d.fail("dwell mixture's components out of order")

@@ -249,7 +249,7 @@ func TestDwellMixtureKnownMeans(t *testing.T) {
 	xs, _, _ := contextStream(30000, 0.3, 10, 7, 11) // σ 0.5 in both classes
 	var m dwellMixture
 	for _, x := range xs {
-		m.learn(x.logDwell)
+		m.learn(x.logDwell, 0)
 	}
 	mu0, mu1, v := m.params()
 	if math.Abs(mu0-7) > 0.2 || math.Abs(mu1-10) > 0.2 {
@@ -284,9 +284,9 @@ func TestDwellMixtureStartsApart(t *testing.T) {
 	}
 	for _, first := range []float64{12, 3} {
 		m := dwellMixture{}
-		m.learn(first)
+		m.learn(first, 0)
 		for j := range 400 {
-			m.learn(float64(3 + 9*(j%2))) // 3, 12, 3, 12, ...
+			m.learn(float64(3+9*(j%2)), 0) // 3, 12, 3, 12, ...
 			if m.sum[0]*m.mass[1] > m.sum[1]*m.mass[0] {
 				t.Fatalf("first %v, event %d: component 0's mean above component 1's", first, j)
 			}
@@ -355,6 +355,36 @@ func TestReadModelRefusesBadDwellMixture(t *testing.T) {
 		}
 		if _, err := ReadModel(bytes.NewReader(encode(t, m))); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "dwell mixture") {
 			t.Errorf("%s: a model: %v, want ErrCorrupt naming the dwell mixture", name, err)
+		}
+	}
+}
+
+// TestPCleanTrustFollowsTheDwellPremise: with dwell read as
+// longer-is-genuine, a p_clean that ranks short dwell as genuine loses its
+// place in the posterior (trust 0), one that agrees with dwell keeps it
+// (1), and one that says nothing of dwell keeps nearly all of it; learned
+// dwell trusts p_clean always.
+func TestPCleanTrustFollowsTheDwellPremise(t *testing.T) {
+	xs, _, genuine := contextStream(20000, 0.2, 10, 7, 13)
+	r := rand.New(rand.NewPCG(13, 2))
+	for _, tc := range []struct {
+		name     string
+		long     bool
+		prior    func(genuine bool) float64
+		min, max float64
+	}{
+		{"backwards", true, func(g bool) float64 { return map[bool]float64{true: 0.6, false: 0.9}[g] }, 0, 0},
+		{"agrees", true, func(g bool) float64 { return map[bool]float64{true: 0.9, false: 0.6}[g] }, 1, 1},
+		{"says nothing", true, func(bool) float64 { return 0.5 + 0.4*r.Float64() }, 0.8, 1},
+		{"backwards, learned", false, func(g bool) float64 { return map[bool]float64{true: 0.6, false: 0.9}[g] }, 1, 1},
+	} {
+		c := contextModel{long: tc.long}
+		for i, x := range xs {
+			p := tc.prior(genuine[i])
+			c.learn(x, c.weight(p, x), p)
+		}
+		if got := c.trust(); got < tc.min || got > tc.max {
+			t.Errorf("%s: trust %.3f (correlation %.3f), want in [%.1f, %.1f]", tc.name, got, c.mix.correlation(), tc.min, tc.max)
 		}
 	}
 }
