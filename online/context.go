@@ -58,7 +58,9 @@ import (
 // in dwell, or differ the wrong way (a sparse catalogue, where p_clean
 // learns popularity), the anchored statistics learn dwell with p_clean's
 // error and EM sharpens it, while the mixture reads dwell as it is
-// (docs/design/model.md, "Dwell read as the premise says"). The event
+// (docs/design/model.md, "Dwell read as the premise says"). A p_clean
+// that contradicts the premise (its log-odds correlate negatively with
+// log dwell) then loses its place in the posterior (trust). The event
 // type keeps the anchored rule: its direction is the stream's.
 const (
 	// contextWindow is the number of events the statistics decay over
