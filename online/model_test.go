@@ -401,7 +401,10 @@ func BenchmarkStep(b *testing.B) {
 		{"plain", DefaultConfig().Baseline()},
 		// rgbt without the per-user offset in T̂ (on by default): one
 		// addition less per T̂ logit, and no offset step.
-		{"rgbt-no-user-offset", Config{}},
+		{"rgbt-no-user-offset", Config{DwellDirection: DwellLong}},
+		// rgbt with dwell's direction learned (the anchored rule) instead
+		// of the dwell mixture (long, the default).
+		{"rgbt-dwell-learned", Config{TransitionUserOffset: true, DwellDirection: DwellLearned}},
 		// Caps at the stream's 2,000 users and 1,000 items: the same
 		// model as rgbt (TestCapAboveWorkingSetChangesNothing), plus the
 		// bookkeeping of recency on every event.
@@ -497,6 +500,8 @@ func TestStepDoesNotAllocate(t *testing.T) {
 		{"binary-user-offset", Config{Mode: ModeBinary, Dim: 16, Negatives: 4, WarmUp: 300, RefitEvery: 100, GMMMinSamples: 32, GMMWindow: 256,
 			TransitionUserOffset: true}},
 		{"rating", Config{Mode: ModeRating, Dim: 16, WarmUp: 300, RefitEvery: 100, GMMMinSamples: 32, GMMWindow: 256}},
+		{"binary-dwell-long", Config{Mode: ModeBinary, Dim: 16, Negatives: 4, WarmUp: 300, RefitEvery: 100, GMMMinSamples: 32, GMMWindow: 256,
+			TransitionUserOffset: true, DwellDirection: DwellLong}},
 		// Tables capped below the stream's 60 users and 40 items: ids are
 		// evicted and their rows reused on most events.
 		{"binary-capped", Config{Mode: ModeBinary, Dim: 16, Negatives: 4, WarmUp: 300, RefitEvery: 100, GMMMinSamples: 32, GMMWindow: 256,
