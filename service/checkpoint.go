@@ -610,6 +610,13 @@ func (c *checkpointer) finish(ctx context.Context, final bool) error {
 	if !final || (c.pending == 0 && !c.failing.Load()) {
 		return nil
 	}
+	// As at every checkpoint, the models merge before they are copied
+	// (checkpoint): a model that merged after this copy at the position
+	// it saves would change while its position does not, and the next
+	// changelog delta would apply to a model it was not taken from.
+	if c.share != nil {
+		c.share.tick(true)
+	}
 	cp, err := c.snapshot()
 	if err != nil {
 		return err
