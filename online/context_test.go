@@ -342,14 +342,7 @@ func TestReadModelRefusesBadDwellMixture(t *testing.T) {
 		"negative":     func(m *dwellMixture) { m.mass[0] = -1 },
 		"out of order": func(m *dwellMixture) { m.sum[0], m.sum[1] = m.sum[1], m.sum[0] },
 	} {
-		m, _ := New(cfg, rand.NewPCG(1, 2))
-		runScores(t, m, testStream(500, 3))
-		cp := m.FrozenCopy(nil)
-		base := encode(t, cp)
-		cp.MarkSaved()
-		runScores(t, m, testStream(10, 4))
-		spoil(&m.context.mix)
-		delta := writeDelta(t, m.FrozenCopy(cp))
+		m, base, delta := spoiledDelta(t, cfg, func(m *Model) { spoil(&m.context.mix) })
 		if _, err := ReadModelDeltas(bytes.NewReader(base), []io.Reader{bytes.NewReader(delta)}); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: a delta: %v, want ErrCorrupt", name, err)
 		}

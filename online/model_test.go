@@ -223,16 +223,10 @@ func TestReadModelRefusesNonFiniteUserOffset(t *testing.T) {
 	cfg := smallConfig(ModeBinary)
 	cfg.TransitionUserOffset = true
 	for _, bad := range []float64{math.NaN(), math.Inf(1)} {
-		m, _ := New(cfg, rand.NewPCG(1, 2))
-		runScores(t, m, testStream(500, 3))
-		cp := m.FrozenCopy(nil)
-		base := encode(t, cp)
-		cp.MarkSaved()
-		runScores(t, m, testStream(10, 4))
-		m.transition.userOffsetsOf(m.users.index["u1"])[1] = bad
-		m.users.stamps[m.users.index["u1"]] = m.epoch
-		cp = m.FrozenCopy(cp)
-		delta := writeDelta(t, cp)
+		m, base, delta := spoiledDelta(t, cfg, func(m *Model) {
+			m.transition.userOffsetsOf(m.users.index["u1"])[1] = bad
+			m.users.stamps[m.users.index["u1"]] = m.epoch
+		})
 		if _, err := ReadModelDeltas(bytes.NewReader(base), []io.Reader{bytes.NewReader(delta)}); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("a delta with a user offset %v: %v, want ErrCorrupt", bad, err)
 		}
@@ -240,6 +234,20 @@ func TestReadModelRefusesNonFiniteUserOffset(t *testing.T) {
 			t.Fatalf("a model with a user offset %v: %v, want ErrCorrupt", bad, err)
 		}
 	}
+}
+
+// spoiledDelta steps a model of cfg over 500 events, encodes it (base),
+// steps it over 10 more, spoils it and writes the delta since base.
+func spoiledDelta(t *testing.T, cfg Config, spoil func(*Model)) (m *Model, base, delta []byte) {
+	t.Helper()
+	m, _ = New(cfg, rand.NewPCG(1, 2))
+	runScores(t, m, testStream(500, 3))
+	cp := m.FrozenCopy(nil)
+	base = encode(t, cp)
+	cp.MarkSaved()
+	runScores(t, m, testStream(10, 4))
+	spoil(m)
+	return m, base, writeDelta(t, m.FrozenCopy(cp))
 }
 
 func TestReadModelRejectsDamage(t *testing.T) {
