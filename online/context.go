@@ -54,10 +54,11 @@ import (
 // two-component mixture on log dwell fitted to dwell alone, its longer
 // component the genuine one (dwellMixture). That states dwell's direction,
 // the premise of dwell-based denoising (a short dwell is a bounce or a
-// misclick), and frees dwell from p_clean: on a stream where the classifier's classes barely differ
-// in dwell, or differ the wrong way (a sparse catalogue, where p_clean
-// learns popularity), the anchored statistics learn dwell with p_clean's
-// error and EM sharpens it, while the mixture reads dwell as it is
+// misclick), and frees dwell from p_clean: on a stream where the
+// classifier's classes barely differ in dwell, or differ the wrong way (a
+// sparse catalogue, where p_clean learns popularity), the anchored
+// statistics learn dwell with p_clean's error and EM sharpens it, while
+// the mixture reads dwell as it is
 // (docs/design/model.md, "Dwell read as the premise says"). A p_clean
 // that contradicts the premise (its log-odds correlate negatively with
 // log dwell) then loses its place in the posterior (trust). The event
@@ -190,9 +191,14 @@ func (c *contextModel) weight(pClean float64, x contextFeatures) float64 {
 
 // posterior is the informed context's posterior (the formula at the top).
 func (c *contextModel) posterior(pClean float64, x contextFeatures) float64 {
-	p := min(max(pClean, pCleanFloor), 1-pCleanFloor)
 	centre := c.anchor.share()
-	return sigmoid(centre + c.trust()*pCleanTemper*(math.Log(p/(1-p))-centre) + c.evidence(x))
+	return sigmoid(centre + c.trust()*pCleanTemper*(logOdds(pClean)-centre) + c.evidence(x))
+}
+
+// logOdds is the log-odds of p_clean, kept finite by pCleanFloor.
+func logOdds(pClean float64) float64 {
+	p := min(max(pClean, pCleanFloor), 1-pCleanFloor)
+	return math.Log(p / (1 - p))
 }
 
 // trust is the factor on p_clean's log-odds in the posterior: 1, but
@@ -224,9 +230,9 @@ func (s *contextStats) share() float64 {
 }
 
 // informed reports whether some feature's statistics, the EM's, the
-// anchor's or the dwell mixture's, have the mass to count as evidence. A stream that carries no
-// dwell and no event type never informs the context, and its posterior
-// stays p_clean.
+// anchor's or the dwell mixture's, have the mass to count as evidence. A
+// stream that carries no dwell and no event type never informs the
+// context, and its posterior stays p_clean.
 func (c *contextModel) informed() bool {
 	return c.em.dwellReady() || c.em.typeReady() || c.anchor.dwellReady() || c.anchor.typeReady() || c.mix.ready()
 }
@@ -264,8 +270,7 @@ func (c *contextModel) learn(x contextFeatures, w, pClean float64) {
 	c.em.learn(x, w)
 	c.anchor.learn(x, pClean)
 	if x.hasDwell && c.long {
-		p := min(max(pClean, pCleanFloor), 1-pCleanFloor)
-		c.mix.learn(x.logDwell, math.Log(p/(1-p)))
+		c.mix.learn(x.logDwell, logOdds(pClean))
 	}
 }
 
@@ -273,14 +278,15 @@ func (c *contextModel) learn(x contextFeatures, w, pClean float64) {
 // premise says (Config.DwellDirection "long"): a two-component Gaussian
 // mixture on log(1 + dwell_ms) with one variance for both, fitted by
 // online EM to its own responsibilities, with the context's decay
-// (contextKeep). It reads nothing but dwell, so the classifier cannot
-// turn it: on a stream where p_clean ranks backwards the anchored
+// (contextKeep). Its fit reads nothing but dwell, so the classifier
+// cannot turn it: on a stream where p_clean ranks backwards the anchored
 // statistics learn dwell backwards with it, and this does not
 // (docs/design/model.md, "Dwell read as the premise says"). Component 1
 // is the one of the longer mean, by construction (learn keeps it so),
 // and it is the genuine one. With one variance the log-likelihood ratio
 // is linear in log dwell, so the evidence ranks events as dwell does and
-// a sparse tail cannot turn it round.
+// a sparse tail cannot turn it round. It also keeps the correlation of
+// logit(p_clean) with log dwell, for trust.
 type dwellMixture struct {
 	// mass and sum are each component's decayed Σ r and Σ r·x; squares is
 	// the decayed Σ x² of every event (the components' r sum to 1).
