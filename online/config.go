@@ -40,8 +40,9 @@ const (
 // Config configures a Model. The zero value of every field means its
 // default, written in the field's comment, with one exception:
 // TransitionUserOffset, a switch that is on unless turned off, and
-// DwellDirection, "long" unless set, are so only in DefaultConfig, the configuration that `denoiser run`, `denoiser
-// replay` and the lab start from. Validate reports what is wrong.
+// DwellDirection, "long" unless set, are so only in DefaultConfig, the
+// configuration that `denoiser run`, `denoiser replay` and the lab start
+// from. Validate reports what is wrong.
 type Config struct {
 	// Mode is the label mode: "binary" (default), "rating" or "dwell".
 	Mode string `json:"mode" yaml:"mode"`

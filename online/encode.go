@@ -48,9 +48,8 @@ const (
 // encodingFor is the encoding version of a model with per-user transition
 // offsets or not, merge cursors or not, event types or not and the dwell
 // mixture or not: 8 with the dwell mixture, else 7 with event types, else
-// 6 with cursors (from 6 on, the USER section holds the
-// offsets exactly when the configuration asks for them), else 5 with
-// offsets, else 4. WriteTo writes it; ReadModel checks a version before 6
+// 6 with cursors (from 6 on, the USER section holds the offsets exactly
+// when the configuration asks for them), else 5 with offsets, else 4. WriteTo writes it; ReadModel checks a version before 6
 // against it (versions 1 to 3 count as 4: they have none).
 func encodingFor(userOffsets, cursors, types, dwellMix bool) uint32 {
 	switch {
@@ -67,8 +66,8 @@ func encodingFor(userOffsets, cursors, types, dwellMix bool) uint32 {
 }
 
 // Encoding is the encoding version WriteTo writes for m (encodingFor): 8
-// with the dwell mixture, else 7 with event types, else 6 with merge cursors, else 5 with per-user
-// transition offsets, else 4.
+// with the dwell mixture, else 7 with event types, else 6 with merge
+// cursors, else 5 with per-user transition offsets, else 4.
 func (m *Model) Encoding() uint32 {
 	return encodingFor(m.cfg.TransitionUserOffset, len(m.cursors) > 0, len(m.context.types) > 0, m.context.long)
 }

@@ -205,11 +205,6 @@ func (c *checkpointer) checkpoint(ctx context.Context, out consumer.Flusher) err
 	if err := out.Flush(ctx); err != nil {
 		return fmt.Errorf("checkpoint: flush output: %w", err)
 	}
-	// The checkpoint holds every model as published: a model restored
-	// from it has nothing of its own unpublished.
-	if c.share != nil {
-		c.share.tick(true)
-	}
 	cp, err := c.snapshot()
 	if err != nil {
 		return err
@@ -243,7 +238,17 @@ type clSave struct {
 }
 
 // snapshot copies the model into the shadow and copies the positions.
+// Every model publishes and merges first, so the checkpoint holds every
+// model as published (a model restored from it has nothing of its own
+// unpublished) and every merge point at or before its positions: a model
+// that merged after the copy, at the position it saves, would change
+// while its position does not, and the next changelog delta would apply
+// to a model it was not taken from. Until stop 29 the handover's and the
+// final checkpoint (finish) copied without merging.
 func (c *checkpointer) snapshot() (saveJob, error) {
+	if c.share != nil {
+		c.share.tick(true)
+	}
 	c.shadow = c.model.FrozenCopy(c.shadow)
 	job := saveJob{model: c.shadow, cp: state.Checkpoint{Positions: c.sortedPositions(), Version: c.model.Version()}}
 	c.clMu.Lock()
@@ -609,13 +614,6 @@ func (c *checkpointer) finish(ctx context.Context, final bool) error {
 	}
 	if !final || (c.pending == 0 && !c.failing.Load()) {
 		return nil
-	}
-	// As at every checkpoint, the models merge before they are copied
-	// (checkpoint): a model that merged after this copy at the position
-	// it saves would change while its position does not, and the next
-	// changelog delta would apply to a model it was not taken from.
-	if c.share != nil {
-		c.share.tick(true)
 	}
 	cp, err := c.snapshot()
 	if err != nil {
