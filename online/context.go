@@ -93,12 +93,13 @@ const (
 	// among 0.6, 0.8 and 1 (docs/design/model.md, "The context's first
 	// events").
 	pCleanTemper = 0.8
-	// pCleanTrustScale is the negative correlation of logit(p_clean) and
-	// log dwell at which p_clean loses its place in the posterior (trust).
-	// Chosen on seed 3 of the sparse v2 stream and seed 1 of the v2 100k
-	// stream among 0.05, 0.1 and 0.2 (docs/design/model.md, "Dwell read
-	// as the premise says").
-	pCleanTrustScale = 0.1
+	// instrumentWithinFloor is the least share of a feature's variance
+	// that the instrument leaves within the classes (instrumentStats.fit):
+	// where dwell is weak the estimated class separation is noisy, and a
+	// within-class variance near zero would turn that noise into a steep
+	// slope. Chosen on seed 1 of the v2 200k stream among 0.2 and 0.5 (no
+	// difference there: the floor holds only while the stream is young).
+	instrumentWithinFloor = 0.2
 	// contextMinMass is the decayed mass each class needs in a feature
 	// before the feature counts as evidence.
 	contextMinMass = 50
@@ -129,6 +130,8 @@ type contextModel struct {
 	// then mix's, and the anchored statistics' is not read.
 	long bool
 	mix  dwellMixture
+	// inst is the instrument, learned with mix.
+	inst instrumentStats
 	// types names the event-type slots, in the order the types first
 	// appeared (at most namedTypes; slot namedTypes is every later type).
 	// It only grows, so a frozen copy may share its array.
@@ -148,6 +151,13 @@ type contextFeatures struct {
 	logDwell float64
 	hasDwell bool
 	bucket   int // -1: no event type
+	// z holds the instrument's features (instrumentFeatures) but
+	// logit(p_clean), which the posterior is given: the user's events so
+	// far and the pair's repeats among the user's latest items, both as
+	// log(1 + count). hasZ is false for a cold user or item, which has
+	// neither.
+	z    [instrumented - 1]float64
+	hasZ bool
 }
 
 // features extracts the context of ev, giving its event type a slot if
@@ -191,29 +201,19 @@ func (c *contextModel) weight(pClean float64, x contextFeatures) float64 {
 
 // posterior is the informed context's posterior (the formula at the top).
 func (c *contextModel) posterior(pClean float64, x contextFeatures) float64 {
-	centre := c.anchor.share()
-	return sigmoid(centre + c.trust()*pCleanTemper*(logOdds(pClean)-centre) + c.evidence(x))
+	centre, a := c.anchor.share(), logOdds(pClean)
+	if c.long {
+		if t, ok := c.instrument(sigmoid(centre), x.hasZ); ok {
+			return sigmoid(centre + t.evidence(a, x.z) + c.evidence(x))
+		}
+	}
+	return sigmoid(centre + pCleanTemper*(a-centre) + c.evidence(x))
 }
 
 // logOdds is the log-odds of p_clean, kept finite by pCleanFloor.
 func logOdds(pClean float64) float64 {
 	p := min(max(pClean, pCleanFloor), 1-pCleanFloor)
 	return math.Log(p / (1 - p))
-}
-
-// trust is the factor on p_clean's log-odds in the posterior: 1, but
-// where dwell is read as longer-is-genuine and p_clean's log-odds
-// correlate negatively with log dwell, 1 + correlation/pCleanTrustScale,
-// down to 0. Under the premise a p_clean that ranks short dwell as
-// genuine ranks backwards: on the sparse v2 streams (docs/design/model.md,
-// "Dwell read as the premise says") it does, with a correlation of −0.10
-// to −0.13, against +0.18 to +0.30 on the dense ones and 0.000 where dwell
-// says nothing.
-func (c *contextModel) trust() float64 {
-	if !c.long || !c.mix.ready() {
-		return 1
-	}
-	return min(1, max(0, 1+c.mix.correlation()/pCleanTrustScale))
 }
 
 // share is the log-odds of the genuine class's share of the mass, of the
@@ -270,7 +270,10 @@ func (c *contextModel) learn(x contextFeatures, w, pClean float64) {
 	c.em.learn(x, w)
 	c.anchor.learn(x, pClean)
 	if x.hasDwell && c.long {
-		c.mix.learn(x.logDwell, logOdds(pClean))
+		c.mix.learn(x.logDwell)
+		if x.hasZ {
+			c.inst.learn(x.logDwell, logOdds(pClean), x.z)
+		}
 	}
 }
 
@@ -285,31 +288,12 @@ func (c *contextModel) learn(x contextFeatures, w, pClean float64) {
 // is the one of the longer mean, by construction (learn keeps it so),
 // and it is the genuine one. With one variance the log-likelihood ratio
 // is linear in log dwell, so the evidence ranks events as dwell does and
-// a sparse tail cannot turn it round. It also keeps the correlation of
-// logit(p_clean) with log dwell, for trust.
+// a sparse tail cannot turn it round.
 type dwellMixture struct {
 	// mass and sum are each component's decayed Σ r and Σ r·x; squares is
 	// the decayed Σ x² of every event (the components' r sum to 1).
 	mass, sum [2]float64
 	squares   float64
-	// anchorSum, anchorSquares and cross are the decayed Σ a, Σ a² and
-	// Σ a·x of a = logit(p_clean).
-	anchorSum, anchorSquares, cross float64
-}
-
-// correlation is the decayed correlation of logit(p_clean) and log
-// dwell, 0 while either has no spread.
-func (m *dwellMixture) correlation() float64 {
-	n := m.mass[0] + m.mass[1]
-	if n == 0 {
-		return 0
-	}
-	ma, mx := m.anchorSum/n, (m.sum[0]+m.sum[1])/n
-	va, vx := m.anchorSquares/n-ma*ma, m.squares/n-mx*mx
-	if va <= 0 || vx <= 0 {
-		return 0
-	}
-	return (m.cross/n - ma*mx) / math.Sqrt(va*vx)
 }
 
 // ready reports whether each component has the mass to count as evidence.
@@ -351,12 +335,11 @@ func (m *dwellMixture) responsibility(x float64) float64 {
 	return sigmoid(math.Log(m.mass[1]/m.mass[0]) + m.evidence(x))
 }
 
-// learn is one online EM step at log dwell x, of an event whose p_clean
-// has log-odds a: the statistics decay by contextKeep of their mass and
-// take x with its responsibilities (and a, for correlation). If
+// learn is one online EM step at log dwell x: the statistics decay by
+// contextKeep of their mass and take x with its responsibilities. If
 // component 0's mean has passed component 1's, the components swap, so
 // that component 1 stays the longer.
-func (m *dwellMixture) learn(x, a float64) {
+func (m *dwellMixture) learn(x float64) {
 	r := m.responsibility(x)
 	keep := contextKeep(m.mass[0] + m.mass[1])
 	for k, rk := range [2]float64{1 - r, r} {
@@ -364,9 +347,6 @@ func (m *dwellMixture) learn(x, a float64) {
 		m.sum[k] = keep*m.sum[k] + rk*x
 	}
 	m.squares = keep*m.squares + x*x
-	m.anchorSum = keep*m.anchorSum + a
-	m.anchorSquares = keep*m.anchorSquares + a*a
-	m.cross = keep*m.cross + a*x
 	if m.sum[0]*m.mass[1] > m.sum[1]*m.mass[0] { // μ0 > μ1, without dividing by a zero mass
 		m.mass[0], m.mass[1] = m.mass[1], m.mass[0]
 		m.sum[0], m.sum[1] = m.sum[1], m.sum[0]
@@ -382,8 +362,7 @@ func (m *dwellMixture) finite() bool {
 	return !math.IsNaN(s) && !math.IsInf(s, 0)
 }
 
-// encode writes the statistics: f64[2] mass, f64[2] sum, f64 squares,
-// then f64 anchorSum, f64 anchorSquares, f64 cross.
+// encode writes the statistics: f64[2] mass, f64[2] sum, f64 squares.
 func (m *dwellMixture) encode(e *encoder) {
 	for _, p := range m.fields() {
 		e.f64(*p)
@@ -391,25 +370,267 @@ func (m *dwellMixture) encode(e *encoder) {
 }
 
 // fields lists the statistics in their encoding's order.
-func (m *dwellMixture) fields() [8]*float64 {
-	return [...]*float64{&m.mass[0], &m.mass[1], &m.sum[0], &m.sum[1], &m.squares, &m.anchorSum, &m.anchorSquares, &m.cross}
+func (m *dwellMixture) fields() [5]*float64 {
+	return [...]*float64{&m.mass[0], &m.mass[1], &m.sum[0], &m.sum[1], &m.squares}
 }
 
-// decode reads what encode writes, refusing statistics that are not
-// finite, a negative mass or squares, or components out of order.
-func (m *dwellMixture) decode(d *decoder) {
+// decode reads what encode writes, and with correlation the three
+// statistics of logit(p_clean) that encoding version 8 (delta version 4)
+// wrote after them for a correlation no longer read, refusing statistics
+// that are not finite, a negative mass or squares, or components out of
+// order.
+func (m *dwellMixture) decode(d *decoder, correlation bool) {
 	for _, p := range m.fields() {
 		*p = d.f64()
 	}
+	var old [3]float64 // Σ a, Σ a², Σ a·x
+	if correlation {
+		for j := range old {
+			old[j] = d.f64()
+		}
+	}
 	switch {
 	case d.err != nil:
-	case !m.finite():
+	case !m.finite() || !finite(old[:]):
 		d.fail("dwell mixture not finite")
-	case m.mass[0] < 0 || m.mass[1] < 0 || m.squares < 0 || m.anchorSquares < 0:
+	case m.mass[0] < 0 || m.mass[1] < 0 || m.squares < 0 || old[1] < 0:
 		d.fail("dwell mixture with a negative mass")
 	case m.sum[0]*m.mass[1] > m.sum[1]*m.mass[0]:
 		d.fail("dwell mixture's components out of order")
 	}
+}
+
+// instrumented is the number of features the instrument weighs: logit
+// (p_clean), the user's events so far and the pair's repeats among the
+// user's latest items (contextFeatures.z), in that order.
+const instrumented = 3
+
+// instrumentStats is the instrument: the decayed moments of features
+// whose direction no rule states, over the events that carry dwell, with
+// log dwell as the instrument that reveals how far each feature's classes
+// lie apart. If a feature z and log dwell x are independent given the
+// class (genuine with share π), their covariance is
+//
+//	cov(z, x) = π(1 − π)·Δz·Δx,
+//
+// with Δ the difference of the class means (genuine minus noise); the
+// dwell mixture gives Δx (its components' means, the longer the genuine,
+// the premise) and the mean p_clean gives π, so Δz = cov(z, x) / (π(1 −
+// π)·Δx), with its sign: the direction comes from the stream. The
+// features' covariance within the classes is their covariance less the
+// classes' part, W = C − π(1 − π)·Δz·Δzᵀ, and the log-likelihood ratio of
+// two Gaussians of covariance W (linear discriminant analysis) is
+// W⁻¹Δz · (z − midpoint of the class means) (fit, evidence). The
+// classifier's p_clean is the first feature, so its weight in the
+// posterior is what dwell says it carries, not a constant: a p_clean that
+// dwell does not back counts for little, one that ranks against dwell for
+// nothing (docs/design/model.md, "The instrument").
+type instrumentStats struct {
+	// mass and dwell are the decayed Σ 1 and Σ x; sum, squares and cross
+	// the decayed Σ z, Σ z·zᵀ (upper triangle, row by row) and Σ z·x.
+	mass, dwell float64
+	sum         [instrumented]float64
+	squares     [instrumented * (instrumented + 1) / 2]float64
+	cross       [instrumented]float64
+}
+
+// instrumentFit is what fit derives from the statistics: the slopes of
+// the log-likelihood ratio and the midpoints of the class means.
+type instrumentFit struct {
+	slope, mid [instrumented]float64
+	// features is 1 where only p_clean is weighed, instrumented else.
+	features int
+}
+
+// instrumentFeatures is the pair (u, i)'s further features for the
+// instrument, before its event is remembered: log(1 + the user's events
+// so far) and log(1 + the item's count among the user's latest
+// recentItems items); false for a cold user or item, which has neither,
+// and for a model without the instrument.
+func (m *Model) instrumentFeatures(u, i int32) (z [instrumented - 1]float64, ok bool) {
+	if !m.context.long || u < m.users.base || i < m.items.base {
+		return z, false
+	}
+	repeats := 0
+	for _, v := range m.users.recentOf(u) {
+		if v == i {
+			repeats++
+		}
+	}
+	return [...]float64{math.Log1p(float64(m.users.pushed[u])), math.Log1p(float64(repeats))}, true
+}
+
+// learn adds an event of log dwell x, logit(p_clean) a and further
+// features z, decaying the statistics by contextKeep of their mass.
+func (s *instrumentStats) learn(x, a float64, z [instrumented - 1]float64) {
+	v := [instrumented]float64{a, z[0], z[1]}
+	keep := contextKeep(s.mass)
+	s.mass = keep*s.mass + 1
+	s.dwell = keep*s.dwell + x
+	k := 0
+	for i := range v {
+		s.sum[i] = keep*s.sum[i] + v[i]
+		s.cross[i] = keep*s.cross[i] + v[i]*x
+		for j := i; j < instrumented; j++ {
+			s.squares[k] = keep*s.squares[k] + v[i]*v[j]
+			k++
+		}
+	}
+}
+
+// encode writes the statistics (FORMAT.md, DINS): f64 mass, f64 dwell,
+// then f64[instrumented] sum, the upper triangle of squares, cross.
+func (s *instrumentStats) encode(e *encoder) {
+	for _, p := range s.fields() {
+		e.f64(*p)
+	}
+}
+
+// fields lists the statistics in their encoding's order.
+func (s *instrumentStats) fields() []*float64 {
+	f := []*float64{&s.mass, &s.dwell}
+	for _, v := range [][]float64{s.sum[:], s.squares[:], s.cross[:]} {
+		for i := range v {
+			f = append(f, &v[i])
+		}
+	}
+	return f
+}
+
+// decode reads what encode writes, refusing statistics that are not
+// finite or a negative mass.
+func (s *instrumentStats) decode(d *decoder) {
+	for _, p := range s.fields() {
+		*p = d.f64()
+	}
+	switch {
+	case d.err != nil:
+	case !finite([]float64{s.mass, s.dwell}, s.sum[:], s.squares[:], s.cross[:]):
+		d.fail("instrument not finite")
+	case s.mass < 0:
+		d.fail("instrument with a negative mass")
+	}
+}
+
+// instrument fits the instrument for an event with the further features
+// (withZ) or p_clean alone, given the genuine share; false until the
+// dwell mixture and the instrument have the mass to, or where the
+// mixture's components do not lie apart.
+func (c *contextModel) instrument(share float64, withZ bool) (instrumentFit, bool) {
+	if !c.mix.ready() || c.inst.mass < contextMinMass {
+		return instrumentFit{}, false
+	}
+	mu0, mu1, _ := c.mix.params()
+	if mu1-mu0 <= 0 || share <= 0 || share >= 1 {
+		return instrumentFit{}, false
+	}
+	n := 1
+	if withZ {
+		n = instrumented
+	}
+	return c.inst.fit(share, mu1-mu0, n), true
+}
+
+// fit is the instrument's linear discriminant over its first n features
+// (the type's comment), with π = share and Δx = dx. A feature with no
+// spread gets no slope; each within-class variance is at least
+// instrumentWithinFloor of the feature's variance. If W is still not
+// positive definite its off-diagonal terms are dropped (naive Bayes).
+// p_clean's slope is kept within [0, 1]: at 1 its log-odds count as they
+// are, and dwell cannot make it count against its own ranking.
+func (s *instrumentStats) fit(share, dx float64, n int) instrumentFit {
+	f := instrumentFit{features: n}
+	q := share * (1 - share) // the classes' part of a variance, per Δ²
+	var mean, delta [instrumented]float64
+	var w [instrumented][instrumented]float64
+	mx := s.dwell / s.mass
+	for i := range n {
+		mean[i] = s.sum[i] / s.mass
+	}
+	for i := range n {
+		delta[i] = (s.cross[i]/s.mass - mean[i]*mx) / (q * dx)
+	}
+	k := 0
+	for i := range instrumented {
+		for j := i; j < instrumented; j++ {
+			if i < n && j < n {
+				c := s.squares[k]/s.mass - mean[i]*mean[j]
+				w[i][j], w[j][i] = c, c
+			}
+			k++
+		}
+	}
+	for i := range n {
+		total := w[i][i]
+		if total <= 0 {
+			delta[i], total = 0, 1
+		}
+		for j := range n {
+			w[i][j] -= q * delta[i] * delta[j]
+		}
+		w[i][i] = max(w[i][i], instrumentWithinFloor*total)
+	}
+	if !solveSymmetric(&w, &delta, &f.slope, n) {
+		for i := range n {
+			f.slope[i] = delta[i] / w[i][i]
+		}
+	}
+	f.slope[0] = min(max(f.slope[0], 0), 1)
+	for i := range n {
+		f.mid[i] = mean[i] + (0.5-share)*delta[i]
+	}
+	return f
+}
+
+// evidence is the fit's log-likelihood ratio, genuine against noise, of
+// an event with logit(p_clean) a and further features z: p_clean's term
+// and, where the fit weighs them, the further features' terms, whose sum
+// is bounded by contextClamp as the context's evidence is.
+func (f *instrumentFit) evidence(a float64, z [instrumented - 1]float64) float64 {
+	further := 0.0
+	for i := 1; i < f.features; i++ {
+		further += f.slope[i] * (z[i-1] - f.mid[i])
+	}
+	return f.slope[0]*(a-f.mid[0]) + clampAbs(further, contextClamp)
+}
+
+// solveSymmetric solves w·x = b for its leading n×n block by Cholesky's
+// factorisation, with no allocation; false if the block
+// is not positive definite, x then unset.
+func solveSymmetric(w *[instrumented][instrumented]float64, b, x *[instrumented]float64, n int) bool {
+	var l [instrumented][instrumented]float64
+	for i := range n {
+		for j := 0; j <= i; j++ {
+			v := w[i][j]
+			for k := range j {
+				v -= l[i][k] * l[j][k]
+			}
+			if i == j {
+				if v <= 0 {
+					return false
+				}
+				l[i][i] = math.Sqrt(v)
+			} else {
+				l[i][j] = v / l[j][j]
+			}
+		}
+	}
+	var y [instrumented]float64
+	for i := range n {
+		v := b[i]
+		for k := range i {
+			v -= l[i][k] * y[k]
+		}
+		y[i] = v / l[i][i]
+	}
+	for i := n - 1; i >= 0; i-- {
+		v := y[i]
+		for k := i + 1; k < n; k++ {
+			v -= l[k][i] * x[k]
+		}
+		x[i] = v / l[i][i]
+	}
+	return true
 }
 
 // dwellReady reports whether each class has the mass to count as evidence.

@@ -2,6 +2,7 @@ package online
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"math"
@@ -18,6 +19,7 @@ import (
 // 0.65 for noise. The event types have the slots of streamKinds.
 func contextStream(n int, noise, genuineMean, noiseMean float64, seed uint64) (xs []contextFeatures, prior []float64, genuine []bool) {
 	r := rand.New(rand.NewPCG(seed, 1))
+	rz := rand.New(rand.NewPCG(seed, 2)) // the instrument's further features: noise
 	names := contextModel{types: slices.Clone(streamKinds)}
 	for range n {
 		g := r.Float64() >= noise
@@ -29,7 +31,9 @@ func contextStream(n int, noise, genuineMean, noiseMean float64, seed uint64) (x
 			}
 		}
 		dwell := int64(math.Expm1(mean + 0.5*r.NormFloat64()))
-		xs = append(xs, names.features(&Event{DwellMS: max(dwell, 0), HasDwell: true, Kind: kind}, ModeBinary))
+		x := names.features(&Event{DwellMS: max(dwell, 0), HasDwell: true, Kind: kind}, ModeBinary)
+		x.z, x.hasZ = [instrumented - 1]float64{rz.NormFloat64(), rz.NormFloat64()}, true
+		xs = append(xs, x)
 		prior = append(prior, p)
 		genuine = append(genuine, g)
 	}
@@ -249,7 +253,7 @@ func TestDwellMixtureKnownMeans(t *testing.T) {
 	xs, _, _ := contextStream(30000, 0.3, 10, 7, 11) // σ 0.5 in both classes
 	var m dwellMixture
 	for _, x := range xs {
-		m.learn(x.logDwell, 0)
+		m.learn(x.logDwell)
 	}
 	mu0, mu1, v := m.params()
 	if math.Abs(mu0-7) > 0.2 || math.Abs(mu1-10) > 0.2 {
@@ -284,9 +288,9 @@ func TestDwellMixtureStartsApart(t *testing.T) {
 	}
 	for _, first := range []float64{12, 3} {
 		m := dwellMixture{}
-		m.learn(first, 0)
+		m.learn(first)
 		for j := range 400 {
-			m.learn(float64(3+9*(j%2)), 0) // 3, 12, 3, 12, ...
+			m.learn(float64(3+9*(j%2))) // 3, 12, 3, 12, ...
 			if m.sum[0]*m.mass[1] > m.sum[1]*m.mass[0] {
 				t.Fatalf("first %v, event %d: component 0's mean above component 1's", first, j)
 			}
@@ -352,14 +356,70 @@ func TestReadModelRefusesBadDwellMixture(t *testing.T) {
 	}
 }
 
-// TestPCleanTrustFollowsTheDwellPremise: with dwell read as
-// longer-is-genuine, a p_clean that ranks short dwell as genuine loses its
-// place in the posterior (trust 0), one that agrees with dwell keeps it
-// (1), and one that says nothing of dwell keeps nearly all of it; learned
-// dwell trusts p_clean always.
-func TestPCleanTrustFollowsTheDwellPremise(t *testing.T) {
+// TestInstrumentKnownSlopes: on features whose class means and
+// within-class covariance are known, independent of log dwell given the
+// class, the instrument recovers each feature's class separation from its
+// covariance with dwell alone (no label), signs included, and its slopes
+// are the linear discriminant's, W⁻¹Δ; p_clean's slope is kept within
+// [0, 1], and with p_clean alone the fit is the one-feature discriminant.
+func TestInstrumentKnownSlopes(t *testing.T) {
+	const share, dx = 0.8, 3.0
+	delta := [instrumented]float64{0.6, -1, 0.5} // genuine minus noise
+	// Within the classes: unit variances, z₁ and z₂ correlated 0.5.
+	w := [instrumented][instrumented]float64{{1, 0, 0}, {0, 1, 0.5}, {0, 0.5, 1}}
+	var want [instrumented]float64 // W⁻¹Δ
+	if !solveSymmetric(&w, &delta, &want, instrumented) {
+		t.Fatal("the known covariance is not positive definite")
+	}
+	r := rand.New(rand.NewPCG(21, 1))
+	var s instrumentStats
+	for range 40000 {
+		g := 0.0
+		if r.Float64() < share {
+			g = 1
+		}
+		x := 7 + dx*g + 0.5*r.NormFloat64()
+		e1, e2 := r.NormFloat64(), r.NormFloat64()
+		v := [instrumented]float64{
+			-1 + delta[0]*g + r.NormFloat64(),
+			2 + delta[1]*g + e1,
+			delta[2]*g + 0.5*e1 + math.Sqrt(0.75)*e2,
+		}
+		s.learn(x, v[0], [instrumented - 1]float64{v[1], v[2]})
+	}
+	f := s.fit(share, dx, instrumented)
+	t.Logf("slopes %.3f want %.3f mid %.3f", f.slope, want, f.mid)
+	for i := range instrumented {
+		if math.Abs(f.slope[i]-want[i]) > 0.15 {
+			t.Errorf("slope %d: %.3f, want %.3f ± 0.15 (all %.3f, want %.3f)", i, f.slope[i], want[i], f.slope, want)
+		}
+	}
+	// The midpoint of the class means: −1 + 0.3, 2 − 0.5, 0.25.
+	for i, m := range [instrumented]float64{-0.7, 1.5, 0.25} {
+		if math.Abs(f.mid[i]-m) > 0.15 {
+			t.Errorf("midpoint %d: %.3f, want %.3f ± 0.15", i, f.mid[i], m)
+		}
+	}
+	if one := s.fit(share, dx, 1); one.features != 1 || math.Abs(one.slope[0]-delta[0]) > 0.15 {
+		t.Errorf("p_clean alone: %d features, slope %.3f, want 1 and %.3f ± 0.15", one.features, one.slope[0], delta[0])
+	}
+	// The same separation backwards: p_clean's slope is held at 0.
+	back := s
+	back.cross[0] = -back.cross[0] + 2*back.sum[0]*back.dwell/back.mass // cov(a, x) negated
+	if f := back.fit(share, dx, instrumented); f.slope[0] != 0 {
+		t.Errorf("p_clean ranking against dwell: slope %.3f, want 0", f.slope[0])
+	}
+}
+
+// TestInstrumentWeighsPCleanByDwell: with dwell read as
+// longer-is-genuine, the weight p_clean gets in the posterior is what
+// dwell says it carries: none for a p_clean that ranks short dwell as
+// genuine, nearly none for one that says nothing of dwell, a clear
+// weight for one that agrees; with dwell learned the instrument learns
+// nothing and is not read.
+func TestInstrumentWeighsPCleanByDwell(t *testing.T) {
 	xs, _, genuine := contextStream(20000, 0.2, 10, 7, 13)
-	r := rand.New(rand.NewPCG(13, 2))
+	r := rand.New(rand.NewPCG(13, 3))
 	for _, tc := range []struct {
 		name     string
 		long     bool
@@ -367,17 +427,66 @@ func TestPCleanTrustFollowsTheDwellPremise(t *testing.T) {
 		min, max float64
 	}{
 		{"backwards", true, func(g bool) float64 { return map[bool]float64{true: 0.6, false: 0.9}[g] }, 0, 0},
-		{"agrees", true, func(g bool) float64 { return map[bool]float64{true: 0.9, false: 0.6}[g] }, 1, 1},
-		{"says nothing", true, func(bool) float64 { return 0.5 + 0.4*r.Float64() }, 0.8, 1},
-		{"backwards, learned", false, func(g bool) float64 { return map[bool]float64{true: 0.6, false: 0.9}[g] }, 1, 1},
+		{"agrees", true, func(g bool) float64 { return map[bool]float64{true: 0.9, false: 0.6}[g] }, 0.5, 1},
+		{"says nothing", true, func(bool) float64 { return 0.5 + 0.4*r.Float64() }, 0, 0.1},
+		{"backwards, learned", false, func(g bool) float64 { return map[bool]float64{true: 0.6, false: 0.9}[g] }, -1, -1},
 	} {
 		c := contextModel{long: tc.long}
 		for i, x := range xs {
 			p := tc.prior(genuine[i])
 			c.learn(x, c.weight(p, x), p)
 		}
-		if got := c.trust(); got < tc.min || got > tc.max {
-			t.Errorf("%s: trust %.3f (correlation %.3f), want in [%.1f, %.1f]", tc.name, got, c.mix.correlation(), tc.min, tc.max)
+		f, ok := c.instrument(sigmoid(c.anchor.share()), true)
+		switch {
+		case !tc.long:
+			if ok || c.inst.mass != 0 {
+				t.Errorf("%s: instrument fitted (%v) or learned (mass %v)", tc.name, ok, c.inst.mass)
+			}
+		case !ok:
+			t.Errorf("%s: no instrument after %d events", tc.name, len(xs))
+		case f.slope[0] < tc.min || f.slope[0] > tc.max:
+			t.Errorf("%s: p_clean's slope %.3f, want in [%.1f, %.1f]", tc.name, f.slope[0], tc.min, tc.max)
 		}
+	}
+}
+
+// TestReadModelVersion8: a model encoded in version 8 (DMIX with the
+// three statistics of a correlation since dropped, no DINS) loads with
+// its dwell mixture as it was and an empty instrument, which learns from
+// the events that follow, and the model goes on scoring.
+func TestReadModelVersion8(t *testing.T) {
+	m, _ := New(DefaultConfig().WithDefaults(), rand.NewPCG(1, 1))
+	runScores(t, m, testStream(2000, 1))
+	if m.context.inst.mass < contextMinMass || !m.context.mix.ready() {
+		t.Fatalf("instrument mass %.1f, mixture ready %v after 2,000 events", m.context.inst.mass, m.context.mix.ready())
+	}
+	v9 := encode(t, m)
+	mixAt, instAt := bytes.Index(v9, []byte("DMIX")), bytes.Index(v9, []byte("DINS"))
+	if mixAt < 0 || instAt != mixAt+12+40 {
+		t.Fatalf("DMIX at %d, DINS at %d: not the layout of version 9", mixAt, instAt)
+	}
+	instEnd := instAt + 12 + int(binary.LittleEndian.Uint64(v9[instAt+4:]))
+	var v8 []byte
+	v8 = append(v8, v9[:mixAt+4]...)
+	v8 = binary.LittleEndian.AppendUint64(v8, 64)
+	v8 = append(v8, v9[mixAt+12:instAt]...)
+	for _, f := range []float64{-3, 9, -1} { // Σ a, Σ a², Σ a·x: read, not used
+		v8 = binary.LittleEndian.AppendUint64(v8, math.Float64bits(f))
+	}
+	v8 = append(v8, v9[instEnd:]...)
+	binary.LittleEndian.PutUint32(v8[8:], dwellMixVersion)
+	got, err := ReadModel(bytes.NewReader(v8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.context.mix != m.context.mix || got.context.inst != (instrumentStats{}) {
+		t.Fatalf("mixture %+v (want %+v), instrument %+v (want empty)", got.context.mix, m.context.mix, got.context.inst)
+	}
+	runScores(t, got, testStream(500, 2))
+	if got.context.inst.mass < contextMinMass {
+		t.Errorf("instrument mass %.1f after 500 more events", got.context.inst.mass)
+	}
+	if got.Encoding() != instrumentVersion {
+		t.Errorf("encodes as version %d, want %d", got.Encoding(), instrumentVersion)
 	}
 }

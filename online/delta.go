@@ -23,19 +23,22 @@ import (
 // cursors (MergeFrom), else version 1, as before either existed
 // (deltaVersionFor). A model with the dwell mixture (Config.DwellDirection
 // "long") writes version 4: version 3 with TYPE exactly when the model has
-// event types and the mixture's DMIX after them (encode.go, version 8).
-// ReadModelDeltas reads all four; a delta before version 3 had hashed
+// event types and the mixture's DMIX after them (encode.go, version 8);
+// version 5 is version 4 with DMIX and DINS as encoding version 9 has
+// them, and is written for those models from then on. ReadModelDeltas
+// reads all five; a delta before version 3 had hashed
 // event-type buckets, and the model forgets what it read of them
 // (encode.go, version 7).
-const DeltaVersion = 4
+const DeltaVersion = 5
 
 // deltaCursorVersion is the first delta version with merge cursors,
 // deltaTypesVersion the first with event types, deltaDwellMixVersion the
 // first with the dwell mixture.
 const (
-	deltaCursorVersion   = 2
-	deltaTypesVersion    = 3
-	deltaDwellMixVersion = 4
+	deltaCursorVersion     = 2
+	deltaTypesVersion      = 3
+	deltaDwellMixVersion   = 4
+	deltaInstrumentVersion = 5
 )
 
 // deltaVersionFor is the delta version of a model with merge cursors or
@@ -43,7 +46,7 @@ const (
 func deltaVersionFor(cursors, types, dwellMix bool) uint32 {
 	switch {
 	case dwellMix:
-		return deltaDwellMixVersion
+		return deltaInstrumentVersion
 	case types:
 		return deltaTypesVersion
 	case cursors:
@@ -465,7 +468,7 @@ func (m *Model) applyDelta(r io.Reader, confCRC uint32) error {
 	m.cooc.decodeRows(d, users, items, nu, ni)
 	d.section("CTXT")
 	m.context.decode(d)
-	m.decodeContextAfter(d, version, deltaTypesVersion, deltaDwellMixVersion)
+	m.decodeContextAfter(d, version, deltaTypesVersion, deltaDwellMixVersion, deltaInstrumentVersion)
 	if p := &m.popular; p.items != nil {
 		d.section("POPR")
 		if n := int(d.u32()); d.err == nil && n > popRingSize {
