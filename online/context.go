@@ -59,10 +59,18 @@ import (
 // sparse catalogue, where p_clean learns popularity), the anchored
 // statistics learn dwell with p_clean's error and EM sharpens it, while
 // the mixture reads dwell as it is
-// (docs/design/model.md, "Dwell read as the premise says"). A p_clean
-// that contradicts the premise (its log-odds correlate negatively with
-// log dwell) then loses its place in the posterior (trust). The event
-// type keeps the anchored rule: its direction is the stream's.
+// (docs/design/model.md, "Dwell read as the premise says"). With dwell's
+// direction stated, dwell also serves as an instrument (instrumentStats):
+// its covariance with a feature reveals how far the feature's classes lie
+// apart, and in which direction, with no label and no direction assumed.
+// The posterior then weighs p_clean, the user's activity so far and the
+// pair's repeats by a linear discriminant fitted that way:
+//
+//	logit(posterior) = m + Σ_j s_j·(z_j − mid_j) + evidence of dwell and type
+//
+// in place of pCleanTemper·(logit(p_clean) − m) (docs/design/model.md,
+// "The instrument"). The event type keeps the anchored rule: its
+// direction is the stream's.
 const (
 	// contextWindow is the number of events the statistics decay over
 	// once they have learned long enough (contextGrowth).
