@@ -159,7 +159,7 @@ type contextFeatures struct {
 	logDwell float64
 	hasDwell bool
 	bucket   int // -1: no event type
-	// z holds the instrument's features (instrumentFeatures) but
+	// z holds the instrument's features (instrumentFeatures) other than
 	// logit(p_clean), which the posterior is given: the user's events so
 	// far and the pair's repeats among the user's latest items, both as
 	// log(1 + count). hasZ is false for a cold user or item, which has
@@ -603,8 +603,9 @@ func (f *instrumentFit) evidence(a float64, z [instrumented - 1]float64) float64
 }
 
 // solveSymmetric solves w·x = b for its leading n×n block by Cholesky's
-// factorisation, with no allocation; false if the block
-// is not positive definite, x then unset.
+// factorisation, with no allocation (gonum's mat.Cholesky allocates its
+// factor, and this runs on every event); false if the block is not
+// positive definite, x then unset.
 func solveSymmetric(w *[instrumented][instrumented]float64, b, x *[instrumented]float64, n int) bool {
 	var l [instrumented][instrumented]float64
 	for i := range n {
