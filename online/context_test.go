@@ -290,7 +290,7 @@ func TestDwellMixtureStartsApart(t *testing.T) {
 		m := dwellMixture{}
 		m.learn(first)
 		for j := range 400 {
-			m.learn(float64(3+9*(j%2))) // 3, 12, 3, 12, ...
+			m.learn(float64(3 + 9*(j%2))) // 3, 12, 3, 12, ...
 			if m.sum[0]*m.mass[1] > m.sum[1]*m.mass[0] {
 				t.Fatalf("first %v, event %d: component 0's mean above component 1's", first, j)
 			}
