@@ -63,8 +63,9 @@ import (
 // direction stated, dwell also serves as an instrument (instrumentStats):
 // its covariance with a feature reveals how far the feature's classes lie
 // apart, and in which direction, with no label and no direction assumed.
-// The posterior then weighs p_clean, the user's activity so far and the
-// pair's repeats by a linear discriminant fitted that way:
+// The posterior then weighs p_clean, the user's activity so far, the
+// pair's repeats and the item's accumulated step by a linear discriminant
+// fitted that way:
 //
 //	logit(posterior) = m + Σ_j s_j·(z_j − mid_j) + evidence of dwell and type
 //
@@ -161,9 +162,9 @@ type contextFeatures struct {
 	bucket   int // -1: no event type
 	// z holds the instrument's features (instrumentFeatures) other than
 	// logit(p_clean), which the posterior is given: the user's events so
-	// far and the pair's repeats among the user's latest items, both as
-	// log(1 + count). hasZ is false for a cold user or item, which has
-	// neither.
+	// far, the pair's repeats among the user's latest items and the item
+	// row's accumulated step, each as log(1 + v). hasZ is false for a
+	// cold user or item, which has none.
 	z    [instrumented - 1]float64
 	hasZ bool
 }
@@ -409,9 +410,10 @@ func (m *dwellMixture) decode(d *decoder, correlation bool) {
 }
 
 // instrumented is the number of features the instrument weighs: logit
-// (p_clean), the user's events so far and the pair's repeats among the
-// user's latest items (contextFeatures.z), in that order.
-const instrumented = 3
+// (p_clean), the user's events so far, the pair's repeats among the
+// user's latest items and the item row's accumulated step
+// (contextFeatures.z), in that order.
+const instrumented = 4
 
 // instrumentStats is the instrument: the decayed moments of features
 // whose direction no rule states, over the events that carry dwell, with
@@ -451,10 +453,12 @@ type instrumentFit struct {
 }
 
 // instrumentFeatures is the pair (u, i)'s further features for the
-// instrument, before its event is remembered: log(1 + the user's events
-// so far) and log(1 + the item's count among the user's latest
-// recentItems items); false for a cold user or item, which has neither,
-// and for a model without the instrument.
+// instrument, before its event is remembered: log(1 + v) of the user's
+// events so far, of the item's count among the user's latest recentItems
+// items and of the item row's accumulated step (its G, table.stepRate: it
+// grows with the steps the row takes, so with the item's events, and is
+// merged across partitions with the row); false for a cold user or item,
+// which has none, and for a model without the instrument.
 func (m *Model) instrumentFeatures(u, i int32) (z [instrumented - 1]float64, ok bool) {
 	if !m.context.long || u < m.users.base || i < m.items.base {
 		return z, false
@@ -465,13 +469,13 @@ func (m *Model) instrumentFeatures(u, i int32) (z [instrumented - 1]float64, ok 
 			repeats++
 		}
 	}
-	return [...]float64{math.Log1p(float64(m.users.pushed[u])), math.Log1p(float64(repeats))}, true
+	return [...]float64{math.Log1p(float64(m.users.pushed[u])), math.Log1p(float64(repeats)), math.Log1p(m.items.stepSums[i])}, true
 }
 
 // learn adds an event of log dwell x, logit(p_clean) a and further
 // features z, decaying the statistics by contextKeep of their mass.
 func (s *instrumentStats) learn(x, a float64, z [instrumented - 1]float64) {
-	v := [instrumented]float64{a, z[0], z[1]}
+	v := [instrumented]float64{a, z[0], z[1], z[2]}
 	keep := contextKeep(s.mass)
 	s.mass = keep*s.mass + 1
 	s.dwell = keep*s.dwell + x

@@ -32,7 +32,7 @@ func contextStream(n int, noise, genuineMean, noiseMean float64, seed uint64) (x
 		}
 		dwell := int64(math.Expm1(mean + 0.5*r.NormFloat64()))
 		x := names.features(&Event{DwellMS: max(dwell, 0), HasDwell: true, Kind: kind}, ModeBinary)
-		x.z, x.hasZ = [instrumented - 1]float64{rz.NormFloat64(), rz.NormFloat64()}, true
+		x.z, x.hasZ = [instrumented - 1]float64{rz.NormFloat64(), rz.NormFloat64(), rz.NormFloat64()}, true
 		xs = append(xs, x)
 		prior = append(prior, p)
 		genuine = append(genuine, g)
@@ -364,9 +364,10 @@ func TestReadModelRefusesBadDwellMixture(t *testing.T) {
 // [0, 1], and with p_clean alone the fit is the one-feature discriminant.
 func TestInstrumentKnownSlopes(t *testing.T) {
 	const share, dx = 0.8, 3.0
-	delta := [instrumented]float64{0.6, -1, 0.5} // genuine minus noise
-	// Within the classes: unit variances, z₁ and z₂ correlated 0.5.
-	w := [instrumented][instrumented]float64{{1, 0, 0}, {0, 1, 0.5}, {0, 0.5, 1}}
+	delta := [instrumented]float64{0.6, -1, 0.5, 0} // genuine minus noise
+	// Within the classes: unit variances, z₁ and z₂ correlated 0.5; z₃
+	// says nothing.
+	w := [instrumented][instrumented]float64{{1, 0, 0, 0}, {0, 1, 0.5, 0}, {0, 0.5, 1, 0}, {0, 0, 0, 1}}
 	var want [instrumented]float64 // W⁻¹Δ
 	if !solveSymmetric(&w, &delta, &want, instrumented) {
 		t.Fatal("the known covariance is not positive definite")
@@ -384,8 +385,9 @@ func TestInstrumentKnownSlopes(t *testing.T) {
 			-1 + delta[0]*g + r.NormFloat64(),
 			2 + delta[1]*g + e1,
 			delta[2]*g + 0.5*e1 + math.Sqrt(0.75)*e2,
+			5 + r.NormFloat64(),
 		}
-		s.learn(x, v[0], [instrumented - 1]float64{v[1], v[2]})
+		s.learn(x, v[0], [instrumented - 1]float64{v[1], v[2], v[3]})
 	}
 	f := s.fit(share, dx, instrumented)
 	t.Logf("slopes %.3f want %.3f mid %.3f", f.slope, want, f.mid)
@@ -394,8 +396,8 @@ func TestInstrumentKnownSlopes(t *testing.T) {
 			t.Errorf("slope %d: %.3f, want %.3f ± 0.15 (all %.3f, want %.3f)", i, f.slope[i], want[i], f.slope, want)
 		}
 	}
-	// The midpoint of the class means: −1 + 0.3, 2 − 0.5, 0.25.
-	for i, m := range [instrumented]float64{-0.7, 1.5, 0.25} {
+	// The midpoint of the class means: −1 + 0.3, 2 − 0.5, 0.25, 5.
+	for i, m := range [instrumented]float64{-0.7, 1.5, 0.25, 5} {
 		if math.Abs(f.mid[i]-m) > 0.15 {
 			t.Errorf("midpoint %d: %.3f, want %.3f ± 0.15", i, f.mid[i], m)
 		}

@@ -27,8 +27,8 @@ func (r *DetectResult) WriteReport(dir string, meta Meta) error {
 		"from the last). Mean ± std over %d seeds (%s); on the synthetic streams seed n seeds the generator as well as the model, so "+
 		"the spread covers different worlds, not only different models. p_clean, the classifier's posterior, reads only "+
 		"(user, item), so on synthetic streams that differ only in their dwell share p_clean is the same; weight adds dwell "+
-		"and the event type as evidence and, where events carry dwell, weighs p_clean, the user's activity and the pair's "+
-		"repeats by what dwell says they carry (the context and the instrument, docs/design/model.md), and the dwell share "+
+		"and the event type as evidence and, where events carry dwell, weighs p_clean, the user's activity, the pair's "+
+		"repeats and the item's training so far by what dwell says they carry (the context and the instrument, docs/design/model.md), and the dwell share "+
 		"changes what it and the baselines see. ROC-AUC is the probability that a genuine event scores above a noisy one; "+
 		"PR-AUC is average precision with genuine events as the positive class (as in the replay report), and PR-AUC(noise) "+
 		"with noisy events as the positive class and the score negated. The label-free baselines count what the stream "+
