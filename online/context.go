@@ -572,15 +572,18 @@ func (s *instrumentStats) fit(share, dx float64, n int) instrumentFit {
 			k++
 		}
 	}
+	var total [instrumented]float64
 	for i := range n {
-		total := w[i][i]
-		if total <= 0 {
-			delta[i], total = 0, 1
+		total[i] = w[i][i]
+		if total[i] <= 0 {
+			delta[i], total[i] = 0, 1
 		}
+	}
+	for i := range n {
 		for j := range n {
 			w[i][j] -= q * delta[i] * delta[j]
 		}
-		w[i][i] = max(w[i][i], instrumentWithinFloor*total)
+		w[i][i] = max(w[i][i], instrumentWithinFloor*total[i])
 	}
 	if !solveSymmetric(&w, &delta, &f.slope, n) {
 		for i := range n {
