@@ -455,29 +455,15 @@ func TestInstrumentWeighsPCleanByDwell(t *testing.T) {
 // TestReadModelVersion8: a model encoded in version 8 (DMIX with the
 // three statistics of a correlation since dropped, no DINS) loads with
 // its dwell mixture as it was and an empty instrument, which learns from
-// the events that follow, and the model goes on scoring.
+// the events that follow, and the model goes on scoring; a delta of
+// version 4 applies to it the same way.
 func TestReadModelVersion8(t *testing.T) {
 	m, _ := New(DefaultConfig().WithDefaults(), rand.NewPCG(1, 1))
 	runScores(t, m, testStream(2000, 1))
 	if m.context.inst.mass < contextMinMass || !m.context.mix.ready() {
 		t.Fatalf("instrument mass %.1f, mixture ready %v after 2,000 events", m.context.inst.mass, m.context.mix.ready())
 	}
-	v9 := encode(t, m)
-	mixAt, instAt := bytes.Index(v9, []byte("DMIX")), bytes.Index(v9, []byte("DINS"))
-	if mixAt < 0 || instAt != mixAt+12+40 {
-		t.Fatalf("DMIX at %d, DINS at %d: not the layout of version 9", mixAt, instAt)
-	}
-	instEnd := instAt + 12 + int(binary.LittleEndian.Uint64(v9[instAt+4:]))
-	var v8 []byte
-	v8 = append(v8, v9[:mixAt+4]...)
-	v8 = binary.LittleEndian.AppendUint64(v8, 64)
-	v8 = append(v8, v9[mixAt+12:instAt]...)
-	for _, f := range []float64{-3, 9, -1} { // Σ a, Σ a², Σ a·x: read, not used
-		v8 = binary.LittleEndian.AppendUint64(v8, math.Float64bits(f))
-	}
-	v8 = append(v8, v9[instEnd:]...)
-	binary.LittleEndian.PutUint32(v8[8:], dwellMixVersion)
-	got, err := ReadModel(bytes.NewReader(v8))
+	got, err := ReadModel(bytes.NewReader(withoutInstrument(t, encode(t, m), dwellMixVersion)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -491,4 +477,40 @@ func TestReadModelVersion8(t *testing.T) {
 	if got.Encoding() != instrumentVersion {
 		t.Errorf("encodes as version %d, want %d", got.Encoding(), instrumentVersion)
 	}
+
+	cp := m.FrozenCopy(nil)
+	base := withoutInstrument(t, encode(t, cp), dwellMixVersion)
+	cp.MarkSaved()
+	runScores(t, m, testStream(10, 4))
+	delta := withoutInstrument(t, writeDelta(t, m.FrozenCopy(cp)), deltaDwellMixVersion)
+	applied, err := ReadModelDeltas(bytes.NewReader(base), []io.Reader{bytes.NewReader(delta)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if applied.context.mix != m.context.mix || applied.context.inst != (instrumentStats{}) {
+		t.Errorf("after a version-4 delta: mixture %+v (want %+v), instrument %+v (want empty)", applied.context.mix, m.context.mix, applied.context.inst)
+	}
+}
+
+// withoutInstrument rewrites a model encoding of version 9 or a delta of
+// version 5 into the given older version, as stop 29 wrote them: DMIX
+// with three more statistics (Σ a, Σ a², Σ a·x, read and not used) and
+// no DINS.
+func withoutInstrument(t *testing.T, b []byte, version uint32) []byte {
+	t.Helper()
+	mixAt, instAt := bytes.Index(b, []byte("DMIX")), bytes.Index(b, []byte("DINS"))
+	if mixAt < 0 || instAt != mixAt+12+40 {
+		t.Fatalf("DMIX at %d, DINS at %d: not the layout with the instrument", mixAt, instAt)
+	}
+	instEnd := instAt + 12 + int(binary.LittleEndian.Uint64(b[instAt+4:]))
+	var old []byte
+	old = append(old, b[:mixAt+4]...)
+	old = binary.LittleEndian.AppendUint64(old, 64)
+	old = append(old, b[mixAt+12:instAt]...)
+	for _, f := range []float64{-3, 9, -1} {
+		old = binary.LittleEndian.AppendUint64(old, math.Float64bits(f))
+	}
+	old = append(old, b[instEnd:]...)
+	binary.LittleEndian.PutUint32(old[8:], version)
+	return old
 }

@@ -218,7 +218,9 @@ func (m *Model) Step(ev Event, sc *Score) error {
 		return err
 	}
 	context := m.context.features(&ev, m.cfg.Mode)
-	context.z, context.hasZ = m.instrumentFeatures(u, i)
+	if m.useContext() {
+		context.z, context.hasZ = m.instrumentFeatures(u, i)
+	}
 	posterior := sc.PClean
 	switch {
 	case m.cfg.Plain:
