@@ -75,6 +75,32 @@ func BenchmarkStateDirectory(b *testing.B) {
 	}
 }
 
+// BenchmarkStateDirectorySmall is BenchmarkStateDirectory's paced load
+// for models of 1.4 to 100 MB (2,000 to 200,000 users at the defaults),
+// 2,000 events between checkpoints: the range where superseded copies in
+// the value-log file Badger was writing (64 MiB until stop 31) took the
+// directory past 3 × the model.
+//
+//	go test ./service -run '^$' -bench StateDirectorySmall -benchtime 1x
+func BenchmarkStateDirectorySmall(b *testing.B) {
+	for _, size := range []struct{ users, items int }{{2_000, 1_000}, {20_000, 5_000}, {200_000, 20_000}} {
+		model, err := online.New(online.DefaultConfig(), online.NewSource(1))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var sc online.Score
+		for j := range size.users {
+			model.Step(online.Event{User: fmt.Sprint("u", j), Item: fmt.Sprint("i", j%size.items)}, &sc)
+		}
+		r := rand.New(rand.NewPCG(2, 2))
+		b.Run(fmt.Sprintf("users=%d", size.users), func(b *testing.B) {
+			for range b.N {
+				runStateDirectory(b, model, r, size.users, size.items, 2_000, 400_000, true, false)
+			}
+		})
+	}
+}
+
 // countingSaver counts the model bytes its store writes.
 type countingSaver struct {
 	*state.Store

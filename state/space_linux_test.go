@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -233,5 +234,43 @@ func TestFullDiskRefusesDelta(t *testing.T) {
 	}
 	if err := checkChain(cp, baseSize); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSmallModelDirectoryBound saves a model of 1.5 MiB (above Badger's
+// value threshold, so in the value log) forty times over, each save a new
+// base followed by the collection a new base asks for, and measures the
+// directory's allocated size after each save and each collection: it
+// stays within 3 × the model. Badger never collects the value-log file it
+// is writing; before the store had it start a new file after every write
+// (ValueLogMaxEntries 0), superseded copies piled up in that file until it
+// reached its size (64 MiB then), about 40 × this model.
+func TestSmallModelDirectoryBound(t *testing.T) {
+	const (
+		modelSize = 3 << 19 // 1.5 MiB
+		saves     = 40
+	)
+	dir := t.TempDir()
+	s := openT(t, dir, Options{GCInterval: -1})
+	ctx := context.Background()
+	var most int64
+	for v := uint64(1); v <= saves; v++ {
+		if err := s.Save(ctx, Checkpoint{Model: randModel(modelSize, v), Version: v}); err != nil {
+			t.Fatalf("Save %d: %v", v, err)
+		}
+		most = max(most, disktest.Used(t, dir))
+		if r := s.collect(); r.err != nil {
+			t.Fatalf("collect after save %d: %v", v, r.err)
+		}
+		most = max(most, disktest.Used(t, dir))
+	}
+	cp, ok, err := s.Load(ctx)
+	if err != nil || !ok || cp.Version != saves || !bytes.Equal(cp.Model, randModel(modelSize, saves)) {
+		t.Fatalf("final Load: version %d ok=%v err=%v", cp.Version, ok, err)
+	}
+	ratio := float64(most) / modelSize
+	t.Logf("%d saves of a %.1f MiB model: the directory at most %.2f MiB, %.2f × the model", saves, float64(modelSize)/(1<<20), float64(most)/(1<<20), ratio)
+	if ratio > 3 {
+		t.Errorf("the directory reached %.2f × the model, want at most 3 ×", ratio)
 	}
 }

@@ -74,18 +74,20 @@ const (
 	defaultGCDiscardRatio = 0.5
 	defaultMaxDeltas      = 256
 	defaultDeltaShare     = 0.5
-	// defaultValueLogFileSize is 64 MiB: Badger never collects the
-	// value-log file it is writing, so up to this much garbage stays on
-	// disk, and one rewrite of the collector needs up to half of it free
-	// (docs/design/state.md, "A full disk").
-	defaultValueLogFileSize = 64 << 20
+	// defaultValueLogFileSize is 8 MiB, room for one chunk (4 MiB) and its
+	// header. The store has Badger start a new value-log file after every
+	// write that puts a value in one (ValueLogMaxEntries 0, in Open), so a
+	// file holds one chunk and the size matters only as the largest value
+	// and for the space one rewrite of the collector needs (half a file
+	// and a chunk: docs/design/state.md, "A full disk").
+	defaultValueLogFileSize = 8 << 20
 	// maxRewritesPerGC bounds the value-log rewrites of one collection
-	// (16 GiB of 64 MiB files). A collection goes on while files are
+	// (16 GiB of one-chunk files, as 256 files did when they were 64 MiB). A collection goes on while files are
 	// mostly garbage: a new base supersedes a whole chain, often more
 	// files than a few rewrites free, and what one collection leaves
 	// waits a whole GCInterval. Close waits for one rewrite at most: the
 	// loop stops between two.
-	maxRewritesPerGC = 256
+	maxRewritesPerGC = 4096
 )
 
 // Validate reports whether the options are usable.
@@ -182,6 +184,13 @@ func Open(dir string, opts Options) (*Store, error) {
 		WithLogger(badgerLogger{opts.Logger}).
 		WithSyncWrites(!opts.NoSync).
 		WithValueLogFileSize(opts.valueLogFileSize).
+		// A new value-log file after every write that puts a value in
+		// one: Badger never collects the file it is writing, so
+		// superseded copies of a small model used to pile up in it
+		// until it reached its size (64 MiB then, 40 × a 1.5 MiB model).
+		// Each chunk so costs a file of its own (about 2 × the save
+		// time: docs/design/state.md, "Deltas").
+		WithValueLogMaxEntries(0).
 		// Saves are serialised by the Store: no conflict tracking needed.
 		WithDetectConflicts(false).
 		// No global expvar metrics: several stores may share a process.
