@@ -33,6 +33,13 @@ const maxTopicLen = 4096
 // limit.
 const chunkSize = 4 << 20
 
+// chunksPerTxn is how many chunks one transaction writes. Badger starts a
+// new value-log file after every transaction that writes to the value log
+// (ValueLogMaxEntries 0, in Open), and each new file costs a sync and a
+// truncation of the last one: four chunks to a file make a large model's
+// save about as fast as before, for 12 MiB more buffer while it is saved.
+const chunksPerTxn = 4
+
 // Checkpoint is the unit of durable state: the model and, for every input
 // partition the model has consumed, the next offset to read.
 type Checkpoint struct {
@@ -379,9 +386,9 @@ type Saved struct {
 // a delta when w offers one against the committed checkpoint and the
 // chain has room, else whole, as a new base; a new base supersedes the old
 // one and its deltas, which the collector then removes. The model goes to
-// the store as it is written, a chunk at a time, each chunk in a
-// transaction of its own, so a checkpoint costs one chunk of memory and
-// not a serialised copy of the model; the positions and the commit record
+// the store as it is written, chunksPerTxn chunks to a transaction, so a
+// checkpoint costs that many chunks of memory (one for a model of one
+// chunk) and not a serialised copy of the model; the positions and the commit record
 // follow in one last transaction, and only that makes the checkpoint
 // visible (see doc.go). It returns once that transaction is committed and,
 // unless Options.NoSync, fsynced. ctx is checked between chunks and before
@@ -508,13 +515,14 @@ func (s *Store) ensureSpace(n, keep int64) error {
 	return err
 }
 
-// chunkWriter writes a model into the store, chunkSize bytes to a
-// transaction, under its generation's prefix.
+// chunkWriter writes a model into the store under its generation's
+// prefix, in chunks of chunkSize bytes, chunksPerTxn chunks to a
+// transaction.
 type chunkWriter struct {
 	ctx    context.Context
 	db     *badger.DB
 	gen    uint64
-	buf    []byte // the chunk being filled
+	buf    []byte // the chunks being filled: one chunk's room, then chunksPerTxn's
 	chunks int    // chunks written
 	n      uint64 // model bytes written
 	crc    uint32
@@ -532,17 +540,21 @@ func (w *chunkWriter) Write(p []byte) (int, error) {
 		return 0, w.err
 	}
 	written := 0
+	const group = chunksPerTxn * chunkSize
 	for len(p) > 0 {
-		if w.buf == nil {
-			w.buf = make([]byte, 0, chunkSize)
+		switch {
+		case w.buf == nil:
+			w.buf = make([]byte, 0, chunkSize) // a model of one chunk needs no more
+		case len(w.buf) == cap(w.buf) && cap(w.buf) < group:
+			w.buf = append(make([]byte, 0, group), w.buf...)
 		}
-		k := copy(w.buf[len(w.buf):chunkSize], p)
+		k := copy(w.buf[len(w.buf):cap(w.buf)], p)
 		w.buf = w.buf[:len(w.buf)+k]
 		w.crc = crc32.Update(w.crc, castagnoli, p[:k])
 		w.n += uint64(k)
 		p = p[k:]
 		written += k
-		if len(w.buf) == chunkSize {
+		if len(w.buf) == group {
 			if err := w.flush(); err != nil {
 				return written, err
 			}
@@ -551,9 +563,10 @@ func (w *chunkWriter) Write(p []byte) (int, error) {
 	return written, nil
 }
 
-// flush writes the chunk being filled, if any, in a transaction of its
-// own. Badger copies the value before Commit returns (into the value log,
-// or the memtable's arena for a short last chunk), so the buffer is reused.
+// flush writes the chunks being filled, if any, in one transaction: every
+// chunk but a model's last is chunkSize long. Badger copies the values
+// before Commit returns (into the value log, or the memtable's arena for a
+// short last chunk), so the buffer is reused.
 func (w *chunkWriter) flush() error {
 	if w.err != nil || len(w.buf) == 0 {
 		return w.err
@@ -562,17 +575,23 @@ func (w *chunkWriter) flush() error {
 		w.err = err
 		return err
 	}
-	if err := w.space(int64(len(w.buf)) + entryOverhead); err != nil {
+	chunks := int(chunksFor(uint64(len(w.buf))))
+	if err := w.space(int64(len(w.buf)) + int64(chunks)*entryOverhead); err != nil {
 		w.err = err
 		return err
 	}
 	w.err = w.db.Update(func(txn *badger.Txn) error {
-		return txn.Set(modelKey(w.gen, w.chunks), w.buf)
+		for k := range chunks {
+			if err := txn.Set(modelKey(w.gen, w.chunks+k), w.buf[k*chunkSize:min((k+1)*chunkSize, len(w.buf))]); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if w.err != nil {
 		return w.err
 	}
-	w.chunks++
+	w.chunks += chunks
 	w.buf = w.buf[:0]
 	return nil
 }

@@ -304,17 +304,17 @@ func TestSaveFromFailureKeepsPrevious(t *testing.T) {
 		want  error
 	}{
 		{"writer fails", ctx, func(w io.Writer) error {
-			if _, err := w.Write(make([]byte, 2*chunkSize+5)); err != nil {
+			if _, err := w.Write(make([]byte, chunksPerTxn*chunkSize+5)); err != nil { // one transaction written
 				return err
 			}
 			return boom
 		}, boom},
-		{"ctx ends between chunks", cctx, func(w io.Writer) error {
-			if _, err := w.Write(make([]byte, chunkSize)); err != nil {
+		{"ctx ends between transactions", cctx, func(w io.Writer) error {
+			if _, err := w.Write(make([]byte, chunksPerTxn*chunkSize)); err != nil {
 				return err
 			}
 			cancel()
-			_, err := w.Write(make([]byte, chunkSize))
+			_, err := w.Write(make([]byte, chunksPerTxn*chunkSize))
 			return err
 		}, context.Canceled},
 	} {

@@ -41,7 +41,8 @@
 //     (kinds, chunk counts, lengths, CRC-32C of each generation, number of
 //     positions) and returns [ErrCorrupt], never a damaged checkpoint.
 //  6. Save does not modify or retain the checkpoint it is given after it
-//     returns; SaveModel buffers one chunk (4 MiB) of the model at a time.
+//     returns; SaveModel buffers one transaction of the model at a time
+//     (up to four chunks of 4 MiB).
 //  7. A Save that fails, or a process killed during one, leaves the previous
 //     checkpoint in place; what it wrote is garbage that readers ignore.
 //  8. Layout 1 (FORMAT.md), written before deltas, is read as a chain of

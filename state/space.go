@@ -88,10 +88,11 @@ func readUsage(dir string) (diskUsage, error) {
 // gcNeed bounds what one value-log rewrite writes: the live entries of the
 // file it rewrites. Those are chunks of the committed model (superseded
 // generations are dropped first, under the same lock), and at most
-// (1 - discardRatio) of the file, which is at most one value-log file and
-// one chunk long.
+// (1 - discardRatio) of the file, which holds one transaction
+// (chunksPerTxn chunks, ValueLogMaxEntries 0) and is at most that or one
+// value-log file, and one chunk, long.
 func gcNeed(committed int64, vlogFileSize int64, discardRatio float64) int64 {
-	perFile := int64((1 - discardRatio) * float64(vlogFileSize+chunkSize))
+	perFile := int64((1 - discardRatio) * float64(max(vlogFileSize, chunksPerTxn*chunkSize)+chunkSize))
 	n := min(committed+committed/chunkSize*entryOverhead+entryOverhead, perFile)
 	return n
 }

@@ -74,20 +74,22 @@ const (
 	defaultGCDiscardRatio = 0.5
 	defaultMaxDeltas      = 256
 	defaultDeltaShare     = 0.5
-	// defaultValueLogFileSize is 8 MiB, room for one chunk (4 MiB) and its
-	// header. The store has Badger start a new value-log file after every
-	// write that puts a value in one (ValueLogMaxEntries 0, in Open), so a
-	// file holds one chunk and the size matters only as the largest value
-	// and for the space one rewrite of the collector needs (half a file
-	// and a chunk: docs/design/state.md, "A full disk").
+	// defaultValueLogFileSize is 8 MiB. The store has Badger start a new
+	// value-log file after every transaction that puts a value in one
+	// (ValueLogMaxEntries 0, in Open), so a file holds one transaction's
+	// chunks (up to chunksPerTxn, 16 MiB: Badger grows the file for them),
+	// and the size matters only as the largest value and for the space
+	// one rewrite of the collector needs (half a file and a chunk:
+	// docs/design/state.md, "A full disk").
 	defaultValueLogFileSize = 8 << 20
 	// maxRewritesPerGC bounds the value-log rewrites of one collection
-	// (16 GiB of one-chunk files, as 256 files did when they were 64 MiB). A collection goes on while files are
-	// mostly garbage: a new base supersedes a whole chain, often more
-	// files than a few rewrites free, and what one collection leaves
-	// waits a whole GCInterval. Close waits for one rewrite at most: the
-	// loop stops between two.
-	maxRewritesPerGC = 4096
+	// (16 GiB of files of one transaction, 16 MiB, as 256 files of 64 MiB
+	// before stop 31). A collection goes on while files are mostly
+	// garbage: a new base supersedes a whole chain, often more files than
+	// a few rewrites free, and what one collection leaves waits a whole
+	// GCInterval. Close waits for one rewrite at most: the loop stops
+	// between two.
+	maxRewritesPerGC = 1024
 )
 
 // Validate reports whether the options are usable.
@@ -184,12 +186,12 @@ func Open(dir string, opts Options) (*Store, error) {
 		WithLogger(badgerLogger{opts.Logger}).
 		WithSyncWrites(!opts.NoSync).
 		WithValueLogFileSize(opts.valueLogFileSize).
-		// A new value-log file after every write that puts a value in
-		// one: Badger never collects the file it is writing, so
+		// A new value-log file after every transaction that puts a
+		// value in one: Badger never collects the file it is writing, so
 		// superseded copies of a small model used to pile up in it
 		// until it reached its size (64 MiB then, 40 × a 1.5 MiB model).
-		// Each chunk so costs a file of its own (about 2 × the save
-		// time: docs/design/state.md, "Deltas").
+		// The price, a file per transaction: docs/design/state.md, "One
+		// transaction per value-log file".
 		WithValueLogMaxEntries(0).
 		// Saves are serialised by the Store: no conflict tracking needed.
 		WithDetectConflicts(false).
