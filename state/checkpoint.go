@@ -36,8 +36,9 @@ const chunkSize = 4 << 20
 // chunksPerTxn is how many chunks one transaction writes. Badger starts a
 // new value-log file after every transaction that writes to the value log
 // (ValueLogMaxEntries 0, in Open), and each new file costs a sync and a
-// truncation of the last one: four chunks to a file make a large model's
-// save about as fast as before, for 12 MiB more buffer while it is saved.
+// truncation of the last one: four chunks to a file bring a large model's
+// save to 1.1–1.3 × its time with 64 MiB files, where one chunk to a file
+// took about 2 ×, for 12 MiB more buffer while it is saved.
 const chunksPerTxn = 4
 
 // Checkpoint is the unit of durable state: the model and, for every input
@@ -388,8 +389,8 @@ type Saved struct {
 // one and its deltas, which the collector then removes. The model goes to
 // the store as it is written, chunksPerTxn chunks to a transaction, so a
 // checkpoint costs that many chunks of memory (one for a model of one
-// chunk) and not a serialised copy of the model; the positions and the commit record
-// follow in one last transaction, and only that makes the checkpoint
+// chunk) and not a serialised copy of the model; the positions and the
+// commit record follow in one last transaction, and only that makes the checkpoint
 // visible (see doc.go). It returns once that transaction is committed and,
 // unless Options.NoSync, fsynced. ctx is checked between chunks and before
 // the last commit, not during one. Saves are serialised. A failed
