@@ -390,9 +390,9 @@ type Saved struct {
 // the store as it is written, chunksPerTxn chunks to a transaction, so a
 // checkpoint costs that many chunks of memory (one for a model of one
 // chunk) and not a serialised copy of the model; the positions and the
-// commit record follow in one last transaction, and only that makes the checkpoint
-// visible (see doc.go). It returns once that transaction is committed and,
-// unless Options.NoSync, fsynced. ctx is checked between chunks and before
+// commit record follow in one last transaction, and only that makes the
+// checkpoint visible (see doc.go). It returns once that transaction is committed and,
+// unless Options.NoSync, fsynced. ctx is checked between transactions and before
 // the last commit, not during one. Saves are serialised. A failed
 // SaveModel leaves the previous checkpoint in place; what it had written
 // is collected as garbage.
@@ -426,7 +426,7 @@ func (s *Store) SaveModel(ctx context.Context, cp Checkpoint, w ModelWriter) (Sa
 	gen := prev.generation + 1
 	delta := s.deltaFits(prev, found, w)
 	// Refuse a save that cannot fit before it writes anything: a base is
-	// likely about as large as the last one. Each chunk and the commit
+	// likely about as large as the last one. Each transaction and the commit
 	// are checked again as they go.
 	expect, write := int64(prev.baseLen), w.Full
 	if delta {
@@ -528,7 +528,8 @@ type chunkWriter struct {
 	n      uint64 // model bytes written
 	crc    uint32
 	err    error
-	// space checks, before each chunk, that the filesystem has room for it.
+	// space checks, before each transaction, that the filesystem has room
+	// for its chunks.
 	space func(n int64) error
 }
 

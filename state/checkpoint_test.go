@@ -284,7 +284,7 @@ func TestSaveCanceled(t *testing.T) {
 }
 
 // TestSaveFromFailureKeepsPrevious: a SaveFrom that fails after writing
-// some chunks (the writer fails, or ctx ends between chunks) leaves the
+// some chunks (the writer fails, or ctx ends between transactions) leaves the
 // previous checkpoint in place; the collector drops what it wrote, and the
 // next save takes the generation it would have had.
 func TestSaveFromFailureKeepsPrevious(t *testing.T) {

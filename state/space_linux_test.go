@@ -242,9 +242,9 @@ func TestFullDiskRefusesDelta(t *testing.T) {
 // base followed by the collection a new base asks for, and measures the
 // directory's allocated size after each save and each collection: it
 // stays within 3 × the model. Badger never collects the value-log file it
-// is writing; before the store had it start a new file after every write
-// (ValueLogMaxEntries 0), superseded copies piled up in that file until it
-// reached its size (64 MiB then), about 40 × this model.
+// is writing; before the store had it start a new file after every
+// transaction (ValueLogMaxEntries 0), superseded copies piled up in that
+// file until it reached its size (64 MiB then): 41 × this model.
 func TestSmallModelDirectoryBound(t *testing.T) {
 	const (
 		modelSize = 3 << 19 // 1.5 MiB

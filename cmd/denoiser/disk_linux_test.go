@@ -140,7 +140,7 @@ func TestRunDiskFull(t *testing.T) {
 		written, modelBytes/(1<<20), written*modelBytes/(1<<20), disk>>20, float64(maxUsed)/(1<<20))
 	// The directory holds about 2.5 × the model at most, and Badger's
 	// memtable logs; with 64 MiB value-log files (before stop 31) it
-	// reached 70 MiB here.
+	// reached 64.3 MiB here.
 	if limit := 3*metric(t, base, "denoiser_checkpoint_base_bytes") + 8<<20; float64(maxUsed) > limit {
 		t.Errorf("state directory reached %.1f MiB, want at most 3 × the model + 8 MiB = %.1f MiB", float64(maxUsed)/(1<<20), limit/(1<<20))
 	}
