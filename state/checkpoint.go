@@ -384,18 +384,18 @@ type Saved struct {
 // SaveModel commits a new checkpoint, replacing the previous one: its model
 // is what w writes, the rest comes from cp (whose Model must be nil;
 // Generation, Base and SavedAt are ignored). The store writes the model as
-// a delta when w offers one against the committed checkpoint and the
-// chain has room, else whole, as a new base; a new base supersedes the old
-// one and its deltas, which the collector then removes. The model goes to
-// the store as it is written, chunksPerTxn chunks to a transaction, so a
+// a delta when w offers one against the committed checkpoint and the chain
+// has room, else whole, as a new base; a new base supersedes the old one
+// and its deltas, which the collector then removes. The model goes to the
+// store as it is written, chunksPerTxn chunks to a transaction, so a
 // checkpoint costs that many chunks of memory (one for a model of one
 // chunk) and not a serialised copy of the model; the positions and the
 // commit record follow in one last transaction, and only that makes the
-// checkpoint visible (see doc.go). It returns once that transaction is committed and,
-// unless Options.NoSync, fsynced. ctx is checked between transactions and before
-// the last commit, not during one. Saves are serialised. A failed
-// SaveModel leaves the previous checkpoint in place; what it had written
-// is collected as garbage.
+// checkpoint visible (see doc.go). It returns once that transaction is
+// committed and, unless Options.NoSync, fsynced. ctx is checked between
+// transactions and before the last commit, not during one. Saves are
+// serialised. A failed SaveModel leaves the previous checkpoint in place;
+// what it had written is collected as garbage.
 func (s *Store) SaveModel(ctx context.Context, cp Checkpoint, w ModelWriter) (Saved, error) {
 	if cp.Model != nil {
 		return Saved{}, fmt.Errorf("%w: SaveModel with Model set", ErrInvalidCheckpoint)
