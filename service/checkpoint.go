@@ -319,6 +319,7 @@ func (c *checkpointer) save(job saveJob) error {
 	c.metrics.checkpoints.Inc()
 	c.metrics.checkpointDuration.Observe(d.Seconds())
 	c.metrics.checkpointBytes.Set(float64(saved.Bytes))
+	c.metrics.checkpointWritten.Add(float64(saved.Bytes))
 	c.metrics.checkpointBase.Set(float64(saved.BaseBytes))
 	c.metrics.checkpointDeltas.Set(float64(saved.Deltas))
 	if !saved.Delta {

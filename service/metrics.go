@@ -37,6 +37,7 @@ type metrics struct {
 	checkpointBase     prometheus.Gauge
 	checkpointDeltas   prometheus.Gauge
 	checkpointBases    prometheus.Counter
+	checkpointWritten  prometheus.Counter
 	changelogSaves     *prometheus.CounterVec
 	changelogRestores  *prometheus.CounterVec
 	changelogEvictions prometheus.Counter
@@ -131,6 +132,10 @@ func newMetrics(reg prometheus.Registerer, src lagReader) (*metrics, error) {
 			Name: "denoiser_checkpoint_bases_total",
 			Help: "Checkpoints that wrote the whole model (a new base) rather than a delta.",
 		}),
+		checkpointWritten: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "denoiser_checkpoint_written_bytes_total",
+			Help: "Model bytes the committed checkpoints wrote to the state store, bases and deltas together (the store's write load; Badger's own compactions and collections come on top).",
+		}),
 		changelogSaves: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "denoiser_changelog_saves_total",
 			Help: "Partition checkpoints written to the changelog topic (state_layout partition), by kind (base: the whole partition model; delta: what changed) and outcome (ok, failed: that partition's offset is not committed, and its next save is a base).",
@@ -167,7 +172,7 @@ func newMetrics(reg prometheus.Registerer, src lagReader) (*metrics, error) {
 	for _, c := range []prometheus.Collector{
 		m.consumed, m.scored, m.emitted, m.already, m.numerical, dl, sk, m.step, m.reliability, m.weight,
 		m.checkpoints, m.checkpointFailures, m.handovers, m.checkpointDuration, m.checkpointPause, m.checkpointBytes,
-		m.checkpointBase, m.checkpointDeltas, m.checkpointBases, m.changelogSaves, m.changelogRestores, m.changelogEvictions,
+		m.checkpointBase, m.checkpointDeltas, m.checkpointBases, m.checkpointWritten, m.changelogSaves, m.changelogRestores, m.changelogEvictions,
 		m.shared, &scrapeCollector{m: m, src: src},
 	} {
 		if err := reg.Register(c); err != nil {
