@@ -169,6 +169,17 @@ func newMetrics(reg prometheus.Registerer, src lagReader) (*metrics, error) {
 	for _, r := range consumer.Reasons() {
 		m.deadLettered[r] = dl.WithLabelValues(string(r))
 	}
+	// Every outcome starts at 0, so that increase() and the alerts see the
+	// first failure rather than a series that appears with it.
+	for _, o := range []string{"ok", "failed"} {
+		m.handovers.WithLabelValues(o)
+		for _, kind := range []string{"base", "delta"} {
+			m.changelogSaves.WithLabelValues(kind, o)
+		}
+	}
+	for _, o := range []string{"published", "dropped", "send_failed", "merged", "deferred", "overlapping", "refused", "unreadable", "read_failed"} {
+		m.shared.WithLabelValues(o)
+	}
 	for _, c := range []prometheus.Collector{
 		m.consumed, m.scored, m.emitted, m.already, m.numerical, dl, sk, m.step, m.reliability, m.weight,
 		m.checkpoints, m.checkpointFailures, m.handovers, m.checkpointDuration, m.checkpointPause, m.checkpointBytes,
