@@ -138,15 +138,6 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 	return v.GetCounter().GetValue()
 }
 
-func gaugeValue(t *testing.T, g prometheus.Gauge) float64 {
-	t.Helper()
-	var v dto.Metric
-	if err := g.Write(&v); err != nil {
-		t.Fatal(err)
-	}
-	return v.GetGauge().GetValue()
-}
-
 // TestCheckpointsWriteDeltas: with a real store, the checkpointer writes
 // a base and then deltas; what the store holds (base and deltas) decodes
 // to the model byte for byte; after a restart from it the first
@@ -233,7 +224,8 @@ func TestCheckpointsWriteDeltas(t *testing.T) {
 			counterValue(t, met.checkpoints), counterValue(t, met.checkpointBases), cp2.Generation, cp.Generation)
 	}
 	// What it wrote is counted: the delta, less than the model.
-	if w, d, base := counterValue(t, met.checkpointWritten), gaugeValue(t, met.checkpointBytes), gaugeValue(t, met.checkpointBase); w != d || w <= 0 || w >= base {
+	w, d := counterValue(t, met.checkpointWritten), metricValue(t, met.checkpointBytes).GetGauge().GetValue()
+	if base := metricValue(t, met.checkpointBase).GetGauge().GetValue(); w != d || w <= 0 || w >= base {
 		t.Fatalf("after a restart: %v bytes written, the delta %v, the base %v", w, d, base)
 	}
 	// Nothing to checkpoint: nothing is written.

@@ -238,12 +238,13 @@ func dirSummary(dir string) string {
 	return out
 }
 
-func metricValue(b *testing.B, c prometheus.Collector) *dto.Metric {
+func metricValue(tb testing.TB, c prometheus.Collector) *dto.Metric {
+	tb.Helper()
 	ch := make(chan prometheus.Metric, 1)
 	c.Collect(ch)
 	var m dto.Metric
 	if err := (<-ch).Write(&m); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	return &m
 }
