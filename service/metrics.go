@@ -177,6 +177,9 @@ func newMetrics(reg prometheus.Registerer, src lagReader) (*metrics, error) {
 			m.changelogSaves.WithLabelValues(kind, o)
 		}
 	}
+	for _, src := range []string{"changelog", "local", "kept", "failed"} {
+		m.changelogRestores.WithLabelValues(src)
+	}
 	for _, o := range []string{"published", "dropped", "send_failed", "merged", "deferred", "overlapping", "refused", "unreadable", "read_failed"} {
 		m.shared.WithLabelValues(o)
 	}
