@@ -188,38 +188,13 @@ func (m *Model) grads(y, ystar int, w, weight, auxWeight float64) (trans, ok boo
 func embeddingGrads(dp, dq []float64, g float64, w, p, q []float64, l2, c float64) (dp2, dq2 float64) {
 	n := len(p)
 	dp, dq, w, q = dp[:n], dq[:n], w[:n], q[:n]
-	// Two accumulators per sum: the additions of one chain wait for each
-	// other, two chains overlap. Elements alternate between the two; the
-	// loop takes four at a time (one bounds check per block, as in
-	// nets.go), in the same order as two at a time.
-	var p0, p1, q0, q1 float64
-	j := 0
-	for ; j+4 <= n; j += 4 {
-		w4, p4, q4 := w[j:j+4:j+4], p[j:j+4:j+4], q[j:j+4:j+4]
-		dp4, dq4 := dp[j:j+4:j+4], dq[j:j+4:j+4]
-		dz0 := 0 + g*w4[0]
-		a0 := dz0*q4[0] + l2*p4[0]
-		b0 := dz0*p4[0] + l2*q4[0]
-		dz1 := 0 + g*w4[1]
-		a1 := dz1*q4[1] + l2*p4[1]
-		b1 := dz1*p4[1] + l2*q4[1]
-		dz2 := 0 + g*w4[2]
-		a2 := dz2*q4[2] + l2*p4[2]
-		b2 := dz2*p4[2] + l2*q4[2]
-		dz3 := 0 + g*w4[3]
-		a3 := dz3*q4[3] + l2*p4[3]
-		b3 := dz3*p4[3] + l2*q4[3]
-		dp4[0], dq4[0], dp4[1], dq4[1] = a0, b0, a1, b1
-		dp4[2], dq4[2], dp4[3], dq4[3] = a2, b2, a3, b3
-		p0 += a0 * a0
-		q0 += b0 * b0
-		p1 += a1 * a1
-		q1 += b1 * b1
-		p0 += a2 * a2
-		q0 += b2 * b2
-		p1 += a3 * a3
-		q1 += b3 * b3
-	}
+	// Two accumulators per sum, elements alternating between them: the
+	// additions of one chain wait for each other, two chains overlap.
+	// The whole blocks of four are in kernels.go.
+	var acc [4]float64
+	embeddingGradsBlocks(dp, dq, g, w, p, q, l2, &acc)
+	p0, p1, q0, q1 := acc[0], acc[1], acc[2], acc[3]
+	j := n &^ 3
 	for ; j+2 <= n; j += 2 {
 		dz0, dz1 := 0+g*w[j], 0+g*w[j+1]
 		a0 := dz0*q[j] + l2*p[j]

@@ -1,6 +1,10 @@
 package online
 
-import "math"
+import (
+	"math"
+
+	"gonum.org/v1/gonum/floats"
+)
 
 // The classifier f and the transition network T̂ both read the interaction
 // vector z = p_u ⊙ q_i (length d).
@@ -44,58 +48,32 @@ func hadamard(z, p, q []float64) {
 }
 
 // hadamardDot writes p⊙q into z and returns w·z, summed as dot sums it:
-// hadamard and dot in one pass.
+// hadamard and dot in one pass (its whole blocks in kernels.go).
 func hadamardDot(z, p, q, w []float64) float64 {
-	q, z, w = q[:len(p)], z[:len(p)], w[:len(p)]
-	var s0, s1, s2, s3 float64
-	i := 0
-	for ; i+4 <= len(p); i += 4 {
-		p4, q4, z4, w4 := p[i:i+4:i+4], q[i:i+4:i+4], z[i:i+4:i+4], w[i:i+4:i+4]
-		z0, z1, z2, z3 := p4[0]*q4[0], p4[1]*q4[1], p4[2]*q4[2], p4[3]*q4[3]
-		z4[0], z4[1], z4[2], z4[3] = z0, z1, z2, z3
-		s0 += w4[0] * z0
-		s1 += w4[1] * z1
-		s2 += w4[2] * z2
-		s3 += w4[3] * z3
-	}
-	for ; i < len(p); i++ {
+	n := len(p)
+	q, z, w = q[:n], z[:n], w[:n]
+	var s [4]float64
+	hadamardDotBlocks(z, p, q, w, &s)
+	for i := n &^ 3; i < n; i++ {
 		z[i] = p[i] * q[i]
-		s0 += w[i] * z[i]
+		s[0] += w[i] * z[i]
 	}
-	return (s0 + s1) + (s2 + s3)
+	return (s[0] + s[1]) + (s[2] + s[3])
 }
 
 // hadamardDot3 is hadamardDot for three vectors w1, w2, w3 at once.
 func hadamardDot3(z, p, q, w1, w2, w3 []float64) (d1, d2, d3 float64) {
 	n := len(p)
 	q, z, w1, w2, w3 = q[:n], z[:n], w1[:n], w2[:n], w3[:n]
-	var a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3 float64
-	i := 0
-	for ; i+4 <= n; i += 4 {
-		p4, q4, z4 := p[i:i+4:i+4], q[i:i+4:i+4], z[i:i+4:i+4]
-		z0, z1, z2, z3 := p4[0]*q4[0], p4[1]*q4[1], p4[2]*q4[2], p4[3]*q4[3]
-		z4[0], z4[1], z4[2], z4[3] = z0, z1, z2, z3
-		u4, v4, w4 := w1[i:i+4:i+4], w2[i:i+4:i+4], w3[i:i+4:i+4]
-		a0 += u4[0] * z0
-		a1 += u4[1] * z1
-		a2 += u4[2] * z2
-		a3 += u4[3] * z3
-		b0 += v4[0] * z0
-		b1 += v4[1] * z1
-		b2 += v4[2] * z2
-		b3 += v4[3] * z3
-		c0 += w4[0] * z0
-		c1 += w4[1] * z1
-		c2 += w4[2] * z2
-		c3 += w4[3] * z3
-	}
-	for ; i < n; i++ {
+	var s [12]float64
+	hadamardDot3Blocks(z, p, q, w1, w2, w3, &s)
+	for i := n &^ 3; i < n; i++ {
 		z[i] = p[i] * q[i]
-		a0 += w1[i] * z[i]
-		b0 += w2[i] * z[i]
-		c0 += w3[i] * z[i]
+		s[0] += w1[i] * z[i]
+		s[4] += w2[i] * z[i]
+		s[8] += w3[i] * z[i]
 	}
-	return (a0 + a1) + (a2 + a3), (b0 + b1) + (b2 + b3), (c0 + c1) + (c2 + c3)
+	return (s[0] + s[1]) + (s[2] + s[3]), (s[4] + s[5]) + (s[6] + s[7]), (s[8] + s[9]) + (s[10] + s[11])
 }
 
 // dot is a·b, unrolled four ways with independent accumulators.
@@ -256,50 +234,19 @@ func clipTo(v []float64, n2, c float64) float64 {
 	return n2
 }
 
-// axpy3 does y1 += a1·x1, y2 += a2·x2 and y3 += a3·x3 in one pass: three
-// axpys over vectors of one length that do not overlap.
+// axpy3 does y1 += a1·x1, y2 += a2·x2 and y3 += a3·x3: three axpys over
+// vectors of one length that do not overlap.
 func axpy3(y1 []float64, a1 float64, x1, y2 []float64, a2 float64, x2, y3 []float64, a3 float64, x3 []float64) {
-	n := len(y1)
-	x1, y2, x2, y3, x3 = x1[:n], y2[:n], x2[:n], y3[:n], x3[:n]
-	i := 0
-	for ; i+4 <= n; i += 4 {
-		y14, x14 := y1[i:i+4:i+4], x1[i:i+4:i+4]
-		y24, x24 := y2[i:i+4:i+4], x2[i:i+4:i+4]
-		y34, x34 := y3[i:i+4:i+4], x3[i:i+4:i+4]
-		y14[0] += a1 * x14[0]
-		y24[0] += a2 * x24[0]
-		y34[0] += a3 * x34[0]
-		y14[1] += a1 * x14[1]
-		y24[1] += a2 * x24[1]
-		y34[1] += a3 * x34[1]
-		y14[2] += a1 * x14[2]
-		y24[2] += a2 * x24[2]
-		y34[2] += a3 * x34[2]
-		y14[3] += a1 * x14[3]
-		y24[3] += a2 * x24[3]
-		y34[3] += a3 * x34[3]
-	}
-	for ; i < n; i++ {
-		y1[i] += a1 * x1[i]
-		y2[i] += a2 * x2[i]
-		y3[i] += a3 * x3[i]
-	}
+	axpy(y1, a1, x1)
+	axpy(y2, a2, x2)
+	axpy(y3, a3, x3)
 }
 
-// axpy does y += a·x.
+// axpy does y += a·x. gonum's kernel moves two elements to an
+// instruction (SSE2 on amd64); each element is y + a·x, rounded once
+// after the product and once after the sum, as a loop would round it.
 func axpy(y []float64, a float64, x []float64) {
-	x = x[:len(y)]
-	i := 0
-	for ; i+4 <= len(y); i += 4 {
-		y4, x4 := y[i:i+4:i+4], x[i:i+4:i+4]
-		y4[0] += a * x4[0]
-		y4[1] += a * x4[1]
-		y4[2] += a * x4[2]
-		y4[3] += a * x4[3]
-	}
-	for ; i < len(y); i++ {
-		y[i] += a * x[i]
-	}
+	floats.AddScaled(y, a, x[:len(y)])
 }
 
 // finite3 is finite(a, b, c) without building the variadic list: the same

@@ -1,0 +1,15 @@
+//go:build !amd64 || purego
+
+package online
+
+func hadamardDotBlocks(z, p, q, w []float64, acc *[4]float64) {
+	hadamardDotBlocksGo(z, p, q, w, acc)
+}
+
+func hadamardDot3Blocks(z, p, q, w1, w2, w3 []float64, acc *[12]float64) {
+	hadamardDot3BlocksGo(z, p, q, w1, w2, w3, acc)
+}
+
+func embeddingGradsBlocks(dp, dq []float64, gain float64, w, p, q []float64, l2 float64, acc *[4]float64) {
+	embeddingGradsBlocksGo(dp, dq, gain, w, p, q, l2, acc)
+}

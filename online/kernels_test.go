@@ -1,0 +1,137 @@
+package online
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// kernelValue draws an entry for the kernels' inputs: mostly ordinary
+// values over several magnitudes, sometimes a signed zero, a subnormal, an
+// infinity or a NaN, so that rounding and the special values are compared.
+func kernelValue(r *rand.Rand) float64 {
+	switch r.IntN(40) {
+	case 0:
+		return 0
+	case 1:
+		return math.Copysign(0, -1)
+	case 2:
+		return 5e-324 * float64(1+r.IntN(1000))
+	case 3:
+		return math.Inf(1 - 2*r.IntN(2))
+	case 4:
+		return math.NaN()
+	}
+	return r.NormFloat64() * math.Pow(10, float64(r.IntN(9)-4))
+}
+
+func kernelVector(r *rand.Rand, n int) []float64 {
+	v := make([]float64, n)
+	for j := range v {
+		v[j] = kernelValue(r)
+	}
+	return v
+}
+
+// sameBits reports whether a and b are the same floats bit for bit, but
+// for the payload of a NaN, which no result of the model depends on.
+func sameBits(a, b float64) bool {
+	if math.IsNaN(a) || math.IsNaN(b) {
+		return math.IsNaN(a) && math.IsNaN(b)
+	}
+	return math.Float64bits(a) == math.Float64bits(b)
+}
+
+func sameVectors(t *testing.T, what string, n int, got, want []float64) {
+	t.Helper()
+	for j := range want {
+		if !sameBits(got[j], want[j]) {
+			t.Fatalf("n=%d: %s[%d] = %v (%#x), the Go loop gives %v (%#x)", n, what, j,
+				got[j], math.Float64bits(got[j]), want[j], math.Float64bits(want[j]))
+		}
+	}
+}
+
+// TestKernelsMatchGo checks that the kernels that run (SSE2 assembly on
+// amd64, kernels.go elsewhere or with the purego tag) give the same bits
+// as the Go loops of kernels.go: the outputs written, and the accumulators
+// left, for lengths 0 to 70, inputs that start off the 16-byte alignment,
+// accumulators that do not start at zero, and special values.
+func TestKernelsMatchGo(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for n := 0; n <= 70; n++ {
+		for trial := 0; trial < 20; trial++ {
+			off := trial % 2 // a slice that starts one element in: off the alignment
+			in := func() []float64 { return kernelVector(r, n+off)[off:] }
+			p, q, w1, w2, w3 := in(), in(), in(), in(), in()
+			start := func(k int) []float64 {
+				if trial%3 == 0 {
+					return make([]float64, k)
+				}
+				return kernelVector(r, k)
+			}
+
+			z1, z2 := make([]float64, n), make([]float64, n)
+			acc1, acc2 := (*[4]float64)(start(4)), new([4]float64)
+			*acc2 = *acc1
+			hadamardDotBlocks(z1, p, q, w1, acc1)
+			hadamardDotBlocksGo(z2, p, q, w1, acc2)
+			sameVectors(t, "hadamardDot z", n, z1, z2)
+			sameVectors(t, "hadamardDot acc", n, acc1[:], acc2[:])
+
+			a1, a2 := (*[12]float64)(start(12)), new([12]float64)
+			*a2 = *a1
+			hadamardDot3Blocks(z1, p, q, w1, w2, w3, a1)
+			hadamardDot3BlocksGo(z2, p, q, w1, w2, w3, a2)
+			sameVectors(t, "hadamardDot3 z", n, z1, z2)
+			sameVectors(t, "hadamardDot3 acc", n, a1[:], a2[:])
+
+			dp1, dq1, dp2, dq2 := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+			gain, l2 := kernelValue(r), kernelValue(r)
+			if trial%4 == 0 {
+				gain = 0 // a pair with no gradient: dz = +0, whatever the sign of w
+			}
+			acc1, acc2 = (*[4]float64)(start(4)), new([4]float64)
+			*acc2 = *acc1
+			embeddingGradsBlocks(dp1, dq1, gain, w1, p, q, l2, acc1)
+			embeddingGradsBlocksGo(dp2, dq2, gain, w1, p, q, l2, acc2)
+			sameVectors(t, "embeddingGrads dp", n, dp1, dp2)
+			sameVectors(t, "embeddingGrads dq", n, dq1, dq2)
+			sameVectors(t, "embeddingGrads acc", n, acc1[:], acc2[:])
+		}
+	}
+}
+
+// TestKernelsWholeBlocksOnly checks that the kernels leave the tail (the
+// last n mod 4 elements) to their caller: nothing past the whole blocks is
+// written.
+func TestKernelsWholeBlocksOnly(t *testing.T) {
+	for n := 0; n <= 9; n++ {
+		ones := func() []float64 {
+			v := make([]float64, n)
+			for j := range v {
+				v[j] = 1
+			}
+			return v
+		}
+		z, dp, dq := make([]float64, n), make([]float64, n), make([]float64, n)
+		for j := range z {
+			z[j], dp[j], dq[j] = -7, -7, -7
+		}
+		var acc [4]float64
+		var acc12 [12]float64
+		hadamardDotBlocks(z, ones(), ones(), ones(), &acc)
+		hadamardDot3Blocks(z, ones(), ones(), ones(), ones(), ones(), &acc12)
+		embeddingGradsBlocks(dp, dq, 1, ones(), ones(), ones(), 0, &acc)
+		whole := n &^ 3
+		for j := 0; j < n; j++ {
+			want := -7.0
+			if j < whole {
+				want = 1
+			}
+			if z[j] != want || dp[j] != want || dq[j] != want {
+				t.Fatalf("n=%d: element %d is z=%v dp=%v dq=%v, want %v", n, j, z[j], dp[j], dq[j], want)
+			}
+		}
+	}
+}
