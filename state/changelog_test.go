@@ -601,10 +601,21 @@ func TestChangelogCompaction(t *testing.T) {
 	t.Logf("compacted after %.0fs: %d records left of %d written", time.Since(start).Seconds(), len(records), end)
 	// What it kept: the newest chain (a base of 3 chunks, a delta of 1,
 	// with their end records), the torn chunks (2), the zombie's chain
-	// (3 + 1 chunks, 2 end records) and the 7 tombstones of the first
-	// chain, whose 7 records it removed.
-	if live := liveKeys(t, records); len(live) != 14 || len(records) != 21 {
-		t.Errorf("%d records, %d of them live; want 21 and 14", len(records), len(live))
+	// (3 + 1 chunks, 2 end records) and the tombstones of the first
+	// chain, whose 7 records it removed. The tombstones go too once a
+	// later pass of the cleaner finds them older than delete.retention.ms
+	// (100 ms here), which can happen before the first look (CI, stop 33:
+	// 14 records left): so up to 7 tombstones, and nothing else.
+	live := liveKeys(t, records)
+	tombstones := 0
+	for _, m := range records {
+		if m.Value == nil && strings.HasPrefix(string(m.Key), chainPrefix(0, first)) {
+			tombstones++
+		}
+	}
+	if len(live) != 14 || tombstones > 7 || len(records) != len(live)+tombstones {
+		t.Errorf("%d records, %d of them live and %d the first chain's tombstones; want 14 live, up to 7 tombstones and nothing else",
+			len(records), len(live), tombstones)
 	}
 	wantState(t, c, 0, 1, 30, base2, delta2)
 	wantState(t, openChangelog(t, b, topic, 1, nil), 0, 1, 30, base2, delta2)
