@@ -40,38 +40,65 @@ func (m *Model) forward(u, i int32) {
 	}
 }
 
-// forwardNegative is forward for a sampled negative j in binary mode. With
+// forwardNegative is forward for the sampled negative j that trains η̃
+// and T̂ (the first of an event's, learnNegatives), in binary mode. With
 // T̂ one-sided, an observed 0 means a clean 0, so the corrected loss of a
-// negative is the plain cross-entropy whatever T̂ is, and T̂ is computed only
-// when the negative trains η̃ and T̂ (aux) and is distilled. It returns y*,
-// which is -1 for a negative that does not train them.
-func (m *Model) forwardNegative(u, j int32, aux bool) int {
+// negative is the plain cross-entropy whatever T̂ is, and T̂ is computed
+// only when the negative is distilled to 0 (it then trains T̂). It
+// returns y*.
+func (m *Model) forwardNegative(u, j int32) int {
 	s := &m.scratch
 	p, q := m.users.row(u), m.items.row(j)
 	s.user, s.item = p, q
 	copy(s.t, s.identity)
-	if m.cfg.Plain || !aux {
-		m.classifier.forwardPair(s.f, s.z, p, q)
-		return -1
-	}
-	if m.oneLogitEach() {
-		// T̂'s logit comes with the pass; it is read only if y* = 0.
-		lf, ln, lt := m.logits(p, q)
-		m.classifier.fromLogit(s.f, lf)
-		m.noisyHead.fromLogit(s.noisy, ln)
-		ystar := m.distill()
-		if ystar == 0 && m.transitionActive() && !m.cfg.NoTransition {
-			m.transition.fromLogit(s.t, lt, u, j)
-		}
-		return ystar
-	}
-	m.classifier.forwardPair(s.f, s.z, p, q)
-	m.noisyHead.forward(s.noisy, s.z)
+	// T̂'s logit comes with the pass; it is read only if y* = 0.
+	lf, ln, lt := m.logits(p, q)
+	m.classifier.fromLogit(s.f, lf)
+	m.noisyHead.fromLogit(s.noisy, ln)
 	ystar := m.distill()
 	if ystar == 0 && m.transitionActive() && !m.cfg.NoTransition {
-		m.transition.forward(s.t, s.z, u, j)
+		m.transition.fromLogit(s.t, lt, u, j)
 	}
 	return ystar
+}
+
+// learnNegative learns from a sampled negative j that trains f and the
+// embedding rows only (every negative but the first, and all of them in
+// the plain model), in binary mode: forwardNegative and learnPair for
+// y = 0, no y*, no auxiliary weight, with what is known of them worked
+// out. T̂ = I for such a negative, so classGrad's observed probability
+// is f_0, and nothing reaches η̃ or T̂. Every value is computed with the
+// same operations in the same order as on the general path, so the
+// step is the same bits (TestLearnNegativeMatchesLearnPair); what it
+// skips is the work of the cases that cannot arise. It reports false,
+// and changes nothing, if a gradient is not finite.
+func (m *Model) learnNegative(u, j int32, weight float64) bool {
+	s, cfg := &m.scratch, &m.cfg
+	p, q := m.users.row(u), m.items.row(j)
+	s.user, s.item = p, q
+	d := m.d
+	row := m.classifier.weights[d : 2*d] // f's one free row
+	m.classifier.fromLogit(s.f, hadamardDot(s.z, p, q, row))
+	// classGrad with T̂ = I and y = 0: observedProb sums f_k T̂_k0 from 0.
+	f0, f1 := s.f[0], s.f[1]
+	obs := 0 + f0*1 + f1*0
+	if obs < probFloor {
+		obs = probFloor
+	}
+	g0, g1 := (f0-f0*1/obs)*weight, (f1-f1*0/obs)*weight
+	// clipNorm: dot of two elements sums its four accumulators as
+	// (s0 + s1) + (s2 + s3), three of them 0.
+	if n2 := 0 + g0*g0 + g1*g1 + 0 + (0 + 0); n2 > cfg.Clip*cfg.Clip {
+		c := cfg.Clip / math.Sqrt(n2)
+		g0, g1 = g0*c, g1*c
+	}
+	s.dClass[0], s.dClass[1] = g0, g1
+	s.dUserNorm2, s.dItemNorm2 = embeddingGrads(s.dUser, s.dItem, g1, row, p, q, cfg.L2, cfg.Clip)
+	if n := g0 + g1 + s.dUserNorm2 + s.dItemNorm2; math.IsNaN(n) || math.IsInf(n, 0) {
+		return false
+	}
+	m.apply(u, j, -1, false, false)
+	return true
 }
 
 // oneLogitEach reports whether f, η̃ and T̂ each have one free logit, a

@@ -1,6 +1,7 @@
 package online
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -164,5 +165,74 @@ func TestUserOffsetFindsRandomClicker(t *testing.T) {
 	t.Logf("random clicker's u_01 %.4f; taste-driven users' mean %.4f, highest %.4f", random, sum/users, highest)
 	if !(random > highest) {
 		t.Fatalf("the random clicker's offset %.4f is not above every taste-driven user's (highest %.4f)", random, highest)
+	}
+}
+
+// TestLearnNegativeMatchesLearnPair checks that learnNegative takes the
+// general path's step bit for bit (forward, then learnPair with y = 0, no
+// y* and no auxiliary weight): every parameter is the same after a
+// thousand negatives, with clipping that bites and clipping that does
+// not, in the RGBT and the plain model, before and after warm-up.
+func TestLearnNegativeMatchesLearnPair(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"rgbt", Config{WarmUp: 50}},
+		{"rgbt-tight-clip", Config{WarmUp: 50, Clip: 0.01}},
+		{"plain", Config{Plain: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := New(tc.cfg, rand.NewPCG(31, 32))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := New(tc.cfg, rand.NewPCG(31, 32))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := rand.New(rand.NewPCG(33, 34))
+			var sc Score
+			for n := 0; n < 100; n++ { // past warm-up: y* and T̂ active
+				ev := Event{User: fmt.Sprint("u", r.IntN(20)), Item: fmt.Sprint("i", r.IntN(30))}
+				if err := a.Step(ev, &sc); err != nil {
+					t.Fatal(err)
+				}
+				if err := b.Step(ev, &sc); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var before bytes.Buffer
+			if _, err := a.WriteTo(&before); err != nil {
+				t.Fatal(err)
+			}
+			for n := 0; n < 1000; n++ {
+				u, j := int32(r.IntN(a.users.resident())), int32(r.IntN(a.items.resident()))
+				weight := []float64{0.25, 1, 40}[n%3]
+				okA := a.learnNegative(u, j, weight)
+				s := &b.scratch
+				p, q := b.users.row(u), b.items.row(j)
+				s.user, s.item = p, q
+				copy(s.t, s.identity)
+				b.classifier.forwardPair(s.f, s.z, p, q)
+				okB := b.learnPair(u, j, 0, -1, 0, weight, 0)
+				if okA != okB {
+					t.Fatalf("negative %d: learnNegative reports %v, learnPair %v", n, okA, okB)
+				}
+			}
+			var ea, eb bytes.Buffer
+			if _, err := a.WriteTo(&ea); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.WriteTo(&eb); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(ea.Bytes(), eb.Bytes()) {
+				t.Fatal("the models differ after the same negatives")
+			}
+			if bytes.Equal(ea.Bytes(), before.Bytes()) {
+				t.Fatal("the negatives changed nothing: the comparison would hold for any step")
+			}
+		})
 	}
 }

@@ -333,14 +333,13 @@ func (m *Model) learnNegatives(u, pos int32) bool {
 		}
 		// η̃ and T̂ learn from the first negative only, with weight
 		// m·(1/m): the same expected gradient as all m at weight 1/m,
-		// for a quarter of the work at m = 4.
-		aux := n == 0
-		ystar := m.forwardNegative(u, j, aux)
-		auxWeight := 0.0
-		if aux {
-			auxWeight = 1
+		// for a quarter of the work at m = 4. The others train f alone.
+		if n == 0 && !m.cfg.Plain {
+			ystar := m.forwardNegative(u, j)
+			ok = m.learnPair(u, j, 0, ystar, 0, negWeight, 1) && ok
+		} else {
+			ok = m.learnNegative(u, j, negWeight) && ok
 		}
-		ok = m.learnPair(u, j, 0, ystar, 0, negWeight, auxWeight) && ok
 	}
 	return ok
 }
