@@ -260,19 +260,9 @@ func (m *Model) apply(u, i int32, ystar int, trans, aux bool) {
 	if i >= m.items.base {
 		m.shareStepped(i) // the row, its step sum or its T̂ offsets
 	}
-	if m.k == 2 {
-		// The classifier's one free row and the two embedding rows in one
-		// pass: head.step and the rows' steps for a binary head.
-		g, d := s.dClass[1], m.d
-		axpy3(m.classifier.weights[d:2*d], -lr*g, s.z,
-			s.user, userRate, s.dUser,
-			s.item, itemRate, s.dItem)
-		m.classifier.bias[1] -= lr * g
-	} else {
-		m.classifier.step(s.dClass, s.z, lr)
-		axpy(s.user, userRate, s.dUser)
-		axpy(s.item, itemRate, s.dItem)
-	}
+	m.classifier.step(s.dClass, s.z, lr)
+	axpy(s.user, userRate, s.dUser)
+	axpy(s.item, itemRate, s.dItem)
 	if aux && !m.cfg.Plain {
 		m.noisyHead.step(s.dNoisy, s.z, lr)
 	}

@@ -180,6 +180,7 @@ func TestLearnNegativeMatchesLearnPair(t *testing.T) {
 	}{
 		{"rgbt", Config{WarmUp: 50}},
 		{"rgbt-tight-clip", Config{WarmUp: 50, Clip: 0.01}},
+		{"rgbt-noisy-head-trains-embeddings", Config{WarmUp: 50, NoisyHeadTrainsEmbeddings: true}},
 		{"plain", Config{Plain: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

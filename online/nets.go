@@ -234,14 +234,6 @@ func clipTo(v []float64, n2, c float64) float64 {
 	return n2
 }
 
-// axpy3 does y1 += a1·x1, y2 += a2·x2 and y3 += a3·x3: three axpys over
-// vectors of one length that do not overlap.
-func axpy3(y1 []float64, a1 float64, x1, y2 []float64, a2 float64, x2, y3 []float64, a3 float64, x3 []float64) {
-	axpy(y1, a1, x1)
-	axpy(y2, a2, x2)
-	axpy(y3, a3, x3)
-}
-
 // axpy does y += a·x. gonum's kernel moves two elements to an
 // instruction (SSE2 on amd64); each element is y + a·x, rounded once
 // after the product and once after the sum, as a loop would round it.
