@@ -705,10 +705,21 @@ func (s *contextStats) typeEvidence(b int) float64 {
 // typeAgreement is Σ_b mass_b · e_b · a_b over the buckets, with e and a
 // the per-bucket evidence of the two sets of statistics and mass_b the
 // bucket's share in a: positive when they rank event types the same way.
+//
+// Only its sign is read (evidence). The terms it leaves out are zeros, so
+// the sum is the same to the bit: every term while either set lacks the
+// mass (typeEvidence is 0), and those of the buckets no event has reached
+// in a (no mass: the stream's types take the first slots, the rest stay
+// empty), which spares two logarithms each.
 func typeAgreement(e, a *contextStats) float64 {
+	if !e.typeReady() || !a.typeReady() {
+		return 0
+	}
 	sum := 0.0
 	for b := range typeBuckets {
-		sum += (a.typeMass[0][b] + a.typeMass[1][b]) * e.typeEvidence(b) * a.typeEvidence(b)
+		if mass := a.typeMass[0][b] + a.typeMass[1][b]; mass != 0 {
+			sum += mass * e.typeEvidence(b) * a.typeEvidence(b)
+		}
 	}
 	return sum
 }
