@@ -902,19 +902,12 @@ func (s *KafkaSource) Next(ctx context.Context) (Message, error) {
 		}
 		var f fetched
 		select {
-		case f = <-s.recs:
-		case <-s.drained:
-			select {
-			case f = <-s.recs:
-			default:
-				return Message{}, io.EOF
+		case f = <-s.recs: // the common case: a record is waiting (a single-case select is the runtime's cheap path)
+		default:
+			var err error
+			if f, err = s.wait(ctx); err != nil {
+				return Message{}, err
 			}
-		case <-s.ctx.Done():
-			return Message{}, ErrSourceClosed
-		case <-s.failed:
-			return Message{}, s.failErr
-		case <-ctx.Done():
-			return Message{}, ctx.Err()
 		}
 		if f.task != nil {
 			return Message{Task: f.task}, nil
@@ -936,6 +929,29 @@ func (s *KafkaSource) Next(ctx context.Context) (Message, error) {
 		}
 		s.mu.Unlock()
 		return Message{Pos: input.Position{Topic: s.cfg.Topic, Partition: int32(f.partition), Offset: f.offset}, Value: f.value, Null: f.null, Emitted: emitted}, nil
+	}
+}
+
+// wait is Next's wait for a record when none is buffered: the next
+// record, or why there is none (io.EOF once drained, ErrSourceClosed, the
+// source's failure, ctx's error).
+func (s *KafkaSource) wait(ctx context.Context) (fetched, error) {
+	select {
+	case f := <-s.recs:
+		return f, nil
+	case <-s.drained:
+		select {
+		case f := <-s.recs:
+			return f, nil
+		default:
+			return fetched{}, io.EOF
+		}
+	case <-s.ctx.Done():
+		return fetched{}, ErrSourceClosed
+	case <-s.failed:
+		return fetched{}, s.failErr
+	case <-ctx.Done():
+		return fetched{}, ctx.Err()
 	}
 }
 

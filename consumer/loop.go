@@ -320,20 +320,16 @@ func (l *loop) read(ctx context.Context, src Source) error {
 			}
 			return fmt.Errorf("read source: %w", err)
 		}
-		var r *Result
-		select {
-		case r = <-l.free:
-		case <-ctx.Done():
+		r, ok := recv(ctx, l.free)
+		if !ok {
 			return nil
 		}
 		if m.Task != nil {
 			r.task = m.Task
-			select {
-			case l.decoded <- r:
-				continue
-			case <-ctx.Done():
+			if !send(ctx, l.decoded, r) {
 				return nil
 			}
+			continue
 		}
 		raw := r.Raw[:0]
 		if cap(raw) > MaxRawBytes {
@@ -352,9 +348,7 @@ func (l *loop) read(ctx context.Context, src Source) error {
 		} else if err := dec.Decode(m.Value, &r.Event); err != nil {
 			r.Err, r.Reason = err, ReasonOf(err)
 		}
-		select {
-		case l.decoded <- r:
-		case <-ctx.Done():
+		if !send(ctx, l.decoded, r) {
 			return nil
 		}
 	}
@@ -366,16 +360,15 @@ func (l *loop) read(ctx context.Context, src Source) error {
 // already read after it, up to the next barrier.
 func (l *loop) step(ctx context.Context, model Model, opts Options, st *Stats) error {
 	for {
-		var r *Result
-		select {
-		case r = <-l.decoded:
-		case task := <-opts.Tasks: // a nil channel never delivers
+		r, task, ok := l.next(ctx, opts.Tasks)
+		if !ok {
+			return nil
+		}
+		if task != nil {
 			if err := task(ctx, (*flusher)(l)); err != nil {
 				return fmt.Errorf("task: %w", err)
 			}
 			continue
-		case <-ctx.Done():
-			return nil
 		}
 		if r == nil {
 			return nil
@@ -431,6 +424,86 @@ func (l *loop) step(ctx context.Context, model Model, opts Options, st *Stats) e
 				return err
 			}
 		}
+	}
+}
+
+// next waits for the model goroutine's next piece of work: a task (of
+// tasks; a nil channel never delivers), else the next record (nil once
+// the reader has ended). It reports false once ctx is done. What is ready
+// is taken by a priority, ctx, then a task, then a record, each tried
+// with a single-case select, the runtime's cheap path; only when none is
+// ready does it block on all three.
+func (l *loop) next(ctx context.Context, tasks <-chan func(context.Context, Flusher) error) (*Result, func(context.Context, Flusher) error, bool) {
+	done := ctx.Done()
+	select {
+	case <-done:
+		return nil, nil, false
+	default:
+	}
+	select {
+	case task := <-tasks:
+		return nil, task, true
+	default:
+	}
+	select {
+	case r := <-l.decoded:
+		return r, nil, true
+	default:
+	}
+	select {
+	case r := <-l.decoded:
+		return r, nil, true
+	case task := <-tasks:
+		return nil, task, true
+	case <-done:
+		return nil, nil, false
+	}
+}
+
+// recv receives from c, or reports false once ctx is done (ctx first).
+// The common case, ctx live and a value ready, takes the runtime's cheap
+// paths (single-case selects), not a blocking select over both: per
+// record, that is most of what handing a record between goroutines costs.
+func recv[T any](ctx context.Context, c <-chan T) (T, bool) {
+	var v T
+	done := ctx.Done()
+	select {
+	case <-done:
+		return v, false
+	default:
+	}
+	select {
+	case v = <-c:
+		return v, true
+	default:
+	}
+	select {
+	case v = <-c:
+		return v, true
+	case <-done:
+		return v, false
+	}
+}
+
+// send sends v on c, or reports false once ctx is done (ctx first), as
+// recv receives.
+func send[T any](ctx context.Context, c chan<- T, v T) bool {
+	done := ctx.Done()
+	select {
+	case <-done:
+		return false
+	default:
+	}
+	select {
+	case c <- v:
+		return true
+	default:
+	}
+	select {
+	case c <- v:
+		return true
+	case <-done:
+		return false
 	}
 }
 
@@ -500,13 +573,11 @@ func (l *loop) handOn(ctx context.Context) bool {
 		return true
 	}
 	l.pending = nil
-	select {
-	case l.out <- r:
-		return true
-	case <-ctx.Done():
+	if !send(ctx, l.out, r) {
 		l.free <- r
 		return false
 	}
+	return true
 }
 
 // stepRecord steps model, then shadow if set, on record r, which has an
