@@ -322,7 +322,7 @@ func newKafkaWriter(cfg KafkaConfig) (*kafkaWriter, error) {
 			Addr:      kafka.TCP(cfg.Brokers...),
 			Topic:     cfg.Topic,
 			Balancer:  kafka.Murmur2Balancer{},
-			Transport: tr,
+			Transport: &metadataCache{next: tr, now: time.Now},
 			// One WriteMessages call gets one batch: a partition that
 			// receives all of it sends at once; the others after 1 ms.
 			BatchSize:       cfg.BatchSize,
