@@ -150,7 +150,7 @@ func newMetrics(reg prometheus.Registerer, src lagReader) (*metrics, error) {
 		}),
 		shared: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "denoiser_shared_deltas_total",
-			Help: "Deltas of the shared parameters (item rows) exchanged through the shared topic (state_layout partition), by outcome: published (queued for the topic), dropped (not published: the send queue was full or the delta could not be encoded), send_failed, merged (into one of this member's partition models), deferred (a merge point skipped: the send queue was full, so it could not be recorded; its deltas wait for the next), overlapping (skipped: it starts before what the model merged of that partition, after a restore), refused (not finite), unreadable (not a delta), read_failed (the topic could not be opened or read; retried).",
+			Help: "Deltas of the shared parameters (item rows) exchanged through the shared topic (state_layout partition), by outcome: published (queued for the topic), dropped (not published: the send queue was full or the delta could not be encoded), send_failed, merged (into one of this member's partition models), deferred (a merge point skipped: the send queue was full, so it could not be recorded; its deltas wait for the next), overlapping (skipped: it starts before what the model merged of that partition, after a restore), refused (not finite), unreadable (not a delta), abandoned (a delta whose chunks stopped coming, its writer having failed or crashed between two: dropped from memory once 64 MiB of later chunks have been read), read_failed (the topic could not be opened or read; retried).",
 		}, []string{"outcome"}),
 		deadLettered: map[consumer.Reason]prometheus.Counter{},
 		skipped:      map[consumer.SkipReason]prometheus.Counter{},
@@ -180,7 +180,7 @@ func newMetrics(reg prometheus.Registerer, src lagReader) (*metrics, error) {
 	for _, src := range []string{"changelog", "local", "kept", "failed"} {
 		m.changelogRestores.WithLabelValues(src)
 	}
-	for _, o := range []string{"published", "dropped", "send_failed", "merged", "deferred", "overlapping", "refused", "unreadable", "read_failed"} {
+	for _, o := range []string{"published", "dropped", "send_failed", "merged", "deferred", "overlapping", "refused", "unreadable", "abandoned", "read_failed"} {
 		m.shared.WithLabelValues(o)
 	}
 	for _, c := range []prometheus.Collector{

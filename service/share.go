@@ -400,6 +400,12 @@ func (s *sharer) add(off int64, _, value []byte) {
 		s.log.Warn("shared topic: record skipped", "offset", off, "err", err)
 		return
 	}
+	if len(s.chunks.partial) > 0 {
+		if n := s.chunks.prune(int64(s.keep)); n > 0 {
+			s.metrics.shared.WithLabelValues("abandoned").Add(float64(n))
+			s.log.Warn("shared topic: deltas whose chunks stopped coming dropped", "deltas", n, "offset", off)
+		}
+	}
 	if d == nil {
 		return // a chunk of a delta not complete yet, or a merge point
 	}

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"log/slog"
@@ -112,5 +113,87 @@ func TestSharerMergesOnArrival(t *testing.T) {
 	s.record(true)
 	if got := m0.Merged(1); got != 80 {
 		t.Fatalf("cursor of partition 1 at %d after the next step, want 80", got)
+	}
+}
+
+// TestSharerDropsAbandonedDeltas: a delta whose chunks stopped coming
+// (its writer failed or crashed between two) is dropped from the
+// reader's memory once more than the sharer's memory of deltas has been
+// read after its first chunk, and counted; a delta whose chunks keep
+// coming is not.
+func TestSharerDropsAbandonedDeltas(t *testing.T) {
+	set, err := online.NewSet(online.DefaultConfig(), 1, online.LayoutPartition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	met, err := newMetrics(reg, noLag{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSharer(set, func(int32) int64 { return 0 }, time.Hour, 1<<30, met, slog.New(slog.NewTextHandler(io.Discard, nil)),
+		func(ctx context.Context) (sharedLog, error) { <-ctx.Done(); return nil, ctx.Err() }, time.Second)
+	t.Cleanup(func() { s.stop(); s.wg.Wait() })
+
+	m, err := set.For(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.StartSharing()
+	var sc online.Score
+	w := &sharer{writer: 9}
+	// chunk is a delta of partition 1 from `from` to seq, as one record;
+	// of, when above 1, relabels it the first of that many chunks.
+	chunk := func(from, seq int64, of int) []byte {
+		t.Helper()
+		for i := range 20 {
+			if err := m.Step(online.Event{User: fmt.Sprint("v", i%3), Item: fmt.Sprint("i", i%9)}, &sc); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := m.Publish(&w.pub); err != nil {
+			t.Fatal(err)
+		}
+		recs, err := w.records(1, from, seq)
+		if err != nil || len(recs) != 1 {
+			t.Fatalf("records: %v, %d", err, len(recs))
+		}
+		v := recs[0].Value
+		if of > 1 {
+			binary.LittleEndian.PutUint32(v[40:], uint32(of))
+		}
+		return v
+	}
+	abandoned := func() float64 {
+		t.Helper()
+		return counterValue(t, met.shared.WithLabelValues("abandoned"))
+	}
+
+	first := chunk(0, 40, 2) // the first of two chunks; the second never comes
+	s.keep = 4 * len(first)
+	s.add(0, nil, first)
+	if len(s.chunks.partial) != 1 {
+		t.Fatalf("%d incomplete deltas, want 1", len(s.chunks.partial))
+	}
+	seq := int64(40)
+	for off := int64(1); off <= 3; off++ { // 3 records more: within the horizon
+		s.add(off, nil, chunk(seq, seq+40, 1))
+		seq += 40
+	}
+	if len(s.chunks.partial) != 1 || abandoned() != 0 {
+		t.Fatalf("within the horizon: %d incomplete deltas, %v abandoned; want 1 and 0", len(s.chunks.partial), abandoned())
+	}
+	for off := int64(4); off <= 6; off++ {
+		s.add(off, nil, chunk(seq, seq+40, 1))
+		seq += 40
+	}
+	if len(s.chunks.partial) != 0 || abandoned() != 1 {
+		t.Fatalf("past the horizon: %d incomplete deltas, %v abandoned; want 0 and 1", len(s.chunks.partial), abandoned())
+	}
+	s.mu.Lock()
+	complete := len(s.deltas) + s.base
+	s.mu.Unlock()
+	if complete != 6 {
+		t.Fatalf("%d complete deltas read, want 6", complete)
 	}
 }

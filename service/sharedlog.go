@@ -54,6 +54,7 @@ type sharedDelta struct {
 	from   int64
 	chunks []*online.Shared
 	bytes  int
+	start  int64 // deltaChunks.read when its first chunk came
 }
 
 // deltaID names a publication: its writer, its partition and its seq.
@@ -166,6 +167,7 @@ func isMergePoint(v []byte) bool { return len(v) >= 4 && string(v[:4]) == mergeM
 // order.
 type deltaChunks struct {
 	partial map[deltaID]*sharedDelta
+	read    int64 // bytes of chunks read so far
 }
 
 // add takes the value of the topic's next record and returns the delta it
@@ -183,12 +185,13 @@ func (c *deltaChunks) add(v []byte) (*sharedDelta, error) {
 	if c.partial == nil {
 		c.partial = map[deltaID]*sharedDelta{}
 	}
+	c.read += int64(len(v))
 	d := c.partial[id]
 	if d == nil {
 		if chunk != 0 {
 			return nil, nil
 		}
-		d = &sharedDelta{id: id, from: from}
+		d = &sharedDelta{id: id, from: from, start: c.read}
 		c.partial[id] = d
 	}
 	if chunk != len(d.chunks) {
@@ -202,6 +205,25 @@ func (c *deltaChunks) add(v []byte) (*sharedDelta, error) {
 	}
 	delete(c.partial, id)
 	return d, nil
+}
+
+// prune drops the incomplete deltas whose first chunk came more than
+// horizon bytes of chunks ago, and returns how many it dropped. A delta
+// whose writer stopped sending it (a failed append, a crash between two
+// chunks) never completes; without pruning, a reader that runs for long
+// would keep its chunks for ever. The chunks of one delta are appended
+// one after another by one sender, so those of a delta still being sent
+// lie far closer together than the horizon the sharer uses (its memory
+// of complete deltas, 64 MiB).
+func (c *deltaChunks) prune(horizon int64) int {
+	n := 0
+	for id, d := range c.partial {
+		if c.read-d.start > horizon {
+			delete(c.partial, id)
+			n++
+		}
+	}
+	return n
 }
 
 // SharedHistory is what a shared topic recorded (state_layout partition,
