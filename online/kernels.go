@@ -105,3 +105,16 @@ func embeddingGradsBlocksGo(dp, dq []float64, g float64, w, p, q []float64, l2 f
 	}
 	acc[0], acc[1], acc[2], acc[3] = p0, p1, q0, q1
 }
+
+// containsBlocksGo reports whether the whole blocks of eight of s hold v
+// (len(s) is a multiple of 8 where containsItem calls it).
+func containsBlocksGo(s []int32, v int32) bool {
+	for k := 0; k+8 <= len(s); k += 8 {
+		s8 := s[k : k+8 : k+8]
+		if s8[0] == v || s8[1] == v || s8[2] == v || s8[3] == v ||
+			s8[4] == v || s8[5] == v || s8[6] == v || s8[7] == v {
+			return true
+		}
+	}
+	return false
+}

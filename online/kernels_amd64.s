@@ -156,3 +156,36 @@ gdone:
 	MOVUPD X3, 0(R8)
 	MOVUPD X4, 16(R8)
 	RET
+
+// func containsBlocks(s []int32, v int32) bool
+// Eight int32 to an iteration: two registers compared with v in each of
+// their four lanes, any equal lane sets bits of the byte mask.
+TEXT ·containsBlocks(SB), NOSPLIT, $0-33
+	MOVQ    s_base+0(FP), SI
+	MOVQ    s_len+8(FP), CX
+	MOVL    v+24(FP), AX
+	MOVL    AX, X0
+	PSHUFD  $0, X0, X0      // v in every lane
+	SHRQ    $3, CX          // blocks of eight
+	JZ      cnone
+
+cloop:
+	MOVOU   0(SI), X1
+	MOVOU   16(SI), X2
+	PCMPEQL X0, X1
+	PCMPEQL X0, X2
+	POR     X2, X1
+	PMOVMSKB X1, DX
+	TESTL   DX, DX
+	JNZ     cfound
+	ADDQ    $32, SI
+	DECQ    CX
+	JNZ     cloop
+
+cnone:
+	MOVB    $0, ret+32(FP)
+	RET
+
+cfound:
+	MOVB    $1, ret+32(FP)
+	RET

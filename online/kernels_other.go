@@ -13,3 +13,5 @@ func hadamardDot3Blocks(z, p, q, w1, w2, w3 []float64, acc *[12]float64) {
 func embeddingGradsBlocks(dp, dq []float64, gain float64, w, p, q []float64, l2 float64, acc *[4]float64) {
 	embeddingGradsBlocksGo(dp, dq, gain, w, p, q, l2, acc)
 }
+
+func containsBlocks(s []int32, v int32) bool { return containsBlocksGo(s, v) }

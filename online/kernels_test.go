@@ -1,6 +1,7 @@
 package online
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -131,6 +132,53 @@ func TestKernelsWholeBlocksOnly(t *testing.T) {
 			}
 			if z[j] != want || dp[j] != want || dq[j] != want {
 				t.Fatalf("n=%d: element %d is z=%v dp=%v dq=%v, want %v", n, j, z[j], dp[j], dq[j], want)
+			}
+		}
+	}
+}
+
+// TestContainsBlocksMatchesGo: the kernel answers as the Go loop for
+// every length that is a multiple of 8 up to 64, with v at every
+// position, at none, and in the elements past the whole blocks (which it
+// must not read), on slices that start off the 16-byte alignment, with
+// negative ids and ids that differ from v in one lane's bits only.
+func TestContainsBlocksMatchesGo(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	for n := 0; n <= 64; n += 8 {
+		for off := 0; off < 4; off++ {
+			buf := make([]int32, off+n+8)
+			for j := range buf {
+				buf[j] = int32(r.Uint32())
+			}
+			s := buf[off : off+n]
+			v := int32(r.Uint32())
+			for j := range s {
+				if s[j] == v {
+					s[j] = ^v
+				}
+			}
+			check := func(what string) {
+				t.Helper()
+				if got, want := containsBlocks(s, v), containsBlocksGo(s, v); got != want {
+					t.Fatalf("n=%d off=%d %s: containsBlocks = %v, the Go loop %v", n, off, what, got, want)
+				}
+			}
+			check("absent")
+			if containsBlocks(s, v) {
+				t.Fatalf("n=%d off=%d: found an absent v", n, off)
+			}
+			buf[off+n] = v // past the blocks: not to be read
+			check("past the end")
+			for j := range s {
+				old := s[j]
+				s[j] = v
+				check(fmt.Sprintf("at %d", j))
+				if !containsBlocks(s, v) {
+					t.Fatalf("n=%d off=%d: v at %d not found", n, off, j)
+				}
+				s[j] = v ^ math.MinInt32 // the same but the sign bit
+				check(fmt.Sprintf("near miss at %d", j))
+				s[j] = old
 			}
 		}
 	}

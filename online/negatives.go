@@ -91,19 +91,16 @@ func (m *Model) remember(u, i int32) {
 	}
 }
 
-// containsItem reports whether s holds v, as slices.Contains does, four
-// elements to a loop iteration: the miss, the common answer, reads the
-// whole ring.
+// containsItem reports whether s holds v, as slices.Contains does: the
+// blocks of eight by containsBlocks (SSE2 on amd64, kernels.go), the rest
+// here. The miss, the common answer, reads the whole ring.
 func containsItem(s []int32, v int32) bool {
-	k := 0
-	for ; k+4 <= len(s); k += 4 {
-		s4 := s[k : k+4 : k+4]
-		if s4[0] == v || s4[1] == v || s4[2] == v || s4[3] == v {
-			return true
-		}
+	n := len(s) &^ 7
+	if containsBlocks(s[:n], v) {
+		return true
 	}
-	for ; k < len(s); k++ {
-		if s[k] == v {
+	for _, x := range s[n:] {
+		if x == v {
 			return true
 		}
 	}
