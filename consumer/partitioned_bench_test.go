@@ -13,9 +13,11 @@ import (
 
 // BenchmarkRunPartitions measures, in the same run, the events/s of Run
 // over one partition and over two, each partition with its own
-// online.Model (default configuration), the records read from memory and
-// the output discarded, and reports their ratio: what stepping the
-// partitions in parallel (Options.Workers = GOMAXPROCS) gains.
+// online.Model (online.DefaultConfig, as the service runs it; until stop
+// 34 the zero Config, without the per-user offset and the dwell mixture),
+// the records read from memory and the output discarded, and reports
+// their ratio: what stepping the partitions in parallel (Options.Workers
+// = GOMAXPROCS) gains.
 //
 // Beside it, one partition on one core (GOMAXPROCS=1 for that arm: no
 // decoding beside the model either), the share of the machine a member of
@@ -43,7 +45,7 @@ func BenchmarkRunPartitions(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for i, arm := range arms {
-			set := onlineSet(b, online.Config{}, 1)
+			set := onlineSet(b, online.DefaultConfig(), 1)
 			for p := range int32(arm.partitions) {
 				set.For(p) // not timed: an empty model is created once per partition
 			}
@@ -84,7 +86,7 @@ func stepBare(b *testing.B, msgs []Message, partitions int) (seconds, cpu float6
 	events := make([][]online.Event, partitions)
 	models := make([]*online.Model, partitions)
 	for p := range models {
-		m, err := online.New(online.Config{}, online.NewPartitionSource(1, int32(p)))
+		m, err := online.New(online.DefaultConfig(), online.NewPartitionSource(1, int32(p)))
 		if err != nil {
 			b.Fatal(err)
 		}
