@@ -484,3 +484,37 @@ func TestReplayPasses(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayTruthNoneStepsNoBaseline: with --truth none the replay steps
+// no plain model beside the main one (it serves the loss_baseline only),
+// so the report names no baseline model, and the scored output is the
+// same bytes as with the truth evaluated.
+func TestReplayTruthNoneStepsNoBaseline(t *testing.T) {
+	dir := t.TempDir()
+	in := clitest.ReplayInput(t, dir)
+	cfg := clitest.WriteFile(t, filepath.Join(dir, "c.yaml"), clitest.SmallConfig)
+	replay := func(truth string) (out string, rep map[string]json.RawMessage) {
+		t.Helper()
+		o, r := filepath.Join(dir, truth+".jsonl"), filepath.Join(dir, truth+".report.json")
+		var errBuf bytes.Buffer
+		args := []string{"replay", "--in", in, "--out", o, "--report", r, "--config", cfg, "--truth", truth}
+		if code := run(context.Background(), args, &bytes.Buffer{}, &errBuf); code != 0 {
+			t.Fatalf("--truth %s: exit %d:\n%s", truth, code, errBuf.String())
+		}
+		if err := json.Unmarshal([]byte(clitest.ReadFile(t, r)), &rep); err != nil {
+			t.Fatal(err)
+		}
+		return clitest.ReadFile(t, o), rep
+	}
+	outField, repField := replay("field")
+	outNone, repNone := replay("none")
+	if outNone != outField {
+		t.Fatal("the scored output with --truth none differs from that with --truth field")
+	}
+	if _, ok := repField["baseline"]; !ok {
+		t.Fatalf("--truth field: the report names no baseline model: %v", slices.Sorted(maps.Keys(repField)))
+	}
+	if b, ok := repNone["baseline"]; ok {
+		t.Fatalf("--truth none: the report has a baseline model %s: a plain model was stepped", b)
+	}
+}

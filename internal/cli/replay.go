@@ -136,7 +136,8 @@ var ErrNothingScored = errors.New("no event could be scored")
 //
 // It runs the stream pipeline (consumer.Run) from a JSON-lines file to a
 // JSON-lines file, with a plain model beside the main one as the
-// loss_baseline, and reports how well the scores find the noise. With
+// loss_baseline (not with --truth none, which evaluates nothing), and
+// reports how well the scores find the noise. With
 // --passes N > 1 both models first learn from the whole log N−1 times
 // (re-opening the file each time; nothing is written), and the last pass
 // scores as with one.
@@ -148,7 +149,7 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		out        = fs.String("out", "", "output `file` of scored events, - for standard output (required)")
 		deadLetter = fs.String("dead-letter", "", "dead-letter `file` for bad records (default: OUT with .dead-letter.jsonl for its extension; required with --out -)")
 		format     = fs.String("format", "auto", "input `format`: jsonl (JSON lines), csv (with a header line), or auto: csv for a name ending in .csv or .csv.gz, else jsonl; gzip is read as such")
-		truthMode  = fs.String("truth", "field", "ground truth for the report: field, dwell:MS (dwell_ms < MS is noise), rating:R (rating <= R is noise) or none (evaluate nothing: the replay keeps no per-event or per-id state beside the models)")
+		truthMode  = fs.String("truth", "field", "ground truth for the report: field, dwell:MS (dwell_ms < MS is noise), rating:R (rating <= R is noise) or none (evaluate nothing: the replay keeps no per-event or per-id state beside the model, and steps no plain model for the loss_baseline)")
 		reportPath = fs.String("report", "", "write the JSON report to `file`")
 		partition  = fs.Int("partition", 0, "score the log as input partition `N`'s: the model draws from partition N's random source, as the service's model of partition N does (state_layout: partition), so that a replay of one partition's records reproduces that partition's output of a live run")
 		sharedPath = fs.String("shared", "", "merge what partition --partition's live model merged, where it merged it: a `file` of the shared topic written by denoiser shared-log (state_layout partition with sharing); the log must hold the partition's records one per line, from offset --first-offset")
@@ -212,9 +213,13 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 			return fmt.Errorf("replay: %w", err)
 		}
 	}
-	baseline, err := online.New(cfg.Model.Baseline(), online.NewSource(cfg.Seed))
-	if err != nil {
-		return fmt.Errorf("replay: baseline: %w", err)
+	// The plain model beside the main one serves the report's
+	// loss_baseline only: with nothing to evaluate it is not stepped.
+	var baseline *online.Model
+	if truth.Mode != report.TruthNone {
+		if baseline, err = online.New(cfg.Model.Baseline(), online.NewSource(cfg.Seed)); err != nil {
+			return fmt.Errorf("replay: baseline: %w", err)
+		}
 	}
 
 	if *passes > 1 {
@@ -248,7 +253,7 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		progress = report.StartProgress(stderr, 0, src.Size(), src.BytesRead, collector.Scored)
 	}
 	start := time.Now()
-	st, err := consumer.Run(ctx, src, model, collector, dlq, consumer.Options{Shadow: baseline, Before: before})
+	st, err := consumer.Run(ctx, src, model, collector, dlq, consumer.Options{Shadow: shadowOf(baseline), Before: before})
 	elapsed := time.Since(start)
 	if progress != nil {
 		progress.Stop()
@@ -260,10 +265,14 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return fmt.Errorf("replay: %w", err)
 	}
 
-	base := baseline.Summary()
+	var base *online.Summary
+	if baseline != nil {
+		b := baseline.Summary()
+		base = &b
+	}
 	rep := report.Build(report.Inputs{
 		Input: *in, Collector: collector, Stats: st,
-		Model: model.Summary(), Baseline: &base, Elapsed: elapsed,
+		Model: model.Summary(), Baseline: base, Elapsed: elapsed,
 		Passes: *passes,
 	})
 	if *reportPath != "" {
@@ -318,7 +327,7 @@ func rereadable(path string) error {
 }
 
 // learnPass is one of the first passes of --passes: model and baseline
-// learn from every event of the log at path, as in the scoring pass, and
+// (if any) learn from every event of the log at path, as in the scoring pass, and
 // everything the loop writes (scored records, dead letters) is dropped. It
 // notes the pass on stderr.
 func learnPass(ctx context.Context, path, format string, model, baseline *online.Model, pass, passes int, stderr io.Writer) error {
@@ -332,7 +341,7 @@ func learnPass(ctx context.Context, path, format string, model, baseline *online
 		progress = report.StartProgress(stderr, 0, src.Size(), src.BytesRead, sink.written.Load)
 	}
 	start := time.Now()
-	st, err := consumer.Run(ctx, src, model, &sink, &sink, consumer.Options{Shadow: baseline})
+	st, err := consumer.Run(ctx, src, model, &sink, &sink, consumer.Options{Shadow: shadowOf(baseline)})
 	if progress != nil {
 		progress.Stop()
 	}
@@ -429,4 +438,13 @@ func distinctPaths(in, out, deadLetter, report string) error {
 		}
 	}
 	return nil
+}
+
+// shadowOf is m as the loop's shadow model: none when m is nil (a nil
+// *online.Model is not a nil consumer.Model).
+func shadowOf(m *online.Model) consumer.Model {
+	if m == nil {
+		return nil
+	}
+	return m
 }
