@@ -327,9 +327,9 @@ func rereadable(path string) error {
 }
 
 // learnPass is one of the first passes of --passes: model and baseline
-// (if any) learn from every event of the log at path, as in the scoring pass, and
-// everything the loop writes (scored records, dead letters) is dropped. It
-// notes the pass on stderr.
+// (if any) learn from every event of the log at path, as in the scoring
+// pass, and everything the loop writes (scored records, dead letters) is
+// dropped. It notes the pass on stderr.
 func learnPass(ctx context.Context, path, format string, model, baseline *online.Model, pass, passes int, stderr io.Writer) error {
 	src, err := openInput(path, format)
 	if err != nil {
