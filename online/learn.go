@@ -245,6 +245,22 @@ func embeddingGrads(dp, dq []float64, g float64, w, p, q []float64, l2, c float6
 	return clipTo(dp, p0+p1, c), clipTo(dq, q0+q1, c)
 }
 
+// itemOffsetGain multiplies the step of T̂'s per-item offsets o_i in
+// binary mode: they step at itemOffsetGain·LearningRate, where A and C step
+// at TransitionRate·LearningRate and the per-user offsets u_u at
+// LearningRate. An item's offset is its propensity to noise (clickbait, a
+// trending slot clicked regardless of taste), learned from the distilled
+// labels of the item's events; at the classifier's rate it had barely
+// moved after the few hundred events an item gets. The gain changes what
+// the model scores, not what it can represent: nothing is added to the
+// state or its encoding. Chosen on seed 1 of the v2 200k stream among 1,
+// 2, 4, 8 and 16, as the largest whose cost on ML-100k (rating ≤ 2 as
+// noise), where the offsets partly learn "popular = noise", the wrong
+// way there, stays under 0.01 ROC-AUC (docs/design/model.md, "The item
+// offset's rate"). Rating and dwell modes, whose T̂ has K free rows, keep
+// the classifier's rate.
+const itemOffsetGain = 4
+
 // apply takes one step along the gradients grads left in the scratch
 // buffers: plain SGD for the networks (η̃ only if aux, T̂ only if trans), a
 // per-row adaptive step for the embeddings (table.stepRate), so that rows seen
@@ -267,9 +283,13 @@ func (m *Model) apply(u, i int32, ystar int, trans, aux bool) {
 		m.noisyHead.step(s.dNoisy, s.z, lr)
 	}
 	if trans {
-		// The offsets o_i and u_u step at the classifier's rate; a cold
-		// row's stay zero (bounds.go).
+		// The offsets u_u step at the classifier's rate, o_i at
+		// itemOffsetGain times it in binary mode; a cold row's stay zero
+		// (bounds.go).
 		itemRate, userRate := lr, lr
+		if m.cfg.Mode == ModeBinary {
+			itemRate *= itemOffsetGain
+		}
 		if i < m.items.base {
 			itemRate = 0
 		}
