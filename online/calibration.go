@@ -37,12 +37,22 @@ const (
 // calibrate returns the weight for a posterior p of the event being
 // genuine: p's log-odds drawn towards the mixture's reliable share.
 func (m *Model) calibrate(p float64) float64 {
-	g := &m.mixture.gmm
-	if !g.fitted {
+	share := m.reliableShare()
+	if share == 0 {
 		return p
 	}
-	share := min(max(g.weight[g.reliable], reliableShareFloor), 1-reliableShareFloor)
 	p = min(max(p, pCleanFloor), 1-pCleanFloor)
 	prior := math.Log(share / (1 - share))
 	return sigmoid(prior + weightTemper*(math.Log(p/(1-p))-prior))
+}
+
+// reliableShare is π, the weight of the mixture's reliable component,
+// kept reliableShareFloor away from 0 and 1; 0 before the mixture's first
+// fit.
+func (m *Model) reliableShare() float64 {
+	g := &m.mixture.gmm
+	if !g.fitted {
+		return 0
+	}
+	return min(max(g.weight[g.reliable], reliableShareFloor), 1-reliableShareFloor)
 }

@@ -205,14 +205,26 @@ func (c *contextModel) weight(pClean float64, x contextFeatures) float64 {
 	if !c.informed() {
 		return pClean
 	}
-	return c.posterior(pClean, x)
+	return c.posterior(pClean, x, 0)
 }
 
 // posterior is the informed context's posterior (the formula at the top).
-func (c *contextModel) posterior(pClean float64, x contextFeatures) float64 {
+// share is the genuine share π that the instrument divides the classes
+// by: the mixture's reliable share once it is fitted (Model.reliableShare),
+// else 0, and then the mean p_clean of the anchor's statistics. p_clean is
+// the worse estimate: T̂ explains part of the observed events as noise, and
+// on the v2 stream the mean p_clean stayed at 0.69–0.75 where the genuine
+// share was 0.80 (the mixture's: 0.84). The instrument's class separations
+// are cov/(π(1 − π)·Δx), so a π too far from the middle shrank them, and
+// with them p_clean's slope in the posterior, by about a third
+// (docs/design/model.md, "The instrument's share").
+func (c *contextModel) posterior(pClean float64, x contextFeatures, share float64) float64 {
 	centre, a := c.anchor.share(), logOdds(pClean)
 	if c.long {
-		if t, ok := c.instrument(sigmoid(centre), x.hasZ); ok {
+		if share <= 0 {
+			share = sigmoid(centre)
+		}
+		if t, ok := c.instrument(share, x.hasZ); ok {
 			return sigmoid(centre + t.evidence(a, x.z) + c.evidence(x))
 		}
 	}
@@ -425,8 +437,9 @@ const instrumented = 4
 //
 // with Δ the difference of the class means (genuine minus noise); the
 // dwell mixture gives Δx (its components' means, the longer the genuine,
-// the premise) and the mean p_clean gives π, so Δz = cov(z, x) / (π(1 −
-// π)·Δx), with its sign: the direction comes from the stream. The
+// the premise) and the reliability mixture's reliable share gives π
+// (contextModel.posterior), so Δz = cov(z, x) / (π(1 − π)·Δx), with its
+// sign: the direction comes from the stream. The
 // features' covariance within the classes is their covariance less the
 // classes' part, W = C − π(1 − π)·Δz·Δzᵀ, and the log-likelihood ratio of
 // two Gaussians of covariance W (linear discriminant analysis) is

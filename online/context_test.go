@@ -514,3 +514,40 @@ func withoutInstrument(t *testing.T, b []byte, version uint32) []byte {
 	binary.LittleEndian.PutUint32(old[8:], version)
 	return old
 }
+
+// TestPosteriorTakesTheGivenShare: the instrument divides the classes by
+// the genuine share it is given (the reliability mixture's, from the
+// model). On a stream whose mean p_clean (about 0.58) is far below the
+// genuine share (0.8), p_clean's slope in the posterior is the truth's
+// when the share is given: the classes' distance in logit(p_clean), 0.8,
+// over its variance within them, 1. Without it the instrument falls back
+// to the mean p_clean and the slope shrinks to about 0.5.
+func TestPosteriorTakesTheGivenShare(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 8))
+	c := contextModel{long: true}
+	for range 20000 {
+		g := 0.0
+		if r.Float64() < 0.8 {
+			g = 1
+		}
+		x := contextFeatures{logDwell: 7 + g + 0.5*r.NormFloat64(), hasDwell: true, bucket: -1, hasZ: true}
+		for j := range x.z {
+			x.z[j] = r.NormFloat64()
+		}
+		p := sigmoid(-0.2 + 0.8*g + r.NormFloat64())
+		c.learn(x, c.posterior(p, x, 0.8), p)
+	}
+	bare := contextFeatures{logDwell: 7.5, hasDwell: true, bucket: -1}
+	slope := func(share float64) float64 {
+		lo, hi := c.posterior(sigmoid(-1), bare, share), c.posterior(sigmoid(1), bare, share)
+		return (logOdds(hi) - logOdds(lo)) / 2
+	}
+	given, fallback := slope(0.8), slope(0)
+	t.Logf("p_clean's slope: %.3f with the share given, %.3f with the mean p_clean (%.3f)", given, fallback, sigmoid(c.anchor.share()))
+	if math.Abs(given-0.8) > 0.1 {
+		t.Errorf("slope with the genuine share given: %.3f, want 0.8 ± 0.1", given)
+	}
+	if fallback > 0.65 {
+		t.Errorf("slope with the mean p_clean: %.3f, want the shrunk one, below 0.65", fallback)
+	}
+}

@@ -226,7 +226,7 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	case m.cfg.Plain:
 	case m.useContext() && m.context.informed():
 		// The context draws p_clean's log-odds in itself (pCleanTemper).
-		posterior = m.context.posterior(sc.PClean, context)
+		posterior = m.context.posterior(sc.PClean, context, m.reliableShare())
 		sc.Weight = posterior
 	default:
 		sc.Weight = m.calibrate(posterior)
