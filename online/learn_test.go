@@ -168,6 +168,47 @@ func TestUserOffsetFindsRandomClicker(t *testing.T) {
 	}
 }
 
+// TestItemOffsetFindsClickbait: on a stream where every item is clicked
+// within its taste group but one, which is clicked as often by users of
+// every group (clickbait, seen as much as any other item, so not by its
+// popularity), T̂'s per-item offset of that item moves toward noise (its
+// logit of a false positive, o_i,01, grows) above every other item's.
+func TestItemOffsetFindsClickbait(t *testing.T) {
+	const users, items, groups, n = 100, 200, 5, 40000
+	m, err := New(Config{Dim: 16, WarmUp: 2000, TransitionUserOffset: true}, rand.NewPCG(5, 6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	var sc Score
+	for range n {
+		u := r.IntN(users)
+		i := (u%groups)*(items/groups) + r.IntN(items/groups)
+		if r.IntN(items+1) == 0 {
+			i = items // the clickbait item, as often as any other
+		}
+		if err := m.Step(Event{User: fmt.Sprint("u", u), Item: fmt.Sprint("i", i)}, &sc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	offset := func(i int) float64 {
+		row, ok := m.items.index[fmt.Sprint("i", i)]
+		if !ok {
+			t.Fatalf("item %d has no row", i)
+		}
+		return m.transition.itemOffsets(row)[1]
+	}
+	bait, highest, sum := offset(items), math.Inf(-1), 0.0
+	for i := range items {
+		highest = max(highest, offset(i))
+		sum += offset(i)
+	}
+	t.Logf("clickbait's o_01 %.4f; other items' mean %.4f, highest %.4f", bait, sum/items, highest)
+	if !(bait > highest) {
+		t.Fatalf("the clickbait item's offset %.4f is not above every other item's (highest %.4f)", bait, highest)
+	}
+}
+
 // TestLearnNegativeMatchesLearnPair checks that learnNegative takes the
 // general path's step bit for bit (forward, then learnPair with y = 0, no
 // y* and no auxiliary weight): every parameter is the same after a
