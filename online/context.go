@@ -209,22 +209,27 @@ func (c *contextModel) weight(pClean float64, x contextFeatures) float64 {
 }
 
 // posterior is the informed context's posterior (the formula at the top).
-// share is the genuine share π that the instrument divides the classes
-// by: the mixture's reliable share once it is fitted (Model.reliableShare),
-// else 0, and then the mean p_clean of the anchor's statistics. p_clean is
-// the worse estimate: T̂ explains part of the observed events as noise, and
-// on the v2 stream the mean p_clean stayed at 0.69–0.75 where the genuine
-// share was 0.80 (the mixture's: 0.84). The instrument's class separations
-// are cov/(π(1 − π)·Δx), so a π too far from the middle shrank them, and
-// with them p_clean's slope in the posterior, by about a third
-// (docs/design/model.md, "The instrument's share").
+// share is the genuine share π that the instrument divides the classes'
+// covariances by: the mixture's reliable share once it is fitted
+// (Model.reliableShare), else 0, and then the mean p_clean of the anchor's
+// statistics. The mean p_clean is the worse estimate there: T̂ explains
+// part of the observed events as noise, and on the v2 stream it stayed at
+// 0.69–0.75 where the genuine share was 0.80 (the mixture's: 0.84). The
+// class separations are cov/(π(1 − π)·Δx), so a π too far from the middle
+// shrank them, and with them p_clean's slope in the posterior, by about a
+// third. The posterior's level, its prior log-odds (the centre) and the
+// midpoints of the class means, keeps the mean p_clean: it follows the
+// stream's noise share, which the mixture's share, 0.81–0.84 at every
+// noise share tried, does not (docs/design/model.md, "The instrument's
+// share").
 func (c *contextModel) posterior(pClean float64, x contextFeatures, share float64) float64 {
 	centre, a := c.anchor.share(), logOdds(pClean)
 	if c.long {
+		level := sigmoid(centre)
 		if share <= 0 {
-			share = sigmoid(centre)
+			share = level
 		}
-		if t, ok := c.instrument(share, x.hasZ); ok {
+		if t, ok := c.instrument(share, level, x.hasZ); ok {
 			return sigmoid(centre + t.evidence(a, x.z) + c.evidence(x))
 		}
 	}
@@ -538,32 +543,36 @@ func (s *instrumentStats) decode(d *decoder) {
 }
 
 // instrument fits the instrument for an event with the further features
-// (withZ) or p_clean alone, given the genuine share; false until the
-// dwell mixture and the instrument have the mass to, or where the
-// mixture's components do not lie apart.
-func (c *contextModel) instrument(share float64, withZ bool) (instrumentFit, bool) {
+// (withZ) or p_clean alone, given the genuine share of the separations and
+// that of the level (fit); false until the dwell mixture and the
+// instrument have the mass to, or where the mixture's components do not
+// lie apart.
+func (c *contextModel) instrument(share, level float64, withZ bool) (instrumentFit, bool) {
 	if !c.mix.ready() || c.inst.mass < contextMinMass {
 		return instrumentFit{}, false
 	}
 	mu0, mu1, _ := c.mix.params()
-	if mu1-mu0 <= 0 || share <= 0 || share >= 1 {
+	if mu1-mu0 <= 0 || share <= 0 || share >= 1 || level <= 0 || level >= 1 {
 		return instrumentFit{}, false
 	}
 	n := 1
 	if withZ {
 		n = instrumented
 	}
-	return c.inst.fit(share, mu1-mu0, n), true
+	return c.inst.fit(share, level, mu1-mu0, n), true
 }
 
 // fit is the instrument's linear discriminant over its first n features
-// (the type's comment), with π = share and Δx = dx. A feature with no
+// (the type's comment), with Δx = dx, the separations Δ divided by
+// π(1 − π) with π = share, and the midpoints of the class means,
+// mean + (½ − π)·Δ, with π = level, the share the posterior's prior
+// log-odds are (posterior). A feature with no
 // spread gets no slope; each within-class variance is at least
 // instrumentWithinFloor of the feature's variance. If W is still not
 // positive definite its off-diagonal terms are dropped (naive Bayes).
 // p_clean's slope is kept within [0, 1]: at 1 its log-odds count as they
 // are, and dwell cannot make it count against its own ranking.
-func (s *instrumentStats) fit(share, dx float64, n int) instrumentFit {
+func (s *instrumentStats) fit(share, level, dx float64, n int) instrumentFit {
 	f := instrumentFit{features: n}
 	q := share * (1 - share) // the classes' part of a variance, per Δ²
 	var mean, delta [instrumented]float64
@@ -605,7 +614,7 @@ func (s *instrumentStats) fit(share, dx float64, n int) instrumentFit {
 	}
 	f.slope[0] = min(max(f.slope[0], 0), 1)
 	for i := range n {
-		f.mid[i] = mean[i] + (0.5-share)*delta[i]
+		f.mid[i] = mean[i] + (0.5-level)*delta[i]
 	}
 	return f
 }

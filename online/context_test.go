@@ -389,7 +389,7 @@ func TestInstrumentKnownSlopes(t *testing.T) {
 		}
 		s.learn(x, v[0], [instrumented - 1]float64{v[1], v[2], v[3]})
 	}
-	f := s.fit(share, dx, instrumented)
+	f := s.fit(share, share, dx, instrumented)
 	t.Logf("slopes %.3f want %.3f mid %.3f", f.slope, want, f.mid)
 	for i := range instrumented {
 		if math.Abs(f.slope[i]-want[i]) > 0.15 {
@@ -402,13 +402,21 @@ func TestInstrumentKnownSlopes(t *testing.T) {
 			t.Errorf("midpoint %d: %.3f, want %.3f ± 0.15", i, f.mid[i], m)
 		}
 	}
-	if one := s.fit(share, dx, 1); one.features != 1 || math.Abs(one.slope[0]-delta[0]) > 0.15 {
+	if one := s.fit(share, share, dx, 1); one.features != 1 || math.Abs(one.slope[0]-delta[0]) > 0.15 {
 		t.Errorf("p_clean alone: %d features, slope %.3f, want 1 and %.3f ± 0.15", one.features, one.slope[0], delta[0])
+	}
+	// The level moves the midpoints only: at ½ they are the features'
+	// means (−1 + 0.8·0.6, 2 − 0.8, 0.4, 5), and the slopes stay.
+	half := s.fit(share, 0.5, dx, instrumented)
+	for i, m := range [instrumented]float64{-0.52, 1.2, 0.4, 5} {
+		if half.slope[i] != f.slope[i] || math.Abs(half.mid[i]-m) > 0.15 {
+			t.Errorf("level ½, feature %d: slope %.3f (want %.3f), midpoint %.3f (want %.3f ± 0.15)", i, half.slope[i], f.slope[i], half.mid[i], m)
+		}
 	}
 	// The same separation backwards: p_clean's slope is held at 0.
 	back := s
 	back.cross[0] = -back.cross[0] + 2*back.sum[0]*back.dwell/back.mass // cov(a, x) negated
-	if f := back.fit(share, dx, instrumented); f.slope[0] != 0 {
+	if f := back.fit(share, share, dx, instrumented); f.slope[0] != 0 {
 		t.Errorf("p_clean ranking against dwell: slope %.3f, want 0", f.slope[0])
 	}
 }
@@ -438,7 +446,8 @@ func TestInstrumentWeighsPCleanByDwell(t *testing.T) {
 			p := tc.prior(genuine[i])
 			c.learn(x, c.weight(p, x), p)
 		}
-		f, ok := c.instrument(sigmoid(c.anchor.share()), true)
+		share := sigmoid(c.anchor.share())
+		f, ok := c.instrument(share, share, true)
 		switch {
 		case !tc.long:
 			if ok || c.inst.mass != 0 {
