@@ -443,8 +443,9 @@ const instrumented = 4
 // with Δ the difference of the class means (genuine minus noise); the
 // dwell mixture gives Δx (its components' means, the longer the genuine,
 // the premise) and the reliability mixture's reliable share gives π
-// (contextModel.posterior), so Δz = cov(z, x) / (π(1 − π)·Δx), with its
-// sign: the direction comes from the stream. The
+// (contextModel.posterior; the midpoints below take the mean p_clean's),
+// so Δz = cov(z, x) / (π(1 − π)·Δx), with its sign: the direction comes
+// from the stream. The
 // features' covariance within the classes is their covariance less the
 // classes' part, W = C − π(1 − π)·Δz·Δzᵀ, and the log-likelihood ratio of
 // two Gaussians of covariance W (linear discriminant analysis) is
@@ -565,8 +566,8 @@ func (c *contextModel) instrument(share, level float64, withZ bool) (instrumentF
 // fit is the instrument's linear discriminant over its first n features
 // (the type's comment), with Δx = dx, the separations Δ divided by
 // π(1 − π) with π = share, and the midpoints of the class means,
-// mean + (½ − π)·Δ, with π = level, the share the posterior's prior
-// log-odds are (posterior). A feature with no
+// mean + (½ − π)·Δ, with π = level, the share whose log-odds are the
+// posterior's prior (posterior). A feature with no
 // spread gets no slope; each within-class variance is at least
 // instrumentWithinFloor of the feature's variance. If W is still not
 // positive definite its off-diagonal terms are dropped (naive Bayes).
