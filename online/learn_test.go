@@ -150,21 +150,27 @@ func TestUserOffsetFindsRandomClicker(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	offset := func(u int) float64 {
+	offsetAboveTheRest(t, "random clicker's u_01", users, func(u int) float64 {
 		row, ok := m.users.index[fmt.Sprint("u", u)]
 		if !ok {
 			t.Fatalf("user %d has no row", u)
 		}
 		return m.transition.userOffsetsOf(row)[1]
+	})
+}
+
+// offsetAboveTheRest fails t unless offset(n), the odd one out's, is above
+// offset(0..n-1), every other row's.
+func offsetAboveTheRest(t *testing.T, name string, n int, offset func(int) float64) {
+	t.Helper()
+	odd, highest, sum := offset(n), math.Inf(-1), 0.0
+	for k := range n {
+		highest = max(highest, offset(k))
+		sum += offset(k)
 	}
-	random, highest, sum := offset(users), math.Inf(-1), 0.0
-	for u := range users {
-		highest = max(highest, offset(u))
-		sum += offset(u)
-	}
-	t.Logf("random clicker's u_01 %.4f; taste-driven users' mean %.4f, highest %.4f", random, sum/users, highest)
-	if !(random > highest) {
-		t.Fatalf("the random clicker's offset %.4f is not above every taste-driven user's (highest %.4f)", random, highest)
+	t.Logf("%s %.4f; the others' mean %.4f, highest %.4f", name, odd, sum/float64(n), highest)
+	if !(odd > highest) {
+		t.Fatalf("%s %.4f is not above every other row's (highest %.4f)", name, odd, highest)
 	}
 }
 
@@ -191,22 +197,13 @@ func TestItemOffsetFindsClickbait(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	offset := func(i int) float64 {
+	offsetAboveTheRest(t, "clickbait's o_01", items, func(i int) float64 {
 		row, ok := m.items.index[fmt.Sprint("i", i)]
 		if !ok {
 			t.Fatalf("item %d has no row", i)
 		}
 		return m.transition.itemOffsets(row)[1]
-	}
-	bait, highest, sum := offset(items), math.Inf(-1), 0.0
-	for i := range items {
-		highest = max(highest, offset(i))
-		sum += offset(i)
-	}
-	t.Logf("clickbait's o_01 %.4f; other items' mean %.4f, highest %.4f", bait, sum/items, highest)
-	if !(bait > highest) {
-		t.Fatalf("the clickbait item's offset %.4f is not above every other item's (highest %.4f)", bait, highest)
-	}
+	})
 }
 
 // TestLearnNegativeMatchesLearnPair checks that learnNegative takes the
