@@ -284,10 +284,10 @@ func (m *Model) apply(u, i int32, ystar int, trans, aux bool) {
 	}
 	if trans {
 		// The offsets u_u step at the classifier's rate, o_i at
-		// itemOffsetGain times it in binary mode; a cold row's stay zero
-		// (bounds.go).
+		// itemOffsetGain times it where T̂ is one-sided (binary mode); a
+		// cold row's stay zero (bounds.go).
 		itemRate, userRate := lr, lr
-		if m.cfg.Mode == ModeBinary {
+		if m.transition.oneSided {
 			itemRate *= itemOffsetGain
 		}
 		if i < m.items.base {
