@@ -82,7 +82,10 @@ type Config struct {
 	// Lambda weighs L_cal against L_class (default 1).
 	Lambda float64 `json:"lambda" yaml:"lambda"`
 	// WarmUp is the number of events f is trained on the noisy labels with
-	// T̂ held at the identity, before distillation starts (default 5000).
+	// T̂ held at the identity, before distillation starts (default 1000;
+	// 5000 until stop 36). A partition model counts its own events, a
+	// share of the stream's, so a long warm-up holds partition models
+	// back longest: docs/design/model.md, "Warm-up".
 	WarmUp int `json:"warm_up" yaml:"warm_up"`
 	// RhoSchedule is "progressive" (default) or "fixed".
 	RhoSchedule string `json:"rho_schedule" yaml:"rho_schedule"`
@@ -244,7 +247,7 @@ func (c Config) WithDefaults() Config {
 		def(&c.EmbeddingRate, 0.05)
 	}
 	def(&c.TransitionRate, 0.1)
-	defInt(&c.WarmUp, 5000)
+	defInt(&c.WarmUp, 1000)
 	if c.RhoSchedule == "" {
 		c.RhoSchedule = RhoProgressive
 	}
