@@ -248,7 +248,7 @@ func embeddingGrads(dp, dq []float64, g float64, w, p, q []float64, l2, c float6
 // itemOffsetGain multiplies the step of T̂'s per-item offsets o_i in
 // binary mode: they step at itemOffsetGain·LearningRate, where A and C step
 // at TransitionRate·LearningRate and the per-user offsets u_u at
-// LearningRate. An item's offset is its propensity to noise (clickbait, a
+// userOffsetGain·LearningRate. An item's offset is its propensity to noise (clickbait, a
 // trending slot clicked regardless of taste), learned from the distilled
 // labels of the item's events; at the classifier's rate it had barely
 // moved after the few hundred events an item gets. The gain changes what
@@ -260,6 +260,17 @@ func embeddingGrads(dp, dq []float64, g float64, w, p, q []float64, l2, c float6
 // offset's rate"). Rating and dwell modes, whose T̂ has K free rows, keep
 // the classifier's rate.
 const itemOffsetGain = 4
+
+// userOffsetGain is the same for T̂'s per-user offsets u_u
+// (Config.TransitionUserOffset): in binary mode they step at
+// userOffsetGain·LearningRate. A user's offset is the user's propensity to
+// noise (a bot, a careless user), and a user gets about a hundred events
+// on the v2 stream. Chosen on seed 1 among 1, 2, 4 and 8 (stop 36), as
+// the largest that keeps every stream of docs/design/model.md, "The item
+// offset's rate", at or above its best label-free baseline: at 4 DeCA fell
+// 0.0001 below its loss baseline (docs/design/model.md, "The per-user
+// offset's rate").
+const userOffsetGain = 2
 
 // apply takes one step along the gradients grads left in the scratch
 // buffers: plain SGD for the networks (η̃ only if aux, T̂ only if trans), a
@@ -283,12 +294,13 @@ func (m *Model) apply(u, i int32, ystar int, trans, aux bool) {
 		m.noisyHead.step(s.dNoisy, s.z, lr)
 	}
 	if trans {
-		// The offsets u_u step at the classifier's rate, o_i at
-		// itemOffsetGain times it where T̂ is one-sided (binary mode); a
-		// cold row's stay zero (bounds.go).
+		// The offsets o_i and u_u step at the classifier's rate, times
+		// itemOffsetGain and userOffsetGain where T̂ is one-sided (binary
+		// mode); a cold row's stay zero (bounds.go).
 		itemRate, userRate := lr, lr
 		if m.transition.oneSided {
 			itemRate *= itemOffsetGain
+			userRate *= userOffsetGain
 		}
 		if i < m.items.base {
 			itemRate = 0
