@@ -141,6 +141,9 @@ type contextModel struct {
 	mix  dwellMixture
 	// inst is the instrument, learned with mix.
 	inst instrumentStats
+	// gate scales mix's evidence by event type (dwellgate.go), learned
+	// with mix.
+	gate dwellGate
 	// types names the event-type slots, in the order the types first
 	// appeared (at most namedTypes; slot namedTypes is every later type).
 	// It only grows, so a frozen copy may share its array.
@@ -271,7 +274,7 @@ func (c *contextModel) evidence(x contextFeatures) float64 {
 	llr := 0.0
 	if x.hasDwell {
 		if c.long {
-			llr += c.mix.evidence(x.logDwell)
+			llr += c.gate.factor(x.bucket) * c.mix.evidence(x.logDwell)
 		} else {
 			s := &c.em
 			if c.em.dwellDirection()*c.anchor.dwellDirection() <= 0 {
@@ -299,6 +302,9 @@ func (c *contextModel) learn(x contextFeatures, w, pClean float64) {
 		c.mix.learn(x.logDwell)
 		if x.hasZ {
 			c.inst.learn(x.logDwell, logOdds(pClean), x.z)
+		}
+		if x.bucket >= 0 {
+			c.gate.learn(x.bucket, x.logDwell, pClean)
 		}
 	}
 }

@@ -483,8 +483,8 @@ func TestReadModelVersion8(t *testing.T) {
 	if got.context.inst.mass < contextMinMass {
 		t.Errorf("instrument mass %.1f after 500 more events", got.context.inst.mass)
 	}
-	if got.Encoding() != instrumentVersion {
-		t.Errorf("encodes as version %d, want %d", got.Encoding(), instrumentVersion)
+	if got.Encoding() != gateVersion {
+		t.Errorf("encodes as version %d, want %d", got.Encoding(), gateVersion)
 	}
 
 	cp := m.FrozenCopy(nil)
@@ -507,6 +507,7 @@ func TestReadModelVersion8(t *testing.T) {
 // no DINS.
 func withoutInstrument(t *testing.T, b []byte, version uint32) []byte {
 	t.Helper()
+	b = withoutGate(t, b, version)
 	mixAt, instAt := bytes.Index(b, []byte("DMIX")), bytes.Index(b, []byte("DINS"))
 	if mixAt < 0 || instAt != mixAt+12+40 {
 		t.Fatalf("DMIX at %d, DINS at %d: not the layout with the instrument", mixAt, instAt)
@@ -522,6 +523,60 @@ func withoutInstrument(t *testing.T, b []byte, version uint32) []byte {
 	old = append(old, b[instEnd:]...)
 	binary.LittleEndian.PutUint32(old[8:], version)
 	return old
+}
+
+// withoutGate rewrites a model encoding of version 10 or a delta of
+// version 6 into the given older version without the dwell gate: DGAT
+// (right after DINS) left out.
+func withoutGate(t *testing.T, b []byte, version uint32) []byte {
+	t.Helper()
+	instAt, gateAt := bytes.Index(b, []byte("DINS")), bytes.Index(b, []byte("DGAT"))
+	if instAt < 0 || gateAt != instAt+12+160 {
+		t.Fatalf("DINS at %d, DGAT at %d: not the layout with the gate", instAt, gateAt)
+	}
+	gateEnd := gateAt + 12 + int(binary.LittleEndian.Uint64(b[gateAt+4:]))
+	old := append(append([]byte(nil), b[:gateAt]...), b[gateEnd:]...)
+	binary.LittleEndian.PutUint32(old[8:], version)
+	return old
+}
+
+// TestReadModelVersion9: a model encoded in version 9 (no DGAT) loads
+// with its instrument as it was and an empty dwell gate, which learns from
+// the events that follow, and the model goes on scoring; a delta of
+// version 5 applies to it the same way.
+func TestReadModelVersion9(t *testing.T) {
+	m, _ := New(DefaultConfig().WithDefaults(), rand.NewPCG(1, 1))
+	runScores(t, m, typedStream(2000, 1))
+	if m.context.gate == (dwellGate{}) {
+		t.Fatal("no dwell gate statistics after 2,000 events with types and dwell")
+	}
+	got, err := ReadModel(bytes.NewReader(withoutGate(t, encode(t, m), instrumentVersion)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.context.inst != m.context.inst || got.context.gate != (dwellGate{}) {
+		t.Fatalf("instrument %+v (want %+v), gate %+v (want empty)", got.context.inst, m.context.inst, got.context.gate)
+	}
+	runScores(t, got, typedStream(500, 2))
+	if got.context.gate == (dwellGate{}) {
+		t.Error("the gate learned nothing from 500 more events")
+	}
+	if got.Encoding() != gateVersion {
+		t.Errorf("encodes as version %d, want %d", got.Encoding(), gateVersion)
+	}
+
+	cp := m.FrozenCopy(nil)
+	base := withoutGate(t, encode(t, cp), instrumentVersion)
+	cp.MarkSaved()
+	runScores(t, m, typedStream(10, 4))
+	delta := withoutGate(t, writeDelta(t, m.FrozenCopy(cp)), deltaInstrumentVersion)
+	applied, err := ReadModelDeltas(bytes.NewReader(base), []io.Reader{bytes.NewReader(delta)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if applied.context.inst != m.context.inst || applied.context.gate != (dwellGate{}) {
+		t.Errorf("after a version-5 delta: instrument %+v (want %+v), gate %+v (want empty)", applied.context.inst, m.context.inst, applied.context.gate)
+	}
 }
 
 // TestPosteriorTakesTheGivenShare: the instrument divides the classes by

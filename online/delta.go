@@ -25,11 +25,12 @@ import (
 // "long") writes version 4: version 3 with TYPE exactly when the model has
 // event types and the mixture's DMIX after them (encode.go, version 8);
 // version 5 is version 4 with DMIX and DINS as encoding version 9 has
-// them, and is written for those models from then on. ReadModelDeltas
-// reads all five; a delta before version 3 had hashed
+// them, version 6 is version 5 with DGAT after DINS as encoding version 10
+// has it, and is written for those models from then on. ReadModelDeltas
+// reads all six; a delta before version 3 had hashed
 // event-type buckets, and the model forgets what it read of them
 // (encode.go, version 7).
-const DeltaVersion = 5
+const DeltaVersion = 6
 
 // deltaCursorVersion is the first delta version with merge cursors,
 // deltaTypesVersion the first with event types, deltaDwellMixVersion the
@@ -39,6 +40,7 @@ const (
 	deltaTypesVersion      = 3
 	deltaDwellMixVersion   = 4
 	deltaInstrumentVersion = 5
+	deltaGateVersion       = 6
 )
 
 // deltaVersionFor is the delta version of a model with merge cursors or
@@ -46,7 +48,7 @@ const (
 func deltaVersionFor(cursors, types, dwellMix bool) uint32 {
 	switch {
 	case dwellMix:
-		return deltaInstrumentVersion
+		return deltaGateVersion
 	case types:
 		return deltaTypesVersion
 	case cursors:
@@ -468,7 +470,7 @@ func (m *Model) applyDelta(r io.Reader, confCRC uint32) error {
 	m.cooc.decodeRows(d, users, items, nu, ni)
 	d.section("CTXT")
 	m.context.decode(d)
-	m.decodeContextAfter(d, version, deltaTypesVersion, deltaDwellMixVersion, deltaInstrumentVersion)
+	m.decodeContextAfter(d, version, deltaTypesVersion, deltaDwellMixVersion, deltaInstrumentVersion, deltaGateVersion)
 	if p := &m.popular; p.items != nil {
 		d.section("POPR")
 		if n := int(d.u32()); d.err == nil && n > popRingSize {

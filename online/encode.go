@@ -34,10 +34,12 @@ import (
 // Config.DwellDirection "long"; version 9 is version 8 with DMIX without
 // its correlation's three statistics and the instrument (a DINS section
 // after DMIX), written exactly for those models, which read version 8
-// with an empty instrument. So a model without per-user offsets,
+// with an empty instrument; version 10 is version 9 with the dwell gate
+// (a DGAT section after DINS, dwellgate.go), written exactly for those
+// models, which read version 9 with an empty gate. So a model without per-user offsets,
 // cursors, event types or the dwell mixture encodes as it did before they
 // existed (encodingFor).
-const EncodingVersion = 9
+const EncodingVersion = 10
 
 // userOffsetVersion is the first encoding version with per-user
 // transition offsets; cursorVersion the first with merge cursors.
@@ -47,18 +49,19 @@ const (
 	typesVersion      = 7
 	dwellMixVersion   = 8
 	instrumentVersion = 9
+	gateVersion       = 10
 )
 
 // encodingFor is the encoding version of a model with per-user transition
 // offsets or not, merge cursors or not, event types or not and the dwell
-// mixture or not: 9 with the dwell mixture, else 7 with event types, else
+// mixture or not: 10 with the dwell mixture, else 7 with event types, else
 // 6 with cursors (from 6 on, the USER section holds the offsets exactly
 // when the configuration asks for them), else 5 with offsets, else 4. WriteTo writes it; ReadModel checks a version before 6
 // against it (versions 1 to 3 count as 4: they have none).
 func encodingFor(userOffsets, cursors, types, dwellMix bool) uint32 {
 	switch {
 	case dwellMix:
-		return instrumentVersion
+		return gateVersion
 	case types:
 		return typesVersion
 	case cursors:
@@ -69,7 +72,7 @@ func encodingFor(userOffsets, cursors, types, dwellMix bool) uint32 {
 	return userOffsetVersion - 1
 }
 
-// Encoding is the encoding version WriteTo writes for m (encodingFor): 9
+// Encoding is the encoding version WriteTo writes for m (encodingFor): 10
 // with the dwell mixture, else 7 with event types, else 6 with merge
 // cursors, else 5 with per-user transition offsets, else 4.
 func (m *Model) Encoding() uint32 {
@@ -125,7 +128,7 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 
 // encodeContext writes the context's sections, which a model and a delta
 // both hold whole: CTXT, then TYPE when the model has event types, then
-// DMIX and DINS when it reads dwell as longer-is-genuine.
+// DMIX, DINS and DGAT when it reads dwell as longer-is-genuine.
 func (m *Model) encodeContext(e *encoder) {
 	e.section("CTXT", m.context.encode)
 	if len(m.context.types) > 0 {
@@ -134,18 +137,21 @@ func (m *Model) encodeContext(e *encoder) {
 	if m.context.long {
 		e.section("DMIX", m.context.mix.encode)
 		e.section("DINS", m.context.inst.encode)
+		e.section("DGAT", m.context.gate.encode)
 	}
 }
 
 // decodeContextAfter reads the context's sections after CTXT of an
 // encoding of the given version, whose kind (model or delta) has event
-// types from version types on, the dwell mixture from version mix on and
-// the instrument from version inst on: TYPE always from types to mix
-// (exclusive), where present from mix on; DMIX exactly when the
-// configuration reads dwell as longer-is-genuine, which an encoding before
-// mix cannot hold, with its correlation's statistics before inst; DINS
-// with DMIX from inst on (before, the instrument starts empty).
-func (m *Model) decodeContextAfter(d *decoder, version, types, mix, inst uint32) {
+// types from version types on, the dwell mixture from version mix on, the
+// instrument from version inst on and the dwell gate from version gate
+// on: TYPE always from types to mix (exclusive), where present from mix
+// on; DMIX exactly when the configuration reads dwell as
+// longer-is-genuine, which an encoding before mix cannot hold, with its
+// correlation's statistics before inst; DINS with DMIX from inst on
+// (before, the instrument starts empty); DGAT with DMIX from gate on
+// (before, the gate starts empty).
+func (m *Model) decodeContextAfter(d *decoder, version, types, mix, inst, gate uint32) {
 	switch {
 	case version >= mix && d.has("TYPE"), version >= types && version < mix:
 		d.section("TYPE")
@@ -165,6 +171,10 @@ func (m *Model) decodeContextAfter(d *decoder, version, types, mix, inst uint32)
 	if version >= inst {
 		d.section("DINS")
 		m.context.inst.decode(d)
+	}
+	if version >= gate {
+		d.section("DGAT")
+		m.context.gate.decode(d)
 	}
 }
 
@@ -263,7 +273,7 @@ func ReadModel(r io.Reader) (*Model, error) {
 			m.context.decodeEM(d)
 		}
 	}
-	m.decodeContextAfter(d, version, typesVersion, dwellMixVersion, instrumentVersion)
+	m.decodeContextAfter(d, version, typesVersion, dwellMixVersion, instrumentVersion, gateVersion)
 	m.users.checkRecent(d, m.items.len())
 	if m.popular.items != nil {
 		d.section("POPR")

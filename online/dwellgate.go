@@ -1,0 +1,179 @@
+package online
+
+import "math"
+
+// The dwell gate: how much dwell says within each event type.
+//
+// The dwell mixture (dwellMixture) reads dwell the same way whatever the
+// event's type. But what dwell means depends on the type: a short view
+// is a bounce, while the time spent on a purchase says little of whether
+// it will be returned. Where dwell carries nothing within a type, its
+// evidence there only adds noise to the posterior: on the v2 stream the
+// weight ranked the purchases at 0.836 against p_clean's 0.900, because
+// returned purchases have a genuine purchase's dwell (docs/design/model.md,
+// "Dwell within each event type").
+//
+// The gate measures, label-free, how far dwell's classes lie apart within
+// each type, against all types together. If log dwell x and a =
+// logit(p_clean) are independent given the class (genuine with share π),
+// then within type t
+//
+//	cov_t(x, a) = π_t(1 − π_t)·Δx_t·Δa_t,
+//
+// with Δ the difference of the class means. p_clean reads only (user,
+// item), not the type, so its separation Δa_t is about the same in every
+// type, and
+//
+//	r_t = [cov_t(x, a) / (π_t(1 − π_t))] / [cov(x, a) / (π(1 − π))]
+//
+// estimates Δx_t/Δx: 1 where dwell separates the classes within the type as
+// well as overall, 0 where it does not separate them at all. π_t is the
+// type's mean p_clean, as for the instrument's level. The mixture's
+// log-likelihood ratio is linear in x with a slope proportional to Δx, so
+// the gate scales it by r_t, clamped to [0, 1]: it never reads dwell more
+// strongly than the mixture does. A stream of one event type has r = 1
+// and its gate is 1 exactly.
+//
+// Dwell and p_clean are only weakly correlated within a class, so the
+// estimate is noisy while a type has few events, and early in a stream,
+// while p_clean is barely informative, the covariances are mostly noise:
+// a gate taken at face value shut dwell out of the views of the v2
+// stream, the type where it says the most, for its first 30,000 events.
+// So the gate moves from 1 towards r_t only as far as the evidence that
+// dwell says less within the type than overall: with z the distance of
+// the type's separation below the pooled one in standard errors of the
+// type's covariance (for a bivariate normal, Var(cov̂) = (σ²_x σ²_a +
+// cov²)/n),
+//
+//	g_t = 1 − w·(1 − r_t),   w = clamp((z − 1)/2, 0, 1):
+//
+// no gate below one standard error, the whole estimate from three.
+//
+// The statistics are fitted to p_clean alone, with no feedback from the
+// posterior (as the context's anchor is), over the events that carry both
+// dwell and an event type; the pooled statistics are their sum. Each
+// type's are a running sum over its first dwellGateWindow events, then
+// decay over that many, the context's window.
+
+// dwellGateWindow is the number of a type's events its statistics decay
+// over once they have that many. Chosen on seed 1 of the v2 200k stream
+// among 5,000, 20,000 and 50,000 (docs/design/model.md, "Dwell within
+// each event type"), where they differed by 0.0008 at most.
+const dwellGateWindow = 5000
+
+// dwellGate is the gate's decayed statistics, per event-type slot: mass
+// Σ 1, Σ x, Σ x², Σ a, Σ a², Σ x·a and Σ p (x log dwell, a
+// logit(p_clean), p p_clean).
+type dwellGate struct {
+	mass, dwell, dwellSq, logit, logitSq, cross, pClean [typeBuckets]float64
+}
+
+// learn adds an event of type slot b, log dwell x and p_clean p.
+func (g *dwellGate) learn(b int, x, p float64) {
+	a := logOdds(p)
+	keep := 1.0 // a running sum, then a decay that holds the mass at the window
+	if g.mass[b] > dwellGateWindow-1 {
+		keep = 1 - 1.0/dwellGateWindow
+	}
+	g.mass[b] = keep*g.mass[b] + 1
+	g.dwell[b] = keep*g.dwell[b] + x
+	g.dwellSq[b] = keep*g.dwellSq[b] + x*x
+	g.logit[b] = keep*g.logit[b] + a
+	g.logitSq[b] = keep*g.logitSq[b] + a*a
+	g.cross[b] = keep*g.cross[b] + x*a
+	g.pClean[b] = keep*g.pClean[b] + p
+}
+
+// gateMoments are the moments of one slot's statistics, or of their sum.
+type gateMoments struct{ mass, dwell, dwellSq, logit, logitSq, cross, pClean float64 }
+
+func (g *dwellGate) slot(b int) gateMoments {
+	return gateMoments{g.mass[b], g.dwell[b], g.dwellSq[b], g.logit[b], g.logitSq[b], g.cross[b], g.pClean[b]}
+}
+
+// separation is cov(x, a)/(π(1 − π)) and its standard error; ok is false
+// without the mass to count or with π at 0 or 1.
+func (s gateMoments) separation() (rho, se float64, ok bool) {
+	if s.mass < contextMinMass {
+		return 0, 0, false
+	}
+	n := s.mass
+	pi := s.pClean / n
+	if pi <= 0 || pi >= 1 {
+		return 0, 0, false
+	}
+	mx, ma := s.dwell/n, s.logit/n
+	cov := s.cross/n - mx*ma
+	vx, va := max(s.dwellSq/n-mx*mx, 0), max(s.logitSq/n-ma*ma, 0)
+	scale := pi * (1 - pi)
+	return cov / scale, math.Sqrt((vx*va+cov*cov)/n) / scale, true
+}
+
+// factor is the gate of type slot b: what the dwell mixture's evidence is
+// multiplied by for an event of that type. 1 until the pooled statistics
+// have the mass and show dwell and p_clean agreeing (a positive
+// separation), and for b < 0 (no type).
+func (g *dwellGate) factor(b int) float64 {
+	if b < 0 {
+		return 1
+	}
+	var all gateMoments
+	for t := range typeBuckets {
+		all.mass += g.mass[t]
+		all.dwell += g.dwell[t]
+		all.dwellSq += g.dwellSq[t]
+		all.logit += g.logit[t]
+		all.logitSq += g.logitSq[t]
+		all.cross += g.cross[t]
+		all.pClean += g.pClean[t]
+	}
+	pooled, _, ok := all.separation()
+	if !ok || pooled <= 0 {
+		return 1
+	}
+	own, se, ok := g.slot(b).separation()
+	if !ok || se <= 0 || own >= pooled {
+		return 1
+	}
+	w := min(max(((pooled-own)/se-1)/2, 0), 1)
+	r := max(own/pooled, 0)
+	return 1 - w*(1-r)
+}
+
+// fields lists the statistics in their encoding's order (FORMAT.md,
+// DGAT): per slot, mass, Σ x, Σ x², Σ a, Σ a², Σ x·a, Σ p.
+func (g *dwellGate) fields() []*float64 {
+	f := make([]*float64, 0, 7*typeBuckets)
+	for b := range typeBuckets {
+		f = append(f, &g.mass[b], &g.dwell[b], &g.dwellSq[b], &g.logit[b], &g.logitSq[b], &g.cross[b], &g.pClean[b])
+	}
+	return f
+}
+
+// encode writes the statistics.
+func (g *dwellGate) encode(e *encoder) {
+	for _, p := range g.fields() {
+		e.f64(*p)
+	}
+}
+
+// decode reads what encode writes, refusing statistics that are not
+// finite, a negative mass or a p_clean sum outside [0, mass].
+func (g *dwellGate) decode(d *decoder) {
+	for _, p := range g.fields() {
+		*p = d.f64()
+	}
+	if d.err != nil {
+		return
+	}
+	if !finite(g.mass[:], g.dwell[:], g.dwellSq[:], g.logit[:], g.logitSq[:], g.cross[:], g.pClean[:]) {
+		d.fail("dwell gate not finite")
+		return
+	}
+	for b := range typeBuckets {
+		if g.mass[b] < 0 || g.dwellSq[b] < 0 || g.logitSq[b] < 0 || g.pClean[b] < 0 || g.pClean[b] > g.mass[b]*(1+1e-9) {
+			d.fail("dwell gate slot %d: mass %g, p_clean sum %g", b, g.mass[b], g.pClean[b])
+			return
+		}
+	}
+}

@@ -1,0 +1,133 @@
+package online
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// TestDwellGateKnownSeparations: three event types with the same share of
+// genuine events and the same separation of logit(p_clean), 2, where
+// dwell's class means lie 2, 0.5 and 0 apart. Pooled, dwell separates them
+// by their mean, 0.833, so the gate's ratio is 2.4 (a gate of 1), 0.6
+// and 0, each far beyond three standard errors below the pooled
+// separation, so the gate is the ratio itself. Its standard error here
+// is about 0.07; the tolerance 0.15. A stream of one type has a gate of 1
+// exactly, as has an event without a type.
+func TestDwellGateKnownSeparations(t *testing.T) {
+	const share, da = 0.8, 2.0
+	dx := [3]float64{2, 0.5, 0}
+	r := rand.New(rand.NewPCG(31, 7))
+	var g, one dwellGate
+	for range 30000 {
+		b := r.IntN(3)
+		genuine := r.Float64() < share
+		a, x := r.NormFloat64(), 3+r.NormFloat64()
+		if genuine {
+			a += da
+			x += dx[b]
+		}
+		p := 1 / (1 + math.Exp(-a))
+		g.learn(b, x, p)
+		one.learn(0, x, p)
+	}
+	for b, want := range [3]float64{1, 0.6, 0} {
+		got := g.factor(b)
+		t.Logf("type %d: gate %.3f, want %.3f", b, got, want)
+		if math.Abs(got-want) > 0.15 {
+			t.Errorf("type %d: gate %.3f, want %.3f", b, got, want)
+		}
+	}
+	if got := g.factor(0); got != 1 {
+		t.Errorf("the type dwell says most of: gate %v, want 1 exactly", got)
+	}
+	if got := one.factor(0); got != 1 {
+		t.Errorf("one type: gate %v, want 1 exactly", got)
+	}
+	if got := g.factor(-1); got != 1 {
+		t.Errorf("no type: gate %v, want 1", got)
+	}
+	if got := (&dwellGate{}).factor(0); got != 1 {
+		t.Errorf("no statistics: gate %v, want 1", got)
+	}
+}
+
+// TestDwellGateWaitsForEvidence: while p_clean says nothing (its classes
+// do not differ), the covariances are noise, and the gate stays near 1 in
+// every type, whatever dwell says within each: it weakens dwell only on
+// evidence.
+func TestDwellGateWaitsForEvidence(t *testing.T) {
+	dx := [3]float64{2, 0.5, 0}
+	for seed := range uint64(5) {
+		r := rand.New(rand.NewPCG(seed, 9))
+		var g dwellGate
+		for range 6000 {
+			b := r.IntN(3)
+			x := 3 + r.NormFloat64()
+			if r.Float64() < 0.8 {
+				x += dx[b]
+			}
+			g.learn(b, x, 1/(1+math.Exp(-r.NormFloat64())))
+		}
+		for b := range 3 {
+			if f := g.factor(b); f < 0.7 {
+				t.Errorf("seed %d, type %d: gate %.3f with an uninformative p_clean, want near 1", seed, b, f)
+			}
+		}
+	}
+}
+
+// TestDwellGateNeverFlipsDwell: where dwell and p_clean disagree overall
+// (dwell's direction is stated, p_clean may be wrong), the gate is 1: it
+// only ever weakens dwell within a type that says less than the others,
+// and never turns its evidence round.
+func TestDwellGateNeverFlipsDwell(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	var g dwellGate
+	for range 20000 {
+		b := r.IntN(2)
+		genuine := r.Float64() < 0.8
+		a, x := r.NormFloat64(), 3+r.NormFloat64()
+		if genuine {
+			a -= 1 // p_clean ranks backwards
+			x += 1
+		}
+		g.learn(b, x, 1/(1+math.Exp(-a)))
+	}
+	for b := range 2 {
+		if got := g.factor(b); got != 1 {
+			t.Errorf("type %d: gate %v, want 1", b, got)
+		}
+	}
+	for b := range typeBuckets {
+		if f := g.factor(b); f < 0 || f > 1 {
+			t.Errorf("type %d: gate %v outside [0, 1]", b, f)
+		}
+	}
+}
+
+// TestReadModelRefusesBadDwellGate: a model whose dwell gate is not
+// finite, has a negative mass or a p_clean sum above its mass loads
+// neither whole nor from a delta.
+func TestReadModelRefusesBadDwellGate(t *testing.T) {
+	cfg := smallConfig(ModeBinary)
+	cfg.DwellDirection = DwellLong
+	for name, spoil := range map[string]func(*dwellGate){
+		"NaN":      func(g *dwellGate) { g.cross[0] = math.NaN() },
+		"Inf":      func(g *dwellGate) { g.dwell[1] = math.Inf(-1) },
+		"negative": func(g *dwellGate) { g.mass[2] = -1 },
+		"p_clean":  func(g *dwellGate) { g.pClean[0] = g.mass[0] + 1 },
+	} {
+		m, base, delta := spoiledDelta(t, cfg, func(m *Model) { spoil(&m.context.gate) })
+		if _, err := ReadModelDeltas(bytes.NewReader(base), []io.Reader{bytes.NewReader(delta)}); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: a delta: %v, want ErrCorrupt", name, err)
+		}
+		if _, err := ReadModel(bytes.NewReader(encode(t, m))); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "dwell gate") {
+			t.Errorf("%s: a model: %v, want ErrCorrupt naming the dwell gate", name, err)
+		}
+	}
+}
