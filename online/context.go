@@ -71,7 +71,10 @@ import (
 //
 // in place of pCleanTemper·(logit(p_clean) − m) (docs/design/model.md,
 // "The instrument"). The event type keeps the anchored rule: its
-// direction is the stream's.
+// direction is the stream's. Dwell's evidence is scaled, per event type,
+// by how far dwell's classes lie apart within the type against all types
+// (dwellGate, dwellgate.go): within a type where dwell says nothing, it
+// adds only noise.
 const (
 	// contextWindow is the number of events the statistics decay over
 	// once they have learned long enough (contextGrowth).
