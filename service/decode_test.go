@@ -99,7 +99,7 @@ func TestConfigExplicitZeroThatMeansDefault(t *testing.T) {
 		{"kafka:\n  retry_for: 0s\n", "kafka.retry_for: 0s would silently mean the default, 1m"},
 		{"kafka:\n  batch_timeout: 0s\n", "kafka.batch_timeout: 0s would silently mean the default, 10ms"},
 		{"model:\n  dim: 0\n", "model.dim: 0 would silently mean the default, 32"},
-		{"model:\n  warm_up: 0\n", "model.warm_up: 0 would silently mean the default, 5000"},
+		{"model:\n  warm_up: 0\n", "model.warm_up: 0 would silently mean the default, 1000"},
 		{"kafka:\n  group: \"\"\n", "kafka.group: an empty value would silently mean the default, denoiser"},
 		{"model:\n  mode: dwell\n  dwell_buckets_ms: []\n", "model.dwell_buckets_ms: an empty list would silently mean the default"},
 	} {
