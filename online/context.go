@@ -189,6 +189,15 @@ func (c *contextModel) features(ev *Event, mode string) contextFeatures {
 	return x
 }
 
+// slots is the number of event-type slots in use or ever used: the named
+// ones, and the shared last one once every named slot is taken.
+func (c *contextModel) slots() int {
+	if len(c.types) == namedTypes {
+		return typeBuckets
+	}
+	return len(c.types)
+}
+
 // typeSlot is kind's slot: its own if it has one or one is free (a copy
 // of kind is kept then), else the shared last slot.
 func (c *contextModel) typeSlot(kind string) int {
@@ -277,7 +286,7 @@ func (c *contextModel) evidence(x contextFeatures) float64 {
 	llr := 0.0
 	if x.hasDwell {
 		if c.long {
-			llr += c.gate.factor(x.bucket) * c.mix.evidence(x.logDwell)
+			llr += c.gate.factor(x.bucket, c.slots()) * c.mix.evidence(x.logDwell)
 		} else {
 			s := &c.em
 			if c.em.dwellDirection()*c.anchor.dwellDirection() <= 0 {

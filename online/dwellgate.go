@@ -112,13 +112,15 @@ func (s gateMoments) separation() (rho, se float64, ok bool) {
 // factor is the gate of type slot b: what the dwell mixture's evidence is
 // multiplied by for an event of that type. 1 until the pooled statistics
 // have the mass and show dwell and p_clean agreeing (a positive
-// separation), and for b < 0 (no type).
-func (g *dwellGate) factor(b int) float64 {
+// separation), and for b < 0 (no type). The pooled statistics sum the
+// first slots slots (the slots past them are empty: adding their zeros
+// would change no bit).
+func (g *dwellGate) factor(b, slots int) float64 {
 	if b < 0 {
 		return 1
 	}
 	var all gateMoments
-	for t := range typeBuckets {
+	for t := range slots {
 		all.mass += g.mass[t]
 		all.dwell += g.dwell[t]
 		all.dwellSq += g.dwellSq[t]

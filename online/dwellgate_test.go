@@ -36,22 +36,22 @@ func TestDwellGateKnownSeparations(t *testing.T) {
 		one.learn(0, x, p)
 	}
 	for b, want := range [3]float64{1, 0.6, 0} {
-		got := g.factor(b)
+		got := g.factor(b, typeBuckets)
 		t.Logf("type %d: gate %.3f, want %.3f", b, got, want)
 		if math.Abs(got-want) > 0.15 {
 			t.Errorf("type %d: gate %.3f, want %.3f", b, got, want)
 		}
 	}
-	if got := g.factor(0); got != 1 {
+	if got := g.factor(0, typeBuckets); got != 1 {
 		t.Errorf("the type dwell says most of: gate %v, want 1 exactly", got)
 	}
-	if got := one.factor(0); got != 1 {
+	if got := one.factor(0, typeBuckets); got != 1 {
 		t.Errorf("one type: gate %v, want 1 exactly", got)
 	}
-	if got := g.factor(-1); got != 1 {
+	if got := g.factor(-1, typeBuckets); got != 1 {
 		t.Errorf("no type: gate %v, want 1", got)
 	}
-	if got := (&dwellGate{}).factor(0); got != 1 {
+	if got := (&dwellGate{}).factor(0, typeBuckets); got != 1 {
 		t.Errorf("no statistics: gate %v, want 1", got)
 	}
 }
@@ -74,7 +74,7 @@ func TestDwellGateWaitsForEvidence(t *testing.T) {
 			g.learn(b, x, 1/(1+math.Exp(-r.NormFloat64())))
 		}
 		for b := range 3 {
-			if f := g.factor(b); f < 0.7 {
+			if f := g.factor(b, typeBuckets); f < 0.7 {
 				t.Errorf("seed %d, type %d: gate %.3f with an uninformative p_clean, want near 1", seed, b, f)
 			}
 		}
@@ -99,12 +99,12 @@ func TestDwellGateNeverFlipsDwell(t *testing.T) {
 		g.learn(b, x, 1/(1+math.Exp(-a)))
 	}
 	for b := range 2 {
-		if got := g.factor(b); got != 1 {
+		if got := g.factor(b, typeBuckets); got != 1 {
 			t.Errorf("type %d: gate %v, want 1", b, got)
 		}
 	}
 	for b := range typeBuckets {
-		if f := g.factor(b); f < 0 || f > 1 {
+		if f := g.factor(b, typeBuckets); f < 0 || f > 1 {
 			t.Errorf("type %d: gate %v outside [0, 1]", b, f)
 		}
 	}
