@@ -61,39 +61,52 @@ import "math"
 // each event type"), where they differed by 0.0008 at most.
 const dwellGateWindow = 5000
 
-// dwellGate is the gate's decayed statistics, per event-type slot: mass
-// Σ 1, Σ x, Σ x², Σ a, Σ a², Σ x·a and Σ p (x log dwell, a
-// logit(p_clean), p p_clean).
+// dwellGate is the gate's decayed statistics, one set per event-type
+// slot.
 type dwellGate struct {
-	mass, dwell, dwellSq, logit, logitSq, cross, pClean [typeBuckets]float64
+	slots [typeBuckets]gateMoments
 }
+
+// gateMoments are the sums of one slot, or of several: mass Σ 1, Σ x,
+// Σ x², Σ a, Σ a², Σ x·a and Σ p (x log dwell, a logit(p_clean), p
+// p_clean).
+type gateMoments struct{ mass, dwell, dwellSq, logit, logitSq, cross, pClean float64 }
 
 // learn adds an event of type slot b, log dwell x and p_clean p.
 func (g *dwellGate) learn(b int, x, p float64) {
-	a := logOdds(p)
+	s, a := &g.slots[b], logOdds(p)
 	keep := 1.0 // a running sum, then a decay that holds the mass at the window
-	if g.mass[b] > dwellGateWindow-1 {
+	if s.mass > dwellGateWindow-1 {
 		keep = 1 - 1.0/dwellGateWindow
 	}
-	g.mass[b] = keep*g.mass[b] + 1
-	g.dwell[b] = keep*g.dwell[b] + x
-	g.dwellSq[b] = keep*g.dwellSq[b] + x*x
-	g.logit[b] = keep*g.logit[b] + a
-	g.logitSq[b] = keep*g.logitSq[b] + a*a
-	g.cross[b] = keep*g.cross[b] + x*a
-	g.pClean[b] = keep*g.pClean[b] + p
+	s.mass = keep*s.mass + 1
+	s.dwell = keep*s.dwell + x
+	s.dwellSq = keep*s.dwellSq + x*x
+	s.logit = keep*s.logit + a
+	s.logitSq = keep*s.logitSq + a*a
+	s.cross = keep*s.cross + x*a
+	s.pClean = keep*s.pClean + p
 }
 
-// gateMoments are the moments of one slot's statistics, or of their sum.
-type gateMoments struct{ mass, dwell, dwellSq, logit, logitSq, cross, pClean float64 }
+// add adds o's sums to s's.
+func (s *gateMoments) add(o *gateMoments) {
+	s.mass += o.mass
+	s.dwell += o.dwell
+	s.dwellSq += o.dwellSq
+	s.logit += o.logit
+	s.logitSq += o.logitSq
+	s.cross += o.cross
+	s.pClean += o.pClean
+}
 
-func (g *dwellGate) slot(b int) gateMoments {
-	return gateMoments{g.mass[b], g.dwell[b], g.dwellSq[b], g.logit[b], g.logitSq[b], g.cross[b], g.pClean[b]}
+// fields lists the sums in their encoding's order.
+func (s *gateMoments) fields() [7]*float64 {
+	return [...]*float64{&s.mass, &s.dwell, &s.dwellSq, &s.logit, &s.logitSq, &s.cross, &s.pClean}
 }
 
 // separation is cov(x, a)/(π(1 − π)) and its standard error; ok is false
 // without the mass to count or with π at 0 or 1.
-func (s gateMoments) separation() (rho, se float64, ok bool) {
+func (s *gateMoments) separation() (rho, se float64, ok bool) {
 	if s.mass < contextMinMass {
 		return 0, 0, false
 	}
@@ -121,19 +134,13 @@ func (g *dwellGate) factor(b, slots int) float64 {
 	}
 	var all gateMoments
 	for t := range slots {
-		all.mass += g.mass[t]
-		all.dwell += g.dwell[t]
-		all.dwellSq += g.dwellSq[t]
-		all.logit += g.logit[t]
-		all.logitSq += g.logitSq[t]
-		all.cross += g.cross[t]
-		all.pClean += g.pClean[t]
+		all.add(&g.slots[t])
 	}
 	pooled, _, ok := all.separation()
 	if !ok || pooled <= 0 {
 		return 1
 	}
-	own, se, ok := g.slot(b).separation()
+	own, se, ok := g.slots[b].separation()
 	if !ok || se <= 0 || own >= pooled {
 		return 1
 	}
@@ -142,40 +149,31 @@ func (g *dwellGate) factor(b, slots int) float64 {
 	return 1 - w*(1-r)
 }
 
-// fields lists the statistics in their encoding's order (FORMAT.md,
-// DGAT): per slot, mass, Σ x, Σ x², Σ a, Σ a², Σ x·a, Σ p.
-func (g *dwellGate) fields() []*float64 {
-	f := make([]*float64, 0, 7*typeBuckets)
-	for b := range typeBuckets {
-		f = append(f, &g.mass[b], &g.dwell[b], &g.dwellSq[b], &g.logit[b], &g.logitSq[b], &g.cross[b], &g.pClean[b])
-	}
-	return f
-}
-
-// encode writes the statistics.
+// encode writes the statistics (FORMAT.md, DGAT): slot after slot, the
+// sums in gateMoments.fields' order.
 func (g *dwellGate) encode(e *encoder) {
-	for _, p := range g.fields() {
-		e.f64(*p)
+	for b := range g.slots {
+		for _, p := range g.slots[b].fields() {
+			e.f64(*p)
+		}
 	}
 }
 
-// decode reads what encode writes, refusing statistics that are not
-// finite, a negative mass or a p_clean sum outside [0, mass].
+// decode reads what encode writes, refusing sums that are not finite, a
+// negative mass or sum of squares, or a p_clean sum outside [0, mass].
 func (g *dwellGate) decode(d *decoder) {
-	for _, p := range g.fields() {
-		*p = d.f64()
-	}
-	if d.err != nil {
-		return
-	}
-	if !finite(g.mass[:], g.dwell[:], g.dwellSq[:], g.logit[:], g.logitSq[:], g.cross[:], g.pClean[:]) {
-		d.fail("dwell gate not finite")
-		return
-	}
-	for b := range typeBuckets {
-		if g.mass[b] < 0 || g.dwellSq[b] < 0 || g.logitSq[b] < 0 || g.pClean[b] < 0 || g.pClean[b] > g.mass[b]*(1+1e-9) {
-			d.fail("dwell gate slot %d: mass %g, p_clean sum %g", b, g.mass[b], g.pClean[b])
+	for b := range g.slots {
+		s := &g.slots[b]
+		for _, p := range s.fields() {
+			*p = d.f64()
+		}
+		switch {
+		case d.err != nil:
 			return
+		case !finite([]float64{s.mass, s.dwell, s.dwellSq, s.logit, s.logitSq, s.cross, s.pClean}):
+			d.fail("dwell gate slot %d not finite", b)
+		case s.mass < 0 || s.dwellSq < 0 || s.logitSq < 0 || s.pClean < 0 || s.pClean > s.mass*(1+1e-9):
+			d.fail("dwell gate slot %d: mass %g, sums of squares %g and %g, p_clean sum %g", b, s.mass, s.dwellSq, s.logitSq, s.pClean)
 		}
 	}
 }

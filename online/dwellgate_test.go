@@ -117,10 +117,10 @@ func TestReadModelRefusesBadDwellGate(t *testing.T) {
 	cfg := smallConfig(ModeBinary)
 	cfg.DwellDirection = DwellLong
 	for name, spoil := range map[string]func(*dwellGate){
-		"NaN":      func(g *dwellGate) { g.cross[0] = math.NaN() },
-		"Inf":      func(g *dwellGate) { g.dwell[1] = math.Inf(-1) },
-		"negative": func(g *dwellGate) { g.mass[2] = -1 },
-		"p_clean":  func(g *dwellGate) { g.pClean[0] = g.mass[0] + 1 },
+		"NaN":      func(g *dwellGate) { g.slots[0].cross = math.NaN() },
+		"Inf":      func(g *dwellGate) { g.slots[1].dwell = math.Inf(-1) },
+		"negative": func(g *dwellGate) { g.slots[2].mass = -1 },
+		"p_clean":  func(g *dwellGate) { g.slots[0].pClean = g.slots[0].mass + 1 },
 	} {
 		m, base, delta := spoiledDelta(t, cfg, func(m *Model) { spoil(&m.context.gate) })
 		if _, err := ReadModelDeltas(bytes.NewReader(base), []io.Reader{bytes.NewReader(delta)}); !errors.Is(err, ErrCorrupt) {
