@@ -467,37 +467,68 @@ func TestInstrumentWeighsPCleanByDwell(t *testing.T) {
 // the events that follow, and the model goes on scoring; a delta of
 // version 4 applies to it the same way.
 func TestReadModelVersion8(t *testing.T) {
+	readsOlderVersion(t, olderVersion{
+		stream: testStream, strip: withoutInstrument, version: dwellMixVersion, delta: deltaDwellMixVersion,
+		part:  "instrument",
+		ready: func(m *Model) bool { return m.context.inst.mass >= contextMinMass && m.context.mix.ready() },
+		kept:  func(got, m *Model) bool { return got.context.mix == m.context.mix },
+		empty: func(m *Model) bool { return m.context.inst == (instrumentStats{}) },
+	})
+}
+
+// olderVersion describes an older encoding that a part of the context
+// came after: how to write it (strip rewrites a newest-version model or
+// delta into version or delta), the stream that teaches the part, and
+// what must hold of a model read from it.
+type olderVersion struct {
+	stream         func(n int, seed uint64) []Event
+	strip          func(t *testing.T, b []byte, version uint32) []byte
+	version, delta uint32
+	part           string
+	// ready: the part (and what it needs) has learned; kept: what the
+	// older version holds is read as it was; empty: the part is empty.
+	ready func(m *Model) bool
+	kept  func(got, m *Model) bool
+	empty func(m *Model) bool
+}
+
+// readsOlderVersion checks a model written in the older version o
+// describes: it loads with o.kept and o.empty, its part learns again
+// from 500 more events, it encodes in the newest version, and a delta of
+// o.delta applies to a base of o.version the same way.
+func readsOlderVersion(t *testing.T, o olderVersion) {
+	t.Helper()
 	m, _ := New(DefaultConfig().WithDefaults(), rand.NewPCG(1, 1))
-	runScores(t, m, testStream(2000, 1))
-	if m.context.inst.mass < contextMinMass || !m.context.mix.ready() {
-		t.Fatalf("instrument mass %.1f, mixture ready %v after 2,000 events", m.context.inst.mass, m.context.mix.ready())
+	runScores(t, m, o.stream(2000, 1))
+	if !o.ready(m) {
+		t.Fatalf("the %s has not learned after 2,000 events", o.part)
 	}
-	got, err := ReadModel(bytes.NewReader(withoutInstrument(t, encode(t, m), dwellMixVersion)))
+	got, err := ReadModel(bytes.NewReader(o.strip(t, encode(t, m), o.version)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.context.mix != m.context.mix || got.context.inst != (instrumentStats{}) {
-		t.Fatalf("mixture %+v (want %+v), instrument %+v (want empty)", got.context.mix, m.context.mix, got.context.inst)
+	if !o.kept(got, m) || !o.empty(got) {
+		t.Fatalf("version %d: what it holds changed, or the %s is not empty", o.version, o.part)
 	}
-	runScores(t, got, testStream(500, 2))
-	if got.context.inst.mass < contextMinMass {
-		t.Errorf("instrument mass %.1f after 500 more events", got.context.inst.mass)
+	runScores(t, got, o.stream(500, 2))
+	if !o.ready(got) {
+		t.Errorf("the %s learned nothing from 500 more events", o.part)
 	}
 	if got.Encoding() != gateVersion {
 		t.Errorf("encodes as version %d, want %d", got.Encoding(), gateVersion)
 	}
 
 	cp := m.FrozenCopy(nil)
-	base := withoutInstrument(t, encode(t, cp), dwellMixVersion)
+	base := o.strip(t, encode(t, cp), o.version)
 	cp.MarkSaved()
-	runScores(t, m, testStream(10, 4))
-	delta := withoutInstrument(t, writeDelta(t, m.FrozenCopy(cp)), deltaDwellMixVersion)
+	runScores(t, m, o.stream(10, 4))
+	delta := o.strip(t, writeDelta(t, m.FrozenCopy(cp)), o.delta)
 	applied, err := ReadModelDeltas(bytes.NewReader(base), []io.Reader{bytes.NewReader(delta)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if applied.context.mix != m.context.mix || applied.context.inst != (instrumentStats{}) {
-		t.Errorf("after a version-4 delta: mixture %+v (want %+v), instrument %+v (want empty)", applied.context.mix, m.context.mix, applied.context.inst)
+	if !o.kept(applied, m) || !o.empty(applied) {
+		t.Errorf("after a version-%d delta: what it holds changed, or the %s is not empty", o.delta, o.part)
 	}
 }
 
@@ -545,38 +576,13 @@ func withoutGate(t *testing.T, b []byte, version uint32) []byte {
 // the events that follow, and the model goes on scoring; a delta of
 // version 5 applies to it the same way.
 func TestReadModelVersion9(t *testing.T) {
-	m, _ := New(DefaultConfig().WithDefaults(), rand.NewPCG(1, 1))
-	runScores(t, m, typedStream(2000, 1))
-	if m.context.gate == (dwellGate{}) {
-		t.Fatal("no dwell gate statistics after 2,000 events with types and dwell")
-	}
-	got, err := ReadModel(bytes.NewReader(withoutGate(t, encode(t, m), instrumentVersion)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.context.inst != m.context.inst || got.context.gate != (dwellGate{}) {
-		t.Fatalf("instrument %+v (want %+v), gate %+v (want empty)", got.context.inst, m.context.inst, got.context.gate)
-	}
-	runScores(t, got, typedStream(500, 2))
-	if got.context.gate == (dwellGate{}) {
-		t.Error("the gate learned nothing from 500 more events")
-	}
-	if got.Encoding() != gateVersion {
-		t.Errorf("encodes as version %d, want %d", got.Encoding(), gateVersion)
-	}
-
-	cp := m.FrozenCopy(nil)
-	base := withoutGate(t, encode(t, cp), instrumentVersion)
-	cp.MarkSaved()
-	runScores(t, m, typedStream(10, 4))
-	delta := withoutGate(t, writeDelta(t, m.FrozenCopy(cp)), deltaInstrumentVersion)
-	applied, err := ReadModelDeltas(bytes.NewReader(base), []io.Reader{bytes.NewReader(delta)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if applied.context.inst != m.context.inst || applied.context.gate != (dwellGate{}) {
-		t.Errorf("after a version-5 delta: instrument %+v (want %+v), gate %+v (want empty)", applied.context.inst, m.context.inst, applied.context.gate)
-	}
+	readsOlderVersion(t, olderVersion{
+		stream: typedStream, strip: withoutGate, version: instrumentVersion, delta: deltaInstrumentVersion,
+		part:  "dwell gate",
+		ready: func(m *Model) bool { return m.context.gate != (dwellGate{}) },
+		kept:  func(got, m *Model) bool { return got.context.inst == m.context.inst },
+		empty: func(m *Model) bool { return m.context.gate == (dwellGate{}) },
+	})
 }
 
 // TestPosteriorTakesTheGivenShare: the instrument divides the classes by
