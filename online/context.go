@@ -137,20 +137,29 @@ const (
 // contextModel is the context part: the EM statistics, fitted to the
 // posterior (the weight), and the anchor's, fitted to p_clean.
 type contextModel struct {
-	em, anchor contextStats
+	contextSums
 	// long is Config.DwellDirection == DwellLong: dwell's evidence is
 	// then mix's, and the anchored statistics' is not read.
 	long bool
-	mix  dwellMixture
+	// types names the event-type slots, in the order the types first
+	// appeared (at most namedTypes; slot namedTypes is every later type).
+	// It only grows, so a frozen copy may share its array.
+	types []string
+	// acc, while the model shares (StartSharing), accumulates what the
+	// model's own events add to the statistics since its last Publish
+	// (mergecontext.go); nil otherwise. Not encoded.
+	acc *contextSums
+}
+
+// contextSums are the context's decayed statistics.
+type contextSums struct {
+	em, anchor contextStats
+	mix        dwellMixture
 	// inst is the instrument, learned with mix.
 	inst instrumentStats
 	// gate scales mix's evidence by event type (dwellgate.go), learned
 	// with mix.
 	gate dwellGate
-	// types names the event-type slots, in the order the types first
-	// appeared (at most namedTypes; slot namedTypes is every later type).
-	// It only grows, so a frozen copy may share its array.
-	types []string
 }
 
 // contextStats holds the decayed sufficient statistics of the two classes
@@ -307,16 +316,27 @@ func (c *contextModel) evidence(x contextFeatures) float64 {
 
 // learn adds x to the EM statistics with posterior w of being genuine
 // (the EM step) and to the anchor's with p_clean.
+// While the model shares, acc takes the same steps, with the decay of the
+// statistics it follows.
 func (c *contextModel) learn(x contextFeatures, w, pClean float64) {
-	c.em.learn(x, w)
-	c.anchor.learn(x, pClean)
+	var (
+		em, anchor *contextStats
+		mix        *dwellMixture
+		inst       *instrumentStats
+		gate       *dwellGate
+	)
+	if a := c.acc; a != nil {
+		em, anchor, mix, inst, gate = &a.em, &a.anchor, &a.mix, &a.inst, &a.gate
+	}
+	c.em.learn(x, w, em)
+	c.anchor.learn(x, pClean, anchor)
 	if x.hasDwell && c.long {
-		c.mix.learn(x.logDwell)
+		c.mix.learn(x.logDwell, mix)
 		if x.hasZ {
-			c.inst.learn(x.logDwell, logOdds(pClean), x.z)
+			c.inst.learn(x.logDwell, logOdds(pClean), x.z, inst)
 		}
 		if x.bucket >= 0 {
-			c.gate.learn(x.bucket, x.logDwell, pClean)
+			c.gate.learn(x.bucket, x.logDwell, pClean, gate)
 		}
 	}
 }
@@ -382,19 +402,41 @@ func (m *dwellMixture) responsibility(x float64) float64 {
 // learn is one online EM step at log dwell x: the statistics decay by
 // contextKeep of their mass and take x with its responsibilities. If
 // component 0's mean has passed component 1's, the components swap, so
-// that component 1 stays the longer.
-func (m *dwellMixture) learn(x float64) {
+// that component 1 stays the longer. acc, if not nil (an accumulator,
+// contextModel.acc), takes the same step, and swaps with m.
+func (m *dwellMixture) learn(x float64, acc *dwellMixture) {
 	r := m.responsibility(x)
 	keep := contextKeep(m.mass[0] + m.mass[1])
+	m.add(keep, r, x)
+	if acc != nil {
+		acc.add(keep, r, x)
+	}
+	if m.swapped() {
+		m.swap()
+		if acc != nil {
+			acc.swap()
+		}
+	}
+}
+
+// add decays the statistics by keep and adds x with responsibility r of
+// component 1.
+func (m *dwellMixture) add(keep, r, x float64) {
 	for k, rk := range [2]float64{1 - r, r} {
 		m.mass[k] = keep*m.mass[k] + rk
 		m.sum[k] = keep*m.sum[k] + rk*x
 	}
 	m.squares = keep*m.squares + x*x
-	if m.sum[0]*m.mass[1] > m.sum[1]*m.mass[0] { // μ0 > μ1, without dividing by a zero mass
-		m.mass[0], m.mass[1] = m.mass[1], m.mass[0]
-		m.sum[0], m.sum[1] = m.sum[1], m.sum[0]
-	}
+}
+
+// swapped reports whether component 0's mean has passed component 1's,
+// without dividing by a zero mass.
+func (m *dwellMixture) swapped() bool { return m.sum[0]*m.mass[1] > m.sum[1]*m.mass[0] }
+
+// swap exchanges the components.
+func (m *dwellMixture) swap() {
+	m.mass[0], m.mass[1] = m.mass[1], m.mass[0]
+	m.sum[0], m.sum[1] = m.sum[1], m.sum[0]
 }
 
 // finite reports whether every statistic is finite.
@@ -510,10 +552,19 @@ func (m *Model) instrumentFeatures(u, i int32) (z [instrumented - 1]float64, ok 
 }
 
 // learn adds an event of log dwell x, logit(p_clean) a and further
-// features z, decaying the statistics by contextKeep of their mass.
-func (s *instrumentStats) learn(x, a float64, z [instrumented - 1]float64) {
-	v := [instrumented]float64{a, z[0], z[1], z[2]}
+// features z, decaying the statistics by contextKeep of their mass; acc,
+// if not nil (an accumulator, contextModel.acc), takes the same step.
+func (s *instrumentStats) learn(x, a float64, z [instrumented - 1]float64, acc *instrumentStats) {
 	keep := contextKeep(s.mass)
+	s.add(keep, x, a, z)
+	if acc != nil {
+		acc.add(keep, x, a, z)
+	}
+}
+
+// add decays the statistics by keep and adds an event.
+func (s *instrumentStats) add(keep, x, a float64, z [instrumented - 1]float64) {
+	v := [instrumented]float64{a, z[0], z[1], z[2]}
 	s.mass = keep*s.mass + 1
 	s.dwell = keep*s.dwell + x
 	k := 0
@@ -767,9 +818,19 @@ func typeAgreement(e, a *contextStats) float64 {
 
 // learn adds x with responsibility w of the genuine class, after decaying
 // what was there: each feature by its own keep (contextKeep of its mass).
-func (s *contextStats) learn(x contextFeatures, w float64) {
+// acc, if not nil (an accumulator, contextModel.acc), takes the same step.
+func (s *contextStats) learn(x contextFeatures, w float64, acc *contextStats) {
 	keepDwell := contextKeep(s.dwellMass[0] + s.dwellMass[1])
 	keepType := contextKeep(s.typeTotal[0] + s.typeTotal[1])
+	s.add(x, w, keepDwell, keepType)
+	if acc != nil {
+		acc.add(x, w, keepDwell, keepType)
+	}
+}
+
+// add decays the dwell statistics by keepDwell and the type statistics
+// by keepType, and adds x with responsibility w of the genuine class.
+func (s *contextStats) add(x contextFeatures, w, keepDwell, keepType float64) {
 	for k, r := range [2]float64{1 - w, w} {
 		if x.hasDwell {
 			keep := keepDwell

@@ -225,7 +225,7 @@ func TestContextKeep(t *testing.T) {
 	x := contextFeatures{logDwell: 8, hasDwell: true, bucket: 0}
 	var s contextStats
 	for n := 1; n <= 120000; n++ {
-		s.learn(x, 0.7)
+		s.learn(x, 0.7, nil)
 		mass := s.dwellMass[0] + s.dwellMass[1]
 		if s.typeTotal[0]+s.typeTotal[1] != mass {
 			t.Fatalf("event %d: type mass %v, dwell mass %v: the features share one schedule", n, s.typeTotal[0]+s.typeTotal[1], mass)
@@ -253,7 +253,7 @@ func TestDwellMixtureKnownMeans(t *testing.T) {
 	xs, _, _ := contextStream(30000, 0.3, 10, 7, 11) // σ 0.5 in both classes
 	var m dwellMixture
 	for _, x := range xs {
-		m.learn(x.logDwell)
+		m.learn(x.logDwell, nil)
 	}
 	mu0, mu1, v := m.params()
 	if math.Abs(mu0-7) > 0.2 || math.Abs(mu1-10) > 0.2 {
@@ -288,9 +288,9 @@ func TestDwellMixtureStartsApart(t *testing.T) {
 	}
 	for _, first := range []float64{12, 3} {
 		m := dwellMixture{}
-		m.learn(first)
+		m.learn(first, nil)
 		for j := range 400 {
-			m.learn(float64(3 + 9*(j%2))) // 3, 12, 3, 12, ...
+			m.learn(float64(3+9*(j%2)), nil) // 3, 12, 3, 12, ...
 			if m.sum[0]*m.mass[1] > m.sum[1]*m.mass[0] {
 				t.Fatalf("first %v, event %d: component 0's mean above component 1's", first, j)
 			}
@@ -387,7 +387,7 @@ func TestInstrumentKnownSlopes(t *testing.T) {
 			delta[2]*g + 0.5*e1 + math.Sqrt(0.75)*e2,
 			5 + r.NormFloat64(),
 		}
-		s.learn(x, v[0], [instrumented - 1]float64{v[1], v[2], v[3]})
+		s.learn(x, v[0], [instrumented - 1]float64{v[1], v[2], v[3]}, nil)
 	}
 	f := s.fit(share, share, dx, instrumented)
 	t.Logf("slopes %.3f want %.3f mid %.3f", f.slope, want, f.mid)

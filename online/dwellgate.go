@@ -72,13 +72,23 @@ type dwellGate struct {
 // p_clean).
 type gateMoments struct{ mass, dwell, dwellSq, logit, logitSq, cross, pClean float64 }
 
-// learn adds an event of type slot b, log dwell x and p_clean p.
-func (g *dwellGate) learn(b int, x, p float64) {
+// learn adds an event of type slot b, log dwell x and p_clean p; acc, if
+// not nil (an accumulator, contextModel.acc), takes the same step.
+func (g *dwellGate) learn(b int, x, p float64, acc *dwellGate) {
 	s, a := &g.slots[b], logOdds(p)
 	keep := 1.0 // a running sum, then a decay that holds the mass at the window
 	if s.mass > dwellGateWindow-1 {
 		keep = 1 - 1.0/dwellGateWindow
 	}
+	s.add1(keep, x, a, p)
+	if acc != nil {
+		acc.slots[b].add1(keep, x, a, p)
+	}
+}
+
+// add1 decays the sums by keep and adds an event of log dwell x,
+// logit(p_clean) a and p_clean p.
+func (s *gateMoments) add1(keep, x, a, p float64) {
 	s.mass = keep*s.mass + 1
 	s.dwell = keep*s.dwell + x
 	s.dwellSq = keep*s.dwellSq + x*x

@@ -32,8 +32,8 @@ func TestDwellGateKnownSeparations(t *testing.T) {
 			x += dx[b]
 		}
 		p := 1 / (1 + math.Exp(-a))
-		g.learn(b, x, p)
-		one.learn(0, x, p)
+		g.learn(b, x, p, nil)
+		one.learn(0, x, p, nil)
 	}
 	for b, want := range [3]float64{1, 0.6, 0} {
 		got := g.factor(b, typeBuckets)
@@ -71,7 +71,7 @@ func TestDwellGateWaitsForEvidence(t *testing.T) {
 			if r.Float64() < 0.8 {
 				x += dx[b]
 			}
-			g.learn(b, x, 1/(1+math.Exp(-r.NormFloat64())))
+			g.learn(b, x, 1/(1+math.Exp(-r.NormFloat64())), nil)
 		}
 		for b := range 3 {
 			if f := g.factor(b, typeBuckets); f < 0.7 {
@@ -96,7 +96,7 @@ func TestDwellGateNeverFlipsDwell(t *testing.T) {
 			a -= 1 // p_clean ranks backwards
 			x += 1
 		}
-		g.learn(b, x, 1/(1+math.Exp(-a)))
+		g.learn(b, x, 1/(1+math.Exp(-a)), nil)
 	}
 	for b := range 2 {
 		if got := g.factor(b, typeBuckets); got != 1 {

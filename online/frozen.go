@@ -39,6 +39,7 @@ func (m *Model) FrozenCopy(dst *Model) *Model {
 	dst.noisyHead.copyFrom(&m.noisyHead)
 	dst.mixture.copyFrom(&m.mixture)
 	dst.context = m.context
+	dst.context.acc = nil // what the model publishes is the model's
 	dst.schedule.copyFrom(&m.schedule)
 	dst.bounds = m.bounds
 	dst.cursors = append(dst.cursors[:0], m.cursors...)

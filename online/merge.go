@@ -74,6 +74,12 @@ type Shared struct {
 	// the T̂ offsets.
 	Items []string
 	Rows  []float64
+	// Context is what the publisher's own events added to its context's
+	// statistics since its last publication (mergecontext.go), empty for
+	// a model without the context part; Types names the publisher's
+	// event-type slots, in its order.
+	Context []float64
+	Types   []string
 }
 
 // ItemStride is the values of one item row in Shared.Rows.
@@ -98,6 +104,9 @@ func (m *Model) StartSharing() {
 		return
 	}
 	m.share = &sharing{}
+	if m.useContext() {
+		m.context.startSharing()
+	}
 	for r := range int32(m.items.len()) {
 		m.shareRowAdded(r)
 	}
@@ -170,6 +179,13 @@ func (m *Model) Publish(dst *Shared) error {
 		dst.Items = append(dst.Items, m.items.ids[r])
 	}
 	s.dirty = s.dirty[:0]
+	dst.Context, dst.Types = dst.Context[:0], dst.Types[:0]
+	if m.context.acc != nil {
+		dst.Context = m.context.publish(dst.Context)
+		if len(dst.Context) > 0 {
+			dst.Types = append(dst.Types, m.context.types...)
+		}
+	}
 	return nil
 }
 
@@ -213,6 +229,9 @@ func (m *Model) Merge(s *Shared) error {
 		addTo(m.transition.itemOffsets(r), delta[d+1:])
 		addTo(base, delta)
 		m.items.stamps[r] = m.epoch
+	}
+	if len(s.Context) > 0 && m.useContext() {
+		m.context.merge(s.Context, s.Types)
 	}
 	return nil
 }
@@ -329,6 +348,11 @@ func (m *Model) checkMerge(s *Shared) error {
 			}
 		}
 	}
+	if len(s.Context) > 0 || len(s.Types) > 0 {
+		if err := checkContextDelta(s.Context, s.Types); err != nil {
+			return fmt.Errorf("merge: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -341,12 +365,14 @@ func addTo(dst, v []float64) {
 // sharedMagic opens an encoded Shared.
 const sharedMagic = "DNSH"
 
-// sharedVersion is the version of the Shared encoding.
-const sharedVersion = 1
+// sharedVersion is the version of the Shared encoding: 2 adds the
+// context (Shared.Context and Types); version 1 has none.
+const sharedVersion = 2
 
 // MarshalBinary encodes s: the magic "DNSH", the version (u32), K and Dim
-// (u32 each), the ids, the count of row values (u64) and the values, as
-// the model's encoding writes ids and floats (online/FORMAT.md).
+// (u32 each), the ids, the count of row values (u64) and the values, then
+// the event types (as ids), the count of context values (u64) and the
+// values, as the model's encoding writes ids and floats (online/FORMAT.md).
 func (s *Shared) MarshalBinary() ([]byte, error) {
 	var b bytes.Buffer
 	e := &encoder{w: bufio.NewWriter(&b)}
@@ -357,6 +383,9 @@ func (s *Shared) MarshalBinary() ([]byte, error) {
 	e.ids(s.Items)
 	e.u64(uint64(len(s.Rows)))
 	e.floats(s.Rows)
+	e.ids(s.Types)
+	e.u64(uint64(len(s.Context)))
+	e.floats(s.Context)
 	if e.err == nil {
 		e.err = e.w.Flush()
 	}
@@ -375,8 +404,9 @@ func (s *Shared) UnmarshalBinary(data []byte) error {
 	if d.err == nil && string(magic) != sharedMagic {
 		return fmt.Errorf("shared delta: not one (magic %q)", magic)
 	}
-	if v := d.u32(); d.err == nil && v != sharedVersion {
-		return fmt.Errorf("shared delta: version %d, this build reads %d", v, sharedVersion)
+	v := d.u32()
+	if d.err == nil && (v < 1 || v > sharedVersion) {
+		return fmt.Errorf("shared delta: version %d, this build reads 1 to %d", v, sharedVersion)
 	}
 	k, dim := int(d.u32()), int(d.u32())
 	if d.err == nil && (k < 2 || k > 32 || dim < 1 || dim > 1024) { // Config.Validate's bounds
@@ -387,12 +417,18 @@ func (s *Shared) UnmarshalBinary(data []byte) error {
 	if d.err == nil && len(rows) != len(items)*(dim+1+k*k) {
 		d.fail("%d rows values for %d items", len(rows), len(items))
 	}
+	var types []string
+	var context []float64
+	if v >= 2 {
+		types = d.ids()
+		context = d.floats(int(d.u64()))
+	}
 	if d.err == nil && d.left != 0 {
 		d.fail("%d bytes after the end", d.left)
 	}
 	if d.err != nil {
 		return fmt.Errorf("shared delta: %w", d.err)
 	}
-	*s = Shared{K: k, Dim: dim, Items: items, Rows: rows}
+	*s = Shared{K: k, Dim: dim, Items: items, Rows: rows, Context: context, Types: types}
 	return nil
 }
