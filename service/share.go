@@ -19,6 +19,7 @@ import (
 type sharedLog interface {
 	Append(ctx context.Context, records []state.SharedRecord) error
 	Read(ctx context.Context, from int64, fn func(off int64, key, value []byte)) (int64, error)
+	Wait(ctx context.Context, from int64, maxWait time.Duration) (bool, error)
 	Close() error
 }
 
@@ -110,8 +111,8 @@ const (
 	sharedQueue = 64
 	// defaultSharedKeep is the memory of deltas read back.
 	defaultSharedKeep = 64 << 20
-	// sharedPoll is the wait between two reads that found nothing new,
-	// and sharedRetry the wait after an error.
+	// sharedPoll bounds the wait for a new record after a read that found
+	// nothing new (waitFor), and sharedRetry is the wait after an error.
 	sharedPoll  = 200 * time.Millisecond
 	sharedRetry = time.Second
 )
@@ -389,10 +390,27 @@ func (s *sharer) read() {
 			s.log.Warn("shared topic not read", "offset", next, "err", err)
 			sleepCtx(s.ctx, sharedRetry)
 		case n == next || err != nil:
-			sleepCtx(s.ctx, sharedPoll)
+			s.waitFor(n)
 		}
 		next = n
 	}
+}
+
+// waitFor waits until the shared topic holds a record at offset next (a
+// fetch the broker holds: SharedLog.Wait), for at most sharedPoll, so
+// that a delta is merged a round trip after it was published. A wait
+// that ends early with nothing (a broker that does not hold fetches, an
+// error) is made up to sharedPoll, so that a read never spins.
+func (s *sharer) waitFor(next int64) {
+	start := time.Now()
+	arrived, err := s.lg.Wait(s.ctx, next, sharedPoll)
+	if arrived || s.ctx.Err() != nil {
+		return
+	}
+	if err != nil {
+		s.log.Debug("shared topic: wait failed", "offset", next, "err", err)
+	}
+	sleepCtx(s.ctx, sharedPoll-time.Since(start))
 }
 
 // add takes one record of the shared topic (reader goroutine).

@@ -73,6 +73,29 @@ func (c *Changelog) Load(ctx context.Context, p int32) (ChangelogState, bool, er
 	return st, found, nil
 }
 
+// wait fetches partition p at offset from, a fetch the broker holds until
+// a record is there or maxWait has passed, and reports whether its answer
+// holds a record. The answer is at most one batch (MaxBytes 1: a broker
+// returns the first batch whatever its size), which is dropped.
+func (c *Changelog) wait(ctx context.Context, p int32, from int64, maxWait time.Duration) (bool, error) {
+	resp, err := c.client.Fetch(ctx, &kafka.FetchRequest{
+		Topic: c.cfg.Topic, Partition: int(p), Offset: from,
+		MinBytes: 1, MaxBytes: 1, MaxWait: maxWait,
+	})
+	if err == nil {
+		err = resp.Error
+	}
+	if err != nil || resp.Records == nil {
+		return false, err
+	}
+	r, err := resp.Records.ReadRecord()
+	if err != nil { // io.EOF: nothing arrived in time
+		return false, nil
+	}
+	closeBytes(r.Key, r.Value)
+	return true, nil
+}
+
 // read calls fn on every record of partition p from first up to end.
 // Each fetch moves past at least one offset, so it makes at most
 // end-first+1 of them.

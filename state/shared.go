@@ -145,5 +145,22 @@ func (l *SharedLog) Read(ctx context.Context, from int64, fn func(off int64, key
 	return max(next, end), nil
 }
 
+// Wait returns true once the log holds a record at offset from or after
+// it, false when maxWait passes first, and an error when the broker
+// refuses or ctx ends. It is one fetch that the broker holds until a
+// record arrives (MinBytes 1, MaxWait maxWait): a reader that has read to
+// the end learns of the next record within a round trip, not a polling
+// interval later, and an idle topic costs one request per maxWait.
+func (l *SharedLog) Wait(ctx context.Context, from int64, maxWait time.Duration) (bool, error) {
+	if l.c.isClosed() {
+		return false, ErrClosed
+	}
+	ok, err := l.c.wait(ctx, 0, from, maxWait)
+	if err != nil {
+		return false, fmt.Errorf("state: shared log %s: wait at %d: %w", l.c.cfg.Topic, from, err)
+	}
+	return ok, nil
+}
+
 // Close releases the connections. Calls after Close return ErrClosed.
 func (l *SharedLog) Close() error { return l.c.Close() }

@@ -94,3 +94,46 @@ func TestSharedLog(t *testing.T) {
 		t.Errorf("Append after Close: %v, want ErrClosed", err)
 	}
 }
+
+// Wait answers when a record arrives, not when it times out: a waiter at
+// the end of the log wakes for a record appended during its wait, long
+// before its maxWait; with nothing appended it reports false; at an
+// offset that holds a record it answers at once.
+func TestSharedLogWait(t *testing.T) {
+	b := kafkatest.New(t)
+	l := openShared(t, b, changelogTopic("wait")+".shared")
+	ctx := ctxT(t)
+	if ok, err := l.Wait(ctx, 0, 100*time.Millisecond); err != nil || ok {
+		t.Fatalf("empty log: Wait = %v, %v; want false", ok, err)
+	}
+	const maxWait = 20 * time.Second
+	type answer struct {
+		ok     bool
+		err    error
+		waited time.Duration
+	}
+	done := make(chan answer, 1)
+	go func() {
+		start := time.Now()
+		ok, err := l.Wait(ctx, 0, maxWait)
+		done <- answer{ok, err, time.Since(start)}
+	}()
+	time.Sleep(200 * time.Millisecond) // the fetch is at the broker by then, as a rule; if not, it answers at once
+	if err := l.Append(ctx, []SharedRecord{{Key: []byte("k"), Value: []byte("vk")}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case a := <-done:
+		if a.err != nil || !a.ok {
+			t.Fatalf("Wait = %v, %v; want true", a.ok, a.err)
+		}
+		if a.waited >= maxWait/2 {
+			t.Fatalf("Wait answered after %v: it timed out rather than woke", a.waited)
+		}
+	case <-time.After(maxWait + 10*time.Second):
+		t.Fatal("Wait did not answer")
+	}
+	if ok, err := l.Wait(ctx, 0, maxWait); err != nil || !ok {
+		t.Fatalf("Wait at a record = %v, %v; want true", ok, err)
+	}
+}

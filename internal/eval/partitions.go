@@ -151,7 +151,7 @@ func RunPartitions(ctx context.Context, d *Dataset, cfg PartitionsConfig) (*Part
 	}
 	variants := []partitionVariant{{"one model", 1, 0}, {fmt.Sprintf("%d partitions, isolated", cfg.Partitions), cfg.Partitions, 0}}
 	for _, e := range cfg.Every {
-		variants = append(variants, partitionVariant{fmt.Sprintf("%d partitions, item rows merged every %d events", cfg.Partitions, e), cfg.Partitions, e})
+		variants = append(variants, partitionVariant{fmt.Sprintf("%d partitions, merged every %d events", cfg.Partitions, e), cfg.Partitions, e})
 	}
 	type job struct{ c, seed, v int } // v = -1: the baselines
 	var jobs []job
@@ -327,12 +327,12 @@ func labelFreeBaselines(s *stream, cfg online.Config, seed uint64) (map[string]f
 // WriteReport writes partitions.md into dir.
 func (r *PartitionsResult) WriteReport(dir string, meta Meta) error {
 	var b bytes.Buffer
-	meta.header(&b, "Partition models: what splitting the stream costs, and what merging item rows wins back")
+	meta.header(&b, "Partition models: what splitting the stream costs, and what merging wins back")
 	fmt.Fprintf(&b, "Each stream is split by user (an FNV-1a hash of the id) into %d partitions, each scored by a model of its own "+
 		"(online.NewPartitionSource: seed and partition), and compared with one model over the whole stream. Merged: after every N "+
 		"events of the stream, every partition model publishes the change of its item rows since its last publication and adds "+
-		"every other's (online.Model.Publish and Merge, the sum rule of docs/design/partitions.md); the networks, the mixture "+
-		"and the context stay local. ROC-AUC of weight and of p_clean, mean ± std over seeds 1–%d, with the best label-free "+
+		"every other's (online.Model.Publish and Merge, the sum rule of docs/design/partitions.md), and likewise the context's "+
+		"statistics (their own rule: online/mergecontext.go); the networks and the mixture stay local. ROC-AUC of weight and of p_clean, mean ± std over seeds 1–%d, with the best label-free "+
 		"baseline of the same run (by its mean over the seeds).\n\n", r.Partitions, r.Seeds)
 	for _, c := range r.Cases {
 		fmt.Fprintf(&b, "## %s (%d events)\n\n| variant | weight | against one model | p_clean | against one model |\n|---|---|---|---|---|\n", c.Name, c.Events)
