@@ -119,8 +119,9 @@ type CheckpointConfig struct {
 // SharingConfig configures how the partition models of state_layout
 // partition learn the shared parameters together (docs/design/
 // partitions.md): every Interval each publishes what its steps changed in
-// the item rows to the shared topic, and merges what the other
-// partitions' models published, whichever member runs them.
+// the item rows, and what its events added to the context's statistics,
+// to the shared topic, and merges what the other partitions' models
+// published, whichever member runs them.
 type SharingConfig struct {
 	// Topic is the shared topic. With state_layout partition the default
 	// is "<group>.<input_topic>.shared", created if absent with one
