@@ -125,10 +125,11 @@ func TestCursorEncoding(t *testing.T) {
 		if err := a.Publish(&d); err != nil {
 			t.Fatal(err)
 		}
+		d.Events = 0 // no clock: TestClockEncoding has it
 		if err := m.Merge(&d); err != nil {
 			t.Fatal(err)
 		}
-		plain := encodingFor(perUser, false, false, false)
+		plain := encodingFor(perUser, false, false, false, false)
 		if v := binary.LittleEndian.Uint32(encode(t, m)[8:]); v != plain || m.Encoding() != plain {
 			t.Fatalf("user offsets %v, no cursor: version %d (Encoding %d), want %d", perUser, v, m.Encoding(), plain)
 		}
@@ -239,7 +240,8 @@ func readersOf(bs [][]byte) []io.Reader {
 
 // TestCursorDeltaChain: a base without cursors, a delta before any
 // MergeFrom (delta version 1, as before cursors), then deltas after
-// MergeFrom (version 2) read back, through ReadModelDeltas, as the model
+// MergeFrom (version 2; 7 once a merged delta counted events, with the
+// clock) read back, through ReadModelDeltas, as the model
 // that wrote the last one, with its newest cursors; the model's
 // restored copy goes on merging from them.
 func TestCursorDeltaChain(t *testing.T) {
@@ -262,6 +264,7 @@ func TestCursorDeltaChain(t *testing.T) {
 		cp.MarkSaved()
 	}
 	save(1)
+	d.Events = 0 // cursors alone: version 2
 	if err := m.MergeFrom(1, 50, &d); err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +279,7 @@ func TestCursorDeltaChain(t *testing.T) {
 	if err := m.MergeFrom(0, 12, &Shared{K: d.K, Dim: d.Dim}); err != nil {
 		t.Fatal(err)
 	}
-	save(deltaCursorVersion)
+	save(deltaClockVersion) // the partner's second delta counted its events
 	got := c.restore(t)
 	want := []Cursor{{0, 12}, {1, 80}}
 	if !slices.Equal(got.MergedFrom(), want) || !bytes.Equal(encode(t, got), encode(t, cp)) {

@@ -27,10 +27,12 @@ import (
 // version 5 is version 4 with DMIX and DINS as encoding version 9 has
 // them, version 6 is version 5 with DGAT after DINS as encoding version 10
 // has it, and is written for those models from then on. ReadModelDeltas
-// reads all six; a delta before version 3 had hashed
+// reads all seven; a delta before version 3 had hashed
 // event-type buckets, and the model forgets what it read of them
-// (encode.go, version 7).
-const DeltaVersion = 6
+// (encode.go, version 7). Version 7 is version 6 with the clock (CLCK
+// after CURS, as encoding version 11 has it), written for models that
+// merged events.
+const DeltaVersion = 7
 
 // deltaCursorVersion is the first delta version with merge cursors,
 // deltaTypesVersion the first with event types, deltaDwellMixVersion the
@@ -41,12 +43,15 @@ const (
 	deltaDwellMixVersion   = 4
 	deltaInstrumentVersion = 5
 	deltaGateVersion       = 6
+	deltaClockVersion      = 7
 )
 
 // deltaVersionFor is the delta version of a model with merge cursors or
-// not, event types or not and the dwell mixture or not.
-func deltaVersionFor(cursors, types, dwellMix bool) uint32 {
+// not, event types or not, the dwell mixture or not and a clock or not.
+func deltaVersionFor(cursors, types, dwellMix, clock bool) uint32 {
 	switch {
+	case clock:
+		return deltaClockVersion
 	case dwellMix:
 		return deltaGateVersion
 	case types:
@@ -162,7 +167,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 func (m *Model) encodeDelta(e *encoder, confCRC uint32) {
 	b := &m.delta
 	e.write(deltaMagic[:])
-	e.u32(deltaVersionFor(len(m.cursors) > 0, len(m.context.types) > 0, m.context.long))
+	e.u32(deltaVersionFor(len(m.cursors) > 0, len(m.context.types) > 0, m.context.long, m.hasClock()))
 	e.section("HEAD", func(e *encoder) {
 		e.u64(b.events)
 		e.u64(m.schedule.events)
@@ -180,6 +185,9 @@ func (m *Model) encodeDelta(e *encoder, confCRC uint32) {
 	e.section("CTRS", m.encodeCounters)
 	if len(m.cursors) > 0 {
 		e.section("CURS", m.encodeCursors)
+	}
+	if m.hasClock() {
+		e.section("CLCK", m.encodeClock)
 	}
 	users, items := m.changedUsers, m.changedItems
 	e.section("USER", func(e *encoder) {
@@ -441,6 +449,10 @@ func (m *Model) applyDelta(r io.Reader, confCRC uint32) error {
 		m.decodeCursors(d)
 	} else {
 		m.cursors = m.cursors[:0]
+	}
+	if version >= deltaClockVersion && d.has("CLCK") {
+		d.section("CLCK")
+		m.decodeClock(d)
 	}
 	d.section("USER")
 	users := d.spans(nu, fromUsers)

@@ -36,10 +36,13 @@ import (
 // after DMIX), written exactly for those models, which read version 8
 // with an empty instrument; version 10 is version 9 with the dwell gate
 // (a DGAT section after DINS, dwellgate.go), written exactly for those
-// models, which read version 9 with an empty gate. So a model without per-user offsets,
-// cursors, event types or the dwell mixture encodes as it did before they
-// existed (encodingFor).
-const EncodingVersion = 10
+// models, which read version 9 with an empty gate; version 11 is version
+// 10 with the clock of merged events (a CLCK section after CURS, or after
+// CTRS without cursors: clock.go), written exactly for models that merged
+// events, which read version 10 with none. So a model without per-user offsets,
+// cursors, event types, the dwell mixture or merged events encodes as it
+// did before they existed (encodingFor).
+const EncodingVersion = 11
 
 // userOffsetVersion is the first encoding version with per-user
 // transition offsets; cursorVersion the first with merge cursors.
@@ -50,16 +53,20 @@ const (
 	dwellMixVersion   = 8
 	instrumentVersion = 9
 	gateVersion       = 10
+	clockVersion      = 11
 )
 
 // encodingFor is the encoding version of a model with per-user transition
-// offsets or not, merge cursors or not, event types or not and the dwell
-// mixture or not: 10 with the dwell mixture, else 7 with event types, else
+// offsets or not, merge cursors or not, event types or not, the dwell
+// mixture or not and merged events (a clock) or not: 11 with a clock, else
+// 10 with the dwell mixture, else 7 with event types, else
 // 6 with cursors (from 6 on, the USER section holds the offsets exactly
 // when the configuration asks for them), else 5 with offsets, else 4. WriteTo writes it; ReadModel checks a version before 6
 // against it (versions 1 to 3 count as 4: they have none).
-func encodingFor(userOffsets, cursors, types, dwellMix bool) uint32 {
+func encodingFor(userOffsets, cursors, types, dwellMix, clock bool) uint32 {
 	switch {
+	case clock:
+		return clockVersion
 	case dwellMix:
 		return gateVersion
 	case types:
@@ -72,11 +79,12 @@ func encodingFor(userOffsets, cursors, types, dwellMix bool) uint32 {
 	return userOffsetVersion - 1
 }
 
-// Encoding is the encoding version WriteTo writes for m (encodingFor): 10
-// with the dwell mixture, else 7 with event types, else 6 with merge
-// cursors, else 5 with per-user transition offsets, else 4.
+// Encoding is the encoding version WriteTo writes for m (encodingFor): 11
+// with merged events, else 10 with the dwell mixture, else 7 with event
+// types, else 6 with merge cursors, else 5 with per-user transition
+// offsets, else 4.
 func (m *Model) Encoding() uint32 {
-	return encodingFor(m.cfg.TransitionUserOffset, len(m.cursors) > 0, len(m.context.types) > 0, m.context.long)
+	return encodingFor(m.cfg.TransitionUserOffset, len(m.cursors) > 0, len(m.context.types) > 0, m.context.long, m.hasClock())
 }
 
 var modelMagic = [8]byte{'R', 'G', 'B', 'T', 'M', 'O', 'D', 'L'}
@@ -103,6 +111,9 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 	e.section("CTRS", m.encodeCounters)
 	if len(m.cursors) > 0 {
 		e.section("CURS", m.encodeCursors)
+	}
+	if m.hasClock() {
+		e.section("CLCK", m.encodeClock)
 	}
 	e.section("USER", func(e *encoder) { m.users.encode(e); m.transition.encodeUserOffsets(e) })
 	e.section("ITEM", func(e *encoder) { m.items.encode(e); m.transition.encodeOffsets(e) })
@@ -217,6 +228,7 @@ func (m *Model) decodeCounters(d *decoder) {
 	s := &m.schedule
 	s.events, s.distilled, s.refits, s.numErrors = d.u64(), d.u64(), d.u64(), d.u64()
 	s.periodCount, m.popular.pushed = d.u64(), d.u64()
+	s.merged, s.periods = 0, s.events/uint64(m.cfg.RefitEvery) // no merged events (the CLCK section says otherwise)
 	s.rho = d.f64()
 	s.hasLastMean = d.u8() == 1
 	m.mixture.filled, m.mixture.next = int(d.u32()), int(d.u32())
@@ -253,6 +265,10 @@ func ReadModel(r io.Reader) (*Model, error) {
 	if version == cursorVersion || (version >= typesVersion && d.has("CURS")) {
 		d.section("CURS")
 		m.decodeCursors(d)
+	}
+	if version >= clockVersion && d.has("CLCK") {
+		d.section("CLCK")
+		m.decodeClock(d)
 	}
 	d.section("USER")
 	m.users.decode(d)
@@ -320,7 +336,7 @@ func (d *decoder) header() (Config, uint32, error) {
 			// Version 3 is the encoding of a model with bounds, and only
 			// of one; versions 1 and 2 have no bounds.
 			d.fail("encoding version %d with a configuration that bounds the tables: %v", version, bounded)
-		} else if version < cursorVersion && max(version, 4) != encodingFor(cfg.TransitionUserOffset, false, false, false) {
+		} else if version < cursorVersion && max(version, 4) != encodingFor(cfg.TransitionUserOffset, false, false, false, false) {
 			// Version 5 is the encoding of a model with per-user offsets,
 			// and only of one, until version 6, where the configuration
 			// says (encodingFor).

@@ -7,11 +7,11 @@ import "math"
 
 // transitionActive reports whether T̂ is used (and trained) now.
 func (m *Model) transitionActive() bool {
-	return !m.cfg.Plain && !m.cfg.NoTransition && m.schedule.events >= uint64(m.cfg.WarmUp)
+	return !m.cfg.Plain && !m.cfg.NoTransition && m.clock() >= uint64(m.cfg.WarmUp)
 }
 
 func (m *Model) distilling() bool {
-	return !m.cfg.Plain && m.schedule.events >= uint64(m.cfg.WarmUp)
+	return !m.cfg.Plain && m.clock() >= uint64(m.cfg.WarmUp)
 }
 
 // forward computes z, f and T̂ for the pair (u,i) into the scratch buffers.

@@ -82,6 +82,9 @@ type Shared struct {
 	// event-type slots, in its order.
 	Context []float64
 	Types   []string
+	// Events is the events the publisher learned since its last
+	// publication; the merger adds them to its clock (clock.go).
+	Events uint64
 }
 
 // ItemStride is the values of one item row in Shared.Rows.
@@ -91,7 +94,8 @@ func (s *Shared) ItemStride() int { return s.Dim + 1 + s.K*s.K }
 // every item row at its last publication (or, for a row added since, at
 // its creation), and the rows stepped since.
 type sharing struct {
-	rows []float64 // per item row: stride values as last published
+	events uint64    // the model's events at its last publication
+	rows   []float64 // per item row: stride values as last published
 	// dirty lists the item rows stepped since the last publication; a
 	// row may stand in it twice or no longer be dirty (reset since):
 	// isDirty is the truth, dirty where to look.
@@ -105,7 +109,7 @@ func (m *Model) StartSharing() {
 	if m.share != nil {
 		return
 	}
-	m.share = &sharing{}
+	m.share = &sharing{events: m.schedule.events}
 	if m.useContext() {
 		m.context.startSharing()
 	}
@@ -181,6 +185,7 @@ func (m *Model) Publish(dst *Shared) error {
 		dst.Items = append(dst.Items, m.items.ids[r])
 	}
 	s.dirty = s.dirty[:0]
+	dst.Events, s.events = m.schedule.events-s.events, m.schedule.events
 	dst.Context, dst.Types = dst.Context[:0], dst.Types[:0]
 	if m.context.acc != nil {
 		dst.Context = m.context.publish(dst.Context)
@@ -235,6 +240,7 @@ func (m *Model) Merge(s *Shared) error {
 	if len(s.Context) > 0 && m.useContext() {
 		m.context.merge(s.Context, s.Types)
 	}
+	m.schedule.merged += s.Events
 	return nil
 }
 
@@ -355,6 +361,9 @@ func (m *Model) checkMerge(s *Shared) error {
 			return fmt.Errorf("merge: %w", err)
 		}
 	}
+	if s.Events > maxSharedEvents || m.schedule.merged+s.Events > maxSharedEvents {
+		return fmt.Errorf("merge: a delta of %d events onto %d merged", s.Events, m.schedule.merged)
+	}
 	return nil
 }
 
@@ -368,13 +377,15 @@ func addTo(dst, v []float64) {
 const sharedMagic = "DNSH"
 
 // sharedVersion is the version of the Shared encoding: 2 adds the
-// context (Shared.Context and Types); version 1 has none.
+// context (Shared.Context and Types) and the publisher's events
+// (Shared.Events); version 1 has none of them.
 const sharedVersion = 2
 
 // MarshalBinary encodes s: the magic "DNSH", the version (u32), K and Dim
 // (u32 each), the ids, the count of row values (u64) and the values, then
-// the event types (as ids), the count of context values (u64) and the
-// values, as the model's encoding writes ids and floats (online/FORMAT.md).
+// the event types (as ids), the count of context values (u64), the
+// values and the events (u64), as the model's encoding writes ids and
+// floats (online/FORMAT.md).
 func (s *Shared) MarshalBinary() ([]byte, error) {
 	var b bytes.Buffer
 	e := &encoder{w: bufio.NewWriter(&b)}
@@ -388,6 +399,7 @@ func (s *Shared) MarshalBinary() ([]byte, error) {
 	e.ids(s.Types)
 	e.u64(uint64(len(s.Context)))
 	e.floats(s.Context)
+	e.u64(s.Events)
 	if e.err == nil {
 		e.err = e.w.Flush()
 	}
@@ -421,9 +433,11 @@ func (s *Shared) UnmarshalBinary(data []byte) error {
 	}
 	var types []string
 	var context []float64
+	var events uint64
 	if v >= 2 {
 		types = d.ids()
 		context = d.floats(int(d.u64()))
+		events = d.u64()
 	}
 	if d.err == nil && d.left != 0 {
 		d.fail("%d bytes after the end", d.left)
@@ -431,6 +445,6 @@ func (s *Shared) UnmarshalBinary(data []byte) error {
 	if d.err != nil {
 		return fmt.Errorf("shared delta: %w", d.err)
 	}
-	*s = Shared{K: k, Dim: dim, Items: items, Rows: rows, Context: context, Types: types}
+	*s = Shared{K: k, Dim: dim, Items: items, Rows: rows, Context: context, Types: types, Events: events}
 	return nil
 }

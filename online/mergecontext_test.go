@@ -257,9 +257,9 @@ func TestSharedVersion1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Version 2 ends with an empty type list (u32 0) and no context value
-	// (u64 0); version 1 ends before them.
-	v1 := slices.Clone(b[:len(b)-12])
+	// Version 2 ends with an empty type list (u32 0), no context value
+	// (u64 0) and the events (u64); version 1 ends before them.
+	v1 := slices.Clone(b[:len(b)-20])
 	binary.LittleEndian.PutUint32(v1[4:], 1)
 	var got Shared
 	if err := got.UnmarshalBinary(v1); err != nil {
@@ -268,7 +268,7 @@ func TestSharedVersion1(t *testing.T) {
 	if !slices.Equal(got.Items, d.Items) || !slices.Equal(got.Rows, d.Rows) || got.Context != nil {
 		t.Fatal("version 1 decoded otherwise")
 	}
-	if err := new(Shared).UnmarshalBinary(b[:len(b)-12]); err == nil {
+	if err := new(Shared).UnmarshalBinary(b[:len(b)-20]); err == nil {
 		t.Fatal("a version-2 delta without its context decoded")
 	}
 }

@@ -242,6 +242,9 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	if m.schedule.events%uint64(m.cfg.RefitEvery) == 0 {
 		m.refit()
 	}
+	if m.periodDue() {
+		m.endPeriod()
+	}
 	if !ok {
 		m.schedule.numErrors++
 		return fmt.Errorf("learn from event: %w", ErrNumerical)
@@ -344,13 +347,19 @@ func (m *Model) learnNegatives(u, pos int32) bool {
 	return ok
 }
 
-// refit runs every RefitEvery events: it refits the mixture on the window
-// and advances the ρ schedule.
+// refit runs every RefitEvery events of the model's own: it refits the
+// mixture on the window.
 func (m *Model) refit() {
 	m.schedule.refits++
 	if m.useGMM() {
 		m.mixture.refit(m.cfg.GMMMinSamples, m.cfg.GMMIterations)
 	}
+}
+
+// endPeriod ends a ρ period, every RefitEvery events of the clock
+// (periodDue): it advances the ρ schedule.
+func (m *Model) endPeriod() {
+	m.schedule.periods = m.clock() / uint64(m.cfg.RefitEvery)
 	moved, compared, ok := m.schedule.endPeriod(m.k)
 	if ok && compared && m.cfg.RhoSchedule == RhoProgressive && m.transitionActive() &&
 		moved < m.cfg.RhoTolerance {

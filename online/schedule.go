@@ -16,8 +16,17 @@ type schedule struct {
 
 	events    uint64 // events learned from
 	distilled uint64 // observed events given a distilled label
-	refits    uint64
+	refits    uint64 // refits of the mixture, one per RefitEvery events
 	numErrors uint64 // updates or scores discarded as non-finite
+
+	// merged is the events of other partitions' models whose deltas the
+	// model merged (Shared.Events), and periods the ρ periods it ended.
+	// The clock, events + merged, counts the stream's events as far as
+	// the model knows them; the warm-up and the ρ schedule follow it
+	// (clock.go). Without merges the clock is events and periods is
+	// refits.
+	merged  uint64
+	periods uint64
 }
 
 func newSchedule(k int, rho float64) schedule {

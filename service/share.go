@@ -222,7 +222,7 @@ func (s *sharer) publish(p int32) {
 		return
 	}
 	seq := s.next(p)
-	if len(s.pub.Items) == 0 && len(s.pub.Context) == 0 || seq < 0 {
+	if len(s.pub.Items) == 0 && len(s.pub.Context) == 0 && s.pub.Events == 0 || seq < 0 {
 		return
 	}
 	from := part.from
@@ -263,8 +263,8 @@ func (s *sharer) records(p int32, from, seq int64) ([]state.SharedRecord, error)
 	lo := 0
 	for c, hi := range cuts {
 		chunk := online.Shared{K: s.pub.K, Dim: s.pub.Dim, Items: s.pub.Items[lo:hi], Rows: s.pub.Rows[lo*stride : hi*stride]}
-		if c == 0 { // the context goes with the first chunk, once
-			chunk.Context, chunk.Types = s.pub.Context, s.pub.Types
+		if c == 0 { // the context and the events go with the first chunk, once
+			chunk.Context, chunk.Types, chunk.Events = s.pub.Context, s.pub.Types, s.pub.Events
 		}
 		body, err := chunk.MarshalBinary()
 		if err != nil {
