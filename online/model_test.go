@@ -402,27 +402,33 @@ func TestConfigValidate(t *testing.T) {
 // without I/O.
 func BenchmarkStep(b *testing.B) {
 	for _, cfg := range []struct {
-		name string
-		c    Config
+		name  string
+		c     Config
+		share bool
 	}{
-		{"rgbt", DefaultConfig()},
-		{"plain", DefaultConfig().Baseline()},
+		{"rgbt", DefaultConfig(), false},
+		// rgbt as a partition model that shares (state_layout partition):
+		// the context's accumulator steps beside its statistics, and a
+		// delta is published every 2,000 events (Publish, into a reused
+		// Shared).
+		{"rgbt-sharing", DefaultConfig(), true},
+		{"plain", DefaultConfig().Baseline(), false},
 		// rgbt without the per-user offset in T̂ (on by default): one
 		// addition less per T̂ logit, and no offset step.
-		{"rgbt-no-user-offset", Config{DwellDirection: DwellLong}},
+		{"rgbt-no-user-offset", Config{DwellDirection: DwellLong}, false},
 		// rgbt with dwell's direction learned (the anchored rule) instead
 		// of the dwell mixture (long, the default).
-		{"rgbt-dwell-learned", Config{TransitionUserOffset: true, DwellDirection: DwellLearned}},
+		{"rgbt-dwell-learned", Config{TransitionUserOffset: true, DwellDirection: DwellLearned}, false},
 		// Caps at the stream's 2,000 users and 1,000 items: the same
 		// model as rgbt (TestCapAboveWorkingSetChangesNothing), plus the
 		// bookkeeping of recency on every event.
-		{"rgbt-cap-above", Config{MaxUsers: 2000, MaxItems: 1000, TransitionUserOffset: true}},
+		{"rgbt-cap-above", Config{MaxUsers: 2000, MaxItems: 1000, TransitionUserOffset: true}, false},
 		// Caps below the stream's 2,000 users and 1,000 items: most
 		// events meet an evicted id and take the least recently seen
 		// one's row.
-		{"rgbt-capped", Config{MaxUsers: 500, MaxItems: 500, TransitionUserOffset: true}},
+		{"rgbt-capped", Config{MaxUsers: 500, MaxItems: 500, TransitionUserOffset: true}, false},
 		// Admission after two sightings as well (a 4 MiB sketch).
-		{"rgbt-capped-admit", Config{MaxUsers: 500, MaxItems: 500, AdmitAfter: 2, TransitionUserOffset: true}},
+		{"rgbt-capped-admit", Config{MaxUsers: 500, MaxItems: 500, AdmitAfter: 2, TransitionUserOffset: true}, false},
 	} {
 		b.Run(cfg.name, func(b *testing.B) {
 			m, err := New(cfg.c, rand.NewPCG(1, 2))
@@ -438,14 +444,24 @@ func BenchmarkStep(b *testing.B) {
 					DwellMS: int64(r.IntN(120000)), HasDwell: true, Kind: [...]string{"click", "view", "cart"}[r.IntN(3)]}
 			}
 			var sc Score
-			for j := 0; j < 3*len(evs); j++ { // warm: past warm-up, GMM fitted
+			var d Shared
+			if cfg.share {
+				m.StartSharing()
+			}
+			step := func(j int) {
 				m.Step(evs[j%len(evs)], &sc)
+				if cfg.share && j%2000 == 1999 {
+					m.Publish(&d)
+				}
+			}
+			for j := 0; j < 3*len(evs); j++ { // warm: past warm-up, GMM fitted
+				step(j)
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
 			cpu0 := cpuTime(b)
 			for j := 0; j < b.N; j++ {
-				m.Step(evs[j%len(evs)], &sc)
+				step(j)
 			}
 			cpu := cpuTime(b) - cpu0
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
