@@ -43,13 +43,14 @@ import (
 // user is in one partition only) and rings, co-occurrence, the popularity ring, the
 // admission sketch, the mixture, the schedule and the counters. The
 // context's statistics are sums too, and are merged by their own rule
-// (mergecontext.go).
+// (mergecontext.go); the schedule follows a clock that counts the merged
+// events (clock.go).
 //
 // Determinism: Publish and Merge change the model only through its item
 // rows (and, for an item the model has no row for, a new row drawn from
-// its random source) and its context's statistics, so a partition
-// model's scores depend on its own events and on the deltas it merged, at
-// the points it merged them.
+// its random source), its context's statistics and its clock, so a
+// partition model's scores depend on its own events and on the deltas it
+// merged, at the points it merged them.
 //
 // Encoded: which deltas a model merged. MergeFrom records, per source
 // partition, the seq of the last delta of it merged (a cursor); the

@@ -24,8 +24,9 @@ type sharedLog interface {
 }
 
 // sharer exchanges what the partition models learn of the shared
-// parameters (their item rows: online.Model.Publish and MergeFrom)
-// through the shared topic, with state_layout partition
+// parameters (their item rows, their context's statistics and the count
+// of their events: online.Model.Publish and MergeFrom) through the shared
+// topic, with state_layout partition
 // (docs/design/partitions.md, "The merge in the service").
 //
 // Every Sharing.Interval or Sharing.EveryEvents records, whichever comes
