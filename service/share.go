@@ -112,6 +112,13 @@ const (
 	sharedQueue = 64
 	// defaultSharedKeep is the memory of deltas read back.
 	defaultSharedKeep = 64 << 20
+	// sharedBatchBytes bounds one Append of the sender (sharedBytes), half
+	// the shared topic's max.message.bytes: a publication's chunks
+	// (sharedChunkBytes) go two at a time, merge points by the hundred.
+	sharedBatchBytes = 2 << 20
+	// sharedRecordOverhead bounds what a record adds to a batch beyond
+	// its key and value.
+	sharedRecordOverhead = 256
 	// sharedPoll bounds the wait for a new record after a read that found
 	// nothing new (waitFor), and sharedRetry is the wait after an error.
 	sharedPoll  = 200 * time.Millisecond
@@ -443,7 +450,12 @@ func (s *sharer) add(off int64, _, value []byte) {
 	s.mu.Unlock()
 }
 
-// send appends the publications until the sharer closes.
+// send appends the publications and merge points until the sharer
+// closes. What is queued goes together: each Append is a produce request
+// that every in-sync replica acknowledges, and with one per record a
+// member's queue, and so the staleness of its deltas, grew with the rate
+// of its merge points (docs/design/partitions.md, "Built: the sender
+// batches").
 func (s *sharer) send() {
 	defer s.wg.Done()
 	select {
@@ -451,23 +463,84 @@ func (s *sharer) send() {
 	case <-s.ctx.Done():
 		return
 	}
+	var items [][]state.SharedRecord
 	for {
 		select {
 		case recs := <-s.out:
-			ctx, cancel := context.WithTimeout(s.ctx, s.timeout)
-			for _, r := range recs { // a record each: a chunk is as large as a batch may be
-				if err := s.lg.Append(ctx, []state.SharedRecord{r}); err != nil {
-					s.metrics.shared.WithLabelValues("send_failed").Inc()
-					s.log.Warn("shared delta not sent", "key", string(r.Key), "err", err)
-					break
+			items = append(items[:0], recs)
+			size := sharedBytes(recs)
+		more:
+			for size < sharedBatchBytes {
+				select {
+				case recs := <-s.out:
+					items = append(items, recs)
+					size += sharedBytes(recs)
+				default:
+					break more
 				}
 			}
-			cancel()
-			s.inflight.Add(-1)
+			s.sendBatches(items)
+			clear(items)
+			s.inflight.Add(-int64(len(items)))
 		case <-s.ctx.Done():
 			return
 		}
 	}
+}
+
+// sendBatches appends the records of items in order, in batches of at
+// most sharedBatchBytes (a larger record alone). After a batch fails,
+// the later records of the items it held are not sent (a delta that
+// misses a chunk is never complete), and each such item counts once as
+// send_failed.
+func (s *sharer) sendBatches(items [][]state.SharedRecord) {
+	var batch []state.SharedRecord
+	var owners []int // the item of each record of batch
+	failed := make([]bool, len(items))
+	size := 0
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, s.timeout)
+		err := s.lg.Append(ctx, batch)
+		cancel()
+		if err != nil {
+			for _, i := range owners {
+				if !failed[i] {
+					failed[i] = true
+					s.metrics.shared.WithLabelValues("send_failed").Inc()
+				}
+			}
+			s.log.Warn("shared records not sent", "records", len(batch), "first_key", string(batch[0].Key), "err", err)
+		}
+		clear(batch)
+		batch, owners, size = batch[:0], owners[:0], 0
+	}
+	for i, recs := range items {
+		for _, r := range recs {
+			n := sharedBytes([]state.SharedRecord{r})
+			if len(batch) > 0 && size+n > sharedBatchBytes {
+				flush()
+			}
+			if failed[i] {
+				break
+			}
+			batch, owners = append(batch, r), append(owners, i)
+			size += n
+		}
+	}
+	flush()
+}
+
+// sharedBytes bounds what records take in a record batch: their keys and
+// values, and a record's overhead each.
+func sharedBytes(records []state.SharedRecord) int {
+	n := 0
+	for _, r := range records {
+		n += len(r.Key) + len(r.Value) + sharedRecordOverhead
+	}
+	return n
 }
 
 // flush waits until every publication queued has been sent (or failed),

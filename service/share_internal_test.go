@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"denoiser/online"
+	"denoiser/state"
 )
 
 // TestSharerMergesOnArrival: a delta read back is merged at the end of
@@ -195,5 +197,70 @@ func TestSharerDropsAbandonedDeltas(t *testing.T) {
 	s.mu.Unlock()
 	if complete != 6 {
 		t.Fatalf("%d complete deltas read, want 6", complete)
+	}
+}
+
+// appendLog is a sharedLog that records each Append and fails those whose
+// number (from 1) is in fail.
+type appendLog struct {
+	calls [][]string // the keys of each Append
+	fail  map[int]bool
+}
+
+func (l *appendLog) Append(_ context.Context, records []state.SharedRecord) error {
+	keys := make([]string, len(records))
+	for i, r := range records {
+		keys[i] = string(r.Key)
+	}
+	l.calls = append(l.calls, keys)
+	if l.fail[len(l.calls)] {
+		return errors.New("refused")
+	}
+	return nil
+}
+func (l *appendLog) Read(context.Context, int64, func(int64, []byte, []byte)) (int64, error) {
+	return 0, nil
+}
+func (l *appendLog) Wait(context.Context, int64, time.Duration) (bool, error) { return false, nil }
+func (l *appendLog) Close() error                                             { return nil }
+
+// The sender appends what is queued together, in order, in batches of at
+// most sharedBatchBytes; after a failed batch, the rest of each item it
+// held is not sent, each such item counts once as send_failed, and the
+// items after go on.
+func TestSharerSendsInBatches(t *testing.T) {
+	met, err := newMetrics(prometheus.NewRegistry(), noLag{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := func(key string, n int) state.SharedRecord {
+		return state.SharedRecord{Key: []byte(key), Value: make([]byte, n)}
+	}
+	chunk := sharedChunkBytes + sharedHeaderBytes // a publication's full chunk
+	items := [][]state.SharedRecord{
+		{rec("p0/a", chunk), rec("p0/b", chunk), rec("p0/c", chunk)}, // one publication in 3 chunks
+		{rec("m1", 60)}, {rec("m2", 60)}, // merge points
+		{rec("p1/a", 1000)},
+	}
+	run := func(fail map[int]bool) (*appendLog, float64) {
+		lg := &appendLog{fail: fail}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		s := &sharer{lg: lg, metrics: met, log: slog.New(slog.NewTextHandler(io.Discard, nil)), timeout: time.Second, ctx: ctx}
+		before := counterValue(t, met.shared.WithLabelValues("send_failed"))
+		s.sendBatches(items)
+		return lg, counterValue(t, met.shared.WithLabelValues("send_failed")) - before
+	}
+	lg, failed := run(nil)
+	want := [][]string{{"p0/a"}, {"p0/b"}, {"p0/c", "m1", "m2", "p1/a"}}
+	if fmt.Sprint(lg.calls) != fmt.Sprint(want) || failed != 0 {
+		t.Fatalf("Appends %v (%v failed), want %v", lg.calls, failed, want)
+	}
+	// The second Append fails: the publication's last chunk is not sent
+	// (its delta cannot be complete); the merge points and p1 go on.
+	lg, failed = run(map[int]bool{2: true})
+	want = [][]string{{"p0/a"}, {"p0/b"}, {"m1", "m2", "p1/a"}}
+	if fmt.Sprint(lg.calls) != fmt.Sprint(want) || failed != 1 {
+		t.Fatalf("Appends %v (%v failed), want %v and 1 failed", lg.calls, failed, want)
 	}
 }
