@@ -1,9 +1,11 @@
 package consumer
 
 import (
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"denoiser/consumer/input"
 )
@@ -117,12 +119,43 @@ func startWorkers(n int, model Partitioned, shadow Model) *workers {
 	for range n - 1 {
 		go func() {
 			defer w.running.Done()
-			for ln := range w.work {
+			for {
+				ln, ok := w.next()
+				if !ok {
+					return
+				}
 				w.run(ln)
 			}
 		}()
 	}
 	return w
+}
+
+// laneSpin is how long a worker that finished a lane keeps looking for
+// the next one, yielding its core between looks, before it parks. A
+// parked worker woken by the model goroutine's send is queued on the
+// model goroutine's own core (the runtime's runnext), which is busy
+// stepping a lane, so it started its lane 126–143 µs after it was queued
+// on average (BenchmarkRunPartitions, 2 partitions on 2 cores, about 320 µs
+// of stepping per lane and batch); looking for 200 µs, it starts within
+// 14–16 µs. Chosen among 50 µs, 200 µs and 1 ms (docs/perf.md, "Workers
+// that wait"): 1 ms cost a partition alone 0.1–0.3 CPU-µs per event. An
+// idle stream costs a worker at most laneSpin of yielding per batch.
+const laneSpin = 200 * time.Microsecond
+
+// next returns the next lane for a worker, false once stop closed the
+// queue: it looks for laneSpin, yielding between looks, then blocks.
+func (w *workers) next() (*lane, bool) {
+	for start := time.Now(); time.Since(start) < laneSpin; {
+		select {
+		case ln, ok := <-w.work:
+			return ln, ok
+		default:
+		}
+		runtime.Gosched()
+	}
+	ln, ok := <-w.work
+	return ln, ok
 }
 
 // run steps one lane of the current phase.
