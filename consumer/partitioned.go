@@ -135,7 +135,7 @@ func startWorkers(n int, model Partitioned, shadow Model) *workers {
 // the next one, yielding its core between looks, before it parks. A
 // parked worker woken by the model goroutine's send is queued on the
 // model goroutine's own core (the runtime's runnext), which is busy
-// stepping a lane, so it started its lane 126–143 µs after it was queued
+// stepping a lane, so it started its lane 126–153 µs after it was queued
 // on average (BenchmarkRunPartitions, 2 partitions on 2 cores, about 320 µs
 // of stepping per lane and batch); looking for 200 µs, it starts within
 // 14–16 µs. Chosen among 50 µs, 200 µs and 1 ms (docs/perf.md, "Workers
