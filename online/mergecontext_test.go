@@ -272,3 +272,31 @@ func TestSharedVersion1(t *testing.T) {
 		t.Fatal("a version-2 delta without its context decoded")
 	}
 }
+
+// A type the merger has no slot for, its named slots all taken, goes to
+// its shared last slot, as a first sighting would; the publisher's shared
+// last slot goes to the merger's.
+func TestMergeContextTypesPastTheNamedSlots(t *testing.T) {
+	var c contextModel
+	for j := range namedTypes {
+		c.typeSlot(fmt.Sprint("t", j))
+	}
+	var d contextSums
+	d.em.typeMass[1][0], d.em.typeMass[1][namedTypes], d.em.typeTotal[1] = 5, 2, 7
+	values := make([]float64, 0, contextDeltaLen)
+	for _, p := range d.fields() {
+		values = append(values, *p)
+	}
+	if err := checkContextDelta(values, []string{"new"}); err != nil {
+		t.Fatal(err)
+	}
+	c.merge(values, []string{"new"})
+	if got := c.em.typeMass[1][namedTypes]; got != 7 || len(c.types) != namedTypes || c.em.typeTotal[1] != 7 {
+		t.Fatalf("shared last slot %v (want 7), %d types, total %v", got, len(c.types), c.em.typeTotal[1])
+	}
+	for b := range namedTypes {
+		if c.em.typeMass[1][b] != 0 {
+			t.Fatalf("named slot %d took %v", b, c.em.typeMass[1][b])
+		}
+	}
+}
