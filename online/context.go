@@ -871,50 +871,35 @@ func (c *contextStats) finite() bool {
 	return !math.IsNaN(s) && !math.IsInf(s, 0)
 }
 
-// encode writes the statistics: f64[2] dwell mass, f64[2] dwell sum, f64[2]
-// dwell squares, f64[2·typeBuckets] type mass, f64[2] type total.
+// encode writes the statistics in fields' order: f64[2] dwell mass,
+// f64[2] dwell sum, f64[2] dwell squares, f64[2·typeBuckets] type mass,
+// f64[2] type total.
 func (c *contextStats) encode(e *encoder) {
-	for k := range 2 {
-		e.f64(c.dwellMass[k])
-	}
-	for k := range 2 {
-		e.f64(c.dwellSum[k])
-	}
-	for k := range 2 {
-		e.f64(c.dwellSquares[k])
-	}
-	for k := range 2 {
-		for _, v := range c.typeMass[k] {
-			e.f64(v)
-		}
-	}
-	for k := range 2 {
-		e.f64(c.typeTotal[k])
+	for _, p := range c.fields() {
+		e.f64(*p)
 	}
 }
 
 // decode reads what encode writes.
 func (c *contextStats) decode(d *decoder) {
-	for k := range 2 {
-		c.dwellMass[k] = d.f64()
-	}
-	for k := range 2 {
-		c.dwellSum[k] = d.f64()
-	}
-	for k := range 2 {
-		c.dwellSquares[k] = d.f64()
-	}
-	for k := range 2 {
-		for b := range c.typeMass[k] {
-			c.typeMass[k][b] = d.f64()
-		}
-	}
-	for k := range 2 {
-		c.typeTotal[k] = d.f64()
+	for _, p := range c.fields() {
+		*p = d.f64()
 	}
 	if d.err == nil && !c.finite() {
 		d.fail("context statistics not finite")
 	}
+}
+
+// fields lists the statistics in their encoding's order, which is also
+// their order in a context delta (contextSums.fields).
+func (s *contextStats) fields() []*float64 {
+	f := []*float64{&s.dwellMass[0], &s.dwellMass[1], &s.dwellSum[0], &s.dwellSum[1], &s.dwellSquares[0], &s.dwellSquares[1]}
+	for k := range 2 {
+		for b := range s.typeMass[k] {
+			f = append(f, &s.typeMass[k][b])
+		}
+	}
+	return append(f, &s.typeTotal[0], &s.typeTotal[1])
 }
 
 // encode writes the EM statistics, then the anchor's.

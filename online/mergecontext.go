@@ -58,17 +58,6 @@ func (c *contextSums) fields() []*float64 {
 	return f
 }
 
-// fields lists the statistics in their encoding's order (encode).
-func (s *contextStats) fields() []*float64 {
-	f := []*float64{&s.dwellMass[0], &s.dwellMass[1], &s.dwellSum[0], &s.dwellSum[1], &s.dwellSquares[0], &s.dwellSquares[1]}
-	for k := range 2 {
-		for b := range s.typeMass[k] {
-			f = append(f, &s.typeMass[k][b])
-		}
-	}
-	return append(f, &s.typeTotal[0], &s.typeTotal[1])
-}
-
 // startSharing starts the accumulator, empty.
 func (c *contextModel) startSharing() {
 	if c.acc == nil {

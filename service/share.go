@@ -519,7 +519,7 @@ func (s *sharer) sendBatches(items [][]state.SharedRecord) {
 	}
 	for i, recs := range items {
 		for _, r := range recs {
-			n := sharedBytes([]state.SharedRecord{r})
+			n := recordBytes(r)
 			if len(batch) > 0 && size+n > sharedBatchBytes {
 				flush()
 			}
@@ -533,15 +533,18 @@ func (s *sharer) sendBatches(items [][]state.SharedRecord) {
 	flush()
 }
 
-// sharedBytes bounds what records take in a record batch: their keys and
-// values, and a record's overhead each.
+// sharedBytes bounds what records take in a record batch (recordBytes).
 func sharedBytes(records []state.SharedRecord) int {
 	n := 0
 	for _, r := range records {
-		n += len(r.Key) + len(r.Value) + sharedRecordOverhead
+		n += recordBytes(r)
 	}
 	return n
 }
+
+// recordBytes bounds what r takes in a record batch: its key and value,
+// and a record's overhead.
+func recordBytes(r state.SharedRecord) int { return len(r.Key) + len(r.Value) + sharedRecordOverhead }
 
 // flush waits until every publication queued has been sent (or failed),
 // or ctx ends.
