@@ -29,6 +29,9 @@ type CSVSource struct {
 // there). The header is read on the first Next.
 func NewCSVSource(lines *FileSource) *CSVSource { return &CSVSource{lines: lines} }
 
+// Ready reports whether the next row is buffered (FileSource.Ready).
+func (s *CSVSource) Ready() bool { return s.err == nil && s.lines.Ready() }
+
 // Next returns the next row as a JSON object.
 func (s *CSVSource) Next(ctx context.Context) (Message, error) {
 	if s.err != nil {

@@ -34,7 +34,11 @@
 //     lines and empty messages only) counted as Blank;
 //   - exactly one goroutine owns the model: the goroutine that calls Run.
 //     Reading and writing run beside it, joined by bounded channels, so
-//     memory is bounded and a slow sink slows the reader (backpressure);
+//     memory is bounded and a slow sink slows the reader (backpressure).
+//     Records go from one goroutine to the next in chunks of up to
+//     chunkLen, but none waits for a later record: the reader hands on
+//     what it read once its source has nothing ready (Ready), and the
+//     model goroutine what it stepped before it waits for input;
 //   - a Partitioned model (one model per input partition) is stepped a
 //     batch at a time, its partitions at the same time on a fixed pool of
 //     goroutines (Options.Workers): each partition's model steps its

@@ -932,6 +932,10 @@ func (s *KafkaSource) Next(ctx context.Context) (Message, error) {
 	}
 }
 
+// Ready reports whether a fetched record is buffered. Next may still
+// skip it (fetched before a rebalance) and wait for another.
+func (s *KafkaSource) Ready() bool { return len(s.recs) > 0 }
+
 // wait is Next's wait for a record when none is buffered: the next
 // record, or why there is none (io.EOF once drained, ErrSourceClosed, the
 // source's failure, ctx's error).

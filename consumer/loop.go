@@ -122,8 +122,9 @@ func (r *Result) RawTruncated() bool { return len(r.Raw) < r.RawSize }
 
 // Options configures Run. The zero value is ready to use.
 type Options struct {
-	// Buffer is the capacity of each channel between the reader, the model
-	// and the writer, and so the number of records in flight (default 256).
+	// Buffer bounds the records in flight (default 256): the reader, the
+	// model and the writer hold at most 2·Buffer+2 between them, and with
+	// parallel partitions a batch is at most Buffer records.
 	Buffer int
 	// Shadow, if set, is a second model stepped on every event the main
 	// model accepted (the replay's plain baseline). When partitions are
@@ -248,14 +249,16 @@ func Run(ctx context.Context, src Source, model Model, sink Sink, dlq DeadLetter
 
 	l := &loop{
 		free:    make(chan *Result, 2*n+2),
-		decoded: make(chan *Result, n),
-		out:     make(chan *Result, n),
+		decoded: make(chan []*Result, n),
+		out:     make(chan []*Result, n),
+		spare:   make(chan []*Result, 2*n/chunkLen+8),
 		sink:    sink,
 		dlq:     dlq,
 	}
 	for range 2*n + 2 {
 		l.free <- new(Result)
 	}
+	l.outBuf = l.chunk()
 	l.batch = make([]*Result, 0, n)
 	if p, ok := model.(Partitioned); ok && opts.Workers > 1 {
 		l.workers = startWorkers(opts.Workers, p, opts.Shadow)
@@ -277,6 +280,9 @@ func Run(ctx context.Context, src Source, model Model, sink Sink, dlq DeadLetter
 
 	st := Stats{ByReason: map[Reason]uint64{}, SkippedByReason: map[SkipReason]uint64{}}
 	stepErr := l.step(ctx, model, opts, &st)
+	// What was handed on goes to the writer, also when After or a task
+	// failed (sendOut fails only once ctx is done, which Run reports).
+	l.sendOut(ctx)
 	if stepErr != nil {
 		cancel() // unblock the reader
 	}
@@ -296,37 +302,106 @@ func Run(ctx context.Context, src Source, model Model, sink Sink, dlq DeadLetter
 }
 
 type loop struct {
-	free    chan *Result // recycled results: bounded memory, no allocation per record
-	decoded chan *Result // reader -> model
-	out     chan *Result // model -> writer
-	pending *Result      // the record being processed, until handed on; model goroutine only
-	batch   []*Result    // the records being processed; model goroutine only
-	workers *workers     // steps partitions in parallel; nil on the sequential path
+	free    chan *Result   // recycled results: bounded memory, no allocation per record
+	decoded chan []*Result // reader -> model: chunks of records, in input order
+	out     chan []*Result // model -> writer: chunks of records (and flush markers), in input order
+	spare   chan []*Result // empty chunks to reuse
+	pending *Result        // the record being processed, until handed on; model goroutine only
+	batch   []*Result      // the records being processed; model goroutine only
+	workers *workers       // steps partitions in parallel; nil on the sequential path
 	sink    Sink
 	dlq     DeadLetter
+
+	// Model goroutine only: the rest of the chunk being taken (in, its
+	// whole slice, recycled once taken), and the records handed on but
+	// not yet sent to the writer.
+	cur, in []*Result
+	outBuf  []*Result
 }
 
-// read runs on the reader goroutine: it reads and decodes records.
+// chunkLen is the most records that the reader hands the model goroutine
+// at once, and the model goroutine the writer. Handing records on one at a
+// time cost a channel operation each way per record, and, while the
+// other side waits, a wake-up of its goroutine per record (docs/perf.md,
+// "Records handed on in chunks"). The reader hands on a chunk as soon as
+// its source has no record ready (Ready), and the model goroutine sends
+// its chunk before it waits for input, so a record waits for no later one.
+const chunkLen = 32
+
+// Ready is implemented by sources that can tell whether Next would return
+// a record without waiting for its input (FileSource, CSVSource,
+// KafkaSource). Run's reader hands on the records it has read only when
+// Ready is false or a chunk is full; a source without Ready has each
+// record handed on alone.
+type Ready interface {
+	Ready() bool
+}
+
+// chunk returns an empty chunk, reused if one is spare.
+func (l *loop) chunk() []*Result {
+	select {
+	case c := <-l.spare:
+		return c
+	default:
+		return make([]*Result, 0, chunkLen)
+	}
+}
+
+// recycle keeps chunk c, whose records have gone on, for reuse.
+func (l *loop) recycle(c []*Result) {
+	clear(c) // no pointer into recycled results
+	select {
+	case l.spare <- c[:0]:
+	default: // enough are spare
+	}
+}
+
+// read runs on the reader goroutine: it reads and decodes records, and
+// hands them on in chunks.
 func (l *loop) read(ctx context.Context, src Source) error {
 	var dec Decoder
+	ready, _ := src.(Ready)
+	chunk := l.chunk()
+	// handOn sends the records read so far, if any; false once ctx is done.
+	handOn := func() bool {
+		if len(chunk) == 0 {
+			return true
+		}
+		if !send(ctx, l.decoded, chunk) {
+			return false
+		}
+		chunk = l.chunk()
+		return true
+	}
 	for {
 		m, err := src.Next(ctx)
 		if err == io.EOF {
+			handOn()
 			return nil
 		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil // cancellation is reported by Run
 			}
+			handOn() // the records already read are still processed
 			return fmt.Errorf("read source: %w", err)
 		}
-		r, ok := recv(ctx, l.free)
-		if !ok {
-			return nil
+		var r *Result
+		select {
+		case r = <-l.free:
+		default: // every result is in flight: hand on what is read before waiting for one
+			var ok bool
+			if !handOn() {
+				return nil
+			}
+			if r, ok = recv(ctx, l.free); !ok {
+				return nil
+			}
 		}
 		if m.Task != nil {
 			r.task = m.Task
-			if !send(ctx, l.decoded, r) {
+			chunk = append(chunk, r)
+			if !handOn() {
 				return nil
 			}
 			continue
@@ -348,8 +423,11 @@ func (l *loop) read(ctx context.Context, src Source) error {
 		} else if err := dec.Decode(m.Value, &r.Event); err != nil {
 			r.Err, r.Reason = err, ReasonOf(err)
 		}
-		if !send(ctx, l.decoded, r) {
-			return nil
+		chunk = append(chunk, r)
+		if len(chunk) == chunkLen || ready == nil || !ready.Ready() {
+			if !handOn() {
+				return nil
+			}
 		}
 	}
 }
@@ -382,14 +460,9 @@ func (l *loop) step(ctx context.Context, model Model, opts Options, st *Stats) e
 		batch := append(l.batch[:0], r)
 		var barrier *Result
 		if l.workers != nil {
-		fill:
 			for len(batch) < cap(l.batch) {
-				select {
-				case r = <-l.decoded:
-				default:
-					break fill
-				}
-				if r == nil { // the input has ended: the next receive says so again
+				var ok bool
+				if r, ok = l.poll(); !ok || r == nil { // none read yet, or the input has ended (the next poll says so again)
 					break
 				}
 				if r.task != nil {
@@ -445,19 +518,56 @@ func (l *loop) next(ctx context.Context, tasks <-chan func(context.Context, Flus
 		return nil, task, true
 	default:
 	}
-	select {
-	case r := <-l.decoded:
+	if r, ok := l.poll(); ok {
 		return r, nil, true
-	default:
+	}
+	// Nothing is read yet: send the writer what was handed on before
+	// waiting, so that no output waits for later input.
+	if !l.sendOut(ctx) {
+		return nil, nil, false
 	}
 	select {
-	case r := <-l.decoded:
-		return r, nil, true
+	case c, ok := <-l.decoded:
+		return l.take(c, ok), nil, true
 	case task := <-tasks:
 		return nil, task, true
 	case <-done:
 		return nil, nil, false
 	}
+}
+
+// poll returns the next record read, if there is one, without waiting:
+// the next of the current chunk, else the first of the next chunk. It
+// reports false when none is read yet, and returns nil once the input has
+// ended (and again on every later call).
+func (l *loop) poll() (*Result, bool) {
+	if len(l.cur) > 0 {
+		r := l.cur[0]
+		l.cur = l.cur[1:]
+		if len(l.cur) == 0 {
+			l.recycle(l.in)
+			l.in, l.cur = nil, nil
+		}
+		return r, true
+	}
+	select {
+	case c, ok := <-l.decoded:
+		return l.take(c, ok), true
+	default:
+		return nil, false
+	}
+}
+
+// take makes c, received from l.decoded (ok false once it is closed), the
+// current chunk and returns its first record; nil once the input has
+// ended. A chunk is never empty.
+func (l *loop) take(c []*Result, ok bool) *Result {
+	if !ok {
+		return nil
+	}
+	l.in, l.cur = c, c
+	r, _ := l.poll()
+	return r
 }
 
 // recv receives from c, or reports false once ctx is done (ctx first).
@@ -565,16 +675,38 @@ func (l *loop) finish(ctx context.Context, r *Result, opts Options, st *Stats) (
 	return l.handOn(ctx), nil
 }
 
-// handOn sends the pending record, if any, to the writer. It reports false
-// when ctx was cancelled first.
+// handOn hands the pending record, if any, on to the writer: into the
+// chunk being filled, which goes to the writer once full (or when the
+// model goroutine waits for input, or flushes). It reports false when ctx
+// was cancelled first.
 func (l *loop) handOn(ctx context.Context) bool {
 	r := l.pending
 	if r == nil {
 		return true
 	}
 	l.pending = nil
-	if !send(ctx, l.out, r) {
-		l.free <- r
+	l.outBuf = append(l.outBuf, r)
+	if len(l.outBuf) >= chunkLen {
+		return l.sendOut(ctx)
+	}
+	return true
+}
+
+// sendOut sends the chunk of records handed on, if any, to the writer. It
+// reports false when ctx was cancelled first; the chunk's records are then
+// recycled.
+func (l *loop) sendOut(ctx context.Context) bool {
+	c := l.outBuf
+	if len(c) == 0 {
+		return true
+	}
+	l.outBuf = l.chunk()
+	if !send(ctx, l.out, c) {
+		for _, r := range c {
+			if r.flush == nil {
+				l.free <- r
+			}
+		}
 		return false
 	}
 	return true
@@ -615,28 +747,31 @@ func stepShadow(shadow Model, r *Result) {
 // loop and only recycles what is still in flight.
 func (l *loop) write(ctx context.Context, cancel context.CancelFunc) error {
 	var failed error
-	for r := range l.out {
-		if r.flush != nil {
-			if failed != nil {
-				r.flush <- fmt.Errorf("flush sinks: writer stopped: %w", failed)
-			} else {
-				r.flush <- l.flush(ctx)
-			}
-			continue
-		}
-		if failed == nil && !r.Emitted {
-			if r.Scored() {
-				if err := l.sink.Write(ctx, r); err != nil {
-					failed = fmt.Errorf("write record %s: %w", r.Pos, err)
+	for c := range l.out {
+		for _, r := range c {
+			if r.flush != nil {
+				if failed != nil {
+					r.flush <- fmt.Errorf("flush sinks: writer stopped: %w", failed)
+				} else {
+					r.flush <- l.flush(ctx)
 				}
-			} else if err := l.dlq.Reject(ctx, r); err != nil {
-				failed = fmt.Errorf("dead-letter record %s: %w", r.Pos, err)
+				continue
 			}
-			if failed != nil {
-				cancel()
+			if failed == nil && !r.Emitted {
+				if r.Scored() {
+					if err := l.sink.Write(ctx, r); err != nil {
+						failed = fmt.Errorf("write record %s: %w", r.Pos, err)
+					}
+				} else if err := l.dlq.Reject(ctx, r); err != nil {
+					failed = fmt.Errorf("dead-letter record %s: %w", r.Pos, err)
+				}
+				if failed != nil {
+					cancel()
+				}
 			}
+			l.free <- r
 		}
-		l.free <- r
+		l.recycle(c)
 	}
 	if failed != nil || ctx.Err() != nil {
 		return failed
@@ -665,9 +800,8 @@ func (f *flusher) Flush(ctx context.Context) error {
 		return ctx.Err()
 	}
 	marker := &Result{flush: make(chan error, 1)}
-	select {
-	case l.out <- marker:
-	case <-ctx.Done():
+	l.outBuf = append(l.outBuf, marker)
+	if !l.sendOut(ctx) {
 		return ctx.Err()
 	}
 	select {

@@ -400,6 +400,56 @@ func TestRunTasksRunBetweenRecordsWhileIdle(t *testing.T) {
 	}
 }
 
+// TestRunHandsOnWithoutWaitingForInput: records read are handed on in
+// chunks (chunkLen), yet none waits for a later record: with the next line
+// only half written, every record before it reaches the sink, on the
+// sequential path and with parallel partitions.
+func TestRunHandsOnWithoutWaitingForInput(t *testing.T) {
+	for _, workers := range []int{1, 2} {
+		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
+			pr, pw := io.Pipe()
+			defer pw.Close()
+			sink := &memSink{}
+			done := make(chan error, 1)
+			go func() {
+				_, err := Run(context.Background(), NewFileSource(pr, "in"), fakeSet(), sink, sink, Options{Workers: workers})
+				done <- err
+			}()
+			var lines strings.Builder
+			for i := range 3 * chunkLen / 2 { // a chunk and a half
+				fmt.Fprintf(&lines, "{\"user\":\"u%d\",\"item\":\"i\"}\n", i)
+			}
+			lines.WriteString(`{"user":"late",`) // the next line, half written
+			if _, err := io.WriteString(pw, lines.String()); err != nil {
+				t.Fatal(err)
+			}
+			waitScored := func(n int) {
+				t.Helper()
+				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+					sink.mu.Lock()
+					got := len(sink.scored)
+					sink.mu.Unlock()
+					if got == n {
+						return
+					}
+					if got > n || time.Now().After(deadline) {
+						t.Fatalf("the sink has %d records, want %d", got, n)
+					}
+				}
+			}
+			waitScored(3 * chunkLen / 2)
+			if _, err := io.WriteString(pw, "\"item\":\"i\"}\n"); err != nil {
+				t.Fatal(err)
+			}
+			waitScored(3*chunkLen/2 + 1)
+			pw.Close()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
 // script is a Source that returns its messages, then io.EOF.
 type script []Message
 

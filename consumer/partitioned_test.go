@@ -61,6 +61,10 @@ type messages struct {
 	hook func(i int)
 }
 
+// Ready lets Run's reader hand the messages on in chunks, unless a hook
+// times them one by one.
+func (s *messages) Ready() bool { return s.hook == nil && s.next < len(s.msgs) }
+
 func (s *messages) Next(ctx context.Context) (Message, error) {
 	if err := ctx.Err(); err != nil {
 		return Message{}, err

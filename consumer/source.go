@@ -163,6 +163,17 @@ func (s *FileSource) Next(ctx context.Context) (Message, error) {
 	return m, nil
 }
 
+// Ready reports whether a whole line is buffered, which Next returns
+// without reading (Run's reader then hands on more records at once).
+func (s *FileSource) Ready() bool {
+	n := s.r.Buffered()
+	if n == 0 || s.err != nil {
+		return false
+	}
+	b, _ := s.r.Peek(n)
+	return bytes.IndexByte(b, '\n') >= 0
+}
+
 // BytesRead is the number of bytes consumed so far. It is safe to call from
 // any goroutine.
 func (s *FileSource) BytesRead() int64 { return s.offset.Load() }

@@ -77,6 +77,32 @@ func TestFileSourceLines(t *testing.T) {
 
 // TestFileSourceGzip: a gzip-compressed input reads as its text, from a
 // file or a stream; a stream that only starts like gzip is an error.
+// TestFileSourceReady: Ready reports a line that Next returns without
+// reading, not a line's start nor the end of the input.
+func TestFileSourceReady(t *testing.T) {
+	pr, pw := io.Pipe()
+	go func() {
+		io.WriteString(pw, "a\nb\nc") // one write: the reader buffers it whole
+		pw.Close()
+	}()
+	s := NewFileSource(pr, "in") // peeks for gzip's magic bytes
+	for i, want := range []struct {
+		line  string
+		ready bool
+	}{{"a", true}, {"b", false}, {"c", false}} {
+		m, err := s.Next(context.Background())
+		if err != nil || string(m.Value) != want.line {
+			t.Fatalf("line %d = %q, %v; want %q", i+1, m.Value, err, want.line)
+		}
+		if got := s.Ready(); got != want.ready {
+			t.Fatalf("Ready after %q = %v, want %v", want.line, got, want.ready)
+		}
+	}
+	if _, err := s.Next(context.Background()); err != io.EOF {
+		t.Fatalf("Next at the end = %v, want io.EOF", err)
+	}
+}
+
 func TestFileSourceGzip(t *testing.T) {
 	text := "{\"user\":\"u\",\"item\":\"i\"}\nsecond\n"
 	var gz bytes.Buffer
