@@ -79,6 +79,7 @@ type Result struct {
 	BatchEnd bool
 
 	skip      SkipReason                           // set inside the loop on a record with nothing to score
+	spent     bool                                 // a barrier's result, past its task: the writer only recycles it
 	undecoded bool                                 // Raw (the whole record) is still to be decoded, by the record's lane
 	shadowErr error                                // the shadow's numerical failure, when HasShadow
 	flush     chan error                           // set on a flush marker (flusher.Flush), whose answer it takes
@@ -248,15 +249,19 @@ func Run(ctx context.Context, src Source, model Model, sink Sink, dlq DeadLetter
 	defer cancel()
 
 	l := &loop{
-		free:    make(chan *Result, 2*n+2),
+		free:    make(chan []*Result, 2*n+2),
 		decoded: make(chan []*Result, n),
 		out:     make(chan []*Result, n),
 		spare:   make(chan []*Result, 2*n/chunkLen+8),
 		sink:    sink,
 		dlq:     dlq,
 	}
-	for range 2*n + 2 {
-		l.free <- new(Result)
+	for left := 2*n + 2; left > 0; left -= chunkLen {
+		c := make([]*Result, min(left, chunkLen), chunkLen)
+		for i := range c {
+			c[i] = new(Result)
+		}
+		l.free <- c
 	}
 	l.outBuf = l.chunk()
 	l.batch = make([]*Result, 0, n)
@@ -302,7 +307,7 @@ func Run(ctx context.Context, src Source, model Model, sink Sink, dlq DeadLetter
 }
 
 type loop struct {
-	free    chan *Result   // recycled results: bounded memory, no allocation per record
+	free    chan []*Result // recycled results, in chunks: bounded memory, no allocation per record
 	decoded chan []*Result // reader -> model: chunks of records, in input order
 	out     chan []*Result // model -> writer: chunks of records (and flush markers), in input order
 	spare   chan []*Result // empty chunks to reuse
@@ -349,7 +354,7 @@ func (l *loop) chunk() []*Result {
 
 // recycle keeps chunk c, whose records have gone on, for reuse.
 func (l *loop) recycle(c []*Result) {
-	clear(c) // no pointer into recycled results
+	clear(c[:cap(c)]) // no pointer into recycled results
 	select {
 	case l.spare <- c[:0]:
 	default: // enough are spare
@@ -362,6 +367,7 @@ func (l *loop) read(ctx context.Context, src Source) error {
 	var dec Decoder
 	ready, _ := src.(Ready)
 	chunk := l.chunk()
+	var avail []*Result // free results to fill
 	// handOn sends the records read so far, if any; false once ctx is done.
 	handOn := func() bool {
 		if len(chunk) == 0 {
@@ -386,18 +392,24 @@ func (l *loop) read(ctx context.Context, src Source) error {
 			handOn() // the records already read are still processed
 			return fmt.Errorf("read source: %w", err)
 		}
-		var r *Result
-		select {
-		case r = <-l.free:
-		default: // every result is in flight: hand on what is read before waiting for one
-			var ok bool
-			if !handOn() {
-				return nil
+		if len(avail) == 0 {
+			if avail != nil {
+				l.recycle(avail)
 			}
-			if r, ok = recv(ctx, l.free); !ok {
-				return nil
+			select {
+			case avail = <-l.free:
+			default: // every result is in flight: hand on what is read before waiting for some
+				var ok bool
+				if !handOn() {
+					return nil
+				}
+				if avail, ok = recv(ctx, l.free); !ok {
+					return nil
+				}
 			}
 		}
+		r := avail[len(avail)-1]
+		avail = avail[:len(avail)-1]
 		if m.Task != nil {
 			r.task = m.Task
 			chunk = append(chunk, r)
@@ -480,15 +492,9 @@ func (l *loop) step(ctx context.Context, model Model, opts Options, st *Stats) e
 			stepRecord(partitionModel(model, p), partitionModel(opts.Shadow, p), r)
 		}
 		batch[len(batch)-1].BatchEnd = true
-		for i, r := range batch {
+		for _, r := range batch {
 			if ok, err := l.finish(ctx, r, opts, st); !ok || err != nil {
-				for _, rest := range batch[i+1:] { // stepped, neither counted nor handed on
-					l.free <- rest
-				}
-				if barrier != nil {
-					l.free <- barrier
-				}
-				return err
+				return err // the rest of the batch was stepped, and is neither counted nor handed on
 			}
 		}
 		clear(batch) // no pointer into recycled results
@@ -620,8 +626,11 @@ func send[T any](ctx context.Context, c chan<- T, v T) bool {
 // barrier runs the task of barrier r on the model goroutine.
 func (l *loop) barrier(ctx context.Context, r *Result) error {
 	task := r.task
-	r.task = nil
-	l.free <- r // never blocks: the pool has room for every result
+	r.task, r.spent = nil, true
+	l.pending = r // recycled by the writer, in order
+	if !l.handOn(ctx) {
+		return ctx.Err()
+	}
 	if err := task(ctx, (*flusher)(l)); err != nil {
 		return fmt.Errorf("barrier task: %w", err)
 	}
@@ -638,8 +647,8 @@ func (l *loop) finish(ctx context.Context, r *Result, opts Options, st *Stats) (
 		if opts.Skipped != nil {
 			opts.Skipped(r.skip)
 		}
-		l.free <- r // never blocks: the pool has room for every result
-		return true, nil
+		l.pending = r // recycled by the writer, in order
+		return l.handOn(ctx), nil
 	}
 	if r.Scored() {
 		st.Scored++
@@ -665,10 +674,7 @@ func (l *loop) finish(ctx context.Context, r *Result, opts Options, st *Stats) (
 	l.pending = r
 	if opts.After != nil {
 		if err := opts.After(ctx, r, (*flusher)(l)); err != nil {
-			if l.pending != nil {
-				l.free <- l.pending
-				l.pending = nil
-			}
+			l.pending = nil
 			return false, fmt.Errorf("after record %s: %w", pos, err)
 		}
 	}
@@ -702,12 +708,7 @@ func (l *loop) sendOut(ctx context.Context) bool {
 	}
 	l.outBuf = l.chunk()
 	if !send(ctx, l.out, c) {
-		for _, r := range c {
-			if r.flush == nil {
-				l.free <- r
-			}
-		}
-		return false
+		return false // ctx is done: Run ends, and the pool with it
 	}
 	return true
 }
@@ -748,6 +749,7 @@ func stepShadow(shadow Model, r *Result) {
 func (l *loop) write(ctx context.Context, cancel context.CancelFunc) error {
 	var failed error
 	for c := range l.out {
+		results := c[:0] // c's results, which go back to the pool as a chunk
 		for _, r := range c {
 			if r.flush != nil {
 				if failed != nil {
@@ -756,6 +758,10 @@ func (l *loop) write(ctx context.Context, cancel context.CancelFunc) error {
 					r.flush <- l.flush(ctx)
 				}
 				continue
+			}
+			results = append(results, r)
+			if r.skip != "" || r.spent {
+				continue // nothing to write
 			}
 			if failed == nil && !r.Emitted {
 				if r.Scored() {
@@ -769,9 +775,13 @@ func (l *loop) write(ctx context.Context, cancel context.CancelFunc) error {
 					cancel()
 				}
 			}
-			l.free <- r
 		}
-		l.recycle(c)
+		if len(results) == 0 {
+			l.recycle(c)
+		} else {
+			clear(c[len(results):cap(c)])
+			l.free <- results // never blocks: the pool has room for every result
+		}
 	}
 	if failed != nil || ctx.Err() != nil {
 		return failed
