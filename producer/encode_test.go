@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -172,5 +173,22 @@ func BenchmarkAppendScored(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		buf = AppendScored(buf[:0], &r)
+	}
+}
+
+// TestAppendFloatAsStrconv: appendFloat's shortcut writes what
+// strconv.AppendFloat(f, 'g', -1, 64) writes, so the output's bytes do not
+// depend on it.
+func TestAppendFloatAsStrconv(t *testing.T) {
+	for _, f := range []float64{1, 0, math.Copysign(0, -1), 0.5, 1e-7, math.Nextafter(1, 0), math.Nextafter(1, 2), 0.9851065252247957, 2, -1} {
+		want := strconv.AppendFloat(nil, f, 'g', -1, 64)
+		if got := appendFloat(nil, f); string(got) != string(want) {
+			t.Errorf("appendFloat(%v) = %s, want %s", f, got, want)
+		}
+	}
+	for _, f := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		if got := appendFloat(nil, f); string(got) != "null" {
+			t.Errorf("appendFloat(%v) = %s, want null", f, got)
+		}
 	}
 }
