@@ -409,3 +409,33 @@ func TestSmallInt(t *testing.T) {
 		}
 	}
 }
+
+// TestArenaSlicesDoNotOverlap: the slices a fetch's values are copied
+// into are each of the length asked for, and writing one, or appending to
+// it, leaves the others as they were.
+func TestArenaSlicesDoNotOverlap(t *testing.T) {
+	var a arena
+	var vs [][]byte
+	for i := range 3000 { // several blocks, and a value larger than a quarter block
+		n := 1 + i%200
+		if i == 1500 {
+			n = arenaBlock/4 + 1
+		}
+		v := a.next(n)
+		if len(v) != n {
+			t.Fatalf("value %d has %d bytes, want %d", i, len(v), n)
+		}
+		for j := range v {
+			v[j] = byte(i)
+		}
+		vs = append(vs, v)
+	}
+	_ = append(vs[10], 0xff) // must not write into the next value
+	for i, v := range vs {
+		for _, c := range v {
+			if c != byte(i) {
+				t.Fatalf("value %d was overwritten", i)
+			}
+		}
+	}
+}

@@ -246,6 +246,27 @@ type KafkaSource struct {
 }
 
 // fetched is one record on its way from a fetcher to Next.
+// arena hands out the byte slices that a fetch's record values are copied
+// into, carved from blocks of arenaBlock bytes: one allocation per block
+// rather than one per record. A block is freed once no value in it is
+// referenced: the loop copies each value as it reads it.
+type arena struct{ block []byte }
+
+const arenaBlock = 64 << 10
+
+// next returns a slice of n bytes that no other slice of the arena shares.
+func (a *arena) next(n int) []byte {
+	if n > arenaBlock/4 {
+		return make([]byte, n)
+	}
+	if n > cap(a.block)-len(a.block) {
+		a.block = make([]byte, 0, arenaBlock)
+	}
+	v := a.block[len(a.block) : len(a.block)+n : len(a.block)+n]
+	a.block = a.block[:len(a.block)+n]
+	return v
+}
+
 type fetched struct {
 	partition int
 	offset    int64
@@ -803,6 +824,7 @@ func (s *KafkaSource) fetch(genCtx context.Context, seq, p int, off int64, from 
 		s.mu.Lock()
 		s.mu.hwm[p] = resp.HighWatermark
 		s.mu.Unlock()
+		var values arena
 		for {
 			rec, err := resp.Records.ReadRecord()
 			if errors.Is(err, io.EOF) {
@@ -817,7 +839,7 @@ func (s *KafkaSource) fetch(genCtx context.Context, seq, p int, off int64, from 
 			}
 			var v []byte
 			if rec.Value != nil {
-				v = make([]byte, rec.Value.Len())
+				v = values.next(rec.Value.Len())
 				_, err = io.ReadFull(rec.Value, v)
 				rec.Value.Close()
 				if err != nil {
