@@ -363,11 +363,15 @@ func (t *interner) str(b []byte) string {
 		h = (h ^ uint32(c)) * 16777619
 	}
 	set := &t.slots[internSet(h)]
-	switch string(b) { // no allocation: the comparisons convert in place
-	case set[0]:
-	case set[1]:
+	// Comparisons, not a switch on string(b): the compiler compares
+	// string(b) in place, where a switch first copies b (runtime
+	// slicebytetostring, 44 instructions an id).
+	if string(b) == set[0] {
+		return set[0]
+	}
+	if string(b) == set[1] {
 		set[0], set[1] = set[1], set[0]
-	default:
+	} else {
 		set[0], set[1] = string(b), set[0]
 	}
 	return set[0]
