@@ -217,6 +217,8 @@ type KafkaSource struct {
 	group  *kafka.ConsumerGroup
 
 	recs    chan fetched
+	peeked  fetched       // a live record Ready took from recs, which Next returns first (hasPeek); the reader's only
+	hasPeek bool
 	stop    chan struct{} // closed by StopFetching
 	drained chan struct{} // closed once stopped and no fetcher can send any more
 	ctx     context.Context
@@ -245,14 +247,21 @@ type KafkaSource struct {
 	}
 }
 
-// fetched is one record on its way from a fetcher to Next.
 // arena hands out the byte slices that a fetch's record values are copied
-// into, carved from blocks of arenaBlock bytes: one allocation per block
-// rather than one per record. A block is freed once no value in it is
-// referenced: the loop copies each value as it reads it.
-type arena struct{ block []byte }
+// into, carved from blocks: one allocation per block rather than one per
+// record. A fetch's first block has arenaFirst bytes and each next one
+// twice as many, up to arenaBlock, so that a fetch of a record or two
+// allocates little. A block is freed once no value in it is referenced:
+// the loop copies each value as it reads it.
+type arena struct {
+	block []byte
+	size  int // of the last block
+}
 
-const arenaBlock = 64 << 10
+const (
+	arenaFirst = 2 << 10
+	arenaBlock = 64 << 10
+)
 
 // next returns a slice of n bytes that no other slice of the arena shares.
 func (a *arena) next(n int) []byte {
@@ -260,13 +269,15 @@ func (a *arena) next(n int) []byte {
 		return make([]byte, n)
 	}
 	if n > cap(a.block)-len(a.block) {
-		a.block = make([]byte, 0, arenaBlock)
+		a.size = min(max(2*a.size, arenaFirst), arenaBlock)
+		a.block = make([]byte, 0, max(a.size, n))
 	}
 	v := a.block[len(a.block) : len(a.block)+n : len(a.block)+n]
 	a.block = a.block[:len(a.block)+n]
 	return v
 }
 
+// fetched is one record on its way from a fetcher to Next.
 type fetched struct {
 	partition int
 	offset    int64
@@ -923,12 +934,16 @@ func (s *KafkaSource) Next(ctx context.Context) (Message, error) {
 			return Message{}, err
 		}
 		var f fetched
-		select {
-		case f = <-s.recs: // the common case: a record is waiting (a single-case select is the runtime's cheap path)
-		default:
-			var err error
-			if f, err = s.wait(ctx); err != nil {
-				return Message{}, err
+		if s.hasPeek {
+			f, s.peeked, s.hasPeek = s.peeked, fetched{}, false
+		} else {
+			select {
+			case f = <-s.recs: // the common case: a record is waiting (a single-case select is the runtime's cheap path)
+			default:
+				var err error
+				if f, err = s.wait(ctx); err != nil {
+					return Message{}, err
+				}
 			}
 		}
 		if f.task != nil {
@@ -954,9 +969,31 @@ func (s *KafkaSource) Next(ctx context.Context) (Message, error) {
 	}
 }
 
-// Ready reports whether a fetched record is buffered. Next may still
-// skip it (fetched before a rebalance) and wait for another.
-func (s *KafkaSource) Ready() bool { return len(s.recs) > 0 }
+// Ready reports whether Next has a record (or a barrier) to return
+// without waiting. Records fetched in a generation that has ended, which
+// Next would skip, do not count: Ready drops them. A generation that ends
+// between Ready and Next can still make Next skip the record and wait.
+func (s *KafkaSource) Ready() bool {
+	for !s.hasPeek {
+		select {
+		case s.peeked = <-s.recs:
+		default:
+			return false
+		}
+		s.hasPeek = s.peeked.task != nil || !s.stale(&s.peeked)
+	}
+	return true
+}
+
+// stale reports whether record f was fetched in a generation that has
+// ended, or again after a rebalance gave its partition back while older
+// records were still buffered: Next skips it.
+func (s *KafkaSource) stale(f *fetched) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next, ok := s.mu.next[f.partition]
+	return f.gen != s.mu.live || ok && f.offset < next
+}
 
 // wait is Next's wait for a record when none is buffered: the next
 // record, or why there is none (io.EOF once drained, ErrSourceClosed, the

@@ -699,17 +699,17 @@ func (l *loop) handOn(ctx context.Context) bool {
 }
 
 // sendOut sends the chunk of records handed on, if any, to the writer. It
-// reports false when ctx was cancelled first; the chunk's records are then
-// recycled.
+// reports false when ctx was done first, and keeps the chunk then: a
+// Flush whose own deadline passed (a handover's) leaves its records, and
+// its marker, to be sent later, in order.
 func (l *loop) sendOut(ctx context.Context) bool {
-	c := l.outBuf
-	if len(c) == 0 {
+	if len(l.outBuf) == 0 {
 		return true
 	}
-	l.outBuf = l.chunk()
-	if !send(ctx, l.out, c) {
-		return false // ctx is done: Run ends, and the pool with it
+	if !send(ctx, l.out, l.outBuf) {
+		return false
 	}
+	l.outBuf = l.chunk()
 	return true
 }
 

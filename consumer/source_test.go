@@ -75,8 +75,6 @@ func TestFileSourceLines(t *testing.T) {
 	}
 }
 
-// TestFileSourceGzip: a gzip-compressed input reads as its text, from a
-// file or a stream; a stream that only starts like gzip is an error.
 // TestFileSourceReady: Ready reports a line that Next returns without
 // reading, not a line's start nor the end of the input.
 func TestFileSourceReady(t *testing.T) {
@@ -103,6 +101,8 @@ func TestFileSourceReady(t *testing.T) {
 	}
 }
 
+// TestFileSourceGzip: a gzip-compressed input reads as its text, from a
+// file or a stream; a stream that only starts like gzip is an error.
 func TestFileSourceGzip(t *testing.T) {
 	text := "{\"user\":\"u\",\"item\":\"i\"}\nsecond\n"
 	var gz bytes.Buffer
