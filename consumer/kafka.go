@@ -217,7 +217,7 @@ type KafkaSource struct {
 	group  *kafka.ConsumerGroup
 
 	recs    chan fetched
-	peeked  fetched       // a live record Ready took from recs, which Next returns first (hasPeek); the reader's only
+	peeked  fetched // a live record Ready took from recs, which Next returns first (hasPeek); the reader's only
 	hasPeek bool
 	stop    chan struct{} // closed by StopFetching
 	drained chan struct{} // closed once stopped and no fetcher can send any more
