@@ -927,7 +927,9 @@ func (s *KafkaSource) resolve(ctx context.Context, p int, which int64) (int64, e
 
 // Next returns the next record of any assigned partition. Records of one
 // partition come in offset order. After StopFetching it returns the
-// records already fetched, then io.EOF. Value is owned by the caller.
+// records already fetched, then io.EOF. Value is owned by the caller; it
+// is carved from a block of its fetch's values (arena), which stays in
+// memory while any of them is referenced.
 func (s *KafkaSource) Next(ctx context.Context) (Message, error) {
 	for {
 		if err := ctx.Err(); err != nil {
