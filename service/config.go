@@ -31,8 +31,8 @@ type Config struct {
 	// ShutdownTimeout bounds a graceful stop (SIGTERM, SIGINT): stop
 	// fetching, drain, checkpoint, commit, close (default 10s).
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
-	// Buffer is the number of records in flight between the reader, the
-	// model and the writer (default 256).
+	// Buffer bounds the records in flight between the reader, the model
+	// and the writer: at most 2·Buffer+2 (default 256; consumer.Options).
 	Buffer int `yaml:"buffer"`
 	// Seed seeds the model's random source when it starts from nothing
 	// (default 1). A restored model keeps its own random state.
