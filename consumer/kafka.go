@@ -952,12 +952,7 @@ func (s *KafkaSource) Next(ctx context.Context) (Message, error) {
 			return Message{Task: f.task}, nil
 		}
 		s.mu.Lock()
-		next, ok := s.mu.next[f.partition]
-		if f.gen != s.mu.live || ok && f.offset < next {
-			// Fetched in a generation that has ended (the partition is
-			// being handed over), or fetched again after a rebalance gave
-			// the partition back while its older records were still
-			// buffered.
+		if s.staleLocked(&f) {
 			s.mu.Unlock()
 			continue
 		}
@@ -987,12 +982,18 @@ func (s *KafkaSource) Ready() bool {
 	return true
 }
 
-// stale reports whether record f was fetched in a generation that has
-// ended, or again after a rebalance gave its partition back while older
-// records were still buffered: Next skips it.
+// stale reports whether Next skips record f (staleLocked).
 func (s *KafkaSource) stale(f *fetched) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.staleLocked(f)
+}
+
+// staleLocked reports whether record f was fetched in a generation that
+// has ended (the partition is being handed over), or fetched again after
+// a rebalance gave its partition back while its older records were still
+// buffered: Next skips it. s.mu is held.
+func (s *KafkaSource) staleLocked(f *fetched) bool {
 	next, ok := s.mu.next[f.partition]
 	return f.gen != s.mu.live || ok && f.offset < next
 }
