@@ -368,8 +368,9 @@ func (l *loop) read(ctx context.Context, src Source) error {
 	ready, _ := src.(Ready)
 	chunk := l.chunk()
 	var avail []*Result // free results to fill
-	// handOn sends the records read so far, if any; false once ctx is done.
-	handOn := func() bool {
+	// sendChunk sends the records read so far, if any; false once ctx is
+	// done.
+	sendChunk := func() bool {
 		if len(chunk) == 0 {
 			return true
 		}
@@ -382,14 +383,14 @@ func (l *loop) read(ctx context.Context, src Source) error {
 	for {
 		m, err := src.Next(ctx)
 		if err == io.EOF {
-			handOn()
+			sendChunk()
 			return nil
 		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil // cancellation is reported by Run
 			}
-			handOn() // the records already read are still processed
+			sendChunk() // the records already read are still processed
 			return fmt.Errorf("read source: %w", err)
 		}
 		if len(avail) == 0 {
@@ -400,7 +401,7 @@ func (l *loop) read(ctx context.Context, src Source) error {
 			case avail = <-l.free:
 			default: // every result is in flight: hand on what is read before waiting for some
 				var ok bool
-				if !handOn() {
+				if !sendChunk() {
 					return nil
 				}
 				if avail, ok = recv(ctx, l.free); !ok {
@@ -413,7 +414,7 @@ func (l *loop) read(ctx context.Context, src Source) error {
 		if m.Task != nil {
 			r.task = m.Task
 			chunk = append(chunk, r)
-			if !handOn() {
+			if !sendChunk() {
 				return nil
 			}
 			continue
@@ -437,7 +438,7 @@ func (l *loop) read(ctx context.Context, src Source) error {
 		}
 		chunk = append(chunk, r)
 		if len(chunk) == chunkLen || ready == nil || !ready.Ready() {
-			if !handOn() {
+			if !sendChunk() {
 				return nil
 			}
 		}
