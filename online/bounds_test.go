@@ -524,12 +524,16 @@ func TestBoundsEncoding(t *testing.T) {
 	ucfg := bcfg
 	ucfg.TransitionUserOffset = true
 	perUser, _ := New(ucfg, rand.NewPCG(1, 1))
-	long, _ := New(DefaultConfig().WithDefaults(), rand.NewPCG(1, 1))
+	longCfg := DefaultConfig().WithDefaults()
+	longCfg.EventOrder = nil
+	long, _ := New(longCfg, rand.NewPCG(1, 1))
+	ranked, _ := New(DefaultConfig().WithDefaults(), rand.NewPCG(1, 1))
 	evs := testStream(500, 1)
 	runScores(t, plain, evs)
 	runScores(t, bounded, evs)
 	runScores(t, perUser, evs)
 	runScores(t, long, evs)
+	runScores(t, ranked, evs)
 	for _, tc := range []struct {
 		m       *Model
 		version uint32
@@ -541,6 +545,7 @@ func TestBoundsEncoding(t *testing.T) {
 		{plain, 4, []uint32{5}, "transition_user_offset"},
 		{perUser, userOffsetVersion, []uint32{4, 3}, "transition_user_offset"},
 		{long, gateVersion, []uint32{typesVersion, cursorVersion}, "dwell_direction"},
+		{ranked, rankVersion, []uint32{typesVersion}, "dwell_direction"},
 	} {
 		b := encode(t, tc.m)
 		if v := binary.LittleEndian.Uint32(b[8:]); v != tc.version || tc.m.Encoding() != tc.version {

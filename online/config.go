@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Label modes.
@@ -166,6 +167,21 @@ type Config struct {
 	// "long" is encoded in version 8. docs/design/model.md ("Dwell
 	// read as the premise says") has what each gains and costs.
 	DwellDirection string `json:"dwell_direction,omitempty" yaml:"dwell_direction"`
+	// EventOrder lists event types from the least engaged to the most:
+	// DefaultConfig's (so by default in the service, replay and the lab)
+	// is DefaultEventOrder, return < view < click < cart < purchase; a
+	// Config literal, an empty list and a model encoded before the
+	// setting existed have none. It states the event type's direction, as
+	// DwellDirection "long" states dwell's: on a stream that carries no
+	// dwell, an event's place in the order (its rank) serves as the
+	// instrument that dwell is elsewhere, so that p_clean, the user's
+	// activity, the pair's repeats and the item's training count as far,
+	// and in whichever direction, the ranks say (context.go,
+	// rankInstrument). Types not in the list have no rank. Read only with
+	// DwellDirection "long"; a model with an order is encoded in version
+	// 12. docs/design/model.md ("The event type as the instrument") has
+	// what it gains and costs.
+	EventOrder []string `json:"event_order,omitempty" yaml:"event_order"`
 	// MaxUsers caps the users the model holds a row for (default 0: no
 	// cap). When a new user is admitted with the table full, the least
 	// recently seen user is evicted and its row reused (bounds.go).
@@ -185,6 +201,9 @@ type Config struct {
 	AdmitSketchWidth int `json:"admit_sketch_width,omitempty" yaml:"admit_sketch_width"`
 }
 
+// maxEventOrder bounds Config.EventOrder.
+const maxEventOrder = 64
+
 // bounded reports whether c bounds the tables: a cap or an admission
 // threshold. A bounded model is encoded in version 3 (FORMAT.md).
 func (c *Config) bounded() bool { return c.MaxUsers > 0 || c.MaxItems > 0 || c.AdmitAfter > 1 }
@@ -198,14 +217,21 @@ func (c *Config) admits() bool { return c.AdmitAfter > 1 }
 // that are on by default turned on (TransitionUserOffset) and dwell read
 // as longer-is-genuine (DwellDirection). Its other fields stay zero, so
 // WithDefaults fills them in as for any Config.
-func DefaultConfig() Config { return Config{TransitionUserOffset: true, DwellDirection: DwellLong} }
+func DefaultConfig() Config {
+	return Config{TransitionUserOffset: true, DwellDirection: DwellLong, EventOrder: DefaultEventOrder()}
+}
+
+// DefaultEventOrder is DefaultConfig's EventOrder (a new slice each
+// call): the types of the generator's streams and of common click logs, a
+// return the least engaged (it undoes a purchase), a purchase the most.
+func DefaultEventOrder() []string { return []string{"return", "view", "click", "cart", "purchase"} }
 
 // Baseline is the plain model of c's settings: the loss baseline's model
 // (Plain: T̂ = I, no distillation, no mixture), which has no transition
 // and so no per-user offsets to hold, and no context, so no dwell
 // mixture either.
 func (c Config) Baseline() Config {
-	c.Plain, c.TransitionUserOffset, c.DwellDirection = true, false, ""
+	c.Plain, c.TransitionUserOffset, c.DwellDirection, c.EventOrder = true, false, "", nil
 	return c
 }
 
@@ -320,6 +346,16 @@ func (c Config) Validate() error {
 	}
 	if c.DwellDirection != "" && c.DwellDirection != DwellLearned && c.DwellDirection != DwellLong {
 		bad("dwell_direction", "%q; use long or learned", c.DwellDirection)
+	}
+	if len(c.EventOrder) > maxEventOrder {
+		bad("event_order", "%d types; use at most %d", len(c.EventOrder), maxEventOrder)
+	}
+	for i, t := range c.EventOrder {
+		if t == "" || len(t) > maxIDBytes {
+			bad("event_order", "type %d is empty or longer than %d bytes", i, maxIDBytes)
+		} else if slices.Contains(c.EventOrder[:i], t) {
+			bad("event_order", "%q is listed twice", t)
+		}
 	}
 	if c.NegativeSampling != NegUniform && c.NegativeSampling != NegPopularity {
 		bad("negative_sampling", "%q; use uniform or popularity", c.NegativeSampling)

@@ -52,7 +52,7 @@ func runContextFrom(c *contextModel, xs []contextFeatures, prior []float64, genu
 	for i, x := range xs {
 		w := c.weight(prior[i], x)
 		weights = append(weights, w)
-		c.learn(x, w, prior[i])
+		c.learn(x, w, prior[i], false)
 	}
 	half := len(xs) / 2
 	var right, pairs float64
@@ -107,7 +107,7 @@ func TestContextKnownMeans(t *testing.T) {
 	xs, prior, genuine := contextStream(30000, 0.2, 10, 7, 5)
 	var c contextModel
 	for i, x := range xs {
-		c.learn(x, c.weight(prior[i], x), prior[i])
+		c.learn(x, c.weight(prior[i], x), prior[i], false)
 	}
 	_ = genuine
 	for k, want := range []float64{7, 10} {
@@ -136,13 +136,13 @@ func TestContextNeutralWithout(t *testing.T) {
 	}
 	bare := ctxOf(&Event{}, ModeBinary)
 	for i := range 1000 {
-		c.learn(bare, c.weight(prior[i], bare), prior[i])
+		c.learn(bare, c.weight(prior[i], bare), prior[i], false)
 	}
 	if w := c.weight(0.8, bare); math.Abs(w-0.8) > 1e-12 {
 		t.Errorf("after 1000 events without context: weight %v, want p_clean 0.8", w)
 	}
 	for i, x := range xs {
-		c.learn(x, c.weight(prior[i], x), prior[i])
+		c.learn(x, c.weight(prior[i], x), prior[i], false)
 	}
 	// The anchor's genuine share is the mean prior: 0.8·0.75 + 0.2·0.65.
 	mean := 0.0
@@ -188,7 +188,7 @@ func TestContextDoesNotFlip(t *testing.T) {
 	}
 	var c contextModel
 	for i, x := range xs[:10000] {
-		c.learn(x, c.weight(prior[i], x), prior[i])
+		c.learn(x, c.weight(prior[i], x), prior[i], false)
 	}
 	if d := c.em.dwellDirection(); d >= 0 {
 		t.Fatalf("after the first phase EM's genuine class has the longer dwell (%.2f): the test does not set up a flip", d)
@@ -444,7 +444,7 @@ func TestInstrumentWeighsPCleanByDwell(t *testing.T) {
 		c := contextModel{long: tc.long}
 		for i, x := range xs {
 			p := tc.prior(genuine[i])
-			c.learn(x, c.weight(p, x), p)
+			c.learn(x, c.weight(p, x), p, false)
 		}
 		share := sigmoid(c.anchor.share())
 		f, ok := c.instrument(share, share, true)
@@ -490,6 +490,10 @@ type olderVersion struct {
 	ready func(m *Model) bool
 	kept  func(got, m *Model) bool
 	empty func(m *Model) bool
+	// ranked: the model has an event order (DefaultConfig's), so its
+	// newest encoding holds the rank instrument; else it has none, as
+	// the configurations of the older versions had not.
+	ranked bool
 }
 
 // readsOlderVersion checks a model written in the older version o
@@ -498,7 +502,11 @@ type olderVersion struct {
 // o.delta applies to a base of o.version the same way.
 func readsOlderVersion(t *testing.T, o olderVersion) {
 	t.Helper()
-	m, _ := New(DefaultConfig().WithDefaults(), rand.NewPCG(1, 1))
+	cfg, newest := DefaultConfig().WithDefaults(), uint32(rankVersion)
+	if !o.ranked {
+		cfg.EventOrder, newest = nil, gateVersion
+	}
+	m, _ := New(cfg, rand.NewPCG(1, 1))
 	runScores(t, m, o.stream(2000, 1))
 	if !o.ready(m) {
 		t.Fatalf("the %s has not learned after 2,000 events", o.part)
@@ -514,8 +522,8 @@ func readsOlderVersion(t *testing.T, o olderVersion) {
 	if !o.ready(got) {
 		t.Errorf("the %s learned nothing from 500 more events", o.part)
 	}
-	if got.Encoding() != gateVersion {
-		t.Errorf("encodes as version %d, want %d", got.Encoding(), gateVersion)
+	if got.Encoding() != newest {
+		t.Errorf("encodes as version %d, want %d", got.Encoding(), newest)
 	}
 
 	cp := m.FrozenCopy(nil)
@@ -554,6 +562,36 @@ func withoutInstrument(t *testing.T, b []byte, version uint32) []byte {
 	old = append(old, b[instEnd:]...)
 	binary.LittleEndian.PutUint32(old[8:], version)
 	return old
+}
+
+// withoutRanks rewrites a model encoding of version 12 or a delta of
+// version 8 into the given older version without the rank instrument:
+// RINS (right after DGAT) left out.
+func withoutRanks(t *testing.T, b []byte, version uint32) []byte {
+	t.Helper()
+	gateAt, ranksAt := bytes.Index(b, []byte("DGAT")), bytes.Index(b, []byte("RINS"))
+	if gateAt < 0 || ranksAt != gateAt+12+int(binary.LittleEndian.Uint64(b[gateAt+4:])) {
+		t.Fatalf("DGAT at %d, RINS at %d: not the layout with the rank instrument", gateAt, ranksAt)
+	}
+	ranksEnd := ranksAt + 12 + int(binary.LittleEndian.Uint64(b[ranksAt+4:]))
+	old := append(append([]byte(nil), b[:ranksAt]...), b[ranksEnd:]...)
+	binary.LittleEndian.PutUint32(old[8:], version)
+	return old
+}
+
+// TestReadModelVersion11: a model with an event order encoded in version
+// 11 (no RINS) loads with its dwell gate as it was and an empty rank
+// instrument, which learns from the events that follow, and the model
+// goes on scoring; a delta of version 7 applies to it the same way.
+func TestReadModelVersion11(t *testing.T) {
+	readsOlderVersion(t, olderVersion{
+		stream: typedStream, strip: withoutRanks, version: clockVersion, delta: deltaClockVersion,
+		part:   "rank instrument",
+		ready:  func(m *Model) bool { return m.context.rank.stats.mass >= contextMinMass },
+		kept:   func(got, m *Model) bool { return got.context.gate == m.context.gate },
+		empty:  func(m *Model) bool { return m.context.rank == (rankInstrument{}) },
+		ranked: true,
+	})
 }
 
 // withoutGate rewrites a model encoding of version 10 or a delta of
@@ -605,11 +643,13 @@ func TestPosteriorTakesTheGivenShare(t *testing.T) {
 			x.z[j] = r.NormFloat64()
 		}
 		p := sigmoid(-0.2 + 0.8*g + r.NormFloat64())
-		c.learn(x, c.posterior(p, x, 0.8), p)
+		w, ranked := c.posterior(p, x, 0.8)
+		c.learn(x, w, p, ranked)
 	}
 	bare := contextFeatures{logDwell: 7.5, hasDwell: true, bucket: -1}
 	slope := func(share float64) float64 {
-		lo, hi := c.posterior(sigmoid(-1), bare, share), c.posterior(sigmoid(1), bare, share)
+		lo, _ := c.posterior(sigmoid(-1), bare, share)
+		hi, _ := c.posterior(sigmoid(1), bare, share)
 		return (logOdds(hi) - logOdds(lo)) / 2
 	}
 	given, fallback := slope(0.8), slope(0)

@@ -31,8 +31,10 @@ import (
 // event-type buckets, and the model forgets what it read of them
 // (encode.go, version 7). Version 7 is version 6 with the clock (CLCK
 // after CURS, as encoding version 11 has it), written for models that
-// merged events.
-const DeltaVersion = 7
+// merged events. Version 8 is version 7 with the rank instrument (RINS
+// after DGAT, as encoding version 12 has it), written for models with an
+// event order.
+const DeltaVersion = 8
 
 // deltaCursorVersion is the first delta version with merge cursors,
 // deltaTypesVersion the first with event types, deltaDwellMixVersion the
@@ -44,12 +46,16 @@ const (
 	deltaInstrumentVersion = 5
 	deltaGateVersion       = 6
 	deltaClockVersion      = 7
+	deltaRankVersion       = 8
 )
 
 // deltaVersionFor is the delta version of a model with merge cursors or
-// not, event types or not, the dwell mixture or not and a clock or not.
-func deltaVersionFor(cursors, types, dwellMix, clock bool) uint32 {
+// not, event types or not, the dwell mixture or not, a clock or not and
+// the rank instrument or not.
+func deltaVersionFor(cursors, types, dwellMix, clock, ranks bool) uint32 {
 	switch {
+	case ranks:
+		return deltaRankVersion
 	case clock:
 		return deltaClockVersion
 	case dwellMix:
@@ -167,7 +173,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 func (m *Model) encodeDelta(e *encoder, confCRC uint32) {
 	b := &m.delta
 	e.write(deltaMagic[:])
-	e.u32(deltaVersionFor(len(m.cursors) > 0, len(m.context.types) > 0, m.context.long, m.hasClock()))
+	e.u32(deltaVersionFor(len(m.cursors) > 0, len(m.context.types) > 0, m.context.long, m.hasClock(), m.context.ranks != nil))
 	e.section("HEAD", func(e *encoder) {
 		e.u64(b.events)
 		e.u64(m.schedule.events)
@@ -482,7 +488,7 @@ func (m *Model) applyDelta(r io.Reader, confCRC uint32) error {
 	m.cooc.decodeRows(d, users, items, nu, ni)
 	d.section("CTXT")
 	m.context.decode(d)
-	m.decodeContextAfter(d, version, deltaTypesVersion, deltaDwellMixVersion, deltaInstrumentVersion, deltaGateVersion)
+	m.decodeContextAfter(d, version, deltaTypesVersion, deltaDwellMixVersion, deltaInstrumentVersion, deltaGateVersion, deltaRankVersion)
 	if p := &m.popular; p.items != nil {
 		d.section("POPR")
 		if n := int(d.u32()); d.err == nil && n > popRingSize {

@@ -39,10 +39,13 @@ import (
 // models, which read version 9 with an empty gate; version 11 is version
 // 10 with the clock of merged events (a CLCK section after CURS, or after
 // CTRS without cursors: clock.go), written exactly for models that merged
-// events, which read version 10 with none. So a model without per-user offsets,
-// cursors, event types, the dwell mixture or merged events encodes as it
-// did before they existed (encodingFor).
-const EncodingVersion = 11
+// events, which read version 10 with none; version 12 is version 11 with
+// the rank instrument (a RINS section after DGAT, context.go), written
+// exactly for models with Config.EventOrder and the dwell mixture, which
+// read version 11 with an empty one. So a model without per-user offsets,
+// cursors, event types, the dwell mixture, merged events or an event
+// order encodes as it did before they existed (encodingFor).
+const EncodingVersion = 12
 
 // userOffsetVersion is the first encoding version with per-user
 // transition offsets; cursorVersion the first with merge cursors.
@@ -54,17 +57,21 @@ const (
 	instrumentVersion = 9
 	gateVersion       = 10
 	clockVersion      = 11
+	rankVersion       = 12
 )
 
 // encodingFor is the encoding version of a model with per-user transition
 // offsets or not, merge cursors or not, event types or not, the dwell
-// mixture or not and merged events (a clock) or not: 11 with a clock, else
-// 10 with the dwell mixture, else 7 with event types, else
+// mixture or not, merged events (a clock) or not and the rank instrument
+// or not: 12 with the rank instrument, else 11 with a clock, else 10 with
+// the dwell mixture, else 7 with event types, else
 // 6 with cursors (from 6 on, the USER section holds the offsets exactly
 // when the configuration asks for them), else 5 with offsets, else 4. WriteTo writes it; ReadModel checks a version before 6
 // against it (versions 1 to 3 count as 4: they have none).
-func encodingFor(userOffsets, cursors, types, dwellMix, clock bool) uint32 {
+func encodingFor(userOffsets, cursors, types, dwellMix, clock, ranks bool) uint32 {
 	switch {
+	case ranks:
+		return rankVersion
 	case clock:
 		return clockVersion
 	case dwellMix:
@@ -79,12 +86,12 @@ func encodingFor(userOffsets, cursors, types, dwellMix, clock bool) uint32 {
 	return userOffsetVersion - 1
 }
 
-// Encoding is the encoding version WriteTo writes for m (encodingFor): 11
-// with merged events, else 10 with the dwell mixture, else 7 with event
+// Encoding is the encoding version WriteTo writes for m (encodingFor): 12
+// with the rank instrument, else 11 with merged events, else 10 with the dwell mixture, else 7 with event
 // types, else 6 with merge cursors, else 5 with per-user transition
 // offsets, else 4.
 func (m *Model) Encoding() uint32 {
-	return encodingFor(m.cfg.TransitionUserOffset, len(m.cursors) > 0, len(m.context.types) > 0, m.context.long, m.hasClock())
+	return encodingFor(m.cfg.TransitionUserOffset, len(m.cursors) > 0, len(m.context.types) > 0, m.context.long, m.hasClock(), m.context.ranks != nil)
 }
 
 var modelMagic = [8]byte{'R', 'G', 'B', 'T', 'M', 'O', 'D', 'L'}
@@ -139,7 +146,8 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 
 // encodeContext writes the context's sections, which a model and a delta
 // both hold whole: CTXT, then TYPE when the model has event types, then
-// DMIX, DINS and DGAT when it reads dwell as longer-is-genuine.
+// DMIX, DINS and DGAT when it reads dwell as longer-is-genuine, then RINS
+// when it has an event order as well.
 func (m *Model) encodeContext(e *encoder) {
 	e.section("CTXT", m.context.encode)
 	if len(m.context.types) > 0 {
@@ -149,6 +157,9 @@ func (m *Model) encodeContext(e *encoder) {
 		e.section("DMIX", m.context.mix.encode)
 		e.section("DINS", m.context.inst.encode)
 		e.section("DGAT", m.context.gate.encode)
+	}
+	if m.context.ranks != nil {
+		e.section("RINS", m.context.rank.encode)
 	}
 }
 
@@ -161,8 +172,10 @@ func (m *Model) encodeContext(e *encoder) {
 // longer-is-genuine, which an encoding before mix cannot hold, with its
 // correlation's statistics before inst; DINS with DMIX from inst on
 // (before, the instrument starts empty); DGAT with DMIX from gate on
-// (before, the gate starts empty).
-func (m *Model) decodeContextAfter(d *decoder, version, types, mix, inst, gate uint32) {
+// (before, the gate starts empty); RINS from ranks on exactly when the
+// configuration has an event order (before, the rank instrument starts
+// empty).
+func (m *Model) decodeContextAfter(d *decoder, version, types, mix, inst, gate, ranks uint32) {
 	switch {
 	case version >= mix && d.has("TYPE"), version >= types && version < mix:
 		d.section("TYPE")
@@ -186,6 +199,10 @@ func (m *Model) decodeContextAfter(d *decoder, version, types, mix, inst, gate u
 	if version >= gate {
 		d.section("DGAT")
 		m.context.gate.decode(d)
+	}
+	if version >= ranks && m.context.ranks != nil {
+		d.section("RINS")
+		m.context.rank.decode(d)
 	}
 }
 
@@ -289,7 +306,7 @@ func ReadModel(r io.Reader) (*Model, error) {
 			m.context.decodeEM(d)
 		}
 	}
-	m.decodeContextAfter(d, version, typesVersion, dwellMixVersion, instrumentVersion, gateVersion)
+	m.decodeContextAfter(d, version, typesVersion, dwellMixVersion, instrumentVersion, gateVersion, rankVersion)
 	m.users.checkRecent(d, m.items.len())
 	if m.popular.items != nil {
 		d.section("POPR")
@@ -336,7 +353,7 @@ func (d *decoder) header() (Config, uint32, error) {
 			// Version 3 is the encoding of a model with bounds, and only
 			// of one; versions 1 and 2 have no bounds.
 			d.fail("encoding version %d with a configuration that bounds the tables: %v", version, bounded)
-		} else if version < cursorVersion && max(version, 4) != encodingFor(cfg.TransitionUserOffset, false, false, false, false) {
+		} else if version < cursorVersion && max(version, 4) != encodingFor(cfg.TransitionUserOffset, false, false, false, false, false) {
 			// Version 5 is the encoding of a model with per-user offsets,
 			// and only of one, until version 6, where the configuration
 			// says (encodingFor).

@@ -118,7 +118,7 @@ func newModel(cfg Config, src *rand.PCG) *Model {
 		transition: newTransition(k, d, cfg.Mode == ModeBinary, cfg.TransitionUserOffset),
 		mixture:    newMixture(cfg.GMMWindow),
 		schedule:   newSchedule(k, cfg.RhoStart),
-		context:    contextModel{long: cfg.DwellDirection == DwellLong},
+		context:    newContextModel(cfg),
 		scratch:    newScratch(k, d),
 	}
 	if cfg.Cooccurrence == CoocExact {
@@ -221,12 +221,12 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	if m.useContext() {
 		context.z, context.hasZ = m.instrumentFeatures(u, i)
 	}
-	posterior := sc.PClean
+	posterior, ranked := sc.PClean, false
 	switch {
 	case m.cfg.Plain:
 	case m.useContext() && m.context.informed():
 		// The context draws p_clean's log-odds in itself (pCleanTemper).
-		posterior = m.context.posterior(sc.PClean, context, m.reliableShare())
+		posterior, ranked = m.context.posterior(sc.PClean, context, m.reliableShare())
 		sc.Weight = posterior
 	default:
 		sc.Weight = m.calibrate(posterior)
@@ -235,7 +235,7 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	// 2. Learn. The context learns from its posterior, not the weight.
 	ok := m.learnEvent(u, i, y, ev.Weight, sc, x0, x1)
 	if ok && m.useContext() {
-		m.context.learn(context, posterior, sc.PClean)
+		m.context.learn(context, posterior, sc.PClean, ranked)
 	}
 	m.remember(u, i)
 	m.schedule.events++

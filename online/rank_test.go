@@ -1,0 +1,237 @@
+package online
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestRankInstrumentKnownSlopes: from the exact moments of a stream whose
+// classes (genuine with share π), rank and features are known, the rank
+// instrument's fit is the linear discriminant W⁻¹Δ of the features, and
+// the rank's own slope and midpoint are the one-feature discriminant's,
+// when the classes' mean ranks lie rankSeparation standard deviations
+// apart (the premise the separation states). The moments are put in
+// exactly (mass 1), so the fit has nothing to estimate but what it
+// derives.
+func TestRankInstrumentKnownSlopes(t *testing.T) {
+	const share = 0.8
+	q := share * (1 - share)
+	// The rank: within-class variance 1, the classes' means Δx apart with
+	// Δx = rankSeparation·sd, sd² = 1 + q·Δx².
+	dx := rankSeparation / math.Sqrt(1-rankSeparation*rankSeparation*q)
+	mx := [2]float64{2, 2 + dx} // noise, genuine
+	delta := [instrumented]float64{0.6, -1, 0.5, 0}
+	mz0 := [instrumented]float64{-1, 2, 0, 5}
+	w := [instrumented][instrumented]float64{{1, 0, 0, 0}, {0, 1, 0.5, 0}, {0, 0.5, 1, 0}, {0, 0, 0, 1}}
+	var want [instrumented]float64
+	if !solveSymmetric(&w, &delta, &want, instrumented) {
+		t.Fatal("the known covariance is not positive definite")
+	}
+	var r rankInstrument
+	s := &r.stats
+	s.mass = 1
+	s.dwell = (1-share)*mx[0] + share*mx[1]
+	r.squares = 1 + (1-share)*mx[0]*mx[0] + share*mx[1]*mx[1]
+	k := 0
+	for i := range instrumented {
+		mz1i := mz0[i] + delta[i]
+		s.sum[i] = (1-share)*mz0[i] + share*mz1i
+		s.cross[i] = (1-share)*mz0[i]*mx[0] + share*mz1i*mx[1]
+		for j := i; j < instrumented; j++ {
+			mz1j := mz0[j] + delta[j]
+			s.squares[k] = w[i][j] + (1-share)*mz0[i]*mz0[j] + share*mz1i*mz1j
+			k++
+		}
+	}
+	// fit needs the mass of contextMinMass; the moments are means.
+	for _, p := range s.fields() {
+		*p *= contextMinMass
+	}
+	r.squares *= contextMinMass
+	f, ok := r.fit(share, share, true)
+	if !ok {
+		t.Fatal("no fit from the moments")
+	}
+	for i := range instrumented {
+		if math.Abs(f.slope[i]-want[i]) > 1e-9 {
+			t.Errorf("slope %d: %.6f, want %.6f", i, f.slope[i], want[i])
+		}
+		if m := mz0[i] + 0.5*delta[i]; math.Abs(f.mid[i]-m) > 1e-9 {
+			t.Errorf("midpoint %d: %.6f, want %.6f", i, f.mid[i], m)
+		}
+	}
+	if math.Abs(f.rankSlope-dx) > 1e-9 || math.Abs(f.rankMid-(mx[0]+mx[1])/2) > 1e-9 {
+		t.Errorf("the rank's slope %.6f and midpoint %.6f, want %.6f and %.6f", f.rankSlope, f.rankMid, dx, (mx[0]+mx[1])/2)
+	}
+	// One type only: the rank has no spread and is no instrument.
+	flat := r
+	flat.squares = flat.stats.dwell * flat.stats.dwell / flat.stats.mass
+	if _, ok := flat.fit(share, share, true); ok {
+		t.Error("a rank without spread was fitted")
+	}
+}
+
+// rankedStream is a stream of context features whose event types carry
+// the class as the order states (a genuine event is more often a cart or
+// a purchase), with p_clean ranking backwards or not and the further
+// features (activity, repeats, the item's training) pointing either way,
+// and no dwell.
+func rankedStream(n int, pCleanRight bool, featureSign float64, seed uint64) (xs []contextFeatures, prior []float64, genuine []bool) {
+	r := rand.New(rand.NewPCG(seed, 7))
+	c := newContextModel(DefaultConfig())
+	for range n {
+		g := r.Float64() < 0.8
+		kind := []string{"view", "click", "click", "cart", "purchase"}[r.IntN(5)]
+		if !g {
+			kind = []string{"return", "view", "view", "click", "cart"}[r.IntN(5)]
+		}
+		x := c.features(&Event{Kind: kind}, ModeBinary)
+		d := 0.0
+		if g {
+			d = 1
+		}
+		x.z = [instrumented - 1]float64{1 + featureSign*0.8*d + r.NormFloat64(), featureSign*0.5*d + r.NormFloat64(), r.NormFloat64()}
+		x.hasZ = true
+		a := -0.5 + d + r.NormFloat64()
+		if !pCleanRight {
+			a = 0.5 - d + r.NormFloat64()
+		}
+		xs = append(xs, x)
+		prior = append(prior, sigmoid(a+1.4))
+		genuine = append(genuine, g)
+	}
+	return xs, prior, genuine
+}
+
+// TestRankInstrumentFindsDirections: on a stream without dwell whose
+// event types are ranked, the rank instrument is what the posterior
+// reads, and it finds each feature's direction from the ranks, with no
+// label: whether p_clean ranks right or backwards and whichever way the
+// further features point, the weight ranks genuine events above noisy
+// ones, where the learned (anchored) rule, which follows a backwards
+// p_clean, does not. The posterior's mean follows the anchor's share (the
+// level offset), and nothing it gives is NaN.
+func TestRankInstrumentFindsDirections(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		right bool
+		sign  float64
+	}{
+		{"p_clean right, features up", true, 1},
+		{"p_clean backwards, features up", false, 1},
+		{"p_clean backwards, features down", false, -1},
+	} {
+		xs, prior, genuine := rankedStream(30000, tc.right, tc.sign, 5)
+		c := newContextModel(DefaultConfig())
+		weights, auc := runRanked(&c, xs, prior, genuine)
+		// The same stream read by a model without an order: no ranks.
+		bare := slices.Clone(xs)
+		for i := range bare {
+			bare[i].rank, bare[i].ranked = 0, false
+		}
+		unranked := newContextModel(Config{DwellDirection: DwellLong})
+		_, learned := runRanked(&unranked, bare, prior, genuine)
+		f, ok := c.rank.fit(sigmoid(c.anchor.share()), sigmoid(c.anchor.share()), true)
+		t.Logf("%s: ROC-AUC %.3f (without the order %.3f); slopes %.2f, rank %.2f", tc.name, auc, learned, f.slope, f.rankSlope)
+		if !ok {
+			t.Fatalf("%s: the rank instrument is not fitted after %d events", tc.name, len(xs))
+		}
+		if auc < 0.75 {
+			t.Errorf("%s: the weight ranks at %.3f, want ≥ 0.75", tc.name, auc)
+		}
+		if !tc.right && auc < learned+0.1 {
+			t.Errorf("%s: %.3f with the order, %.3f without: the order should turn a backwards p_clean round", tc.name, auc, learned)
+		}
+		if tc.right != (f.slope[0] > 0) || (f.slope[1] > 0) != (tc.sign > 0) {
+			t.Errorf("%s: slopes %.3f: p_clean's and the activity's directions not found", tc.name, f.slope)
+		}
+		mean := 0.0
+		for _, w := range weights[len(weights)/2:] {
+			if math.IsNaN(w) || w < 0 || w > 1 {
+				t.Fatalf("%s: weight %v", tc.name, w)
+			}
+			mean += w
+		}
+		mean /= float64(len(weights) - len(weights)/2)
+		if level := sigmoid(c.anchor.share()); math.Abs(mean-level) > 0.03 {
+			t.Errorf("%s: mean weight %.3f over the second half, the anchor's share %.3f", tc.name, mean, level)
+		}
+	}
+}
+
+// runRanked scores each event (test-then-train) with c, as Model.Step
+// does once the context is informed, and returns the weights and their
+// ROC-AUC over the second half.
+func runRanked(c *contextModel, xs []contextFeatures, prior []float64, genuine []bool) (weights []float64, auc float64) {
+	for i, x := range xs {
+		w, ranked := prior[i], false
+		if c.informed() {
+			w, ranked = c.posterior(prior[i], x, 0)
+		}
+		weights = append(weights, w)
+		c.learn(x, w, prior[i], ranked)
+	}
+	half := len(xs) / 2
+	return weights, rocAUC(weights[half:], genuine[half:])
+}
+
+// rocAUC is the probability that a genuine event scores above a noisy
+// one, ties counting half.
+func rocAUC(scores []float64, genuine []bool) float64 {
+	idx := make([]int, len(scores))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		switch {
+		case scores[a] < scores[b]:
+			return -1
+		case scores[a] > scores[b]:
+			return 1
+		}
+		return 0
+	})
+	var rankSum, pos float64
+	for i := 0; i < len(idx); {
+		j := i
+		for j < len(idx) && scores[idx[j]] == scores[idx[i]] {
+			j++
+		}
+		for _, k := range idx[i:j] {
+			if genuine[k] {
+				rankSum += float64(i+j+1) / 2
+				pos++
+			}
+		}
+		i = j
+	}
+	neg := float64(len(scores)) - pos
+	return (rankSum - pos*(pos+1)/2) / (pos * neg)
+}
+
+// TestEventOrderConfig: the order is DefaultConfig's unless set, a plain
+// model has none, and a bad order is refused naming the setting.
+func TestEventOrderConfig(t *testing.T) {
+	if got := DefaultConfig().EventOrder; !slices.Equal(got, []string{"return", "view", "click", "cart", "purchase"}) {
+		t.Errorf("DefaultConfig's order %q", got)
+	}
+	if got := DefaultConfig().Baseline().EventOrder; got != nil {
+		t.Errorf("the plain model's order %q, want none", got)
+	}
+	if c := newContextModel(Config{EventOrder: []string{"a", "b"}}); c.ranks != nil {
+		t.Error("an order read without dwell_direction long")
+	}
+	if c := newContextModel(Config{DwellDirection: DwellLong, EventOrder: []string{"a", "b"}}); c.ranks["b"] != 1 || len(c.ranks) != 2 {
+		t.Errorf("ranks %v", c.ranks)
+	}
+	for _, order := range [][]string{{"view", ""}, {"view", "click", "view"}, {strings.Repeat("x", maxIDBytes+1)}, make([]string, maxEventOrder+1)} {
+		c := DefaultConfig()
+		c.EventOrder = order
+		if err := c.WithDefaults().Validate(); err == nil || !strings.Contains(err.Error(), "event_order") {
+			t.Errorf("order of %d types: %v, want a refusal naming event_order", len(order), err)
+		}
+	}
+}
