@@ -28,7 +28,9 @@ func (r *DetectResult) WriteReport(dir string, meta Meta) error {
 		"the spread covers different worlds, not only different models. p_clean, the classifier's posterior, reads only "+
 		"(user, item), so on synthetic streams that differ only in their dwell share p_clean is the same; weight adds dwell "+
 		"and the event type as evidence and, where events carry dwell, weighs p_clean, the user's activity, the pair's "+
-		"repeats and the item's training so far by what dwell says they carry (the context and the instrument, docs/design/model.md), and the dwell share "+
+		"repeats and the item's training so far by what dwell says they carry (the context and the instrument, docs/design/model.md), "+
+		"where no event carries dwell, by what the event type's rank in model.event_order says (return < view < click < cart < "+
+		"purchase, the same order as the event_type baseline; \"The event type as the instrument\"), and the dwell share "+
 		"changes what it and the baselines see. ROC-AUC is the probability that a genuine event scores above a noisy one; "+
 		"PR-AUC is average precision with genuine events as the positive class (as in the replay report), and PR-AUC(noise) "+
 		"with noisy events as the positive class and the score negated. The label-free baselines count what the stream "+
