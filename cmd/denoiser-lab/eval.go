@@ -326,9 +326,10 @@ func runEvalRecommend(ctx context.Context, args []string, stderr io.Writer) erro
 }
 
 func runEvalDetect(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := newEvalFlags("detect", stderr, "[--data FILE] [--deca DIR] [--synth-events N] [--synth-noise LIST] [--dwell-shares LIST] [--profile v1|v2] [--seeds N] [--first-seed N] [--passes N] [--ceiling-epochs LIST] [--transition-user-offset] [--report FILE.json] [--out DIR]")
+	fs := newEvalFlags("detect", stderr, "[--data FILE] [--deca DIR] [--synth-events N] [--synth-noise LIST] [--dwell-shares LIST] [--sparse-dwell-shares LIST] [--profile v1|v2] [--seeds N] [--first-seed N] [--passes N] [--ceiling-epochs LIST] [--transition-user-offset] [--report FILE.json] [--out DIR]")
 	var (
 		data        = fs.String("data", "", "MovieLens 100K u.data `file` (none: no ML-100k case)")
+		sparseDwell = fs.String("sparse-dwell-shares", "1,0", "comma-separated dwell shares of the sparse synthetic streams (synth-events·3/10 users, synth-events/5 items: about 5 events per item); \"\" for none")
 		deca        = fs.String("deca", "", "`dir` of the DeCA split of MovieLens 100K; its "+eval.DecaTrainFile+" is scored in file order (none: no DeCA case)")
 		thresholds  = fs.String("thresholds", "2", "comma-separated rating thresholds R of the MovieLens cases (rating <= R is noise)")
 		synthEvents = fs.Int("synth-events", 200000, "events per synthetic stream")
@@ -353,6 +354,12 @@ func runEvalDetect(ctx context.Context, args []string, stderr io.Writer) error {
 	dwell, err := parseRates(*dwellShares)
 	if err != nil {
 		return fmt.Errorf("eval detect: %w", err)
+	}
+	sparse := []float64{}
+	if strings.TrimSpace(*sparseDwell) != "" {
+		if sparse, err = parseRates(*sparseDwell); err != nil {
+			return fmt.Errorf("eval detect: %w", err)
+		}
 	}
 	th, err := parseInts(*thresholds, 1, 4, "threshold")
 	if err != nil {
@@ -384,7 +391,7 @@ func runEvalDetect(ctx context.Context, args []string, stderr io.Writer) error {
 	err = withProgress(stderr, &c, func() error {
 		var err error
 		res, err = eval.RunDetect(ctx, d, dd, eval.DetectConfig{
-			Thresholds: th, SynthNoise: noise, SynthEvents: *synthEvents, SynthProfile: *profile, DwellShares: dwell,
+			Thresholds: th, SynthNoise: noise, SynthEvents: *synthEvents, SynthProfile: *profile, DwellShares: dwell, SparseDwellShares: sparse,
 			Seeds: *seeds, FirstSeed: *first, Passes: *passes, CeilingEpochs: epochs, Workers: *workers, Progress: &c,
 			Model: model,
 		})

@@ -54,6 +54,12 @@ type DetectConfig struct {
 	// DwellShares are the shares of synthetic events that carry a dwell
 	// time; every noise share is run with each (default 1, 0.3, 0).
 	DwellShares []float64
+	// SparseDwellShares are the dwell shares of the sparse synthetic
+	// streams (default 1, 0; empty: none): the same generator with
+	// SynthEvents·3/10 users and SynthEvents/5 items, about 5 events per
+	// item, where the classifier learns the items' popularity rather than
+	// the users' taste (docs/design/model.md, "Sparse streams").
+	SparseDwellShares []float64
 	// Seeds is the number of seeds (default 2), from FirstSeed (default
 	// 1). Seed n seeds the model and, on synthetic streams, the generator
 	// too, so the spread of a synthetic case covers both worlds and models.
@@ -94,6 +100,9 @@ func (c *DetectConfig) defaults() error {
 	if c.DwellShares == nil {
 		c.DwellShares = []float64{1, 0.3, 0}
 	}
+	if c.SparseDwellShares == nil {
+		c.SparseDwellShares = []float64{1, 0}
+	}
 	if c.Seeds == 0 {
 		c.Seeds = 2
 	}
@@ -115,7 +124,7 @@ func (c *DetectConfig) defaults() error {
 	if c.Seeds < 1 || c.FirstSeed < 1 || c.Passes < 1 || c.Workers < 1 || c.Bins < 2 || c.SynthEvents < 1 || len(c.CeilingEpochs) == 0 || slices.Min(c.CeilingEpochs) < 1 {
 		return fmt.Errorf("detect: seeds, first seed, passes, workers, synthetic events, ceiling epochs must be positive and bins at least 2")
 	}
-	for _, d := range c.DwellShares {
+	for _, d := range slices.Concat(c.DwellShares, c.SparseDwellShares) {
 		if !(d >= 0 && d <= 1) {
 			return fmt.Errorf("detect: dwell share %v outside [0, 1]", d)
 		}
@@ -252,18 +261,27 @@ func RunDetect(ctx context.Context, d, deca *Dataset, cfg DetectConfig) (*Detect
 		}
 	}
 	for _, noise := range cfg.SynthNoise {
-		for _, dwell := range cfg.DwellShares {
-			sc := synth.Config{Events: cfg.SynthEvents, Noise: noise, Profile: cfg.SynthProfile, DwellShare: dwell}
-			if dwell == 0 {
-				sc.DwellShare = -1 // synth: negative means none
+		for _, sparse := range []bool{false, true} {
+			shares, kind := cfg.DwellShares, ""
+			if sparse {
+				shares, kind = cfg.SparseDwellShares, fmt.Sprintf(" sparse (%d users, %d items)", cfg.SynthEvents*3/10, cfg.SynthEvents/5)
 			}
-			if err := sc.Resolve().Validate(); err != nil {
-				return nil, fmt.Errorf("detect: %w", err)
+			for _, dwell := range shares {
+				sc := synth.Config{Events: cfg.SynthEvents, Noise: noise, Profile: cfg.SynthProfile, DwellShare: dwell}
+				if sparse {
+					sc.Users, sc.Items = cfg.SynthEvents*3/10, cfg.SynthEvents/5
+				}
+				if dwell == 0 {
+					sc.DwellShare = -1 // synth: negative means none
+				}
+				if err := sc.Resolve().Validate(); err != nil {
+					return nil, fmt.Errorf("detect: %w", err)
+				}
+				cases = append(cases, detectCase{
+					name:   fmt.Sprintf("synthetic %s%s, %d events, noise %.2g, dwell on %.0f%%", cfg.SynthProfile, kind, cfg.SynthEvents, noise, 100*dwell),
+					config: sc,
+				})
 			}
-			cases = append(cases, detectCase{
-				name:   fmt.Sprintf("synthetic %s, %d events, noise %.2g, dwell on %.0f%%", cfg.SynthProfile, cfg.SynthEvents, noise, 100*dwell),
-				config: sc,
-			})
 		}
 	}
 	type job struct{ stream, seed int }

@@ -194,8 +194,13 @@ func TestDetectEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Cases) != 5 {
-		t.Fatalf("%d cases, want 5", len(res.Cases))
+	// ML-100k, DeCA, three dwell shares and the sparse streams' two
+	// (SparseDwellShares' default).
+	if len(res.Cases) != 7 {
+		t.Fatalf("%d cases, want 7", len(res.Cases))
+	}
+	if name := res.Cases[5].Name; !strings.Contains(name, "sparse (900 users, 600 items)") || res.Cases[6].DwellShare != 0 {
+		t.Errorf("the sparse cases: %q, dwell on %.2f and %.2f", name, res.Cases[5].DwellShare, res.Cases[6].DwellShare)
 	}
 	for k, c := range res.Cases {
 		names := map[string]bool{}
@@ -209,7 +214,10 @@ func TestDetectEndToEnd(t *testing.T) {
 		if names[BaselineEventType] != synthetic {
 			t.Errorf("%s: event_type baseline reported = %v", c.Name, names[BaselineEventType])
 		}
-		if !names[OfflineCeiling] || !(c.OfflineCeiling > 0.5) {
+		// On a sparse stream the batch factorisation learns the items'
+		// popularity too, and on v2 the popular items are the noisy ones:
+		// its ceiling may rank below chance there.
+		if sparse := k >= 5; !names[OfflineCeiling] || !(c.OfflineCeiling > 0.5 || sparse && c.OfflineCeiling > 0) {
 			t.Errorf("%s: offline ceiling %v", c.Name, c.OfflineCeiling)
 		}
 		if c.BestBaseline == OfflineCeiling || c.BestBaseline == "" {
