@@ -70,8 +70,11 @@ import (
 //	logit(posterior) = m + Σ_j s_j·(z_j − mid_j) + evidence of dwell and type
 //
 // in place of pCleanTemper·(logit(p_clean) − m) (docs/design/model.md,
-// "The instrument"). The event type keeps the anchored rule: its
-// direction is the stream's. Dwell's evidence is scaled, per event type,
+// "The instrument"). The event type's evidence keeps the learned
+// statistics, its direction the stream's, but with an event order
+// (Config.EventOrder) the order, not the anchor, says which statistics'
+// direction holds (typeEvidence), and on a stream without dwell the
+// type's rank is the instrument (rankInstrument). Dwell's evidence is scaled, per event type,
 // by how far dwell's classes lie apart within the type against all types
 // (dwellGate, dwellgate.go): within a type where dwell says nothing, it
 // adds only noise.
@@ -322,7 +325,8 @@ func (c *contextModel) informed() bool {
 // evidence is the log-likelihood ratio, genuine against noise, of x. Of
 // dwell, the dwell mixture's when dwell is read as longer-is-genuine
 // (long); else, as of the event type, the EM statistics' where they point
-// the anchor's way, the anchor's where they do not.
+// the anchor's way, the anchor's where they do not. Of the event type,
+// typeEvidence: that rule, or with an event order, the order's.
 func (c *contextModel) evidence(x contextFeatures) float64 {
 	llr := 0.0
 	if x.hasDwell {
@@ -337,13 +341,56 @@ func (c *contextModel) evidence(x contextFeatures) float64 {
 		}
 	}
 	if x.bucket >= 0 {
+		llr += c.typeEvidence(x.bucket)
+	}
+	return clampAbs(llr, contextClamp)
+}
+
+// typeEvidence is the event-type evidence of slot b: the EM statistics'
+// where they point the anchor's way, the anchor's where they do not;
+// with an event order, the order arbitrates in the anchor's place: the
+// EM statistics' where they rank the types as the order does, else the
+// anchor's where they do, else none.
+func (c *contextModel) typeEvidence(b int) float64 {
+	if c.ranks == nil {
 		s := &c.em
 		if typeAgreement(&c.em, &c.anchor) <= 0 {
 			s = &c.anchor
 		}
-		llr += s.typeEvidence(x.bucket)
+		return s.typeEvidence(b)
 	}
-	return clampAbs(llr, contextClamp)
+	for _, s := range [...]*contextStats{&c.em, &c.anchor} {
+		if c.orderAgreement(s) > 0 {
+			return s.typeEvidence(b)
+		}
+	}
+	return 0
+}
+
+// orderAgreement is the covariance, over s's mass of the ranked slots, of
+// s's type evidence with the slots' ranks: positive when s ranks the
+// types as the order does.
+func (c *contextModel) orderAgreement(s *contextStats) float64 {
+	if !s.typeReady() {
+		return 0
+	}
+	var mass, rank, ev, cross float64
+	for b, t := range c.types {
+		r, ok := c.ranks[t]
+		m := s.typeMass[0][b] + s.typeMass[1][b]
+		if !ok || m == 0 {
+			continue
+		}
+		e := s.typeEvidence(b)
+		mass += m
+		rank += m * r
+		ev += m * e
+		cross += m * r * e
+	}
+	if mass == 0 {
+		return 0
+	}
+	return cross/mass - (rank/mass)*(ev/mass)
 }
 
 // learn adds x to the EM statistics with posterior w of being genuine

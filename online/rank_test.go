@@ -235,3 +235,53 @@ func TestEventOrderConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestTypeEvidenceFollowsTheOrder: with an event order, the type evidence
+// is the EM statistics' where they rank the types as the order does, else
+// the anchor's where they do, else none; without one, the EM statistics'
+// where they agree with the anchor, else the anchor's (the learned rule).
+// On a sparse catalogue with dwell the anchor (p_clean) ranks backwards
+// and the EM statistics, fitted to the dwell-led posterior, do not: the
+// learned rule then took the anchor's, backwards.
+func TestTypeEvidenceFollowsTheOrder(t *testing.T) {
+	// Slots: view (rank 1), cart (3), and an unranked "like".
+	up := contextStats{typeTotal: [2]float64{200, 800}} // genuine events are carts
+	up.typeMass[0][0], up.typeMass[1][0] = 150, 350     // view
+	up.typeMass[0][1], up.typeMass[1][1] = 30, 420      // cart
+	up.typeMass[0][2], up.typeMass[1][2] = 20, 30       // like
+	down := up
+	down.typeMass[0][0], down.typeMass[1][0] = 30, 470
+	down.typeMass[0][1], down.typeMass[1][1] = 150, 300
+	ordered := newContextModel(DefaultConfig())
+	ordered.types = []string{"view", "cart", "like"}
+	learned := newContextModel(Config{DwellDirection: DwellLong})
+	learned.types = ordered.types
+	if up.typeEvidence(1) <= up.typeEvidence(0) || down.typeEvidence(1) >= down.typeEvidence(0) {
+		t.Fatal("the statistics do not rank the types as meant")
+	}
+	for _, tc := range []struct {
+		name          string
+		em, anchor    contextStats
+		ordered, want *contextStats // want: whose evidence, nil for none
+	}{
+		{"both agree with the order", up, up, &up, &up},
+		{"EM agrees, the anchor not", up, down, &up, &down},
+		{"the anchor agrees, EM not", down, up, &up, &up},
+		{"neither agrees", down, down, nil, &down},
+	} {
+		ordered.em, ordered.anchor = tc.em, tc.anchor
+		learned.em, learned.anchor = tc.em, tc.anchor
+		for b := range 3 {
+			want := 0.0
+			if tc.ordered != nil {
+				want = tc.ordered.typeEvidence(b)
+			}
+			if got := ordered.typeEvidence(b); got != want {
+				t.Errorf("%s, slot %d, with the order: %.4f, want %.4f", tc.name, b, got, want)
+			}
+			if got := learned.typeEvidence(b); got != tc.want.typeEvidence(b) {
+				t.Errorf("%s, slot %d, learned: %.4f, want %.4f", tc.name, b, got, tc.want.typeEvidence(b))
+			}
+		}
+	}
+}
