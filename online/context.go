@@ -350,21 +350,26 @@ func (c *contextModel) evidence(x contextFeatures) float64 {
 // where they point the anchor's way, the anchor's where they do not;
 // with an event order, the order arbitrates in the anchor's place: the
 // EM statistics' where they rank the types as the order does, else the
-// anchor's where they do, else none.
+// anchor's where they do, else none where either ranks them against it.
+// Where the order says nothing (fewer than two ranked types with mass:
+// the demo's log has clicks only), the rule without it holds.
 func (c *contextModel) typeEvidence(b int) float64 {
-	if c.ranks == nil {
-		s := &c.em
-		if typeAgreement(&c.em, &c.anchor) <= 0 {
-			s = &c.anchor
+	if c.ranks != nil {
+		em, anchor := c.orderAgreement(&c.em), c.orderAgreement(&c.anchor)
+		switch {
+		case em > 0:
+			return c.em.typeEvidence(b)
+		case anchor > 0:
+			return c.anchor.typeEvidence(b)
+		case em < 0 || anchor < 0:
+			return 0
 		}
-		return s.typeEvidence(b)
 	}
-	for _, s := range [...]*contextStats{&c.em, &c.anchor} {
-		if c.orderAgreement(s) > 0 {
-			return s.typeEvidence(b)
-		}
+	s := &c.em
+	if typeAgreement(&c.em, &c.anchor) <= 0 {
+		s = &c.anchor
 	}
-	return 0
+	return s.typeEvidence(b)
 }
 
 // orderAgreement is the covariance, over s's mass of the ranked slots, of

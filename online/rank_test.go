@@ -259,11 +259,19 @@ func TestTypeEvidenceFollowsTheOrder(t *testing.T) {
 	if up.typeEvidence(1) <= up.typeEvidence(0) || down.typeEvidence(1) >= down.typeEvidence(0) {
 		t.Fatal("the statistics do not rank the types as meant")
 	}
+	// One ranked type with mass (and the unranked one): the order says
+	// nothing, and the rule without it holds.
+	oneType := func(s contextStats) contextStats {
+		s.typeMass[0][0], s.typeMass[1][0] = 0, 0
+		return s
+	}
+	upOne, downOne := oneType(up), oneType(down)
 	for _, tc := range []struct {
 		name          string
 		em, anchor    contextStats
 		ordered, want *contextStats // want: whose evidence, nil for none
 	}{
+		{"one ranked type", upOne, downOne, &downOne, &downOne},
 		{"both agree with the order", up, up, &up, &up},
 		{"EM agrees, the anchor not", up, down, &up, &down},
 		{"the anchor agrees, EM not", down, up, &up, &up},
