@@ -156,6 +156,9 @@ type contextModel struct {
 	// or without long (read only then). It never changes, so a frozen
 	// copy shares it.
 	ranks map[string]float64
+	// slotRanks is the rank of each of types, NaN for a type the order
+	// does not list; nil without ranks. It grows with types.
+	slotRanks []float64
 	// rank is the instrument of streams without dwell: the event type's
 	// rank in place of log dwell (rankInstrument). It is learned from the
 	// model's own events only, not merged (mergecontext.go).
@@ -222,7 +225,11 @@ func (c *contextModel) features(ev *Event, mode string) contextFeatures {
 	}
 	if ev.Kind != "" {
 		x.bucket = c.typeSlot(ev.Kind)
-		if c.ranks != nil {
+		switch {
+		case x.bucket < len(c.slotRanks):
+			x.rank = c.slotRanks[x.bucket]
+			x.ranked = !math.IsNaN(x.rank)
+		case c.ranks != nil: // the shared last slot
 			x.rank, x.ranked = c.ranks[ev.Kind]
 		}
 	}
@@ -250,7 +257,24 @@ func (c *contextModel) typeSlot(kind string) int {
 		return namedTypes
 	}
 	c.types = append(c.types, strings.Clone(kind))
+	c.rankSlots()
 	return len(c.types) - 1
+}
+
+// rankSlots brings slotRanks up to types: the rank of each, NaN for a
+// type the order does not list.
+func (c *contextModel) rankSlots() {
+	if c.ranks == nil {
+		return
+	}
+	c.slotRanks = c.slotRanks[:min(len(c.slotRanks), len(c.types))]
+	for _, t := range c.types[len(c.slotRanks):] {
+		r, ok := c.ranks[t]
+		if !ok {
+			r = math.NaN()
+		}
+		c.slotRanks = append(c.slotRanks, r)
+	}
 }
 
 // weight returns the posterior that the event is genuine given its p_clean
@@ -355,10 +379,11 @@ func (c *contextModel) evidence(x contextFeatures) float64 {
 // the demo's log has clicks only), the rule without it holds.
 func (c *contextModel) typeEvidence(b int) float64 {
 	if c.ranks != nil {
-		em, anchor := c.orderAgreement(&c.em), c.orderAgreement(&c.anchor)
-		switch {
-		case em > 0:
+		em := c.orderAgreement(&c.em)
+		if em > 0 {
 			return c.em.typeEvidence(b)
+		}
+		switch anchor := c.orderAgreement(&c.anchor); {
 		case anchor > 0:
 			return c.anchor.typeEvidence(b)
 		case em < 0 || anchor < 0:
@@ -380,10 +405,9 @@ func (c *contextModel) orderAgreement(s *contextStats) float64 {
 		return 0
 	}
 	var mass, rank, ev, cross float64
-	for b, t := range c.types {
-		r, ok := c.ranks[t]
+	for b, r := range c.slotRanks {
 		m := s.typeMass[0][b] + s.typeMass[1][b]
-		if !ok || m == 0 {
+		if math.IsNaN(r) || m == 0 {
 			continue
 		}
 		e := s.typeEvidence(b)
@@ -1147,7 +1171,8 @@ func (c *contextModel) encodeTypes(e *encoder) { e.ids(c.types) }
 // decodeTypes reads what encodeTypes writes: 1 to namedTypes distinct,
 // non-empty names.
 func (c *contextModel) decodeTypes(d *decoder) {
-	c.types = d.ids()
+	c.types, c.slotRanks = d.ids(), nil
+	c.rankSlots()
 	if d.err != nil {
 		return
 	}
@@ -1167,7 +1192,7 @@ func (c *contextModel) decodeTypes(d *decoder) {
 // encoding before version 7, whose buckets were hashes of the types, they
 // mean nothing in slots, and are learned again.
 func (c *contextModel) forgetTypes() {
-	c.types = nil
+	c.types, c.slotRanks = nil, nil
 	for _, s := range []*contextStats{&c.em, &c.anchor} {
 		s.typeMass = [2][typeBuckets]float64{}
 		s.typeTotal = [2]float64{}

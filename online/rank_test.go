@@ -254,6 +254,7 @@ func TestTypeEvidenceFollowsTheOrder(t *testing.T) {
 	down.typeMass[0][1], down.typeMass[1][1] = 150, 300
 	ordered := newContextModel(DefaultConfig())
 	ordered.types = []string{"view", "cart", "like"}
+	ordered.rankSlots()
 	learned := newContextModel(Config{DwellDirection: DwellLong})
 	learned.types = ordered.types
 	if up.typeEvidence(1) <= up.typeEvidence(0) || down.typeEvidence(1) >= down.typeEvidence(0) {
