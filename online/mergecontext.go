@@ -33,9 +33,11 @@ import (
 // partitions' models number the types in the order they first saw them.
 //
 // What is not merged: the reliability mixture (its window of distilled
-// samples, refitted every RefitEvery events of the partition) and the
-// accumulator itself (in memory only, like what a model last published
-// of its item rows).
+// samples, refitted every RefitEvery events of the partition), the rank
+// instrument of streams without dwell (rankInstrument, with its level
+// offset: a partition model learns it from its own events; since stop 39)
+// and the accumulator itself (in memory only, like what a model last
+// published of its item rows).
 
 // contextDeltaLen is the values of an encoded context delta
 // (contextSums.fields).
