@@ -240,6 +240,9 @@ func (c Config) WithDefaults() Config {
 	if c.Mode == "" {
 		c.Mode = ModeBinary
 	}
+	if len(c.EventOrder) == 0 {
+		c.EventOrder = nil // an empty order is none, as an encoded model's (omitempty)
+	}
 	if c.Classes == 0 && c.Mode == ModeRating {
 		c.Classes = 5
 	}

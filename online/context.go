@@ -226,11 +226,12 @@ func (c *contextModel) features(ev *Event, mode string) contextFeatures {
 	if ev.Kind != "" {
 		x.bucket = c.typeSlot(ev.Kind)
 		switch {
-		case x.bucket < len(c.slotRanks):
+		case c.ranks == nil:
+		case x.bucket == namedTypes: // the shared last slot
+			x.rank, x.ranked = c.ranks[ev.Kind]
+		default:
 			x.rank = c.slotRanks[x.bucket]
 			x.ranked = !math.IsNaN(x.rank)
-		case c.ranks != nil: // the shared last slot
-			x.rank, x.ranked = c.ranks[ev.Kind]
 		}
 	}
 	return x
@@ -399,12 +400,15 @@ func (c *contextModel) typeEvidence(b int) float64 {
 
 // orderAgreement is the covariance, over s's mass of the ranked slots, of
 // s's type evidence with the slots' ranks: positive when s ranks the
-// types as the order does.
+// types as the order does; exactly 0 with fewer than two ranked slots
+// with mass (the covariance of a single rank is zero up to rounding,
+// whose sign would otherwise decide).
 func (c *contextModel) orderAgreement(s *contextStats) float64 {
 	if !s.typeReady() {
 		return 0
 	}
 	var mass, rank, ev, cross float64
+	slots := 0
 	for b, r := range c.slotRanks {
 		m := s.typeMass[0][b] + s.typeMass[1][b]
 		if math.IsNaN(r) || m == 0 {
@@ -415,8 +419,9 @@ func (c *contextModel) orderAgreement(s *contextStats) float64 {
 		rank += m * r
 		ev += m * e
 		cross += m * r * e
+		slots++
 	}
-	if mass == 0 {
+	if slots < 2 {
 		return 0
 	}
 	return cross/mass - (rank/mass)*(ev/mass)
@@ -872,9 +877,13 @@ func solveSymmetric(w *[instrumented][instrumented]float64, b, x *[instrumented]
 // rankSlope, rankMid) and a
 // level offset b that keeps the posterior's mean at the anchor's share,
 // as the formula at the top does without it (follow). It is read only
-// where dwell's instrument is not (no dwell, or not yet fitted), and not
-// merged across partitions: a partition model learns it from its own
-// events (docs/design/model.md, "The event type as the instrument").
+// where dwell's instrument is not fitted: on a stream without dwell, and
+// on one with dwell until dwell's instrument has the mass, whatever the
+// share of events that carry dwell (once fitted, dwell's instrument
+// scores every event, with dwell or not). An event it scores is weighed
+// by its rank, not by its dwell. It is not merged across partitions: a
+// partition model learns it from its own events (docs/design/model.md,
+// "The event type as the instrument").
 type rankInstrument struct {
 	// stats are the instrument's moments, the rank in place of log dwell
 	// (stats.dwell is the decayed Σ rank); squares is the decayed Σ rank².

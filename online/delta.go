@@ -27,7 +27,7 @@ import (
 // version 5 is version 4 with DMIX and DINS as encoding version 9 has
 // them, version 6 is version 5 with DGAT after DINS as encoding version 10
 // has it, and is written for those models from then on. ReadModelDeltas
-// reads all seven; a delta before version 3 had hashed
+// reads all eight; a delta before version 3 had hashed
 // event-type buckets, and the model forgets what it read of them
 // (encode.go, version 7). Version 7 is version 6 with the clock (CLCK
 // after CURS, as encoding version 11 has it), written for models that

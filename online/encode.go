@@ -360,6 +360,10 @@ func (d *decoder) header() (Config, uint32, error) {
 			d.fail("encoding version %d with transition_user_offset %v", version, cfg.TransitionUserOffset)
 		} else if version < dwellMixVersion && cfg.DwellDirection == DwellLong {
 			d.fail("encoding version %d with dwell_direction %q", version, cfg.DwellDirection)
+		} else if version >= rankVersion && (len(cfg.EventOrder) == 0 || cfg.DwellDirection != DwellLong) {
+			// Version 12 is the encoding of a model with the rank
+			// instrument, and only of one.
+			d.fail("encoding version %d without event_order and dwell_direction long", version)
 		}
 	}
 	if d.err != nil {
