@@ -48,16 +48,28 @@ func runContext(xs []contextFeatures, prior []float64, genuine []bool) (weights 
 }
 
 // runContextFrom is runContext from the statistics of c.
+// Each event is scored as Model.Step scores it once the context is
+// informed, the rank instrument included where c has an event order.
 func runContextFrom(c *contextModel, xs []contextFeatures, prior []float64, genuine []bool) (weights []float64, auc float64) {
 	for i, x := range xs {
-		w := c.weight(prior[i], x)
+		w, ranked := prior[i], false
+		if c.informed() {
+			w, ranked = c.posterior(prior[i], x, 0)
+		}
 		weights = append(weights, w)
-		c.learn(x, w, prior[i], false)
+		c.learn(x, w, prior[i], ranked)
 	}
-	half := len(xs) / 2
+	return weights, pairsRanked(weights, genuine)
+}
+
+// pairsRanked is the share of (genuine, noise) pairs that weights rank
+// right, ties counting half, over a sample of the pairs of the second
+// half of the stream.
+func pairsRanked(weights []float64, genuine []bool) float64 {
+	half := len(weights) / 2
 	var right, pairs float64
-	for i := half; i < len(xs); i += 7 {
-		for j := half; j < len(xs); j += 11 {
+	for i := half; i < len(weights); i += 7 {
+		for j := half; j < len(weights); j += 11 {
 			if genuine[i] && !genuine[j] {
 				pairs++
 				switch {
@@ -69,7 +81,7 @@ func runContextFrom(c *contextModel, xs []contextFeatures, prior []float64, genu
 			}
 		}
 	}
-	return weights, right / pairs
+	return right / pairs
 }
 
 // TestContextLearnsEitherDirection: the dwell of genuine events is long in

@@ -128,14 +128,14 @@ func TestRankInstrumentFindsDirections(t *testing.T) {
 	} {
 		xs, prior, genuine := rankedStream(30000, tc.right, tc.sign, 5)
 		c := newContextModel(DefaultConfig())
-		weights, auc := runRanked(&c, xs, prior, genuine)
+		weights, auc := runContextFrom(&c, xs, prior, genuine)
 		// The same stream read by a model without an order: no ranks.
 		bare := slices.Clone(xs)
 		for i := range bare {
 			bare[i].rank, bare[i].ranked = 0, false
 		}
 		unranked := newContextModel(Config{DwellDirection: DwellLong})
-		_, learned := runRanked(&unranked, bare, prior, genuine)
+		_, learned := runContextFrom(&unranked, bare, prior, genuine)
 		f, ok := c.rank.fit(sigmoid(c.anchor.share()), sigmoid(c.anchor.share()), true)
 		t.Logf("%s: ROC-AUC %.3f (without the order %.3f); slopes %.2f, rank %.2f", tc.name, auc, learned, f.slope, f.rankSlope)
 		if !ok {
@@ -162,56 +162,6 @@ func TestRankInstrumentFindsDirections(t *testing.T) {
 			t.Errorf("%s: mean weight %.3f over the second half, the anchor's share %.3f", tc.name, mean, level)
 		}
 	}
-}
-
-// runRanked scores each event (test-then-train) with c, as Model.Step
-// does once the context is informed, and returns the weights and their
-// ROC-AUC over the second half.
-func runRanked(c *contextModel, xs []contextFeatures, prior []float64, genuine []bool) (weights []float64, auc float64) {
-	for i, x := range xs {
-		w, ranked := prior[i], false
-		if c.informed() {
-			w, ranked = c.posterior(prior[i], x, 0)
-		}
-		weights = append(weights, w)
-		c.learn(x, w, prior[i], ranked)
-	}
-	half := len(xs) / 2
-	return weights, rocAUC(weights[half:], genuine[half:])
-}
-
-// rocAUC is the probability that a genuine event scores above a noisy
-// one, ties counting half.
-func rocAUC(scores []float64, genuine []bool) float64 {
-	idx := make([]int, len(scores))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortFunc(idx, func(a, b int) int {
-		switch {
-		case scores[a] < scores[b]:
-			return -1
-		case scores[a] > scores[b]:
-			return 1
-		}
-		return 0
-	})
-	var rankSum, pos float64
-	for i := 0; i < len(idx); {
-		j := i
-		for j < len(idx) && scores[idx[j]] == scores[idx[i]] {
-			j++
-		}
-		for _, k := range idx[i:j] {
-			if genuine[k] {
-				rankSum += float64(i+j+1) / 2
-				pos++
-			}
-		}
-		i = j
-	}
-	neg := float64(len(scores)) - pos
-	return (rankSum - pos*(pos+1)/2) / (pos * neg)
 }
 
 // TestEventOrderConfig: the order is DefaultConfig's unless set, a plain
