@@ -157,8 +157,12 @@ type contextModel struct {
 	// copy shares it.
 	ranks map[string]float64
 	// slotRanks is the rank of each of types, NaN for a type the order
-	// does not list; nil without ranks. It grows with types.
+	// does not list; nil without ranks. It grows with types. spread
+	// reports that it holds two ranks or more: until then the rank has no
+	// spread to be an instrument with, and its moments are not learned
+	// (a stream of clicks only would pay for them on every event).
 	slotRanks []float64
+	spread    bool
 	// rank is the instrument of streams without dwell: the event type's
 	// rank in place of log dwell (rankInstrument). It is learned from the
 	// model's own events only, not merged (mergecontext.go).
@@ -275,6 +279,17 @@ func (c *contextModel) rankSlots() {
 			r = math.NaN()
 		}
 		c.slotRanks = append(c.slotRanks, r)
+	}
+	c.spread = false
+	first := math.NaN()
+	for _, r := range c.slotRanks {
+		switch {
+		case math.IsNaN(r):
+		case math.IsNaN(first):
+			first = r
+		case r != first:
+			c.spread = true
+		}
 	}
 }
 
@@ -446,7 +461,7 @@ func (c *contextModel) learn(x contextFeatures, w, pClean float64, ranked bool) 
 	}
 	c.em.learn(x, w, em)
 	c.anchor.learn(x, pClean, anchor)
-	if x.ranked && x.hasZ {
+	if x.ranked && x.hasZ && c.spread {
 		c.rank.learn(x.rank, logOdds(pClean), x.z)
 	}
 	if x.hasDwell && c.long {
@@ -1201,7 +1216,7 @@ func (c *contextModel) decodeTypes(d *decoder) {
 // encoding before version 7, whose buckets were hashes of the types, they
 // mean nothing in slots, and are learned again.
 func (c *contextModel) forgetTypes() {
-	c.types, c.slotRanks = nil, nil
+	c.types, c.slotRanks, c.spread = nil, nil, false
 	for _, s := range []*contextStats{&c.em, &c.anchor} {
 		s.typeMass = [2][typeBuckets]float64{}
 		s.typeTotal = [2]float64{}

@@ -80,10 +80,10 @@ func TestRankInstrumentKnownSlopes(t *testing.T) {
 // the class as the order states (a genuine event is more often a cart or
 // a purchase), with p_clean ranking backwards or not and the further
 // features (activity, repeats, the item's training) pointing either way,
-// and no dwell.
-func rankedStream(n int, pCleanRight bool, featureSign float64, seed uint64) (xs []contextFeatures, prior []float64, genuine []bool) {
+// and no dwell. c reads the features, giving the types their slots, as
+// Model.Step has its context do.
+func rankedStream(c *contextModel, n int, pCleanRight bool, featureSign float64, seed uint64) (xs []contextFeatures, prior []float64, genuine []bool) {
 	r := rand.New(rand.NewPCG(seed, 7))
-	c := newContextModel(DefaultConfig())
 	for range n {
 		g := r.Float64() < 0.8
 		kind := []string{"view", "click", "click", "cart", "purchase"}[r.IntN(5)]
@@ -126,8 +126,8 @@ func TestRankInstrumentFindsDirections(t *testing.T) {
 		{"p_clean backwards, features up", false, 1},
 		{"p_clean backwards, features down", false, -1},
 	} {
-		xs, prior, genuine := rankedStream(30000, tc.right, tc.sign, 5)
 		c := newContextModel(DefaultConfig())
+		xs, prior, genuine := rankedStream(&c, 30000, tc.right, tc.sign, 5)
 		weights, auc := runContextFrom(&c, xs, prior, genuine)
 		// The same stream read by a model without an order: no ranks.
 		bare := slices.Clone(xs)
@@ -296,7 +296,7 @@ func TestRankInstrumentEncoding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.context.rank != m.context.rank || !slices.Equal(got.context.slotRanks, m.context.slotRanks) {
+	if got.context.rank != m.context.rank || !slices.Equal(got.context.slotRanks, m.context.slotRanks) || got.context.spread != m.context.spread {
 		t.Fatalf("read back: rank instrument %+v, slot ranks %v; want %+v, %v", got.context.rank, got.context.slotRanks, m.context.rank, m.context.slotRanks)
 	}
 	if !bytes.Equal(encode(t, got), b) {
@@ -358,5 +358,32 @@ func TestOrderAgreementOneRank(t *testing.T) {
 				t.Fatalf("one ranked type %q: agreement %g, want 0", one, a)
 			}
 		}
+	}
+}
+
+// TestRankMomentsNeedTwoRanks: a stream of one ranked type (the demo's
+// log: clicks only) has no spread of rank, and the rank instrument learns
+// nothing from it; once a second ranked type comes, it learns.
+func TestRankMomentsNeedTwoRanks(t *testing.T) {
+	cfg := smallConfig(ModeBinary)
+	cfg.DwellDirection, cfg.EventOrder = DwellLong, DefaultEventOrder()
+	m, err := New(cfg, NewSource(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := testStream(1000, 3)
+	for j := range evs {
+		evs[j].HasDwell, evs[j].Kind = false, "click"
+	}
+	runScores(t, m, evs)
+	if m.context.spread || m.context.rank != (rankInstrument{}) {
+		t.Fatalf("clicks only: spread %v, rank instrument %+v, want none", m.context.spread, m.context.rank)
+	}
+	for j := range evs {
+		evs[j].Kind = []string{"click", "cart"}[j%2]
+	}
+	runScores(t, m, evs)
+	if !m.context.spread || m.context.rank.stats.mass == 0 {
+		t.Fatalf("clicks and carts: spread %v, mass %v, want learned", m.context.spread, m.context.rank.stats.mass)
 	}
 }
