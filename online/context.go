@@ -394,7 +394,7 @@ func (c *contextModel) evidence(x contextFeatures) float64 {
 // Where the order says nothing (fewer than two ranked types with mass:
 // the demo's log has clicks only), the rule without it holds.
 func (c *contextModel) typeEvidence(b int) float64 {
-	if c.ranks != nil {
+	if c.spread { // else the order ranks one type at most, and says nothing
 		em := c.orderAgreement(&c.em)
 		if em > 0 {
 			return c.em.typeEvidence(b)
