@@ -73,7 +73,12 @@ func TestRestartsRestoreExactly(t *testing.T) {
 		name string
 		cfg  online.Config
 	}{
-		{"service defaults", Config{}.WithDefaults().Model},
+		{"zero model settings", Config{}.WithDefaults().Model},
+		// What the service runs by default (BaseConfig: DefaultConfig's
+		// dwell read as longer-is-genuine and event order): on these
+		// events, two ranked types and no dwell, the rank instrument and
+		// its level offset are learned, saved and restored.
+		{"service defaults", BaseConfig().WithDefaults().Model},
 		{"capped, admission, popularity", online.Config{Dim: 8, MaxUsers: 3000, MaxItems: 1000, AdmitAfter: 2,
 			AdmitSketchWidth: 1 << 14, NegativeSampling: "popularity", WarmUp: 300, RefitEvery: 200, GMMMinSamples: 64}},
 	} {
