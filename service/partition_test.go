@@ -170,10 +170,12 @@ type twoMembers struct {
 }
 
 // newTwoMembers makes a topic of 4 partitions and n events for members
-// of partition state, with sharing off unless share.
+// of partition state, with sharing off unless share. The events have
+// types and no dwell (typedEvents), so the partitions' models weigh them
+// by the rank instrument, which the handovers save and restore.
 func newTwoMembers(t *testing.T, topic string, n int, share bool) *twoMembers {
 	const parts = 4
-	tm := &twoMembers{b: kafkatest.New(t), lines: events(t, n, 6)}
+	tm := &twoMembers{b: kafkatest.New(t), lines: typedEvents(t, n, 6)}
 	in := tm.b.Topic(t, topic, parts)
 	tm.cfgA = testConfig(t, tm.b, in)
 	tm.cfgA.StateLayout = online.LayoutPartition

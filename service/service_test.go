@@ -41,6 +41,19 @@ func events(t testing.TB, n int, seed uint64) [][]byte {
 	return bytes.Split(bytes.TrimSuffix(buf.Bytes(), []byte("\n")), []byte("\n"))
 }
 
+// typedEvents returns n synthetic JSON-lines events of the generator's
+// profile v2 without dwell: event types (view, click, cart, purchase,
+// return) and no dwell_ms, the stream on which the model's rank
+// instrument (model.event_order) weighs the scores.
+func typedEvents(t testing.TB, n int, seed uint64) [][]byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if _, err := synth.Write(context.Background(), &buf, synth.Config{Events: n, Noise: 0.2, Seed: seed, Profile: synth.ProfileV2, DwellShare: -1}); err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Split(bytes.TrimSuffix(buf.Bytes(), []byte("\n")), []byte("\n"))
+}
+
 // keyed turns lines into messages keyed by their user (as a producer
 // partitioning by user would).
 func keyed(lines [][]byte) []kafka.Message {
