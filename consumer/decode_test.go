@@ -160,11 +160,18 @@ func TestReasonOfModelError(t *testing.T) {
 	}
 }
 
+// TestEventModelHidesEvaluationFields: the model gets the event's fields
+// and its time, never its truth; an event without a time gives none.
 func TestEventModelHidesEvaluationFields(t *testing.T) {
 	ev := Event{User: "u", Item: "i", TS: 5, HasTS: true, Kind: "click", DwellMS: 10, HasDwell: true, Rating: 3, HasRating: true, Truth: TruthNoise}
-	want := online.Event{User: "u", Item: "i", Rating: 3, DwellMS: 10, HasDwell: true, Kind: "click"}
+	want := online.Event{User: "u", Item: "i", Rating: 3, DwellMS: 10, HasDwell: true, Kind: "click", TimeMS: 5, HasTime: true}
 	if got := ev.Model(); got != want {
 		t.Fatalf("Model() = %+v, want %+v", got, want)
+	}
+	ev.TS, ev.HasTS = 0, false
+	want.TimeMS, want.HasTime = 0, false
+	if got := ev.Model(); got != want {
+		t.Fatalf("without a time: Model() = %+v, want %+v", got, want)
 	}
 }
 

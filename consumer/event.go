@@ -47,11 +47,11 @@ type Event struct {
 // repeated (scoring a scored stream again gives one p_clean per record).
 var OutputFields = []string{"weight", "reliability", "p_clean", "clean_posterior", "label", "distilled", "model_version", "source"}
 
-// Model returns the event as the model sees it: ids, rating, dwell and
-// event type. The timestamp and the ground truth are left out (the truth
-// is never given to the model).
+// Model returns the event as the model sees it: ids, rating, dwell, event
+// type and timestamp. The ground truth is left out (it is never given to
+// the model).
 func (e *Event) Model() online.Event {
-	ev := online.Event{User: e.User, Item: e.Item, DwellMS: e.DwellMS, HasDwell: e.HasDwell, Kind: e.Kind}
+	ev := online.Event{User: e.User, Item: e.Item, DwellMS: e.DwellMS, HasDwell: e.HasDwell, Kind: e.Kind, TimeMS: e.TS, HasTime: e.HasTS}
 	if e.HasRating {
 		ev.Rating = e.Rating
 	}

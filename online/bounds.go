@@ -199,6 +199,9 @@ func (t *userTable) place(id string, rnd *rand.Rand, scale float64, epoch, now u
 		return u, false
 	}
 	t.pushed[u] = 0
+	if t.times != nil {
+		t.times[u] = noTime
+	}
 	ring := t.recentOf(u)
 	for j := range ring {
 		ring[j] = -1
@@ -439,9 +442,12 @@ func (m *Model) checkRows(d *decoder) {
 // growing arrays, and a frozen copy, which holds the arrays again.
 func (c Config) RowBytes() (user, item int) {
 	c = c.WithDefaults()
-	const f64, i32, u32, u64, str, slice = 8, 4, 4, 8, 16, 24
+	const f64, i32, u32, u64, i64, str, slice = 8, 4, 4, 8, 8, 16, 24
 	row := c.Dim*f64 + f64 + u64 + str // vector, step sum, stamp, id
 	user = row + recentItems*i32 + u32 // recent items, pushed
+	if c.DwellDirection == DwellLong {
+		user += i64 // latest event time
+	}
 	if c.TransitionUserOffset {
 		user += c.K() * c.K() * f64 // transition offsets
 	}
@@ -482,6 +488,9 @@ func (m *Model) reserve() {
 		m.users.reserve(n)
 		m.users.recent = reserveRows(m.users.recent, n*recentItems)
 		m.users.pushed = reserveRows(m.users.pushed, n)
+		if m.users.times != nil {
+			m.users.times = reserveRows(m.users.times, n)
+		}
 		if m.transition.perUser {
 			m.transition.userOffsets = reserveRows(m.transition.userOffsets, n*m.k*m.k)
 		}

@@ -70,6 +70,9 @@ func (e *encoder) floats(v []float64) {
 func (e *encoder) int32s(v []int32) {
 	writeSlice(e, v, 4, func(b []byte, x int32) { binary.LittleEndian.PutUint32(b, uint32(x)) })
 }
+func (e *encoder) int64s(v []int64) {
+	writeSlice(e, v, 8, func(b []byte, x int64) { binary.LittleEndian.PutUint64(b, uint64(x)) })
+}
 func (e *encoder) uint32s(v []uint32) { writeSlice(e, v, 4, binary.LittleEndian.PutUint32) }
 func (e *encoder) uint64s(v []uint64) { writeSlice(e, v, 8, binary.LittleEndian.PutUint64) }
 
@@ -209,6 +212,10 @@ func (d *decoder) int32s(n int) []int32 {
 	return readSlice(d, n, 4, func(b []byte) int32 { return int32(binary.LittleEndian.Uint32(b)) })
 }
 
+func (d *decoder) int64s(n int) []int64 {
+	return readSlice(d, n, 8, func(b []byte) int64 { return int64(binary.LittleEndian.Uint64(b)) })
+}
+
 func (d *decoder) uint32s(n int) []uint32 { return readSlice(d, n, 4, binary.LittleEndian.Uint32) }
 
 func (d *decoder) uint64s(n int) []uint64 { return readSlice(d, n, 8, binary.LittleEndian.Uint64) }
@@ -307,6 +314,10 @@ func (d *decoder) floatsInto(dst []float64) {
 
 func (d *decoder) int32sInto(dst []int32) {
 	readInto(d, dst, 4, func(b []byte) int32 { return int32(binary.LittleEndian.Uint32(b)) })
+}
+
+func (d *decoder) int64sInto(dst []int64) {
+	readInto(d, dst, 8, func(b []byte) int64 { return int64(binary.LittleEndian.Uint64(b)) })
 }
 
 func (d *decoder) uint32sInto(dst []uint32) { readInto(d, dst, 4, binary.LittleEndian.Uint32) }

@@ -207,11 +207,15 @@ type contextFeatures struct {
 	bucket   int // -1: no event type
 	// z holds the instrument's features (instrumentFeatures) other than
 	// logit(p_clean), which the posterior is given: the user's events so
-	// far, the pair's repeats among the user's latest items and the item
-	// row's accumulated step, each as log(1 + v). hasZ is false for a
-	// cold user or item, which has none.
-	z    [instrumented - 1]float64
-	hasZ bool
+	// far, the pair's repeats among the user's latest items, the item
+	// row's accumulated step and the seconds since the user's previous
+	// event, each as log(1 + v). hasZ is false for a cold user or item,
+	// which has none; hasGap is false where the event or the user's
+	// previous events carry no time, and the gap then stands at its mean
+	// (instrumentStats.impute).
+	z      [instrumented - 1]float64
+	hasZ   bool
+	hasGap bool
 	// rank is the event type's place in Config.EventOrder; ranked is
 	// false for an event without a type or with one the order does not
 	// list.
@@ -326,10 +330,10 @@ func (c *contextModel) posterior(pClean float64, x contextFeatures, share float6
 			share = level
 		}
 		if t, ok := c.instrument(share, level, x.hasZ); ok {
-			return sigmoid(centre + t.evidence(a, x.z) + c.evidence(x)), false
+			return sigmoid(centre + t.evidence(a, c.inst.impute(&x)) + c.evidence(x)), false
 		}
 		if t, ok := c.rank.fit(share, level, x.hasZ); ok {
-			return sigmoid(centre + c.rank.offset + pCleanTemper*(t.evidence(a, x.z)+c.rankEvidence(x, &t))), true
+			return sigmoid(centre + c.rank.offset + pCleanTemper*(t.evidence(a, c.rank.stats.impute(&x))+c.rankEvidence(x, &t))), true
 		}
 	}
 	return sigmoid(centre + pCleanTemper*(a-centre) + c.evidence(x)), false
@@ -462,12 +466,12 @@ func (c *contextModel) learn(x contextFeatures, w, pClean float64, ranked bool) 
 	c.em.learn(x, w, em)
 	c.anchor.learn(x, pClean, anchor)
 	if x.ranked && x.hasZ && c.spread {
-		c.rank.learn(x.rank, logOdds(pClean), x.z)
+		c.rank.learn(x.rank, logOdds(pClean), c.rank.stats.impute(&x))
 	}
 	if x.hasDwell && c.long {
 		c.mix.learn(x.logDwell, mix)
 		if x.hasZ {
-			c.inst.learn(x.logDwell, logOdds(pClean), x.z, inst)
+			c.inst.learn(x.logDwell, logOdds(pClean), c.inst.impute(&x), inst)
 		}
 		if x.bucket >= 0 {
 			c.gate.learn(x.bucket, x.logDwell, pClean, gate)
@@ -622,9 +626,15 @@ func (m *dwellMixture) decode(d *decoder, correlation bool) {
 
 // instrumented is the number of features the instrument weighs: logit
 // (p_clean), the user's events so far, the pair's repeats among the
-// user's latest items and the item row's accumulated step
-// (contextFeatures.z), in that order.
-const instrumented = 4
+// user's latest items, the item row's accumulated step and the gap since
+// the user's previous event (contextFeatures.z), in that order; gapFeature
+// is the gap's index in z. Encodings before version 13 (delta 9) have the
+// first four (oldInstrumented).
+const (
+	instrumented    = 5
+	oldInstrumented = 4
+	gapFeature      = 3
+)
 
 // instrumentStats is the instrument: the decayed moments of features
 // whose direction no rule states, over the events that carry dwell, with
@@ -665,16 +675,19 @@ type instrumentFit struct {
 	features int
 }
 
-// instrumentFeatures is the pair (u, i)'s further features for the
-// instrument, before its event is remembered: log(1 + v) of the user's
-// events so far, of the item's count among the user's latest recentItems
-// items and of the item row's accumulated step (its G, table.stepRate: it
-// grows with the steps the row takes, so with the item's events, and is
-// merged across partitions with the row); false for a cold user or item,
-// which has none, and for a model without the instrument.
-func (m *Model) instrumentFeatures(u, i int32) (z [instrumented - 1]float64, ok bool) {
+// instrumentFeatures sets x's further features for the instrument of the
+// pair (u, i) and event ev, before the event is remembered: log(1 + v) of
+// the user's events so far, of the item's count among the user's latest
+// recentItems items, of the item row's accumulated step (its G,
+// table.stepRate: it grows with the steps the row takes, so with the
+// item's events, and is merged across partitions with the row) and of the
+// seconds since the user's latest event time (0 for an earlier time: out
+// of order), where ev and an earlier event of the user carry a time. A
+// cold user or item has none (hasZ false), nor has a model without the
+// instrument.
+func (m *Model) instrumentFeatures(u, i int32, ev *Event, x *contextFeatures) {
 	if !m.context.long || u < m.users.base || i < m.items.base {
-		return z, false
+		return
 	}
 	repeats := 0
 	for _, v := range m.users.recentOf(u) {
@@ -682,7 +695,23 @@ func (m *Model) instrumentFeatures(u, i int32) (z [instrumented - 1]float64, ok 
 			repeats++
 		}
 	}
-	return [...]float64{math.Log1p(float64(m.users.pushed[u])), math.Log1p(float64(repeats)), math.Log1p(m.items.stepSums[i])}, true
+	x.z = [...]float64{math.Log1p(float64(m.users.pushed[u])), math.Log1p(float64(repeats)), math.Log1p(m.items.stepSums[i]), 0}
+	x.hasZ = true
+	if last := m.users.times[u]; ev.HasTime && last != noTime {
+		x.z[gapFeature], x.hasGap = math.Log1p(float64(max(ev.TimeMS-last, 0))/1000), true
+	}
+}
+
+// impute returns x's further features with a missing gap (hasGap false)
+// at the statistics' mean of it, 0 before they have any: a gap that is
+// not known counts for neither class, and adds nothing to the gap's
+// covariance with the instrument.
+func (s *instrumentStats) impute(x *contextFeatures) [instrumented - 1]float64 {
+	z := x.z
+	if !x.hasGap && s.mass > 0 {
+		z[gapFeature] = s.sum[gapFeature+1] / s.mass
+	}
+	return z
 }
 
 // learn adds an event of log dwell x, logit(p_clean) a and further
@@ -698,7 +727,7 @@ func (s *instrumentStats) learn(x, a float64, z [instrumented - 1]float64, acc *
 
 // add decays the statistics by keep and adds an event.
 func (s *instrumentStats) add(keep, x, a float64, z [instrumented - 1]float64) {
-	v := [instrumented]float64{a, z[0], z[1], z[2]}
+	v := [instrumented]float64{a, z[0], z[1], z[2], z[3]}
 	s.mass = keep*s.mass + 1
 	s.dwell = keep*s.dwell + x
 	k := 0
@@ -722,19 +751,37 @@ func (s *instrumentStats) encode(e *encoder) {
 
 // fields lists the statistics in their encoding's order.
 func (s *instrumentStats) fields() []*float64 {
+	return s.fieldsOf(instrumented)
+}
+
+// fieldsOf lists the statistics of the first n features in the order of
+// an encoding of n features: mass, dwell, sum, the upper triangle of
+// squares row by row, cross.
+func (s *instrumentStats) fieldsOf(n int) []*float64 {
 	f := []*float64{&s.mass, &s.dwell}
-	for _, v := range [][]float64{s.sum[:], s.squares[:], s.cross[:]} {
-		for i := range v {
-			f = append(f, &v[i])
+	for i := range n {
+		f = append(f, &s.sum[i])
+	}
+	k := 0
+	for i := range instrumented {
+		for j := i; j < instrumented; j++ {
+			if i < n && j < n {
+				f = append(f, &s.squares[k])
+			}
+			k++
 		}
+	}
+	for i := range n {
+		f = append(f, &s.cross[i])
 	}
 	return f
 }
 
-// decode reads what encode writes, refusing statistics that are not
-// finite or a negative mass.
-func (s *instrumentStats) decode(d *decoder) {
-	for _, p := range s.fields() {
+// decode reads what encode writes, of n features (oldInstrumented before
+// encoding version 13, whose gap then starts with no moments), refusing
+// statistics that are not finite or a negative mass.
+func (s *instrumentStats) decode(d *decoder, n int) {
+	for _, p := range s.fieldsOf(n) {
 		*p = d.f64()
 	}
 	switch {
@@ -1001,10 +1048,11 @@ func (r *rankInstrument) encode(e *encoder) {
 	e.f64(r.offset)
 }
 
-// decode reads what encode writes, refusing values that are not finite,
-// a negative Σ rank² or an offset beyond contextClamp.
-func (r *rankInstrument) decode(d *decoder) {
-	r.stats.decode(d)
+// decode reads what encode writes, with n features (instrumentStats.decode),
+// refusing values that are not finite, a negative Σ rank² or an offset
+// beyond contextClamp.
+func (r *rankInstrument) decode(d *decoder, n int) {
+	r.stats.decode(d, n)
 	r.squares, r.offset = d.f64(), d.f64()
 	switch {
 	case d.err != nil:

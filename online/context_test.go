@@ -376,10 +376,11 @@ func TestReadModelRefusesBadDwellMixture(t *testing.T) {
 // [0, 1], and with p_clean alone the fit is the one-feature discriminant.
 func TestInstrumentKnownSlopes(t *testing.T) {
 	const share, dx = 0.8, 3.0
-	delta := [instrumented]float64{0.6, -1, 0.5, 0} // genuine minus noise
-	// Within the classes: unit variances, z₁ and z₂ correlated 0.5; z₃
-	// says nothing.
-	w := [instrumented][instrumented]float64{{1, 0, 0, 0}, {0, 1, 0.5, 0}, {0, 0.5, 1, 0}, {0, 0, 0, 1}}
+	delta := [instrumented]float64{0.6, -1, 0.5, 0, 0.8} // genuine minus noise
+	// Within the classes: unit variances, z₁ and z₂ correlated 0.5, z₁
+	// and the gap z₄ −0.3 (an active user's gaps are shorter), so z₂ and
+	// z₄ −0.15; z₃ says nothing.
+	w := [instrumented][instrumented]float64{{1, 0, 0, 0, 0}, {0, 1, 0.5, 0, -0.3}, {0, 0.5, 1, 0, -0.15}, {0, 0, 0, 1, 0}, {0, -0.3, -0.15, 0, 1}}
 	var want [instrumented]float64 // W⁻¹Δ
 	if !solveSymmetric(&w, &delta, &want, instrumented) {
 		t.Fatal("the known covariance is not positive definite")
@@ -398,8 +399,9 @@ func TestInstrumentKnownSlopes(t *testing.T) {
 			2 + delta[1]*g + e1,
 			delta[2]*g + 0.5*e1 + math.Sqrt(0.75)*e2,
 			5 + r.NormFloat64(),
+			3 + delta[4]*g - 0.3*e1 + math.Sqrt(0.91)*r.NormFloat64(),
 		}
-		s.learn(x, v[0], [instrumented - 1]float64{v[1], v[2], v[3]}, nil)
+		s.learn(x, v[0], [instrumented - 1]float64{v[1], v[2], v[3], v[4]}, nil)
 	}
 	f := s.fit(share, share, dx, instrumented)
 	t.Logf("slopes %.3f want %.3f mid %.3f", f.slope, want, f.mid)
@@ -408,8 +410,8 @@ func TestInstrumentKnownSlopes(t *testing.T) {
 			t.Errorf("slope %d: %.3f, want %.3f ± 0.15 (all %.3f, want %.3f)", i, f.slope[i], want[i], f.slope, want)
 		}
 	}
-	// The midpoint of the class means: −1 + 0.3, 2 − 0.5, 0.25, 5.
-	for i, m := range [instrumented]float64{-0.7, 1.5, 0.25, 5} {
+	// The midpoint of the class means: −1 + 0.3, 2 − 0.5, 0.25, 5, 3.4.
+	for i, m := range [instrumented]float64{-0.7, 1.5, 0.25, 5, 3.4} {
 		if math.Abs(f.mid[i]-m) > 0.15 {
 			t.Errorf("midpoint %d: %.3f, want %.3f ± 0.15", i, f.mid[i], m)
 		}
@@ -418,9 +420,10 @@ func TestInstrumentKnownSlopes(t *testing.T) {
 		t.Errorf("p_clean alone: %d features, slope %.3f, want 1 and %.3f ± 0.15", one.features, one.slope[0], delta[0])
 	}
 	// The level moves the midpoints only: at ½ they are the features'
-	// means (−1 + 0.8·0.6, 2 − 0.8, 0.4, 5), and the slopes stay.
+	// means (−1 + 0.8·0.6, 2 − 0.8, 0.4, 5, 3 + 0.8·0.8), and the slopes
+	// stay.
 	half := s.fit(share, 0.5, dx, instrumented)
-	for i, m := range [instrumented]float64{-0.52, 1.2, 0.4, 5} {
+	for i, m := range [instrumented]float64{-0.52, 1.2, 0.4, 5, 3.64} {
 		if half.slope[i] != f.slope[i] || math.Abs(half.mid[i]-m) > 0.15 {
 			t.Errorf("level ½, feature %d: slope %.3f (want %.3f), midpoint %.3f (want %.3f ± 0.15)", i, half.slope[i], f.slope[i], half.mid[i], m)
 		}
@@ -514,10 +517,11 @@ type olderVersion struct {
 // o.delta applies to a base of o.version the same way.
 func readsOlderVersion(t *testing.T, o olderVersion) {
 	t.Helper()
-	cfg, newest := DefaultConfig().WithDefaults(), uint32(rankVersion)
+	cfg := DefaultConfig().WithDefaults()
 	if !o.ranked {
-		cfg.EventOrder, newest = nil, gateVersion
+		cfg.EventOrder = nil
 	}
+	const newest = gapVersion
 	m, _ := New(cfg, rand.NewPCG(1, 1))
 	runScores(t, m, o.stream(2000, 1))
 	if !o.ready(m) {
@@ -576,11 +580,12 @@ func withoutInstrument(t *testing.T, b []byte, version uint32) []byte {
 	return old
 }
 
-// withoutRanks rewrites a model encoding of version 12 or a delta of
-// version 8 into the given older version without the rank instrument:
+// withoutRanks rewrites a model encoding of version 13 or a delta of
+// version 9 into the given older version without the rank instrument:
 // RINS (right after DGAT) left out.
 func withoutRanks(t *testing.T, b []byte, version uint32) []byte {
 	t.Helper()
+	b = withoutGap(t, b, version)
 	gateAt, ranksAt := bytes.Index(b, []byte("DGAT")), bytes.Index(b, []byte("RINS"))
 	if gateAt < 0 || ranksAt != gateAt+12+int(binary.LittleEndian.Uint64(b[gateAt+4:])) {
 		t.Fatalf("DGAT at %d, RINS at %d: not the layout with the rank instrument", gateAt, ranksAt)
@@ -606,11 +611,12 @@ func TestReadModelVersion11(t *testing.T) {
 	})
 }
 
-// withoutGate rewrites a model encoding of version 10 or a delta of
-// version 6 into the given older version without the dwell gate: DGAT
+// withoutGate rewrites a model encoding of version 13 or a delta of
+// version 9 into the given older version without the dwell gate: DGAT
 // (right after DINS) left out.
 func withoutGate(t *testing.T, b []byte, version uint32) []byte {
 	t.Helper()
+	b = withoutGap(t, b, version)
 	instAt, gateAt := bytes.Index(b, []byte("DINS")), bytes.Index(b, []byte("DGAT"))
 	if instAt < 0 || gateAt != instAt+12+160 {
 		t.Fatalf("DINS at %d, DGAT at %d: not the layout with the gate", instAt, gateAt)
@@ -651,7 +657,7 @@ func TestPosteriorTakesTheGivenShare(t *testing.T) {
 			g = 1
 		}
 		x := contextFeatures{logDwell: 7 + g + 0.5*r.NormFloat64(), hasDwell: true, bucket: -1, hasZ: true}
-		for j := range x.z {
+		for j := range gapFeature { // no gap: the events carry no time
 			x.z[j] = r.NormFloat64()
 		}
 		p := sigmoid(-0.2 + 0.8*g + r.NormFloat64())

@@ -129,7 +129,7 @@ func TestCursorEncoding(t *testing.T) {
 		if err := m.Merge(&d); err != nil {
 			t.Fatal(err)
 		}
-		plain := encodingFor(perUser, false, false, false, false, false)
+		plain := encodingFor(perUser, false, false, false, false)
 		if v := binary.LittleEndian.Uint32(encode(t, m)[8:]); v != plain || m.Encoding() != plain {
 			t.Fatalf("user offsets %v, no cursor: version %d (Encoding %d), want %d", perUser, v, m.Encoding(), plain)
 		}

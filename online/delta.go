@@ -33,8 +33,11 @@ import (
 // after CURS, as encoding version 11 has it), written for models that
 // merged events. Version 8 is version 7 with the rank instrument (RINS
 // after DGAT, as encoding version 12 has it), written for models with an
-// event order.
-const DeltaVersion = 8
+// event order. Version 9 is version 8 with the changed users' latest event
+// times (i64 per user at the end of USER) and the instrument's gap (DINS
+// and RINS as encoding version 13 has them), written exactly for models
+// with the dwell mixture.
+const DeltaVersion = 9
 
 // deltaCursorVersion is the first delta version with merge cursors,
 // deltaTypesVersion the first with event types, deltaDwellMixVersion the
@@ -47,19 +50,18 @@ const (
 	deltaGateVersion       = 6
 	deltaClockVersion      = 7
 	deltaRankVersion       = 8
+	deltaGapVersion        = 9
 )
 
 // deltaVersionFor is the delta version of a model with merge cursors or
-// not, event types or not, the dwell mixture or not, a clock or not and
-// the rank instrument or not.
-func deltaVersionFor(cursors, types, dwellMix, clock, ranks bool) uint32 {
+// not, event types or not, the dwell mixture or not and a clock or not
+// (the rank instrument, version 8, comes only with the dwell mixture).
+func deltaVersionFor(cursors, types, dwellMix, clock bool) uint32 {
 	switch {
-	case ranks:
-		return deltaRankVersion
+	case dwellMix:
+		return deltaGapVersion
 	case clock:
 		return deltaClockVersion
-	case dwellMix:
-		return deltaGateVersion
 	case types:
 		return deltaTypesVersion
 	case cursors:
@@ -173,7 +175,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 func (m *Model) encodeDelta(e *encoder, confCRC uint32) {
 	b := &m.delta
 	e.write(deltaMagic[:])
-	e.u32(deltaVersionFor(len(m.cursors) > 0, len(m.context.types) > 0, m.context.long, m.hasClock(), m.context.ranks != nil))
+	e.u32(deltaVersionFor(len(m.cursors) > 0, len(m.context.types) > 0, m.context.long, m.hasClock()))
 	e.section("HEAD", func(e *encoder) {
 		e.u64(b.events)
 		e.u64(m.schedule.events)
@@ -203,6 +205,9 @@ func (m *Model) encodeDelta(e *encoder, confCRC uint32) {
 		eachSpan(users, recentItems, func(lo, hi int) { e.int32s(m.users.recent[lo:hi]) })
 		if m.transition.perUser {
 			eachSpan(users, m.k*m.k, func(lo, hi int) { e.floats(m.transition.userOffsets[lo:hi]) })
+		}
+		if m.users.times != nil {
+			eachSpan(users, 1, func(lo, hi int) { e.int64s(m.users.times[lo:hi]) })
 		}
 	})
 	e.section("ITEM", func(e *encoder) {
@@ -468,6 +473,9 @@ func (m *Model) applyDelta(r io.Reader, confCRC uint32) error {
 	if m.transition.perUser {
 		eachSpan(users, m.k*m.k, func(lo, hi int) { d.floatsInto(m.transition.userOffsets[lo:hi]) })
 	}
+	if m.users.times != nil && version >= deltaGapVersion {
+		eachSpan(users, 1, func(lo, hi int) { d.int64sInto(m.users.times[lo:hi]) })
+	}
 	d.section("ITEM")
 	items := d.spans(ni, fromItems)
 	m.items.decodeRows(d, items)
@@ -488,7 +496,7 @@ func (m *Model) applyDelta(r io.Reader, confCRC uint32) error {
 	m.cooc.decodeRows(d, users, items, nu, ni)
 	d.section("CTXT")
 	m.context.decode(d)
-	m.decodeContextAfter(d, version, deltaTypesVersion, deltaDwellMixVersion, deltaInstrumentVersion, deltaGateVersion, deltaRankVersion)
+	m.decodeContextAfter(d, version, deltaTypesVersion, deltaDwellMixVersion, deltaInstrumentVersion, deltaGateVersion, deltaRankVersion, deltaGapVersion)
 	if p := &m.popular; p.items != nil {
 		d.section("POPR")
 		if n := int(d.u32()); d.err == nil && n > popRingSize {

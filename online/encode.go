@@ -42,10 +42,15 @@ import (
 // events, which read version 10 with none; version 12 is version 11 with
 // the rank instrument (a RINS section after DGAT, context.go), written
 // exactly for models with Config.EventOrder and the dwell mixture, which
-// read version 11 with an empty one. So a model without per-user offsets,
-// cursors, event types, the dwell mixture, merged events or an event
-// order encodes as it did before they existed (encodingFor).
-const EncodingVersion = 12
+// read version 11 with an empty one; version 13 is version 12 with each
+// user's latest event time (i64[n_u] at the end of USER) and the gap
+// since it as the instrument's fifth feature (DINS and RINS), written
+// exactly for models with the dwell mixture, which read version 12 and
+// before with no times and no moments of the gap. So a model without
+// per-user offsets, cursors, event types, the dwell mixture, merged
+// events or an event order encodes as it did before they existed
+// (encodingFor).
+const EncodingVersion = 13
 
 // userOffsetVersion is the first encoding version with per-user
 // transition offsets; cursorVersion the first with merge cursors.
@@ -58,24 +63,23 @@ const (
 	gateVersion       = 10
 	clockVersion      = 11
 	rankVersion       = 12
+	gapVersion        = 13
 )
 
 // encodingFor is the encoding version of a model with per-user transition
 // offsets or not, merge cursors or not, event types or not, the dwell
-// mixture or not, merged events (a clock) or not and the rank instrument
-// or not: 12 with the rank instrument, else 11 with a clock, else 10 with
-// the dwell mixture, else 7 with event types, else
+// mixture or not and merged events (a clock) or not (the rank instrument,
+// version 12, comes only with the dwell mixture): 13 with the dwell
+// mixture, else 11 with a clock, else 7 with event types, else
 // 6 with cursors (from 6 on, the USER section holds the offsets exactly
 // when the configuration asks for them), else 5 with offsets, else 4. WriteTo writes it; ReadModel checks a version before 6
 // against it (versions 1 to 3 count as 4: they have none).
-func encodingFor(userOffsets, cursors, types, dwellMix, clock, ranks bool) uint32 {
+func encodingFor(userOffsets, cursors, types, dwellMix, clock bool) uint32 {
 	switch {
-	case ranks:
-		return rankVersion
+	case dwellMix:
+		return gapVersion
 	case clock:
 		return clockVersion
-	case dwellMix:
-		return gateVersion
 	case types:
 		return typesVersion
 	case cursors:
@@ -86,12 +90,12 @@ func encodingFor(userOffsets, cursors, types, dwellMix, clock, ranks bool) uint3
 	return userOffsetVersion - 1
 }
 
-// Encoding is the encoding version WriteTo writes for m (encodingFor): 12
-// with the rank instrument, else 11 with merged events, else 10 with the dwell mixture, else 7 with event
+// Encoding is the encoding version WriteTo writes for m (encodingFor): 13
+// with the dwell mixture, else 11 with merged events, else 7 with event
 // types, else 6 with merge cursors, else 5 with per-user transition
 // offsets, else 4.
 func (m *Model) Encoding() uint32 {
-	return encodingFor(m.cfg.TransitionUserOffset, len(m.cursors) > 0, len(m.context.types) > 0, m.context.long, m.hasClock(), m.context.ranks != nil)
+	return encodingFor(m.cfg.TransitionUserOffset, len(m.cursors) > 0, len(m.context.types) > 0, m.context.long, m.hasClock())
 }
 
 var modelMagic = [8]byte{'R', 'G', 'B', 'T', 'M', 'O', 'D', 'L'}
@@ -122,7 +126,13 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 	if m.hasClock() {
 		e.section("CLCK", m.encodeClock)
 	}
-	e.section("USER", func(e *encoder) { m.users.encode(e); m.transition.encodeUserOffsets(e) })
+	e.section("USER", func(e *encoder) {
+		m.users.encode(e)
+		m.transition.encodeUserOffsets(e)
+		if m.users.times != nil {
+			e.int64s(m.users.times)
+		}
+	})
 	e.section("ITEM", func(e *encoder) { m.items.encode(e); m.transition.encodeOffsets(e) })
 	m.encodeNets(e)
 	e.section("WIND", m.mixture.encodeWindow)
@@ -174,8 +184,9 @@ func (m *Model) encodeContext(e *encoder) {
 // (before, the instrument starts empty); DGAT with DMIX from gate on
 // (before, the gate starts empty); RINS from ranks on exactly when the
 // configuration has an event order (before, the rank instrument starts
-// empty).
-func (m *Model) decodeContextAfter(d *decoder, version, types, mix, inst, gate, ranks uint32) {
+// empty); DINS and RINS of oldInstrumented features before gap (the gap's
+// moments then start empty).
+func (m *Model) decodeContextAfter(d *decoder, version, types, mix, inst, gate, ranks, gap uint32) {
 	switch {
 	case version >= mix && d.has("TYPE"), version >= types && version < mix:
 		d.section("TYPE")
@@ -190,11 +201,15 @@ func (m *Model) decodeContextAfter(d *decoder, version, types, mix, inst, gate, 
 		d.fail("encoding version %d with dwell_direction %q", version, m.cfg.DwellDirection)
 		return
 	}
+	n := instrumented
+	if version < gap {
+		n = oldInstrumented
+	}
 	d.section("DMIX")
 	m.context.mix.decode(d, version < inst)
 	if version >= inst {
 		d.section("DINS")
-		m.context.inst.decode(d)
+		m.context.inst.decode(d, n)
 	}
 	if version >= gate {
 		d.section("DGAT")
@@ -202,7 +217,7 @@ func (m *Model) decodeContextAfter(d *decoder, version, types, mix, inst, gate, 
 	}
 	if version >= ranks && m.context.ranks != nil {
 		d.section("RINS")
-		m.context.rank.decode(d)
+		m.context.rank.decode(d, n)
 	}
 }
 
@@ -290,6 +305,7 @@ func ReadModel(r io.Reader) (*Model, error) {
 	d.section("USER")
 	m.users.decode(d)
 	m.transition.decodeUserOffsets(d, m.users.len())
+	m.users.decodeTimes(d, version >= gapVersion)
 	d.section("ITEM")
 	m.items.decode(d)
 	m.transition.decodeOffsets(d, m.items.len())
@@ -306,7 +322,7 @@ func ReadModel(r io.Reader) (*Model, error) {
 			m.context.decodeEM(d)
 		}
 	}
-	m.decodeContextAfter(d, version, typesVersion, dwellMixVersion, instrumentVersion, gateVersion, rankVersion)
+	m.decodeContextAfter(d, version, typesVersion, dwellMixVersion, instrumentVersion, gateVersion, rankVersion, gapVersion)
 	m.users.checkRecent(d, m.items.len())
 	if m.popular.items != nil {
 		d.section("POPR")
@@ -353,17 +369,21 @@ func (d *decoder) header() (Config, uint32, error) {
 			// Version 3 is the encoding of a model with bounds, and only
 			// of one; versions 1 and 2 have no bounds.
 			d.fail("encoding version %d with a configuration that bounds the tables: %v", version, bounded)
-		} else if version < cursorVersion && max(version, 4) != encodingFor(cfg.TransitionUserOffset, false, false, false, false, false) {
+		} else if version < cursorVersion && max(version, 4) != encodingFor(cfg.TransitionUserOffset, false, false, false, false) {
 			// Version 5 is the encoding of a model with per-user offsets,
 			// and only of one, until version 6, where the configuration
 			// says (encodingFor).
 			d.fail("encoding version %d with transition_user_offset %v", version, cfg.TransitionUserOffset)
 		} else if version < dwellMixVersion && cfg.DwellDirection == DwellLong {
 			d.fail("encoding version %d with dwell_direction %q", version, cfg.DwellDirection)
-		} else if version >= rankVersion && (len(cfg.EventOrder) == 0 || cfg.DwellDirection != DwellLong) {
+		} else if version == rankVersion && (len(cfg.EventOrder) == 0 || cfg.DwellDirection != DwellLong) {
 			// Version 12 is the encoding of a model with the rank
 			// instrument, and only of one.
 			d.fail("encoding version %d without event_order and dwell_direction long", version)
+		} else if version >= gapVersion && cfg.DwellDirection != DwellLong {
+			// Version 13 is the encoding of a model with the dwell
+			// mixture, and only of one.
+			d.fail("encoding version %d without dwell_direction long", version)
 		}
 	}
 	if d.err != nil {

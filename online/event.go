@@ -7,8 +7,8 @@ import (
 )
 
 // Event is one observed interaction as the model sees it. Fields that are
-// for evaluation only (ground truth, timestamps, the source position) are
-// not here: the model must never read them.
+// for evaluation only (ground truth, the source position) are not here:
+// the model must never read them.
 type Event struct {
 	User string
 	Item string
@@ -22,6 +22,11 @@ type Event struct {
 	// Kind is the event type ("click", "view", "purchase", ...); "" when
 	// absent. Only the context part reads it.
 	Kind string
+	// TimeMS is the event's time in unix milliseconds, read only when
+	// HasTime is set. The model reads nothing of it but the gap since the
+	// same user's previous event with a time (instrumentFeatures).
+	TimeMS  int64
+	HasTime bool
 	// Weight scales what the model learns from the observed interaction
 	// (not from its sampled negatives); 0 means 1. A downstream trainer
 	// uses it to weight events by a reliability score. Negative or

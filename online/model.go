@@ -121,6 +121,9 @@ func newModel(cfg Config, src *rand.PCG) *Model {
 		context:    newContextModel(cfg),
 		scratch:    newScratch(k, d),
 	}
+	if cfg.DwellDirection == DwellLong {
+		m.users.times = []int64{}
+	}
 	if cfg.Cooccurrence == CoocExact {
 		m.cooc = &exactCooc{}
 	} else {
@@ -219,7 +222,7 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	}
 	context := m.context.features(&ev, m.cfg.Mode)
 	if m.useContext() {
-		context.z, context.hasZ = m.instrumentFeatures(u, i)
+		m.instrumentFeatures(u, i, &ev, &context)
 	}
 	posterior, ranked := sc.PClean, false
 	switch {
@@ -237,7 +240,7 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	if ok && m.useContext() {
 		m.context.learn(context, posterior, sc.PClean, ranked)
 	}
-	m.remember(u, i)
+	m.remember(u, i, &ev)
 	m.schedule.events++
 	if m.schedule.events%uint64(m.cfg.RefitEvery) == 0 {
 		m.refit()

@@ -76,15 +76,19 @@ func (m *Model) seen(u, i int32) bool {
 }
 
 // remember records (u,i) in the co-occurrence estimator, the user's recent
-// items and the popularity ring. A cold row (bounds.go) stands for many
-// ids: it is remembered in none of them, and a pair with one is not
-// co-occurrence evidence.
-func (m *Model) remember(u, i int32) {
+// items and the popularity ring, and ev's time, if it has one, as the
+// user's latest (the later of it and the one before, where the model keeps
+// times). A cold row (bounds.go) stands for many ids: it is remembered in
+// none of them, and a pair with one is not co-occurrence evidence.
+func (m *Model) remember(u, i int32, ev *Event) {
 	m.users.stamps[u], m.items.stamps[i] = m.epoch, m.epoch
 	coldUser, coldItem := u < m.users.base, i < m.items.base
 	if !coldUser && !coldItem {
 		m.cooc.add(u, i, m.rnd)
 		m.users.push(u, i)
+	}
+	if m.users.times != nil && !coldUser && ev.HasTime {
+		m.users.times[u] = max(m.users.times[u], ev.TimeMS)
 	}
 	if m.popular.items != nil && !coldItem {
 		m.popular.push(i)

@@ -25,9 +25,9 @@ func TestRankInstrumentKnownSlopes(t *testing.T) {
 	// Δx = rankSeparation·sd, sd² = 1 + q·Δx².
 	dx := rankSeparation / math.Sqrt(1-rankSeparation*rankSeparation*q)
 	mx := [2]float64{2, 2 + dx} // noise, genuine
-	delta := [instrumented]float64{0.6, -1, 0.5, 0}
-	mz0 := [instrumented]float64{-1, 2, 0, 5}
-	w := [instrumented][instrumented]float64{{1, 0, 0, 0}, {0, 1, 0.5, 0}, {0, 0.5, 1, 0}, {0, 0, 0, 1}}
+	delta := [instrumented]float64{0.6, -1, 0.5, 0, 0.4}
+	mz0 := [instrumented]float64{-1, 2, 0, 5, 3}
+	w := [instrumented][instrumented]float64{{1, 0, 0, 0, 0}, {0, 1, 0.5, 0, -0.3}, {0, 0.5, 1, 0, 0}, {0, 0, 0, 1, 0}, {0, -0.3, 0, 0, 1}}
 	var want [instrumented]float64
 	if !solveSymmetric(&w, &delta, &want, instrumented) {
 		t.Fatal("the known covariance is not positive definite")
@@ -289,7 +289,7 @@ func TestRankInstrumentEncoding(t *testing.T) {
 		t.Fatalf("the rank instrument has not fitted and moved: mass %.1f, offset %v", r.stats.mass, r.offset)
 	}
 	b := encode(t, m)
-	if !bytes.Contains(b, []byte("RINS")) || binary.LittleEndian.Uint32(b[8:]) != rankVersion {
+	if !bytes.Contains(b, []byte("RINS")) || binary.LittleEndian.Uint32(b[8:]) != gapVersion {
 		t.Fatalf("encoded as version %d, RINS %v", binary.LittleEndian.Uint32(b[8:]), bytes.Contains(b, []byte("RINS")))
 	}
 	got, err := ReadModel(bytes.NewReader(b))

@@ -120,7 +120,15 @@ type userTable struct {
 	table
 	recent []int32  // recentItems per user, the latest items, -1 empty
 	pushed []uint32 // items pushed into each user's ring
+	// times is each user's latest event time (Event.TimeMS), noTime for
+	// none: the gap before the user's next event is read from it
+	// (instrumentFeatures). Kept and encoded only in a model with the
+	// instrument (Config.DwellDirection "long"); nil else.
+	times []int64
 }
+
+// noTime is a user's latest event time before any event with a time.
+const noTime = math.MinInt64
 
 func (t *userTable) add(id string, rnd *rand.Rand, scale float64, epoch uint64) int32 {
 	u := t.table.add(id, rnd, scale, epoch)
@@ -131,6 +139,9 @@ func (t *userTable) add(id string, rnd *rand.Rand, scale float64, epoch uint64) 
 // growRing appends an empty ring of recent items.
 func (t *userTable) growRing() {
 	t.pushed = append(t.pushed, 0)
+	if t.times != nil {
+		t.times = append(t.times, noTime)
+	}
 	for j := 0; j < recentItems; j++ {
 		t.recent = append(t.recent, -1)
 	}
@@ -160,6 +171,22 @@ func (t *userTable) decode(d *decoder) {
 	t.recent = d.int32s(n * recentItems)
 }
 
+// decodeTimes reads the users' latest event times where the model keeps
+// them (times not nil): from the encoding if it has them (has), else
+// none known.
+func (t *userTable) decodeTimes(d *decoder, has bool) {
+	switch {
+	case t.times == nil:
+	case has:
+		t.times = d.int64s(t.len())
+	default:
+		t.times = make([]int64, t.len())
+		for u := range t.times {
+			t.times[u] = noTime
+		}
+	}
+}
+
 // checkRecent fails d unless every recent item is -1 or below items.
 func (t *userTable) checkRecent(d *decoder, items int) {
 	for _, v := range t.recent {
@@ -174,6 +201,9 @@ func (t *userTable) copyFrom(src *userTable, spans []rowSpan, n int) {
 	t.table.copyFrom(&src.table, spans, n)
 	t.recent = syncRows(t.recent, src.recent, recentItems, spans, n)
 	t.pushed = syncRows(t.pushed, src.pushed, 1, spans, n)
+	if src.times != nil {
+		t.times = syncRows(t.times, src.times, 1, spans, n)
+	}
 }
 
 // rowSpan is the rows [lo, hi) of a table.

@@ -17,17 +17,18 @@ import (
 // better direction, per seed), then the offline ceiling.
 var detectScores = []string{report.RecommendedScore, "p_clean", "reliability", report.BaselineLoss,
 	report.BaselineItemPopularity, report.BaselineUserActivity, report.BaselinePairCount, report.BaselineDwell,
-	BaselineEventType, OfflineCeiling}
+	report.BaselineUserGap, BaselineEventType, OfflineCeiling}
 
 // Indices in detectScores.
 const (
 	probabilityScores = 2 // weight and p_clean, the first two, are probabilities: their calibration is reported
 	reliabilityScore  = 2
-	firstBaseline     = 3 // the first label-free baseline
-	dwellScore        = 7 // reported only where at least half the events carry a dwell time
-	typeScore         = 8 // reported only where the stream has more than one event type
-	ceilingScore      = 9 // not a baseline: it sees the whole stream
-	numScores         = 10
+	firstBaseline     = 3  // the first label-free baseline
+	dwellScore        = 7  // reported only where at least half the events carry a dwell time
+	gapScore          = 8  // reported only where at least half the events have a user gap
+	typeScore         = 9  // reported only where the stream has more than one event type
+	ceilingScore      = 10 // not a baseline: it sees the whole stream
+	numScores         = 11
 )
 
 // BaselineEventType ranks an event by the engagement its type shows
@@ -190,8 +191,8 @@ type DetectResult struct {
 
 // stream is a case's events and truth.
 type stream struct {
-	events  []online.Event
-	types   []synth.Type // nil: the stream has no event types
+	events  []online.Event // with their times where the stream has them (TimeMS)
+	types   []synth.Type   // nil: the stream has no event types
 	genuine []bool
 }
 
@@ -219,20 +220,20 @@ func (c detectCase) stream(seed uint64) (*stream, error) {
 			return s, nil
 		}
 		s.events = append(s.events, online.Event{User: "u" + strconv.Itoa(e.User+1), Item: "i" + strconv.Itoa(e.Item+1),
-			DwellMS: e.DwellMS, HasDwell: !e.NoDwell, Kind: e.Type.String()})
+			DwellMS: e.DwellMS, HasDwell: !e.NoDwell, Kind: e.Type.String(), TimeMS: e.TS, HasTime: true})
 		s.types = append(s.types, e.Type)
 		s.genuine = append(s.genuine, !e.Cause.Noise())
 	}
 }
 
 // ratingStream is d's interactions in time order with rating <= th as
-// noise.
-func ratingStream(d *Dataset, th int) *stream {
+// noise, each with its Seconds as its time where timed.
+func ratingStream(d *Dataset, th int, timed bool) *stream {
 	rows := append([]Interaction(nil), d.Rows...)
 	SortByTime(rows)
 	s := &stream{}
 	for _, x := range rows {
-		s.events = append(s.events, online.Event{User: UserID(x.User), Item: ItemID(x.Item)})
+		s.events = append(s.events, online.Event{User: UserID(x.User), Item: ItemID(x.Item), TimeMS: x.Seconds * 1000, HasTime: timed})
 		s.genuine = append(s.genuine, x.Rating > th)
 	}
 	return s
@@ -250,14 +251,15 @@ func RunDetect(ctx context.Context, d, deca *Dataset, cfg DetectConfig) (*Detect
 	}
 	var cases []detectCase
 	for _, ds := range []struct {
-		name string
-		d    *Dataset
-	}{{"ML-100k", d}, {"DeCA ML-100k train (file order)", deca}} {
+		name  string
+		d     *Dataset
+		timed bool // Seconds is a time (DeCA's is the line's index)
+	}{{"ML-100k", d, true}, {"DeCA ML-100k train (file order)", deca, false}} {
 		if ds.d == nil {
 			continue
 		}
 		for _, th := range cfg.Thresholds {
-			cases = append(cases, detectCase{name: fmt.Sprintf("%s, rating ≤ %d as noise", ds.name, th), fixed: ratingStream(ds.d, th)})
+			cases = append(cases, detectCase{name: fmt.Sprintf("%s, rating ≤ %d as noise", ds.name, th), fixed: ratingStream(ds.d, th, ds.timed)})
 		}
 	}
 	for _, noise := range cfg.SynthNoise {
@@ -416,7 +418,8 @@ func RunDetect(ctx context.Context, d, deca *Dataset, cfg DetectConfig) (*Detect
 }
 
 // detectScoresOf computes every score of detectScores on s (nil where a
-// score is not reported) and the share of events with a dwell time.
+// score is not reported: dwell and user_gap where less than half the
+// events carry one) and the share of events with a dwell time.
 func detectScoresOf(ctx context.Context, s *stream, cfg DetectConfig, seed uint64) ([numScores][]float64, float64, error) {
 	var scores [numScores][]float64
 	m, err := online.New(cfg.Model, online.NewSource(seed))
@@ -432,7 +435,7 @@ func detectScoresOf(ctx context.Context, s *stream, cfg DetectConfig, seed uint6
 	}
 	counter := report.NewCounter()
 	for e, ev := range s.events {
-		c := counter.Observe(ev.User, ev.Item, ev.DwellMS, ev.HasDwell)
+		c := counter.Observe(ev.User, ev.Item, ev.DwellMS, ev.HasDwell, ev.TimeMS, ev.HasTime)
 		for k, v := range c {
 			scores[firstBaseline+1+k][e] = v
 		}
@@ -440,6 +443,9 @@ func detectScoresOf(ctx context.Context, s *stream, cfg DetectConfig, seed uint6
 	dwellShare := counter.DwellShare()
 	if dwellShare < 0.5 {
 		scores[dwellScore] = nil
+	}
+	if counter.GapShare() < 0.5 {
+		scores[gapScore] = nil
 	}
 	types := map[synth.Type]bool{}
 	for e, t := range s.types {

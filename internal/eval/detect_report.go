@@ -35,7 +35,8 @@ func (r *DetectResult) WriteReport(dir string, meta Meta) error {
 		"PR-AUC is average precision with genuine events as the positive class (as in the replay report), and PR-AUC(noise) "+
 		"with noisy events as the positive class and the score negated. The label-free baselines count what the stream "+
 		"itself tells, each from the events before the one it scores: the item's popularity, the user's activity, the "+
-		"(user, item) repeat count, dwell where at least half the events carry it, and the event type's engagement "+
+		"(user, item) repeat count, dwell where at least half the events carry it, the time since the user's previous "+
+		"event (log(1 + seconds); the mean so far where there is none) where at least half the events have one, and the event type's engagement "+
 		"(return < view < click < cart < purchase) where the stream has event types; each is taken in its better "+
 		"direction per seed, so the comparison is conservative. The best baseline of each stream is marked. "+
 		"offline_ceiling is not a baseline but a ceiling: a GMF (dimension 32, 4 sampled negatives) trained on the whole "+

@@ -211,6 +211,11 @@ func TestDetectEndToEnd(t *testing.T) {
 		if names[report.BaselineDwell] != (synthetic && c.DwellShare >= 0.5) {
 			t.Errorf("%s (dwell on %.2f): dwell baseline reported = %v", c.Name, c.DwellShare, names[report.BaselineDwell])
 		}
+		// ML-100k and the synthetic streams carry timestamps; DeCA's
+		// split (file order) does not.
+		if names[report.BaselineUserGap] != (k != 1) {
+			t.Errorf("%s: user_gap baseline reported = %v", c.Name, names[report.BaselineUserGap])
+		}
 		if names[BaselineEventType] != synthetic {
 			t.Errorf("%s: event_type baseline reported = %v", c.Name, names[BaselineEventType])
 		}
@@ -459,7 +464,7 @@ func TestSensitivityEndToEnd(t *testing.T) {
 // scores at least as well as each of its counts alone, and as well as one
 // of them.
 func TestOfflineCeilingTakesTheBestCount(t *testing.T) {
-	s := ratingStream(FromRatings(tinyRatings(40, 50, 25, 4)), 2)
+	s := ratingStream(FromRatings(tinyRatings(40, 50, 25, 4)), 2, true)
 	roc := func(epochs ...int) float64 {
 		t.Helper()
 		sc, err := offlineCeiling(s, epochs, 3)

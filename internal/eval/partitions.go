@@ -134,7 +134,7 @@ func RunPartitions(ctx context.Context, d *Dataset, cfg PartitionsConfig) (*Part
 	}
 	var cases []detectCase
 	if d != nil {
-		cases = append(cases, detectCase{name: fmt.Sprintf("ML-100k, rating ≤ %d as noise", cfg.Threshold), fixed: ratingStream(d, cfg.Threshold)})
+		cases = append(cases, detectCase{name: fmt.Sprintf("ML-100k, rating ≤ %d as noise", cfg.Threshold), fixed: ratingStream(d, cfg.Threshold, true)})
 	}
 	for _, dwell := range cfg.DwellShares {
 		sc := synth.Config{Events: cfg.SynthEvents, Noise: cfg.SynthNoise, Profile: cfg.SynthProfile, DwellShare: dwell}
@@ -277,10 +277,10 @@ func partitionedScores(s *stream, cfg online.Config, seed uint64, p, every int) 
 }
 
 // labelFreeBaselines returns the ROC-AUC of each label-free baseline on s,
-// in its better direction: the counting baselines (dwell only when at
-// least half the events carry it) and the loss baseline (a plain model of
-// cfg with seed's source, its per-event loss negated), as eval detect
-// computes them.
+// in its better direction: the counting baselines (dwell and user_gap only
+// when at least half the events carry one) and the loss baseline (a plain
+// model of cfg with seed's source, its per-event loss negated), as eval
+// detect computes them.
 func labelFreeBaselines(s *stream, cfg online.Config, seed uint64) (map[string]float64, error) {
 	counter := report.NewCounter()
 	names := report.CountBaselines()
@@ -289,13 +289,13 @@ func labelFreeBaselines(s *stream, cfg online.Config, seed uint64) (map[string]f
 		scores[k] = make([]float64, len(s.events))
 	}
 	for e, ev := range s.events {
-		for k, v := range counter.Observe(ev.User, ev.Item, ev.DwellMS, ev.HasDwell) {
+		for k, v := range counter.Observe(ev.User, ev.Item, ev.DwellMS, ev.HasDwell, ev.TimeMS, ev.HasTime) {
 			scores[k][e] = v
 		}
 	}
 	aucs := map[string]float64{}
 	for k, name := range names {
-		if name == report.BaselineDwell && counter.DwellShare() < 0.5 {
+		if name == report.BaselineDwell && counter.DwellShare() < 0.5 || name == report.BaselineUserGap && counter.GapShare() < 0.5 {
 			continue
 		}
 		sc, _ := report.BetterDirection(scores[k], s.genuine)

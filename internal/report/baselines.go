@@ -12,13 +12,14 @@ const (
 	BaselineUserActivity   = "user_activity"   // the user's count so far
 	BaselinePairCount      = "pair_count"      // the (user, item) count so far
 	BaselineDwell          = "dwell"           // the event's dwell_ms
+	BaselineUserGap        = "user_gap"        // log(1 + seconds) since the user's previous event
 )
 
 // baselineNames are every baseline, in the order reports list them.
-var baselineNames = [...]string{BaselineLoss, BaselineItemPopularity, BaselineUserActivity, BaselinePairCount, BaselineDwell}
+var baselineNames = [...]string{BaselineLoss, BaselineItemPopularity, BaselineUserActivity, BaselinePairCount, BaselineDwell, BaselineUserGap}
 
 // countBaselines are the baselines Counter computes, in its Observe order.
-var countBaselines = [...]string{BaselineItemPopularity, BaselineUserActivity, BaselinePairCount, BaselineDwell}
+var countBaselines = [...]string{BaselineItemPopularity, BaselineUserActivity, BaselinePairCount, BaselineDwell, BaselineUserGap}
 
 // CountBaselines returns the names of the baselines Counter.Observe
 // returns, in its order.
@@ -36,17 +37,30 @@ type Counter struct {
 	// favouring neither side).
 	withDwell, events uint64
 	logDwellSum       float64
+
+	// User gap: each user's last timestamp (unix ms), the events that had
+	// a gap (a timestamp, and an earlier one of their user), and the
+	// running mean of log(1+seconds) that stands in for a missing gap, as
+	// for dwell.
+	lastTS    map[string]int64
+	withGap   uint64
+	logGapSum float64
 }
 
 // NewCounter returns an empty Counter.
 func NewCounter() *Counter {
-	return &Counter{users: map[string]uint32{}, items: map[string]uint32{}, pairs: map[[2]string]uint32{}}
+	return &Counter{users: map[string]uint32{}, items: map[string]uint32{}, pairs: map[[2]string]uint32{}, lastTS: map[string]int64{}}
 }
 
 // Observe returns the baselines' scores of an event from the events before
-// it (item popularity, user activity, pair count, log dwell), then counts
-// it.
-func (c *Counter) Observe(user, item string, dwellMS int64, hasDwell bool) [len(countBaselines)]float64 {
+// it (item popularity, user activity, pair count, log dwell, log user
+// gap), then counts it. tsMS is the event's time in unix milliseconds,
+// read only when hasTS is set. The user gap is log(1 + seconds) since the
+// user's previous event with a timestamp (a negative gap, from
+// out-of-order timestamps, counts as 0); an event without a timestamp, or
+// whose user has no earlier one, gets the running mean of the gaps so far,
+// and an event without a timestamp leaves its user's last time as it was.
+func (c *Counter) Observe(user, item string, dwellMS int64, hasDwell bool, tsMS int64, hasTS bool) [len(countBaselines)]float64 {
 	pair := [2]string{user, item}
 	var s [len(countBaselines)]float64
 	s[0] = float64(c.items[item])
@@ -57,6 +71,13 @@ func (c *Counter) Observe(user, item string, dwellMS int64, hasDwell bool) [len(
 	} else if c.withDwell > 0 {
 		s[3] = c.logDwellSum / float64(c.withDwell)
 	}
+	last, hasLast := c.lastTS[user]
+	hasGap := hasTS && hasLast
+	if hasGap {
+		s[4] = math.Log1p(float64(max(tsMS-last, 0)) / 1000)
+	} else if c.withGap > 0 {
+		s[4] = c.logGapSum / float64(c.withGap)
+	}
 	c.items[item]++
 	c.users[user]++
 	c.pairs[pair]++
@@ -64,6 +85,13 @@ func (c *Counter) Observe(user, item string, dwellMS int64, hasDwell bool) [len(
 	if hasDwell {
 		c.withDwell++
 		c.logDwellSum += s[3]
+	}
+	if hasTS {
+		c.lastTS[user] = tsMS
+	}
+	if hasGap {
+		c.withGap++
+		c.logGapSum += s[4]
 	}
 	return s
 }
@@ -74,6 +102,15 @@ func (c *Counter) DwellShare() float64 {
 		return 0
 	}
 	return float64(c.withDwell) / float64(c.events)
+}
+
+// GapShare is the share of observed events that had a user gap: a
+// timestamp, and an earlier event of their user with one.
+func (c *Counter) GapShare() float64 {
+	if c.events == 0 {
+		return 0
+	}
+	return float64(c.withGap) / float64(c.events)
 }
 
 // BetterDirection returns s or its negation, whichever has the higher

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"denoiser/consumer"
@@ -27,8 +28,8 @@ func TestCounterPrequential(t *testing.T) {
 		{"a", "y", 0, false, [4]float64{0, 2, 0, (math.Log(100) + math.Log(10)) / 2}},
 	}
 	for i, e := range stream {
-		got := c.Observe(e.user, e.item, e.dwell, e.hasDwell)
-		for k := range got {
+		got := c.Observe(e.user, e.item, e.dwell, e.hasDwell, 0, false)
+		for k := range 4 {
 			if math.Abs(got[k]-e.want[k]) > 1e-12 {
 				t.Errorf("event %d: %s = %v, want %v", i, countBaselines[k], got[k], e.want[k])
 			}
@@ -36,6 +37,51 @@ func TestCounterPrequential(t *testing.T) {
 	}
 	if s := c.DwellShare(); s != 0.5 {
 		t.Errorf("dwell share %v, want 0.5", s)
+	}
+	if s := c.GapShare(); s != 0 {
+		t.Errorf("gap share %v without timestamps, want 0", s)
+	}
+}
+
+// TestCounterUserGap checks the user_gap baseline on two users with known
+// timestamps: log(1 + seconds) since the user's previous timestamped
+// event, the running mean of the gaps so far where there is none, 0 for a
+// timestamp earlier than the user's last.
+func TestCounterUserGap(t *testing.T) {
+	gap := slices.Index(countBaselines[:], BaselineUserGap)
+	if gap < 0 || CountBaselines()[gap] != BaselineUserGap {
+		t.Fatalf("user_gap is not a counting baseline: %v", CountBaselines())
+	}
+	c := NewCounter()
+	type ev struct {
+		user  string
+		ts    int64 // unix ms
+		hasTS bool
+		want  float64
+	}
+	stream := []ev{
+		{"a", 1_000_000, true, 0},                                                                  // a's first event, no gap yet: 0
+		{"b", 1_002_000, true, 0},                                                                  // b's first: still no gap
+		{"a", 1_009_000, true, math.Log(10)},                                                       // 9 s after a's first
+		{"b", 1_101_000, true, math.Log(100)},                                                      // 99 s after b's first
+		{"c", 1_200_000, true, (math.Log(10) + math.Log(100)) / 2},                                 // c's first: the mean of the gaps so far
+		{"a", 0, false, (math.Log(10) + math.Log(100)) / 2},                                        // no timestamp: the mean, a's last time kept
+		{"a", 1_008_000, true, 0},                                                                  // before a's last (1_009_000): clamped to 0
+		{"a", 1_011_000, true, math.Log(4)},                                                        // 3 s after a's last, 1_008_000
+		{"b", 0, false, (math.Log(10) + math.Log(100) + 0 + math.Log(4)) / 4},                      // no timestamp: the mean
+		{"b", 1_101_500, true, math.Log1p(0.5)},                                                    // 0.5 s after b's last timestamped
+		{"d", 0, false, (math.Log(10) + math.Log(100) + math.Log(4) + math.Log1p(0.5)) / 5},        // d, no timestamp ever
+		{"d", 5_000_000, true, (math.Log(10) + math.Log(100) + math.Log(4) + math.Log1p(0.5)) / 5}, // d's first timestamp
+	}
+	for i, e := range stream {
+		got := c.Observe(e.user, "x", 0, false, e.ts, e.hasTS)
+		if math.Abs(got[gap]-e.want) > 1e-12 {
+			t.Errorf("event %d (%s): user_gap %v, want %v", i, e.user, got[gap], e.want)
+		}
+	}
+	// Gaps: a at 2, 6 and 7, b at 3 and 9: 5 of 12 events.
+	if s, want := c.GapShare(), 5.0/12; math.Abs(s-want) > 1e-15 {
+		t.Errorf("gap share %v, want %v", s, want)
 	}
 }
 
@@ -97,5 +143,41 @@ func TestBuildBaselines(t *testing.T) {
 	}
 	if r2 := Build(Inputs{Collector: c2}); r2.AUC.Dwell != nil {
 		t.Errorf("dwell baseline %v reported while dwell is the truth", *r2.AUC.Dwell)
+	}
+}
+
+// TestBuildUserGap: a bot clicks every second, genuine users every few
+// minutes. user_gap is reported where at least half the events have a gap,
+// in its better direction, and not at all without timestamps.
+func TestBuildUserGap(t *testing.T) {
+	build := func(stamped bool) Report {
+		t.Helper()
+		c := NewCollector(Truth{Mode: TruthField}, nil)
+		write := func(user, item string, ts int64, truth string) {
+			t.Helper()
+			r := &consumer.Result{
+				Event: consumer.Event{User: user, Item: item, TS: ts, HasTS: stamped, Truth: truth},
+				Score: online.Score{PClean: 0.5, Reliability: 0.5, Distilled: -1},
+			}
+			if err := c.Write(context.Background(), r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 20 {
+			write("u"+string(rune('a'+i%2)), "i"+string(rune('a'+i%7)), int64(i)*300_000, consumer.TruthGenuine)
+			write("bot", "i"+string(rune('a'+i%5)), int64(i)*300_000+int64(i%3)*1000, consumer.TruthNoise)
+		}
+		return Build(Inputs{Collector: c})
+	}
+	r := build(true)
+	if r.AUC.UserGap == nil || *r.AUC.UserGap < 0.9 || r.PRAUC.UserGap == nil || r.BaselineDirection[BaselineUserGap] != "higher_is_genuine" {
+		t.Errorf("user_gap AUC %v direction %q, want ≥ 0.9 higher_is_genuine", num(r.AUC.UserGap), r.BaselineDirection[BaselineUserGap])
+	}
+	var b strings.Builder
+	if err := r.Print(&b); err != nil || !strings.Contains(b.String(), BaselineUserGap) {
+		t.Errorf("summary (err %v) lacks user_gap:\n%s", err, b.String())
+	}
+	if r := build(false); r.AUC.UserGap != nil || r.PRAUC.UserGap != nil {
+		t.Errorf("user_gap %v reported without timestamps", num(r.AUC.UserGap))
 	}
 }

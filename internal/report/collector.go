@@ -52,7 +52,7 @@ func (c *Collector) Write(ctx context.Context, r *consumer.Result) error {
 		c.withoutTruth++
 		return c.forward(ctx, r)
 	}
-	counts := c.counter.Observe(ev.User, ev.Item, ev.DwellMS, ev.HasDwell)
+	counts := c.counter.Observe(ev.User, ev.Item, ev.DwellMS, ev.HasDwell, ev.TS, ev.HasTS)
 	if g, ok := c.truth.Genuine(ev); ok {
 		for k, v := range counts {
 			c.counts[k] = append(c.counts[k], v)

@@ -16,7 +16,7 @@ import (
 // Metrics holds one ranking metric for each score: the model's, then the
 // label-free baselines (see baselines.go), each in its better direction. A
 // nil value means the metric is undefined (one class only, no baseline
-// model, or too few dwell times).
+// model, too few dwell times, or too few user gaps).
 type Metrics struct {
 	Weight         *float64 `json:"weight"`
 	PClean         *float64 `json:"p_clean"`
@@ -26,6 +26,7 @@ type Metrics struct {
 	UserActivity   *float64 `json:"user_activity"`
 	PairCount      *float64 `json:"pair_count"`
 	Dwell          *float64 `json:"dwell"`
+	UserGap        *float64 `json:"user_gap"`
 }
 
 // baseline returns the field of m that holds the named baseline.
@@ -41,6 +42,8 @@ func (m *Metrics) baseline(name string) **float64 {
 		return &m.PairCount
 	case BaselineDwell:
 		return &m.Dwell
+	case BaselineUserGap:
+		return &m.UserGap
 	}
 	panic("report: unknown baseline " + name)
 }
@@ -56,6 +59,11 @@ const CalibrationBins = 10
 // minDwellShare is the share of events that must carry dwell_ms for the
 // dwell baseline to be reported.
 const minDwellShare = 0.5
+
+// minGapShare is the share of events that must have a user gap (a
+// timestamp, and an earlier one of the same user) for the user_gap
+// baseline to be reported.
+const minGapShare = 0.5
 
 // Report is the result of a replay.
 type Report struct {
@@ -186,6 +194,9 @@ func Build(in Inputs) Report {
 	for k, name := range countBaselines {
 		if name == BaselineDwell && (c.counter.DwellShare() < minDwellShare || c.truth.Mode == TruthDwell) {
 			continue // too few dwell times, or dwell is the truth itself
+		}
+		if name == BaselineUserGap && c.counter.GapShare() < minGapShare {
+			continue // too few timestamps, or too few users seen twice
 		}
 		r.baseline(name, c.counts[k], c.genuine)
 	}

@@ -1,0 +1,249 @@
+package online
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// timedEvents is rankedEvents with times: 1 to 120 s apart, every tenth
+// event without one.
+func timedEvents(n int, seed uint64) []Event {
+	evs := rankedEvents(n, seed)
+	r := rand.New(rand.NewPCG(seed, 13))
+	now := int64(1_700_000_000_000)
+	for j := range evs {
+		now += 1000 + r.Int64N(119_000)
+		evs[j].TimeMS, evs[j].HasTime = now, j%10 != 9
+	}
+	return evs
+}
+
+// section returns the offset of the section tag in b and the offsets of
+// its body's start and end.
+func section(t *testing.T, b []byte, tag string) (at, start, end int) {
+	t.Helper()
+	at = bytes.Index(b, []byte(tag))
+	if at < 0 {
+		t.Fatalf("no %s section", tag)
+	}
+	start = at + 12
+	return at, start, start + int(binary.LittleEndian.Uint64(b[at+4:]))
+}
+
+// withBody returns b with the body of the section at (at, start, end)
+// replaced by body, its length set.
+func withBody(b []byte, at, start, end int, body []byte) []byte {
+	out := append([]byte(nil), b[:start]...)
+	binary.LittleEndian.PutUint64(out[at+4:], uint64(len(body)))
+	out = append(out, body...)
+	return append(out, b[end:]...)
+}
+
+// oldInstrumentStats rewrites the body of instrument statistics of
+// instrumented features (DINS, and the head of RINS) into the layout of
+// oldInstrumented, as versions 9 to 12 wrote them.
+func oldInstrumentStats(body []byte) []byte {
+	var s instrumentStats
+	for k, p := range s.fields() {
+		*p = math.Float64frombits(binary.LittleEndian.Uint64(body[8*k:]))
+	}
+	var out []byte
+	for _, p := range s.fieldsOf(oldInstrumented) {
+		out = binary.LittleEndian.AppendUint64(out, math.Float64bits(*p))
+	}
+	return out
+}
+
+// withoutGap rewrites a model encoding of version 13 or a delta of version
+// 9 into the given older version, as stop 39 wrote them: no user times at
+// the end of USER, and DINS and RINS of four features.
+func withoutGap(t *testing.T, b []byte, version uint32) []byte {
+	t.Helper()
+	at, start, end := section(t, b, "USER")
+	rows := int(binary.LittleEndian.Uint32(b[start:])) // a model's: its users
+	if bytes.Equal(b[:8], deltaMagic[:]) {             // a delta's: its spans
+		rows = 0
+		for k := range int(binary.LittleEndian.Uint32(b[start:])) {
+			lo := binary.LittleEndian.Uint32(b[start+4+8*k:])
+			rows += int(binary.LittleEndian.Uint32(b[start+8+8*k:]) - lo)
+		}
+	}
+	b = withBody(b, at, start, end, b[start:end-8*rows])
+	full := 8 * len(new(instrumentStats).fields())
+	at, start, end = section(t, b, "DINS")
+	if end-start != full {
+		t.Fatalf("DINS of %d bytes, want %d", end-start, full)
+	}
+	b = withBody(b, at, start, end, oldInstrumentStats(b[start:end]))
+	if bytes.Contains(b, []byte("RINS")) {
+		at, start, end = section(t, b, "RINS")
+		b = withBody(b, at, start, end, append(oldInstrumentStats(b[start:start+full]), b[start+full:end]...))
+	}
+	binary.LittleEndian.PutUint32(b[8:], version)
+	return b
+}
+
+// gapMoments reports whether instrument statistics hold moments of the
+// gap.
+func gapMoments(s *instrumentStats) bool {
+	return s.sum[gapFeature+1] != 0 || s.cross[gapFeature+1] != 0 || s.squares[len(s.squares)-1] != 0
+}
+
+// withoutGapMoments is s with the gap's moments zeroed: what version 12
+// holds of it.
+func withoutGapMoments(s instrumentStats) instrumentStats {
+	var old instrumentStats
+	src, dst := s.fieldsOf(oldInstrumented), old.fieldsOf(oldInstrumented)
+	for k := range src {
+		*dst[k] = *src[k]
+	}
+	return old
+}
+
+// TestReadModelVersion12: a model encoded in version 12 (no user times,
+// instruments of four features) loads with the four features' moments as
+// they were, no gap moments and no user times; the gap's moments are
+// learned from the events that follow, and the model goes on scoring; a
+// delta of version 8 applies to it the same way.
+func TestReadModelVersion12(t *testing.T) {
+	readsOlderVersion(t, olderVersion{
+		stream: timedEvents, strip: withoutGap, version: rankVersion, delta: deltaRankVersion,
+		part:  "gap",
+		ready: func(m *Model) bool { return gapMoments(&m.context.rank.stats) },
+		kept: func(got, m *Model) bool {
+			return got.context.rank.stats == withoutGapMoments(m.context.rank.stats) && got.context.inst == withoutGapMoments(m.context.inst) &&
+				got.context.rank.offset == m.context.rank.offset && got.context.gate == m.context.gate
+		},
+		empty: func(m *Model) bool {
+			for _, v := range m.users.times {
+				if v != noTime {
+					return false
+				}
+			}
+			return !gapMoments(&m.context.rank.stats) && !gapMoments(&m.context.inst) && len(m.users.times) == m.users.len()
+		},
+		ranked: true,
+	})
+}
+
+// TestGapFeature: the gap is log(1 + seconds) since the user's latest
+// event with a time: none for the user's first, for an event without a
+// time or after events without one; 0 for an event out of order, which
+// leaves the latest time as it is; an evicted user's row starts with none.
+func TestGapFeature(t *testing.T) {
+	cfg := smallConfig(ModeBinary)
+	cfg.DwellDirection, cfg.MaxUsers = DwellLong, 2
+	m, err := New(cfg, NewSource(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const t0 = int64(1_700_000_000_000)
+	for j, tc := range []struct {
+		user    string
+		time    int64 // 0: none
+		gap     float64
+		has     bool
+		latest  int64
+		comment string
+	}{
+		{"a", 0, 0, false, noTime, "no time, no earlier one"},
+		{"a", t0, 0, false, t0, "the user's first time"},
+		{"a", t0 + 9000, math.Log1p(9), true, t0 + 9000, "9 s later"},
+		{"a", 0, 0, false, t0 + 9000, "no time: the latest stays"},
+		{"a", t0 + 5000, 0, true, t0 + 9000, "out of order: 0, the latest stays"},
+		{"b", t0 + 1000, 0, false, t0 + 1000, "another user's first"},
+		{"a", t0 + 69_000, math.Log1p(60), true, t0 + 69_000, "a minute after the latest"},
+		{"c", t0 + 70_000, 0, false, t0 + 70_000, "evicts b (capped at 2): c's row has no time"},
+	} {
+		ev := Event{User: tc.user, Item: "i1", TimeMS: tc.time, HasTime: tc.time != 0}
+		u, i := m.userID(ev.User), m.itemID(ev.Item)
+		var x contextFeatures
+		m.instrumentFeatures(u, i, &ev, &x)
+		if !x.hasZ || x.hasGap != tc.has || math.Abs(x.z[gapFeature]-tc.gap) > 1e-12 {
+			t.Errorf("event %d (%s): gap %v (%v, z %v), want %v (%v)", j, tc.comment, x.z[gapFeature], x.hasGap, x.hasZ, tc.gap, tc.has)
+		}
+		var sc Score
+		if err := m.Step(ev, &sc); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.users.times[m.users.index[tc.user]]; got != tc.latest {
+			t.Errorf("event %d (%s): latest time %d, want %d", j, tc.comment, got, tc.latest)
+		}
+	}
+	if b := encode(t, m); !bytes.Contains(b, []byte("USER")) {
+		t.Fatal("no USER section")
+	} else if got, err := ReadModel(bytes.NewReader(b)); err != nil {
+		t.Fatal(err)
+	} else if !slicesEqual(got.users.times, m.users.times) {
+		t.Errorf("times read back %v, want %v", got.users.times, m.users.times)
+	}
+
+	plain, _ := New(smallConfig(ModeBinary), NewSource(3))
+	var sc Score
+	if err := plain.Step(Event{User: "a", Item: "i", TimeMS: t0, HasTime: true}, &sc); err != nil {
+		t.Fatal(err)
+	}
+	if plain.users.times != nil {
+		t.Errorf("a model without the instrument keeps times: %v", plain.users.times)
+	}
+}
+
+func slicesEqual(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if a[k] != b[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestInstrumentFindsTheGapsDirection: the gap enters the instrument as a
+// feature whose direction no rule states. Where noise comes in quick
+// succession (short gaps) and where it comes after long pauses, the
+// instrument's slope on the gap takes the stream's sign, from its
+// covariance with dwell alone; and where the gap says nothing its slope
+// stays near 0. Events with no gap (one in five) stand at the mean and
+// move nothing.
+func TestInstrumentFindsTheGapsDirection(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		shift    float64 // genuine minus noise, in log gap
+		min, max float64
+	}{
+		{"noise quick", 1, 0.3, 3},
+		{"noise after pauses", -1, -3, -0.3},
+		{"no signal", 0, -0.1, 0.1},
+	} {
+		r := rand.New(rand.NewPCG(21, 4))
+		c := contextModel{long: true}
+		for range 30000 {
+			g := 0.0
+			if r.Float64() < 0.8 {
+				g = 1
+			}
+			x := contextFeatures{logDwell: 7 + g + 0.5*r.NormFloat64(), hasDwell: true, bucket: -1, hasZ: true}
+			for j := range gapFeature {
+				x.z[j] = r.NormFloat64()
+			}
+			if r.Float64() < 0.8 {
+				x.z[gapFeature], x.hasGap = 4+tc.shift*g+r.NormFloat64(), true
+			}
+			p := sigmoid(1.4 + 0.5*r.NormFloat64())
+			w, ranked := c.posterior(p, x, 0.8)
+			c.learn(x, w, p, ranked)
+		}
+		f, ok := c.instrument(0.8, 0.8, true)
+		if !ok {
+			t.Fatalf("%s: no instrument", tc.name)
+		}
+		if s := f.slope[gapFeature+1]; s < tc.min || s > tc.max || math.IsNaN(s) {
+			t.Errorf("%s: the gap's slope %.3f, want in [%.1f, %.1f]", tc.name, s, tc.min, tc.max)
+		}
+	}
+}
