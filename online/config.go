@@ -164,7 +164,7 @@ type Config struct {
 	// (what a Config literal, "" here, and a model encoded before the
 	// setting existed mean), the classes the classifier calls clean and
 	// noisy tell which dwell is genuine, either direction. A model with
-	// "long" is encoded in version 8. docs/design/model.md ("Dwell
+	// "long" is encoded in version 13 (online/FORMAT.md). docs/design/model.md ("Dwell
 	// read as the premise says") has what each gains and costs.
 	DwellDirection string `json:"dwell_direction,omitempty" yaml:"dwell_direction"`
 	// EventOrder lists event types from the least engaged to the most:
@@ -175,12 +175,12 @@ type Config struct {
 	// DwellDirection "long" states dwell's: on a stream that carries no
 	// dwell, an event's place in the order (its rank) serves as the
 	// instrument that dwell is elsewhere, so that p_clean, the user's
-	// activity, the pair's repeats and the item's training count as far,
-	// and in whichever direction, the ranks say (context.go,
-	// rankInstrument). Types not in the list have no rank. Read only with
-	// DwellDirection "long"; a model with an order is encoded in version
-	// 12. docs/design/model.md ("The event type as the instrument") has
-	// what it gains and costs.
+	// activity, the pair's repeats, the item's training and the gap since
+	// the user's previous event count as far, and in whichever direction,
+	// the ranks say (context.go, rankInstrument). Types not in the list
+	// have no rank. Read only with DwellDirection "long".
+	// docs/design/model.md ("The event type as the instrument") has what
+	// it gains and costs.
 	EventOrder []string `json:"event_order,omitempty" yaml:"event_order"`
 	// MaxUsers caps the users the model holds a row for (default 0: no
 	// cap). When a new user is admitted with the table full, the least
