@@ -398,8 +398,8 @@ func TestConfigValidate(t *testing.T) {
 }
 
 // BenchmarkStep measures one event (score, then learn) in binary mode,
-// d=32, 4 negatives, with dwell and an event type, on a warm model,
-// without I/O.
+// d=32, 4 negatives, with dwell, an event type and a time (1.5 s after
+// the event before), on a warm model, without I/O.
 func BenchmarkStep(b *testing.B) {
 	for _, cfg := range []struct {
 		name    string
@@ -452,8 +452,12 @@ func BenchmarkStep(b *testing.B) {
 			if cfg.share {
 				m.StartSharing()
 			}
+			now := int64(1_700_000_000_000)
 			step := func(j int) {
-				m.Step(evs[j%len(evs)], &sc)
+				ev := evs[j%len(evs)]
+				now += 1500
+				ev.TimeMS, ev.HasTime = now, true
+				m.Step(ev, &sc)
 				if cfg.share && j%2000 == 1999 {
 					m.Publish(&d)
 				}
