@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -177,7 +178,7 @@ func TestGapFeature(t *testing.T) {
 		t.Fatal("no USER section")
 	} else if got, err := ReadModel(bytes.NewReader(b)); err != nil {
 		t.Fatal(err)
-	} else if !slicesEqual(got.users.times, m.users.times) {
+	} else if !slices.Equal(got.users.times, m.users.times) {
 		t.Errorf("times read back %v, want %v", got.users.times, m.users.times)
 	}
 
@@ -189,18 +190,6 @@ func TestGapFeature(t *testing.T) {
 	if plain.users.times != nil {
 		t.Errorf("a model without the instrument keeps times: %v", plain.users.times)
 	}
-}
-
-func slicesEqual(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k := range a {
-		if a[k] != b[k] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestInstrumentFindsTheGapsDirection: the gap enters the instrument as a
