@@ -682,7 +682,8 @@ type instrumentFit struct {
 // table.stepRate: it grows with the steps the row takes, so with the
 // item's events, and is merged across partitions with the row) and of the
 // seconds since the user's latest event time (0 for an earlier time: out
-// of order), where ev and an earlier event of the user carry a time. A
+// of order; at most sessionGapMS), where ev and an earlier event of the
+// user carry a time. A
 // cold user or item has none (hasZ false), nor has a model without the
 // instrument.
 func (m *Model) instrumentFeatures(u, i int32, ev *Event, x *contextFeatures) {
@@ -698,9 +699,19 @@ func (m *Model) instrumentFeatures(u, i int32, ev *Event, x *contextFeatures) {
 	x.z = [...]float64{math.Log1p(float64(m.users.pushed[u])), math.Log1p(float64(repeats)), math.Log1p(m.items.stepSums[i]), 0}
 	x.hasZ = true
 	if last := m.users.times[u]; ev.HasTime && last != noTime {
-		x.z[gapFeature], x.hasGap = math.Log1p(float64(max(ev.TimeMS-last, 0))/1000), true
+		gap := min(max(ev.TimeMS-last, 0), sessionGapMS)
+		x.z[gapFeature], x.hasGap = math.Log1p(float64(gap)/1000), true
 	}
 }
+
+// sessionGapMS caps the gap the instrument reads: a user who comes back
+// after more than 30 minutes starts a new session, and how much longer
+// the pause was says nothing more. 30 minutes is the web analytics'
+// customary session timeout (Google Analytics' default: "a session ends
+// after 30 minutes of inactivity", support.google.com/analytics/answer/2731565);
+// it was not chosen on this project's streams (docs/design/model.md, "The
+// gap as the instrument's fifth feature").
+const sessionGapMS = 30 * 60 * 1000
 
 // impute returns x's further features with a missing gap (hasGap false)
 // at the statistics' mean of it, 0 before they have any: a gap that is

@@ -131,9 +131,10 @@ func TestReadModelVersion12(t *testing.T) {
 }
 
 // TestGapFeature: the gap is log(1 + seconds) since the user's latest
-// event with a time: none for the user's first, for an event without a
-// time or after events without one; 0 for an event out of order, which
-// leaves the latest time as it is; an evicted user's row starts with none.
+// event with a time, at most 30 minutes' (sessionGapMS): none for the
+// user's first, for an event without a time or after events without one;
+// 0 for an event out of order, which leaves the latest time as it is; an
+// evicted user's row starts with none.
 func TestGapFeature(t *testing.T) {
 	cfg := smallConfig(ModeBinary)
 	cfg.DwellDirection, cfg.MaxUsers = DwellLong, 2
@@ -157,7 +158,8 @@ func TestGapFeature(t *testing.T) {
 		{"a", t0 + 5000, 0, true, t0 + 9000, "out of order: 0, the latest stays"},
 		{"b", t0 + 1000, 0, false, t0 + 1000, "another user's first"},
 		{"a", t0 + 69_000, math.Log1p(60), true, t0 + 69_000, "a minute after the latest"},
-		{"c", t0 + 70_000, 0, false, t0 + 70_000, "evicts b (capped at 2): c's row has no time"},
+		{"a", t0 + 69_000 + 7_200_000, math.Log1p(1800), true, t0 + 69_000 + 7_200_000, "two hours later: a new session, read as 30 minutes"},
+		{"c", t0 + 7_300_000, 0, false, t0 + 7_300_000, "evicts b (capped at 2): c's row has no time"},
 	} {
 		ev := Event{User: tc.user, Item: "i1", TimeMS: tc.time, HasTime: tc.time != 0}
 		u, i := m.userID(ev.User), m.itemID(ev.Item)
