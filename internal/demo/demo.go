@@ -367,12 +367,6 @@ func produce(ctx context.Context, brokers []string, tr *kafka.Transport, lines [
 
 // scored is what the report needs of a scored output record.
 type scored struct {
-	User        string   `json:"user"`
-	Item        string   `json:"item"`
-	DwellMS     *int64   `json:"dwell_ms"`
-	Rating      *float64 `json:"rating"`
-	Truth       string   `json:"truth"`
-	Kind        string   `json:"event"`
 	Weight      *float64 `json:"weight"`
 	Reliability *float64 `json:"reliability"`
 	PClean      *float64 `json:"p_clean"`
@@ -407,13 +401,12 @@ func readBack(ctx context.Context, brokers []string, n int, c *report.Collector,
 			return fmt.Errorf("read back %s: %w", m.Pos, err)
 		}
 		r := consumer.Result{Pos: m.Pos}
-		r.Event = consumer.Event{User: s.User, Item: s.Item, Truth: s.Truth, Kind: s.Kind}
-		if s.DwellMS != nil {
-			r.Event.DwellMS, r.Event.HasDwell = *s.DwellMS, true
+		// The event's fields as the service read them (its time
+		// normalised, for the user_gap baseline); the scores from s.
+		if err := consumer.Decode(m.Value, &r.Event); err != nil {
+			return fmt.Errorf("read back %s: %w", m.Pos, err)
 		}
-		if s.Rating != nil {
-			r.Event.Rating, r.Event.HasRating = *s.Rating, true
-		}
+		r.Event.Extra = nil
 		r.Score.Weight, r.Score.Reliability, r.Score.PClean, r.Score.Distilled = orNaN(s.Weight), orNaN(s.Reliability), orNaN(s.PClean), -1
 		if s.Distilled != nil {
 			r.Score.Distilled = *s.Distilled
