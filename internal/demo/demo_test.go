@@ -21,7 +21,8 @@ import (
 // must be gone when Run returns.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// writeLog writes n events of 20 users, two of them invalid.
+// writeLog writes n events of 20 users, each with dwell and a time, two
+// of them invalid.
 func writeLog(t *testing.T, n int) string {
 	t.Helper()
 	var b bytes.Buffer
@@ -36,7 +37,7 @@ func writeLog(t *testing.T, n int) string {
 			if i%5 == 0 {
 				truth = "noise"
 			}
-			fmt.Fprintf(&b, `{"user":"u%d","item":"i%d","dwell_ms":%d,"truth":%q}`+"\n", i%20, i%37, 1000+i*17%9000, truth)
+			fmt.Fprintf(&b, `{"user":"u%d","item":"i%d","ts":%d,"dwell_ms":%d,"truth":%q}`+"\n", i%20, i%37, 1_700_000_000_000+int64(i)*1500, 1000+i*17%9000, truth)
 		}
 	}
 	path := filepath.Join(t.TempDir(), "in.jsonl")
@@ -54,6 +55,11 @@ func TestRun(t *testing.T) {
 	}
 	if rep.Events != n-2 || rep.Invalid != 2 {
 		t.Fatalf("report: %d events, %d invalid; want %d and 2", rep.Events, rep.Invalid, n-2)
+	}
+	// The records read back carry what the baselines count: dwell and
+	// the time of the user's previous event.
+	if rep.AUC.Dwell == nil || rep.AUC.UserGap == nil {
+		t.Errorf("baselines of the records read back: dwell %v, user_gap %v; want both", rep.AUC.Dwell, rep.AUC.UserGap)
 	}
 }
 
