@@ -441,10 +441,10 @@ func detectScoresOf(ctx context.Context, s *stream, cfg DetectConfig, seed uint6
 		}
 	}
 	dwellShare := counter.DwellShare()
-	if dwellShare < 0.5 {
+	if !counter.Reported(report.BaselineDwell) {
 		scores[dwellScore] = nil
 	}
-	if counter.GapShare() < 0.5 {
+	if !counter.Reported(report.BaselineUserGap) {
 		scores[gapScore] = nil
 	}
 	types := map[synth.Type]bool{}

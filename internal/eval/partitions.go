@@ -295,7 +295,7 @@ func labelFreeBaselines(s *stream, cfg online.Config, seed uint64) (map[string]f
 	}
 	aucs := map[string]float64{}
 	for k, name := range names {
-		if name == report.BaselineDwell && counter.DwellShare() < 0.5 || name == report.BaselineUserGap && counter.GapShare() < 0.5 {
+		if !counter.Reported(name) {
 			continue
 		}
 		sc, _ := report.BetterDirection(scores[k], s.genuine)

@@ -104,6 +104,27 @@ func (c *Counter) DwellShare() float64 {
 	return float64(c.withDwell) / float64(c.events)
 }
 
+// minDwellShare and minGapShare are the shares of events that must carry
+// dwell_ms, and have a user gap (a timestamp, and an earlier one of the
+// same user), for the dwell and user_gap baselines to be reported.
+const (
+	minDwellShare = 0.5
+	minGapShare   = 0.5
+)
+
+// Reported reports whether the named counting baseline is reported for
+// the events observed: dwell where at least minDwellShare of them carried
+// one, user_gap where at least minGapShare had one, the others always.
+func (c *Counter) Reported(name string) bool {
+	switch name {
+	case BaselineDwell:
+		return c.DwellShare() >= minDwellShare
+	case BaselineUserGap:
+		return c.GapShare() >= minGapShare
+	}
+	return true
+}
+
 // GapShare is the share of observed events that had a user gap: a
 // timestamp, and an earlier event of their user with one.
 func (c *Counter) GapShare() float64 {

@@ -56,15 +56,6 @@ const RecommendedScore = "weight"
 // calibration error and the reliability diagram.
 const CalibrationBins = 10
 
-// minDwellShare is the share of events that must carry dwell_ms for the
-// dwell baseline to be reported.
-const minDwellShare = 0.5
-
-// minGapShare is the share of events that must have a user gap (a
-// timestamp, and an earlier one of the same user) for the user_gap
-// baseline to be reported.
-const minGapShare = 0.5
-
 // Report is the result of a replay.
 type Report struct {
 	Input string `json:"input,omitempty"`
@@ -192,11 +183,8 @@ func Build(in Inputs) Report {
 		r.baseline(BaselineLoss, s, g)
 	}
 	for k, name := range countBaselines {
-		if name == BaselineDwell && (c.counter.DwellShare() < minDwellShare || c.truth.Mode == TruthDwell) {
-			continue // too few dwell times, or dwell is the truth itself
-		}
-		if name == BaselineUserGap && c.counter.GapShare() < minGapShare {
-			continue // too few timestamps, or too few users seen twice
+		if !c.counter.Reported(name) || name == BaselineDwell && c.truth.Mode == TruthDwell {
+			continue // too few dwell times or gaps, or dwell is the truth itself
 		}
 		r.baseline(name, c.counts[k], c.genuine)
 	}
