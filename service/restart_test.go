@@ -76,8 +76,9 @@ func TestRestartsRestoreExactly(t *testing.T) {
 		{"zero model settings", Config{}.WithDefaults().Model},
 		// What the service runs by default (BaseConfig: DefaultConfig's
 		// dwell read as longer-is-genuine and event order): on these
-		// events, two ranked types and no dwell, the rank instrument and
-		// its level offset are learned, saved and restored.
+		// events, two ranked types, times and no dwell, the rank
+		// instrument (the gap among its features) and its level offset
+		// are learned, saved and restored.
 		{"service defaults", BaseConfig().WithDefaults().Model},
 		{"capped, admission, popularity", online.Config{Dim: 8, MaxUsers: 3000, MaxItems: 1000, AdmitAfter: 2,
 			AdmitSketchWidth: 1 << 14, NegativeSampling: "popularity", WarmUp: 300, RefitEvery: 200, GMMMinSamples: 64}},
@@ -91,8 +92,11 @@ func testRestarts(t *testing.T, mc online.Config) {
 	ctx := context.Background()
 	events := make([]online.Event, n)
 	for j := range events {
+		// Times on all but every 13th event: each user's latest time
+		// is saved, torn and restored with the rows, and the gap read
+		// from it.
 		events[j] = online.Event{User: fmt.Sprint("u", j*7919%5000), Item: fmt.Sprint("i", j*104729%2000),
-			Kind: []string{"click", "view"}[j%2]}
+			Kind: []string{"click", "view"}[j%2], TimeMS: 1_700_000_000_000 + int64(j)*2000 + int64(j*31%7)*300, HasTime: j%13 != 0}
 	}
 	ref, err := online.New(mc, online.NewSource(seed))
 	if err != nil {
