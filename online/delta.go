@@ -36,8 +36,10 @@ import (
 // event order. Version 9 is version 8 with the changed users' latest event
 // times (i64 per user at the end of USER) and the instrument's gap (DINS
 // and RINS as encoding version 13 has them), written exactly for models
-// with the dwell mixture.
-const DeltaVersion = 9
+// with the dwell mixture. Version 10 is version 9 with the rank
+// instrument's gap as encoding version 14 has it (the same layout),
+// written exactly for models with the dwell mixture.
+const DeltaVersion = 10
 
 // deltaCursorVersion is the first delta version with merge cursors,
 // deltaTypesVersion the first with event types, deltaDwellMixVersion the
@@ -51,6 +53,7 @@ const (
 	deltaClockVersion      = 7
 	deltaRankVersion       = 8
 	deltaGapVersion        = 9
+	deltaShortGapVersion   = 10
 )
 
 // deltaVersionFor is the delta version of a model with merge cursors or
@@ -59,7 +62,7 @@ const (
 func deltaVersionFor(cursors, types, dwellMix, clock bool) uint32 {
 	switch {
 	case dwellMix:
-		return deltaGapVersion
+		return deltaShortGapVersion
 	case clock:
 		return deltaClockVersion
 	case types:
@@ -496,7 +499,7 @@ func (m *Model) applyDelta(r io.Reader, confCRC uint32) error {
 	m.cooc.decodeRows(d, users, items, nu, ni)
 	d.section("CTXT")
 	m.context.decode(d)
-	m.decodeContextAfter(d, version, deltaTypesVersion, deltaDwellMixVersion, deltaInstrumentVersion, deltaGateVersion, deltaRankVersion, deltaGapVersion)
+	m.decodeContextAfter(d, version, deltaContext)
 	if p := &m.popular; p.items != nil {
 		d.section("POPR")
 		if n := int(d.u32()); d.err == nil && n > popRingSize {

@@ -46,11 +46,16 @@ import (
 // user's latest event time (i64[n_u] at the end of USER) and the gap
 // since it as the instrument's fifth feature (DINS and RINS), written
 // exactly for models with the dwell mixture, which read version 12 and
-// before with no times and no moments of the gap. So a model without
+// before with no times and no moments of the gap; version 14 is version
+// 13 with the rank instrument's gap capped at 30 s (shortClickMS) instead
+// of 30 minutes, the same layout, written exactly for models with the
+// dwell mixture, which read version 13 with RINS's moments of the gap
+// dropped (the dwell instrument's, DINS, are read as they were). So a
+// model without
 // per-user offsets, cursors, event types, the dwell mixture, merged
 // events or an event order encodes as it did before they existed
 // (encodingFor).
-const EncodingVersion = 13
+const EncodingVersion = 14
 
 // userOffsetVersion is the first encoding version with per-user
 // transition offsets; cursorVersion the first with merge cursors.
@@ -64,12 +69,13 @@ const (
 	clockVersion      = 11
 	rankVersion       = 12
 	gapVersion        = 13
+	shortGapVersion   = 14
 )
 
 // encodingFor is the encoding version of a model with per-user transition
 // offsets or not, merge cursors or not, event types or not, the dwell
 // mixture or not and merged events (a clock) or not (the rank instrument,
-// version 12, comes only with the dwell mixture): 13 with the dwell
+// version 12, comes only with the dwell mixture): 14 with the dwell
 // mixture, else 11 with a clock, else 7 with event types, else
 // 6 with cursors (from 6 on, the USER section holds the offsets exactly
 // when the configuration asks for them), else 5 with offsets, else 4. WriteTo writes it; ReadModel checks a version before 6
@@ -77,7 +83,7 @@ const (
 func encodingFor(userOffsets, cursors, types, dwellMix, clock bool) uint32 {
 	switch {
 	case dwellMix:
-		return gapVersion
+		return shortGapVersion
 	case clock:
 		return clockVersion
 	case types:
@@ -90,7 +96,7 @@ func encodingFor(userOffsets, cursors, types, dwellMix, clock bool) uint32 {
 	return userOffsetVersion - 1
 }
 
-// Encoding is the encoding version WriteTo writes for m (encodingFor): 13
+// Encoding is the encoding version WriteTo writes for m (encodingFor): 14
 // with the dwell mixture, else 11 with merged events, else 7 with event
 // types, else 6 with merge cursors, else 5 with per-user transition
 // offsets, else 4.
@@ -173,51 +179,68 @@ func (m *Model) encodeContext(e *encoder) {
 	}
 }
 
+// contextVersions are the first versions of an encoding kind (a model's
+// or a delta's) with each part of the context after CTXT: event types,
+// the dwell mixture, the instrument, the dwell gate, the rank instrument,
+// the gap as the instruments' fifth feature, and the rank instrument's
+// gap capped at shortClickMS.
+type contextVersions struct {
+	types, mix, inst, gate, ranks, gap, shortGap uint32
+}
+
+// modelContext and deltaContext are a model's and a delta's.
+var (
+	modelContext = contextVersions{typesVersion, dwellMixVersion, instrumentVersion, gateVersion, rankVersion, gapVersion, shortGapVersion}
+	deltaContext = contextVersions{deltaTypesVersion, deltaDwellMixVersion, deltaInstrumentVersion, deltaGateVersion, deltaRankVersion, deltaGapVersion, deltaShortGapVersion}
+)
+
 // decodeContextAfter reads the context's sections after CTXT of an
-// encoding of the given version, whose kind (model or delta) has event
-// types from version types on, the dwell mixture from version mix on, the
-// instrument from version inst on and the dwell gate from version gate
-// on: TYPE always from types to mix (exclusive), where present from mix
-// on; DMIX exactly when the configuration reads dwell as
-// longer-is-genuine, which an encoding before mix cannot hold, with its
-// correlation's statistics before inst; DINS with DMIX from inst on
-// (before, the instrument starts empty); DGAT with DMIX from gate on
-// (before, the gate starts empty); RINS from ranks on exactly when the
+// encoding of the given version, whose kind has the parts from the
+// versions of v on: TYPE always from v.types to v.mix (exclusive), where
+// present from v.mix on; DMIX exactly when the configuration reads dwell
+// as longer-is-genuine, which an encoding before v.mix cannot hold, with
+// its correlation's statistics before v.inst; DINS with DMIX from v.inst
+// on (before, the instrument starts empty); DGAT with DMIX from v.gate on
+// (before, the gate starts empty); RINS from v.ranks on exactly when the
 // configuration has an event order (before, the rank instrument starts
-// empty); DINS and RINS of oldInstrumented features before gap (the gap's
-// moments then start empty).
-func (m *Model) decodeContextAfter(d *decoder, version, types, mix, inst, gate, ranks, gap uint32) {
+// empty); DINS and RINS of oldInstrumented features before v.gap (the
+// gap's moments then start empty), and RINS's gap moments dropped before
+// v.shortGap, whose gap was capped at sessionGapMS (instrumentStats.forgetGap).
+func (m *Model) decodeContextAfter(d *decoder, version uint32, v contextVersions) {
 	switch {
-	case version >= mix && d.has("TYPE"), version >= types && version < mix:
+	case version >= v.mix && d.has("TYPE"), version >= v.types && version < v.mix:
 		d.section("TYPE")
 		m.context.decodeTypes(d)
-	case version < types:
+	case version < v.types:
 		m.context.forgetTypes()
 	}
 	if !m.context.long {
 		return
 	}
-	if version < mix {
+	if version < v.mix {
 		d.fail("encoding version %d with dwell_direction %q", version, m.cfg.DwellDirection)
 		return
 	}
 	n := instrumented
-	if version < gap {
+	if version < v.gap {
 		n = oldInstrumented
 	}
 	d.section("DMIX")
-	m.context.mix.decode(d, version < inst)
-	if version >= inst {
+	m.context.mix.decode(d, version < v.inst)
+	if version >= v.inst {
 		d.section("DINS")
 		m.context.inst.decode(d, n)
 	}
-	if version >= gate {
+	if version >= v.gate {
 		d.section("DGAT")
 		m.context.gate.decode(d)
 	}
-	if version >= ranks && m.context.ranks != nil {
+	if version >= v.ranks && m.context.ranks != nil {
 		d.section("RINS")
 		m.context.rank.decode(d, n)
+		if version < v.shortGap {
+			m.context.rank.stats.forgetGap()
+		}
 	}
 }
 
@@ -322,7 +345,7 @@ func ReadModel(r io.Reader) (*Model, error) {
 			m.context.decodeEM(d)
 		}
 	}
-	m.decodeContextAfter(d, version, typesVersion, dwellMixVersion, instrumentVersion, gateVersion, rankVersion, gapVersion)
+	m.decodeContextAfter(d, version, modelContext)
 	m.users.checkRecent(d, m.items.len())
 	if m.popular.items != nil {
 		d.section("POPR")
@@ -381,8 +404,8 @@ func (d *decoder) header() (Config, uint32, error) {
 			// instrument, and only of one.
 			d.fail("encoding version %d without event_order and dwell_direction long", version)
 		} else if version >= gapVersion && cfg.DwellDirection != DwellLong {
-			// Version 13 is the encoding of a model with the dwell
-			// mixture, and only of one.
+			// Versions 13 and 14 are the encodings of a model with the
+			// dwell mixture, and only of one.
 			d.fail("encoding version %d without dwell_direction long", version)
 		}
 	}

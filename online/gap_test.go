@@ -10,14 +10,26 @@ import (
 )
 
 // timedEvents is rankedEvents with times: 1 to 120 s apart, every tenth
-// event without one.
+// event without one, a stream of a later seed later (by 10⁹ ms, about
+// 12 days: a stream of fewer than 16,000 events ends before the next
+// seed's begins).
 func timedEvents(n int, seed uint64) []Event {
 	evs := rankedEvents(n, seed)
 	r := rand.New(rand.NewPCG(seed, 13))
-	now := int64(1_700_000_000_000)
+	now := int64(1_700_000_000_000) + int64(seed)*1_000_000_000
 	for j := range evs {
 		now += 1000 + r.Int64N(119_000)
 		evs[j].TimeMS, evs[j].HasTime = now, j%10 != 9
+	}
+	return evs
+}
+
+// timedDwellEvents is timedEvents with testStream's dwell on every other
+// event, so that both instruments learn.
+func timedDwellEvents(n int, seed uint64) []Event {
+	evs, dwelt := timedEvents(n, seed), testStream(n, seed)
+	for j := 0; j < n; j += 2 {
+		evs[j].HasDwell, evs[j].DwellMS = dwelt[j].HasDwell, dwelt[j].DwellMS
 	}
 	return evs
 }
@@ -96,12 +108,38 @@ func gapMoments(s *instrumentStats) bool {
 // withoutGapMoments is s with the gap's moments zeroed: what version 12
 // holds of it.
 func withoutGapMoments(s instrumentStats) instrumentStats {
-	var old instrumentStats
-	src, dst := s.fieldsOf(oldInstrumented), old.fieldsOf(oldInstrumented)
-	for k := range src {
-		*dst[k] = *src[k]
-	}
-	return old
+	s.forgetGap()
+	return s
+}
+
+// withVersion returns b, a model encoding or a delta of the newest
+// version, marked as version: versions 13 (delta 9) and 14 (delta 10)
+// share a layout.
+func withVersion(_ *testing.T, b []byte, version uint32) []byte {
+	b = slices.Clone(b)
+	binary.LittleEndian.PutUint32(b[8:], version)
+	return b
+}
+
+// TestReadModelVersion13: a model encoded in version 13, whose rank
+// instrument read the gap up to 30 minutes, loads with the rank
+// instrument's gap moments dropped and everything else as it was (the
+// dwell instrument's gap moments, the users' times); the rank instrument
+// learns the gap again, now capped at 30 s, and the model encodes in
+// version 14; a delta of version 9 applies the same way.
+func TestReadModelVersion13(t *testing.T) {
+	readsOlderVersion(t, olderVersion{
+		stream: timedDwellEvents, strip: withVersion, version: gapVersion, delta: deltaGapVersion,
+		part:  "rank instrument's gap",
+		ready: func(m *Model) bool { return gapMoments(&m.context.rank.stats) },
+		kept: func(got, m *Model) bool {
+			return got.context.rank.stats == withoutGapMoments(m.context.rank.stats) && got.context.inst == m.context.inst &&
+				gapMoments(&got.context.inst) && slices.Equal(got.users.times, m.users.times) &&
+				got.context.rank.offset == m.context.rank.offset && got.context.gate == m.context.gate
+		},
+		empty:  func(m *Model) bool { return !gapMoments(&m.context.rank.stats) },
+		ranked: true,
+	})
 }
 
 // TestReadModelVersion12: a model encoded in version 12 (no user times,
@@ -131,7 +169,9 @@ func TestReadModelVersion12(t *testing.T) {
 }
 
 // TestGapFeature: the gap is log(1 + seconds) since the user's latest
-// event with a time, at most 30 minutes' (sessionGapMS): none for the
+// event with a time, at most 30 minutes' (sessionGapMS), which the dwell
+// instrument reads as it is and the rank instrument capped at 30 s
+// (shortClickMS): none for the
 // user's first, for an event without a time or after events without one;
 // 0 for an event out of order, which leaves the latest time as it is; an
 // evicted user's row starts with none.
@@ -167,6 +207,13 @@ func TestGapFeature(t *testing.T) {
 		m.instrumentFeatures(u, i, &ev, &x)
 		if !x.hasZ || x.hasGap != tc.has || math.Abs(x.z[gapFeature]-tc.gap) > 1e-12 {
 			t.Errorf("event %d (%s): gap %v (%v, z %v), want %v (%v)", j, tc.comment, x.z[gapFeature], x.hasGap, x.hasZ, tc.gap, tc.has)
+		}
+		if tc.has {
+			dwell, rank := m.context.inst.impute(&x, dwellGapCap), m.context.rank.stats.impute(&x, rankGapCap)
+			if want := min(tc.gap, math.Log1p(30)); math.Abs(rank[gapFeature]-want) > 1e-12 || dwell[gapFeature] != tc.gap {
+				t.Errorf("event %d (%s): the rank instrument reads %v (want %v, at most 30 s), the dwell instrument %v (want %v)",
+					j, tc.comment, rank[gapFeature], want, dwell[gapFeature], tc.gap)
+			}
 		}
 		var sc Score
 		if err := m.Step(ev, &sc); err != nil {
