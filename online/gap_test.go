@@ -3,6 +3,7 @@ package online
 import (
 	"bytes"
 	"encoding/binary"
+	"io"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -283,5 +284,60 @@ func TestInstrumentFindsTheGapsDirection(t *testing.T) {
 		if s := f.slope[gapFeature+1]; s < tc.min || s > tc.max || math.IsNaN(s) {
 			t.Errorf("%s: the gap's slope %.3f, want in [%.1f, %.1f]", tc.name, s, tc.min, tc.max)
 		}
+	}
+}
+
+// TestForgetTimes: after ForgetTimes every user's time is forgotten, so
+// a second pass over the same log reads the same gaps as the first (each
+// user's first event none); without it every gap of the second pass reads
+// as out of order (0). A delta written after it carries the forgotten
+// times.
+func TestForgetTimes(t *testing.T) {
+	cfg := smallConfig(ModeBinary)
+	cfg.DwellDirection = DwellLong
+	m, err := New(cfg, NewSource(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := timedEvents(300, 1)
+	gaps := func() (got []float64) {
+		for _, ev := range evs {
+			var x contextFeatures
+			m.instrumentFeatures(m.userID(ev.User), m.itemID(ev.Item), &ev, &x)
+			if x.hasGap {
+				got = append(got, x.z[gapFeature])
+			} else {
+				got = append(got, -1)
+			}
+			var sc Score
+			if err := m.Step(ev, &sc); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return got
+	}
+	first := gaps()
+	if again := gaps(); slices.ContainsFunc(again, func(g float64) bool { return g > 0 }) {
+		t.Fatalf("a second pass without ForgetTimes read a gap above 0: %v", again[:20])
+	}
+	cp := m.FrozenCopy(nil)
+	base := encode(t, cp)
+	cp.MarkSaved()
+	m.ForgetTimes()
+	for u, v := range m.users.times {
+		if v != noTime {
+			t.Fatalf("user %d keeps time %d", u, v)
+		}
+	}
+	delta := writeDelta(t, m.FrozenCopy(cp))
+	applied, err := ReadModelDeltas(bytes.NewReader(base), []io.Reader{bytes.NewReader(delta)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(applied.users.times, m.users.times) {
+		t.Error("the delta after ForgetTimes does not carry the forgotten times")
+	}
+	if third := gaps(); !slices.Equal(third, first) {
+		t.Errorf("gaps after ForgetTimes differ from the first pass's")
 	}
 }

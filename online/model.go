@@ -370,6 +370,21 @@ func (m *Model) endPeriod() {
 	}
 }
 
+// ForgetTimes forgets every user's latest event time, for a caller that
+// feeds the model the same log again (replay --passes): the new pass's
+// times start over, and each user's first event in it has no gap, as in
+// the first pass. Without it every time of the new pass is earlier than
+// the last pass's, each gap reads as out of order (0), and the gap says
+// nothing in the pass that is scored. The rows it changes are stamped, so
+// the next delta carries them.
+func (m *Model) ForgetTimes() {
+	for u, t := range m.users.times {
+		if t != noTime {
+			m.users.times[u], m.users.stamps[u] = noTime, m.epoch
+		}
+	}
+}
+
 // Summary describes the model's state.
 func (m *Model) Summary() Summary {
 	sch := &m.schedule

@@ -230,6 +230,7 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 			if err := learnPass(ctx, *in, *format, model, baseline, pass, *passes, stderr); err != nil {
 				return fmt.Errorf("replay: %w", err)
 			}
+			model.ForgetTimes() // the next pass's times start over
 		}
 	}
 

@@ -471,6 +471,7 @@ func detectScoresOf(ctx context.Context, s *stream, cfg DetectConfig, seed uint6
 		if err := ctx.Err(); err != nil {
 			return scores, 0, err
 		}
+		m.ForgetTimes() // the next pass's times start over, as in replay --passes
 	}
 	scores[ceilingScore], err = offlineCeiling(s, cfg.CeilingEpochs, seed)
 	return scores, dwellShare, err
