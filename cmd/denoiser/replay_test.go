@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"denoiser/consumer"
+	command "denoiser/internal/cli"
 	"denoiser/internal/cli/clitest"
+	"denoiser/online"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -482,6 +486,88 @@ func TestReplayPasses(t *testing.T) {
 				t.Errorf("a refused replay left its output: %v", err)
 			}
 		})
+	}
+}
+
+// TestReplayPassesRestartTimes: each pass of --passes reads the users'
+// gaps afresh. The weights of the scored pass equal those of a model
+// stepped over the log twice with its users' times forgotten in between
+// (online.Model.ForgetTimes); without that, every event of the second pass
+// would read its user's previous event as one that came later (the last
+// of the first pass), its gap as out of order, and the shipped log's
+// weights would differ.
+func TestReplayPassesRestartTimes(t *testing.T) {
+	dir := t.TempDir()
+	in := clitest.ReplayInput(t, dir)
+	cfgPath := clitest.WriteFile(t, filepath.Join(dir, "c.yaml"), clitest.SmallConfig)
+	out := filepath.Join(dir, "p2.jsonl")
+	var errBuf bytes.Buffer
+	if code := run(context.Background(), []string{"replay", "--in", in, "--out", out, "--config", cfgPath, "--passes", "2"}, &bytes.Buffer{}, &errBuf); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, errBuf.String())
+	}
+	var got []float64
+	for _, line := range strings.Split(strings.TrimSpace(clitest.ReadFile(t, out)), "\n") {
+		var r struct{ Weight float64 }
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("output line %q: %v", line, err)
+		}
+		got = append(got, r.Weight)
+	}
+
+	cfg, err := command.LoadReplayConfig(cfgPath, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := online.New(cfg.Model, online.NewPartitionSource(cfg.Seed, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []online.Event
+	for _, line := range bytes.Split(bytes.TrimSpace([]byte(clitest.ReadFile(t, in))), []byte("\n")) {
+		var ev consumer.Event
+		if consumer.Decode(line, &ev) == nil {
+			events = append(events, ev.Model())
+		}
+	}
+	want, kept := make([]float64, len(events)), make([]float64, len(events))
+	var sc online.Score
+	for pass := range 2 {
+		for i, ev := range events {
+			if err := m.Step(ev, &sc); err != nil {
+				t.Fatalf("pass %d, event %d: %v", pass, i, err)
+			}
+			want[i] = sc.Weight
+		}
+		if pass == 0 {
+			m.ForgetTimes()
+		}
+	}
+	// The same model with the times kept, to show the log tells the two apart.
+	if m, err = online.New(cfg.Model, online.NewPartitionSource(cfg.Seed, 0)); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		for i, ev := range events {
+			if err := m.Step(ev, &sc); err != nil {
+				t.Fatal(err)
+			}
+			kept[i] = sc.Weight
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d scored records, want %d", len(got), len(want))
+	}
+	differ := 0
+	for i := range want {
+		if math.Abs(got[i]-want[i]) > 1e-12 {
+			t.Fatalf("record %d: weight %v, want %v (a model stepped twice, its times forgotten in between)", i, got[i], want[i])
+		}
+		if want[i] != kept[i] {
+			differ++
+		}
+	}
+	if differ < len(want)/2 {
+		t.Errorf("only %d of %d weights depend on forgetting the times: the log does not test it", differ, len(want))
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 
 	"denoiser/internal/movielens"
 	"denoiser/internal/report"
+	"denoiser/internal/synth"
+	"denoiser/online"
 )
 
 // tinyRatings makes a small ordinal rating set: rating = round(3 + user
@@ -483,5 +485,56 @@ func TestOfflineCeilingTakesTheBestCount(t *testing.T) {
 	}
 	if both != max(one, four) {
 		t.Errorf("ceiling over 1 and 4 epochs: ROC-AUC %.4f, want the better of %.4f and %.4f", both, one, four)
+	}
+}
+
+// TestDetectPassesRestartTimes: with Passes 2, eval detect's scored pass
+// reads the users' gaps afresh: its weights equal those of a model
+// stepped over the stream twice with its users' times forgotten in
+// between (online.Model.ForgetTimes). Kept, every gap of the second pass
+// would read as out of order and the weights would differ.
+func TestDetectPassesRestartTimes(t *testing.T) {
+	c := detectCase{config: synth.Config{Events: 3000, Noise: 0.2, Profile: synth.ProfileV2, DwellShare: -1}}
+	s, err := c.stream(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DetectConfig{Model: online.DefaultConfig(), Passes: 2, CeilingEpochs: []int{1}}
+	scores, _, err := detectScoresOf(context.Background(), s, cfg, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	weights := func(forget bool) []float64 {
+		m, err := online.New(cfg.Model, online.NewSource(7))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := make([]float64, len(s.events))
+		var sc online.Score
+		for range 2 {
+			for e, ev := range s.events {
+				if err := m.Step(ev, &sc); err != nil {
+					t.Fatal(err)
+				}
+				w[e] = sc.Weight
+			}
+			if forget {
+				m.ForgetTimes()
+			}
+		}
+		return w
+	}
+	want, kept := weights(true), weights(false)
+	differ := 0
+	for e := range want {
+		if scores[0][e] != want[e] {
+			t.Fatalf("event %d: weight %v, want %v (a model stepped twice, its times forgotten in between)", e, scores[0][e], want[e])
+		}
+		if want[e] != kept[e] {
+			differ++
+		}
+	}
+	if differ < len(want)/2 {
+		t.Errorf("only %d of %d weights depend on forgetting the times: the stream does not test it", differ, len(want))
 	}
 }
