@@ -518,10 +518,6 @@ func TestReplayPassesRestartTimes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := online.New(cfg.Model, online.NewPartitionSource(cfg.Seed, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var events []online.Event
 	for _, line := range bytes.Split(bytes.TrimSpace([]byte(clitest.ReadFile(t, in))), []byte("\n")) {
 		var ev consumer.Event
@@ -529,31 +525,29 @@ func TestReplayPassesRestartTimes(t *testing.T) {
 			events = append(events, ev.Model())
 		}
 	}
-	want, kept := make([]float64, len(events)), make([]float64, len(events))
-	var sc online.Score
-	for pass := range 2 {
-		for i, ev := range events {
-			if err := m.Step(ev, &sc); err != nil {
-				t.Fatalf("pass %d, event %d: %v", pass, i, err)
+	// weights steps a model as replay builds it over the events twice and
+	// returns the second pass's weights; forget forgets the times between.
+	weights := func(forget bool) []float64 {
+		m, err := online.New(cfg.Model, online.NewPartitionSource(cfg.Seed, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := make([]float64, len(events))
+		var sc online.Score
+		for range 2 {
+			for i, ev := range events {
+				if err := m.Step(ev, &sc); err != nil {
+					t.Fatalf("event %d: %v", i, err)
+				}
+				w[i] = sc.Weight
 			}
-			want[i] = sc.Weight
-		}
-		if pass == 0 {
-			m.ForgetTimes()
-		}
-	}
-	// The same model with the times kept, to show the log tells the two apart.
-	if m, err = online.New(cfg.Model, online.NewPartitionSource(cfg.Seed, 0)); err != nil {
-		t.Fatal(err)
-	}
-	for range 2 {
-		for i, ev := range events {
-			if err := m.Step(ev, &sc); err != nil {
-				t.Fatal(err)
+			if forget {
+				m.ForgetTimes()
 			}
-			kept[i] = sc.Weight
 		}
+		return w
 	}
+	want, kept := weights(true), weights(false)
 	if len(got) != len(want) {
 		t.Fatalf("%d scored records, want %d", len(got), len(want))
 	}
