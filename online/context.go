@@ -167,6 +167,11 @@ type contextModel struct {
 	// rank in place of log dwell (rankInstrument). It is learned from the
 	// model's own events only, not merged (mergecontext.go).
 	rank rankInstrument
+	// gap is the instrument of streams with neither dwell nor event
+	// types: the gap since the user's previous event in place of log
+	// dwell (gapPosterior). Learned from the model's own events, not
+	// merged, as rank.
+	gap rankInstrument
 }
 
 // newContextModel is the context part of a model of configuration cfg.
@@ -337,6 +342,76 @@ func (c *contextModel) posterior(pClean float64, x contextFeatures, share float6
 		}
 	}
 	return sigmoid(centre + pCleanTemper*(a-centre) + c.evidence(x)), false
+}
+
+// gapWeight is the weight of an event of a stream whose events carry
+// neither dwell nor an event type, where the classifier's p_clean, drawn
+// towards the mixture's share (Model.calibrate: level), was the whole
+// weight until stop 43; on a sparse catalogue it ranks backwards
+// (docs/design/model.md, "The gap as the instrument of streams without
+// dwell or type"). The gap since the user's previous event, capped at
+// shortClickMS (rankGapCap), takes the event type's rank's place in a
+// rankInstrument over p_clean alone, its direction stated as dwell's is:
+// a short gap is the more often noise (the rapid clicks of a bounce
+// chain, a misclick corrected). The counts are left out: a user's
+// activity and a pair's repeats move with the gap within a class (an
+// active user's events come close together), against the premise that a
+// feature and the instrument are independent given the class.
+//
+// An instrument that covaries with nothing cannot say how much p_clean
+// carries, and the separation it assumes (rankSeparation) would then give
+// p_clean no weight. So the instrument's posterior g is blended with the
+// level by λ = min(1, |corr(logit p_clean, gap)| / gapCorrelationScale):
+//
+//	logit(w) = (1 − λ)·logit(level) + λ·logit(g)
+//
+// share is the mixture's reliable share, 0 before its first fit (½
+// then). ok is false until the instrument has the mass and the gap a
+// spread, and without the dwell mixture (Config.DwellDirection "learned"
+// reads no instrument); the caller then keeps the level, and after
+// learning moves the instrument's level offset (rankInstrument.follow)
+// from g towards the level.
+func (c *contextModel) gapWeight(level, pClean float64, x contextFeatures, share float64) (w, g float64, ok bool) {
+	if !c.long {
+		return 0, 0, false
+	}
+	if share <= 0 {
+		share = 0.5
+	}
+	t, ok := c.gap.fit(share, share, false)
+	if !ok {
+		return 0, 0, false
+	}
+	s := &c.gap.stats
+	ma, mg := s.sum[0]/s.mass, s.dwell/s.mass
+	va, vg := s.squares[0]/s.mass-ma*ma, c.gap.squares/s.mass-mg*mg // vg ≥ rankMinVariance (fit)
+	if !(va > 0) {
+		return 0, 0, false
+	}
+	lambda := min(1, math.Abs(s.cross[0]/s.mass-ma*mg)/math.Sqrt(va*vg)/gapCorrelationScale)
+	evidence := t.evidence(logOdds(pClean), x.z)
+	if x.hasGap {
+		evidence += clampAbs(t.rankSlope*(min(x.z[gapFeature], rankGapCap)-t.rankMid), contextClamp)
+	}
+	g = sigmoid(c.gap.offset + pCleanTemper*evidence)
+	return sigmoid((1-lambda)*logOdds(level) + lambda*logOdds(g)), g, true
+}
+
+// gapCorrelationScale is the correlation of logit(p_clean) with the gap
+// at which the gap instrument's posterior is the whole weight
+// (gapPosterior). Chosen on seed 3 of the v2 streams (dense and sparse,
+// neither dwell nor event type) and on the v1 stream of seed 7 and the
+// demo's log without them (where the gap says nothing of the noise)
+// among 0.05, 0.1 and 0.2 (docs/design/model.md).
+const gapCorrelationScale = 0.1
+
+// learnGap adds an event to the gap instrument: one whose user and item
+// are not cold and that carries a gap, but neither dwell nor an event
+// type (gapWeight). Only p_clean's moments and the gap's are learned.
+func (c *contextModel) learnGap(x *contextFeatures, pClean float64) {
+	if c.long && x.hasZ && x.hasGap && !x.hasDwell && x.bucket < 0 {
+		c.gap.learn(min(x.z[gapFeature], rankGapCap), logOdds(pClean), [instrumented - 1]float64{})
+	}
 }
 
 // logOdds is the log-odds of p_clean, kept finite by pCleanFloor.
@@ -1101,17 +1176,18 @@ func (r *rankInstrument) encode(e *encoder) {
 }
 
 // decode reads what encode writes, with n features (instrumentStats.decode),
-// refusing values that are not finite, a negative Σ rank² or an offset
-// beyond contextClamp.
-func (r *rankInstrument) decode(d *decoder, n int) {
+// refusing values that are not finite, a negative Σ x² or an offset
+// beyond contextClamp; name (the rank or the gap instrument) says which in
+// the error.
+func (r *rankInstrument) decode(d *decoder, n int, name string) {
 	r.stats.decode(d, n)
 	r.squares, r.offset = d.f64(), d.f64()
 	switch {
 	case d.err != nil:
 	case !finite([]float64{r.squares, r.offset}):
-		d.fail("rank instrument not finite")
+		d.fail("%s not finite", name)
 	case r.squares < 0 || math.Abs(r.offset) > contextClamp:
-		d.fail("rank instrument out of range")
+		d.fail("%s out of range", name)
 	}
 }
 

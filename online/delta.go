@@ -38,8 +38,10 @@ import (
 // and RINS as encoding version 13 has them), written exactly for models
 // with the dwell mixture. Version 10 is version 9 with the rank
 // instrument's gap as encoding version 14 has it (the same layout),
+// written exactly for models with the dwell mixture. Version 11 is version
+// 10 with the gap instrument (GINS, as encoding version 15 has it),
 // written exactly for models with the dwell mixture.
-const DeltaVersion = 10
+const DeltaVersion = 11
 
 // deltaCursorVersion is the first delta version with merge cursors,
 // deltaTypesVersion the first with event types, deltaDwellMixVersion the
@@ -54,6 +56,7 @@ const (
 	deltaRankVersion       = 8
 	deltaGapVersion        = 9
 	deltaShortGapVersion   = 10
+	deltaGapInstVersion    = 11
 )
 
 // deltaVersionFor is the delta version of a model with merge cursors or
@@ -62,7 +65,7 @@ const (
 func deltaVersionFor(cursors, types, dwellMix, clock bool) uint32 {
 	switch {
 	case dwellMix:
-		return deltaShortGapVersion
+		return deltaGapInstVersion
 	case clock:
 		return deltaClockVersion
 	case types:

@@ -50,12 +50,16 @@ import (
 // 13 with the rank instrument's gap capped at 30 s (shortClickMS) instead
 // of 30 minutes, the same layout, written exactly for models with the
 // dwell mixture, which read version 13 with RINS's moments of the gap
-// dropped (the dwell instrument's, DINS, are read as they were). So a
-// model without
+// dropped (the dwell instrument's, DINS, are read as they were); version
+// 15 is version 14 with the gap instrument of streams without dwell or
+// event types (a GINS section, RINS's layout, after RINS or, without an
+// event order, after DGAT: context.go, gapPosterior), written exactly for
+// models with the dwell mixture, which read version 14 with an empty one.
+// So a model without
 // per-user offsets, cursors, event types, the dwell mixture, merged
 // events or an event order encodes as it did before they existed
 // (encodingFor).
-const EncodingVersion = 14
+const EncodingVersion = 15
 
 // userOffsetVersion is the first encoding version with per-user
 // transition offsets; cursorVersion the first with merge cursors.
@@ -70,12 +74,13 @@ const (
 	rankVersion       = 12
 	gapVersion        = 13
 	shortGapVersion   = 14
+	gapInstVersion    = 15
 )
 
 // encodingFor is the encoding version of a model with per-user transition
 // offsets or not, merge cursors or not, event types or not, the dwell
 // mixture or not and merged events (a clock) or not (the rank instrument,
-// version 12, comes only with the dwell mixture): 14 with the dwell
+// version 12, comes only with the dwell mixture): 15 with the dwell
 // mixture, else 11 with a clock, else 7 with event types, else
 // 6 with cursors (from 6 on, the USER section holds the offsets exactly
 // when the configuration asks for them), else 5 with offsets, else 4. WriteTo writes it; ReadModel checks a version before 6
@@ -83,7 +88,7 @@ const (
 func encodingFor(userOffsets, cursors, types, dwellMix, clock bool) uint32 {
 	switch {
 	case dwellMix:
-		return shortGapVersion
+		return gapInstVersion
 	case clock:
 		return clockVersion
 	case types:
@@ -96,7 +101,7 @@ func encodingFor(userOffsets, cursors, types, dwellMix, clock bool) uint32 {
 	return userOffsetVersion - 1
 }
 
-// Encoding is the encoding version WriteTo writes for m (encodingFor): 14
+// Encoding is the encoding version WriteTo writes for m (encodingFor): 15
 // with the dwell mixture, else 11 with merged events, else 7 with event
 // types, else 6 with merge cursors, else 5 with per-user transition
 // offsets, else 4.
@@ -163,7 +168,7 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 // encodeContext writes the context's sections, which a model and a delta
 // both hold whole: CTXT, then TYPE when the model has event types, then
 // DMIX, DINS and DGAT when it reads dwell as longer-is-genuine, then RINS
-// when it has an event order as well.
+// when it has an event order as well, then GINS with DMIX.
 func (m *Model) encodeContext(e *encoder) {
 	e.section("CTXT", m.context.encode)
 	if len(m.context.types) > 0 {
@@ -177,21 +182,24 @@ func (m *Model) encodeContext(e *encoder) {
 	if m.context.ranks != nil {
 		e.section("RINS", m.context.rank.encode)
 	}
+	if m.context.long {
+		e.section("GINS", m.context.gap.encode)
+	}
 }
 
 // contextVersions are the first versions of an encoding kind (a model's
 // or a delta's) with each part of the context after CTXT: event types,
 // the dwell mixture, the instrument, the dwell gate, the rank instrument,
-// the gap as the instruments' fifth feature, and the rank instrument's
-// gap capped at shortClickMS.
+// the gap as the instruments' fifth feature, the rank instrument's gap
+// capped at shortClickMS, and the gap instrument.
 type contextVersions struct {
-	types, mix, inst, gate, ranks, gap, shortGap uint32
+	types, mix, inst, gate, ranks, gap, shortGap, gapInst uint32
 }
 
 // modelContext and deltaContext are a model's and a delta's.
 var (
-	modelContext = contextVersions{typesVersion, dwellMixVersion, instrumentVersion, gateVersion, rankVersion, gapVersion, shortGapVersion}
-	deltaContext = contextVersions{deltaTypesVersion, deltaDwellMixVersion, deltaInstrumentVersion, deltaGateVersion, deltaRankVersion, deltaGapVersion, deltaShortGapVersion}
+	modelContext = contextVersions{typesVersion, dwellMixVersion, instrumentVersion, gateVersion, rankVersion, gapVersion, shortGapVersion, gapInstVersion}
+	deltaContext = contextVersions{deltaTypesVersion, deltaDwellMixVersion, deltaInstrumentVersion, deltaGateVersion, deltaRankVersion, deltaGapVersion, deltaShortGapVersion, deltaGapInstVersion}
 )
 
 // decodeContextAfter reads the context's sections after CTXT of an
@@ -204,8 +212,10 @@ var (
 // (before, the gate starts empty); RINS from v.ranks on exactly when the
 // configuration has an event order (before, the rank instrument starts
 // empty); DINS and RINS of oldInstrumented features before v.gap (the
-// gap's moments then start empty), and RINS's gap moments dropped before
-// v.shortGap, whose gap was capped at sessionGapMS (instrumentStats.forgetGap).
+// gap's moments then start empty), RINS's gap moments dropped before
+// v.shortGap, whose gap was capped at sessionGapMS (instrumentStats.forgetGap),
+// and GINS with DMIX from v.gapInst on (before, the gap instrument starts
+// empty).
 func (m *Model) decodeContextAfter(d *decoder, version uint32, v contextVersions) {
 	switch {
 	case version >= v.mix && d.has("TYPE"), version >= v.types && version < v.mix:
@@ -237,10 +247,14 @@ func (m *Model) decodeContextAfter(d *decoder, version uint32, v contextVersions
 	}
 	if version >= v.ranks && m.context.ranks != nil {
 		d.section("RINS")
-		m.context.rank.decode(d, n)
+		m.context.rank.decode(d, n, "rank instrument")
 		if version < v.shortGap {
 			m.context.rank.stats.forgetGap()
 		}
+	}
+	if version >= v.gapInst {
+		d.section("GINS")
+		m.context.gap.decode(d, instrumented, "gap instrument")
 	}
 }
 

@@ -225,6 +225,7 @@ func (m *Model) Step(ev Event, sc *Score) error {
 		m.instrumentFeatures(u, i, &ev, &context)
 	}
 	posterior, ranked := sc.PClean, false
+	gapped, gapW, level := false, 0.0, 0.0
 	switch {
 	case m.cfg.Plain:
 	case m.useContext() && m.context.informed():
@@ -233,12 +234,25 @@ func (m *Model) Step(ev Event, sc *Score) error {
 		sc.Weight = posterior
 	default:
 		sc.Weight = m.calibrate(posterior)
+		if m.useContext() {
+			// Neither dwell nor an event type: the gap, where it
+			// says something.
+			level = sc.Weight
+			var w float64
+			if w, gapW, gapped = m.context.gapWeight(level, sc.PClean, context, m.reliableShare()); gapped {
+				sc.Weight = w
+			}
+		}
 	}
 
 	// 2. Learn. The context learns from its posterior, not the weight.
 	ok := m.learnEvent(u, i, y, ev.Weight, sc, x0, x1)
 	if ok && m.useContext() {
 		m.context.learn(context, posterior, sc.PClean, ranked)
+		if gapped {
+			m.context.gap.follow(gapW, level)
+		}
+		m.context.learnGap(&context, sc.PClean)
 	}
 	m.remember(u, i, &ev)
 	m.schedule.events++
