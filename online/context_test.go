@@ -521,7 +521,7 @@ func readsOlderVersion(t *testing.T, o olderVersion) {
 	if !o.ranked {
 		cfg.EventOrder = nil
 	}
-	const newest = shortGapVersion
+	const newest = gapInstVersion
 	m, _ := New(cfg, rand.NewPCG(1, 1))
 	runScores(t, m, o.stream(2000, 1))
 	if !o.ready(m) {
@@ -580,8 +580,8 @@ func withoutInstrument(t *testing.T, b []byte, version uint32) []byte {
 	return old
 }
 
-// withoutRanks rewrites a model encoding of version 13 or a delta of
-// version 9 into the given older version without the rank instrument:
+// withoutRanks rewrites a model encoding of version 15 or a delta of
+// version 11 into the given older version without the rank instrument:
 // RINS (right after DGAT) left out.
 func withoutRanks(t *testing.T, b []byte, version uint32) []byte {
 	t.Helper()
@@ -611,8 +611,8 @@ func TestReadModelVersion11(t *testing.T) {
 	})
 }
 
-// withoutGate rewrites a model encoding of version 13 or a delta of
-// version 9 into the given older version without the dwell gate: DGAT
+// withoutGate rewrites a model encoding of version 15 or a delta of
+// version 11 into the given older version without the dwell gate: DGAT
 // (right after DINS) left out.
 func withoutGate(t *testing.T, b []byte, version uint32) []byte {
 	t.Helper()

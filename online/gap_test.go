@@ -71,11 +71,12 @@ func oldInstrumentStats(body []byte) []byte {
 	return out
 }
 
-// withoutGap rewrites a model encoding of version 13 or a delta of version
-// 9 into the given older version, as stop 39 wrote them: no user times at
+// withoutGap rewrites a model encoding of version 15 or a delta of version
+// 11 into the given older version, as stop 39 wrote them: no user times at
 // the end of USER, and DINS and RINS of four features.
 func withoutGap(t *testing.T, b []byte, version uint32) []byte {
 	t.Helper()
+	b = withoutGapInstrument(t, b, version)
 	at, start, end := section(t, b, "USER")
 	rows := int(binary.LittleEndian.Uint32(b[start:])) // a model's: its users
 	if bytes.Equal(b[:8], deltaMagic[:]) {             // a delta's: its spans
@@ -114,12 +115,10 @@ func withoutGapMoments(s instrumentStats) instrumentStats {
 }
 
 // withVersion returns b, a model encoding or a delta of the newest
-// version, marked as version: versions 13 (delta 9) and 14 (delta 10)
-// share a layout.
-func withVersion(_ *testing.T, b []byte, version uint32) []byte {
-	b = slices.Clone(b)
-	binary.LittleEndian.PutUint32(b[8:], version)
-	return b
+// version, marked as version 13 (delta 9), whose layout is version 14's
+// (delta 10's): GINS left out.
+func withVersion(t *testing.T, b []byte, version uint32) []byte {
+	return withoutGapInstrument(t, b, version)
 }
 
 // TestReadModelVersion13: a model encoded in version 13, whose rank

@@ -289,7 +289,7 @@ func TestRankInstrumentEncoding(t *testing.T) {
 		t.Fatalf("the rank instrument has not fitted and moved: mass %.1f, offset %v", r.stats.mass, r.offset)
 	}
 	b := encode(t, m)
-	if !bytes.Contains(b, []byte("RINS")) || binary.LittleEndian.Uint32(b[8:]) != shortGapVersion {
+	if !bytes.Contains(b, []byte("RINS")) || binary.LittleEndian.Uint32(b[8:]) != gapInstVersion {
 		t.Fatalf("encoded as version %d, RINS %v", binary.LittleEndian.Uint32(b[8:]), bytes.Contains(b, []byte("RINS")))
 	}
 	got, err := ReadModel(bytes.NewReader(b))

@@ -1,0 +1,219 @@
+package online
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// bareEvents is timedEvents without the event types and with times
+// closer together (a user's gaps spread from a second to past the
+// instrument's 30 s): events of (user, item, time) only, the streams the
+// gap instrument is for.
+func bareEvents(n int, seed uint64) []Event {
+	evs := timedEvents(n, seed)
+	r := rand.New(rand.NewPCG(seed, 19))
+	now := evs[0].TimeMS
+	for j := range evs {
+		now += 20 + r.Int64N(900)
+		evs[j].Kind, evs[j].TimeMS = "", now
+	}
+	return evs
+}
+
+// withoutGapInstrument rewrites a model encoding of version 15 or a delta
+// of version 11 into the given older version without the gap instrument:
+// GINS (the last context section) left out.
+func withoutGapInstrument(t *testing.T, b []byte, version uint32) []byte {
+	t.Helper()
+	at, _, end := section(t, b, "GINS")
+	out := append(append([]byte(nil), b[:at]...), b[end:]...)
+	binary.LittleEndian.PutUint32(out[8:], version)
+	return out
+}
+
+// TestReadModelVersion14: a model encoded in version 14 (no GINS) loads
+// with its rank instrument and dwell gate as they were and an empty gap
+// instrument, which learns from the events that follow; a delta of
+// version 10 applies to it the same way.
+func TestReadModelVersion14(t *testing.T) {
+	readsOlderVersion(t, olderVersion{
+		stream: bareEvents, strip: withoutGapInstrument, version: shortGapVersion, delta: deltaShortGapVersion,
+		part:  "gap instrument",
+		ready: func(m *Model) bool { return m.context.gap.stats.mass >= contextMinMass },
+		kept: func(got, m *Model) bool {
+			return got.context.rank == m.context.rank && got.context.inst == m.context.inst && got.context.gate == m.context.gate
+		},
+		empty:  func(m *Model) bool { return m.context.gap == (rankInstrument{}) },
+		ranked: true,
+	})
+}
+
+// TestGapInstrumentEncoding: a model whose gap instrument has fitted and
+// moved its level offset encodes it (GINS), reads back to the same bytes
+// and goes on scoring bit for bit as the model it was written from; a
+// chain of deltas (version 11) restores it to the same bytes. A stream
+// whose events carry an event type or dwell leaves the instrument empty.
+func TestGapInstrumentEncoding(t *testing.T) {
+	cfg := smallConfig(ModeBinary)
+	cfg.DwellDirection, cfg.EventOrder = DwellLong, DefaultEventOrder()
+	m, err := New(cfg, NewSource(11))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := m.FrozenCopy(nil)
+	chain := deltaChain{base: encode(t, cp)}
+	cp.MarkSaved()
+	for k := range 3 {
+		runScores(t, m, bareEvents(1500, uint64(20+k)))
+		cp = m.FrozenCopy(cp)
+		chain.deltas = append(chain.deltas, writeDelta(t, cp))
+		cp.MarkSaved()
+	}
+	g := &m.context.gap
+	if _, ok := g.fit(0.8, 0.8, false); !ok || g.offset == 0 || g.squares == 0 {
+		t.Fatalf("the gap instrument has not fitted and moved: mass %.1f, offset %v", g.stats.mass, g.offset)
+	}
+	b := encode(t, m)
+	if !bytes.Contains(b, []byte("GINS")) || binary.LittleEndian.Uint32(b[8:]) != gapInstVersion {
+		t.Fatalf("encoded as version %d, GINS %v", binary.LittleEndian.Uint32(b[8:]), bytes.Contains(b, []byte("GINS")))
+	}
+	got, err := ReadModel(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.context.gap != m.context.gap {
+		t.Fatalf("read back: gap instrument %+v, want %+v", got.context.gap, m.context.gap)
+	}
+	if !bytes.Equal(encode(t, got), b) {
+		t.Fatal("read back, it encodes to other bytes")
+	}
+	if !bytes.Equal(encode(t, chain.restore(t)), b) {
+		t.Fatal("the delta chain restores other bytes")
+	}
+	more := bareEvents(500, 30)
+	want, have := runScores(t, m, more), runScores(t, got, more)
+	for j := range want {
+		if want[j].Weight != have[j].Weight || want[j].PClean != have[j].PClean || want[j].Reliability != have[j].Reliability {
+			t.Fatalf("event %d after the read: %+v, want %+v", j, have[j], want[j])
+		}
+	}
+
+	// A non-finite or out-of-range GINS is refused.
+	at, start, _ := section(t, b, "GINS")
+	for _, bad := range []struct {
+		field int // index of the f64 in the body
+		v     float64
+		want  string
+	}{
+		{len(new(instrumentStats).fields()), math.NaN(), "gap instrument not finite"},
+		{len(new(instrumentStats).fields()) + 1, 4, "gap instrument out of range"},
+	} {
+		c := bytes.Clone(b)
+		binary.LittleEndian.PutUint64(c[start+8*bad.field:], math.Float64bits(bad.v))
+		if _, err := ReadModel(bytes.NewReader(c)); err == nil || !bytes.Contains([]byte(err.Error()), []byte(bad.want)) {
+			t.Errorf("GINS at %d with field %d = %v: %v, want %q", at, bad.field, bad.v, err, bad.want)
+		}
+	}
+
+	for name, stream := range map[string][]Event{"typed": timedEvents(2000, 1), "dwell": timedDwellEvents(2000, 1)} {
+		o, _ := New(cfg, NewSource(11))
+		runScores(t, o, stream)
+		if o.context.gap != (rankInstrument{}) {
+			t.Errorf("%s stream: the gap instrument learned (mass %.1f)", name, o.context.gap.stats.mass)
+		}
+	}
+}
+
+// gapStream is a stream of events that carry a gap and nothing else
+// beside p_clean (prior): 80 % genuine; the gap (log(1 + seconds)) is
+// shorter for noise when gapSays (genuine about 16 s, noise about 3 s),
+// the same for both classes otherwise; p_clean's log-odds separate the
+// classes by 1, the right way or backwards.
+func gapStream(n int, pCleanRight, gapSays bool, seed uint64) (xs []contextFeatures, prior []float64, genuine []bool) {
+	r := rand.New(rand.NewPCG(seed, 17))
+	for range n {
+		g := r.Float64() < 0.8
+		d := 0.0
+		if g {
+			d = 1
+		}
+		gap := 2.8 + 0.7*r.NormFloat64()
+		if gapSays && !g {
+			gap = 1.5 + 0.8*r.NormFloat64()
+		}
+		x := contextFeatures{bucket: -1, hasZ: true, hasGap: true}
+		x.z[gapFeature] = max(gap, 0)
+		a := -0.5 + d + r.NormFloat64()
+		if !pCleanRight {
+			a = 0.5 - d + r.NormFloat64()
+		}
+		xs = append(xs, x)
+		prior = append(prior, sigmoid(a+1.4))
+		genuine = append(genuine, g)
+	}
+	return xs, prior, genuine
+}
+
+// TestGapInstrumentWeighsPClean: on a stream with neither dwell nor an
+// event type, the weight is p_clean until the gap instrument has the
+// mass, then its blend with the instrument (gapWeight), stepped as
+// Model.Step steps it. Where the gap carries the classes, the weight
+// ranks genuine events above noisy ones whichever way p_clean ranks them,
+// and above p_clean; where it carries nothing, the instrument correlates
+// with nothing, λ stays small and the weight ranks as p_clean does. The
+// weight's mean stays near p_clean's (the level offset), and it is never
+// NaN.
+func TestGapInstrumentWeighsPClean(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		right, says    bool
+		least, closeTo float64 // the weight's least ROC-AUC; within 0.01 of p_clean's if closeTo
+	}{
+		{"p_clean right, the gap says", true, true, 0.8, 0},
+		{"p_clean backwards, the gap says", false, true, 0.7, 0},
+		{"p_clean right, the gap says nothing", true, false, 0.7, 1},
+	} {
+		c := newContextModel(DefaultConfig())
+		xs, prior, genuine := gapStream(30000, tc.right, tc.says, 5)
+		var weights []float64
+		var mean, meanPrior float64
+		for i, x := range xs {
+			w, g, ok := c.gapWeight(prior[i], prior[i], x, 0)
+			if !ok {
+				w = prior[i]
+			}
+			if math.IsNaN(w) || w <= 0 || w >= 1 {
+				t.Fatalf("%s: event %d weight %v", tc.name, i, w)
+			}
+			weights = append(weights, w)
+			if i >= len(xs)/2 {
+				mean += w
+				meanPrior += prior[i]
+			}
+			if ok {
+				c.gap.follow(g, prior[i])
+			}
+			c.learnGap(&x, prior[i])
+		}
+		if c.gap.stats.mass < contextMinMass {
+			t.Fatalf("%s: the instrument did not learn", tc.name)
+		}
+		auc, pAUC := pairsRanked(weights, genuine), pairsRanked(prior, genuine)
+		switch {
+		case auc < tc.least:
+			t.Errorf("%s: the weight ranks %.3f of pairs right (p_clean %.3f), want at least %.2f", tc.name, auc, pAUC, tc.least)
+		case tc.closeTo == 0 && auc <= pAUC:
+			t.Errorf("%s: the weight ranks %.3f of pairs right, not above p_clean's %.3f", tc.name, auc, pAUC)
+		case tc.closeTo != 0 && math.Abs(auc-pAUC) > 0.01:
+			t.Errorf("%s: the weight ranks %.3f of pairs right, p_clean %.3f: not within 0.01", tc.name, auc, pAUC)
+		}
+		n := float64(len(xs) - len(xs)/2)
+		if d := math.Abs(mean-meanPrior) / n; d > 0.03 {
+			t.Errorf("%s: the weight's mean over the second half is %.3f from p_clean's", tc.name, d)
+		}
+		t.Logf("%s: weight %.3f, p_clean %.3f", tc.name, auc, pAUC)
+	}
+}
