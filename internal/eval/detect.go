@@ -201,6 +201,10 @@ type detectCase struct {
 	name   string
 	fixed  *stream
 	config synth.Config // used when fixed is nil, with Seed set per seed
+	// bare drops the generated events' types: events of (user, item,
+	// time) only, as many real logs are (a news site's clicks, a shop's
+	// reviews).
+	bare bool
 }
 
 func (c detectCase) stream(seed uint64) (*stream, error) {
@@ -219,9 +223,13 @@ func (c detectCase) stream(seed uint64) (*stream, error) {
 		if !ok {
 			return s, nil
 		}
-		s.events = append(s.events, online.Event{User: "u" + strconv.Itoa(e.User+1), Item: "i" + strconv.Itoa(e.Item+1),
-			DwellMS: e.DwellMS, HasDwell: !e.NoDwell, Kind: e.Type.String(), TimeMS: e.TS, HasTime: true})
-		s.types = append(s.types, e.Type)
+		ev := online.Event{User: "u" + strconv.Itoa(e.User+1), Item: "i" + strconv.Itoa(e.Item+1),
+			DwellMS: e.DwellMS, HasDwell: !e.NoDwell, TimeMS: e.TS, HasTime: true}
+		if !c.bare {
+			ev.Kind = e.Type.String()
+			s.types = append(s.types, e.Type)
+		}
+		s.events = append(s.events, ev)
 		s.genuine = append(s.genuine, !e.Cause.Noise())
 	}
 }
@@ -279,10 +287,11 @@ func RunDetect(ctx context.Context, d, deca *Dataset, cfg DetectConfig) (*Detect
 				if err := sc.Resolve().Validate(); err != nil {
 					return nil, fmt.Errorf("detect: %w", err)
 				}
-				cases = append(cases, detectCase{
-					name:   fmt.Sprintf("synthetic %s%s, %d events, noise %.2g, dwell on %.0f%%", cfg.SynthProfile, kind, cfg.SynthEvents, noise, 100*dwell),
-					config: sc,
-				})
+				name := fmt.Sprintf("synthetic %s%s, %d events, noise %.2g, dwell on %.0f%%", cfg.SynthProfile, kind, cfg.SynthEvents, noise, 100*dwell)
+				cases = append(cases, detectCase{name: name, config: sc})
+				if dwell == 0 {
+					cases = append(cases, detectCase{name: name + ", no event types", config: sc, bare: true})
+				}
 			}
 		}
 	}

@@ -30,7 +30,10 @@ func (r *DetectResult) WriteReport(dir string, meta Meta) error {
 		"and the event type as evidence and, where events carry dwell, weighs p_clean, the user's activity, the pair's "+
 		"repeats and the item's training so far by what dwell says they carry (the context and the instrument, docs/design/model.md), "+
 		"where no event carries dwell, by what the event type's rank in model.event_order says (return < view < click < cart < "+
-		"purchase, the same order as the event_type baseline; \"The event type as the instrument\"), and the dwell share "+
+		"purchase, the same order as the event_type baseline; \"The event type as the instrument\"), where events carry "+
+		"neither dwell nor a type (the streams marked \"no event types\", MovieLens), by what the gap since the user's previous "+
+		"event says, as far as the gap correlates with p_clean (\"The gap as the instrument of streams without dwell or type\"), "+
+		"and the dwell share "+
 		"changes what it and the baselines see. ROC-AUC is the probability that a genuine event scores above a noisy one; "+
 		"PR-AUC is average precision with genuine events as the positive class (as in the replay report), and PR-AUC(noise) "+
 		"with noisy events as the positive class and the score negated. The label-free baselines count what the stream "+
