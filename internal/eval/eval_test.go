@@ -197,14 +197,19 @@ func TestDetectEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	// ML-100k, DeCA, three dwell shares and the sparse streams' two
-	// (SparseDwellShares' default).
-	if len(res.Cases) != 7 {
-		t.Fatalf("%d cases, want 7", len(res.Cases))
+	// (SparseDwellShares' default), each without dwell also without
+	// event types.
+	if len(res.Cases) != 9 {
+		t.Fatalf("%d cases, want 9", len(res.Cases))
 	}
-	if name := res.Cases[5].Name; !strings.Contains(name, "sparse (900 users, 600 items)") || res.Cases[6].DwellShare != 0 {
-		t.Errorf("the sparse cases: %q, dwell on %.2f and %.2f", name, res.Cases[5].DwellShare, res.Cases[6].DwellShare)
+	if name := res.Cases[6].Name; !strings.Contains(name, "sparse (900 users, 600 items)") || res.Cases[7].DwellShare != 0 {
+		t.Errorf("the sparse cases: %q, dwell on %.2f and %.2f", name, res.Cases[6].DwellShare, res.Cases[7].DwellShare)
 	}
 	for k, c := range res.Cases {
+		bare := strings.HasSuffix(c.Name, ", no event types")
+		if bare != (k == 5 || k == 8) || bare && (c.DwellShare != 0 || res.Cases[k-1].Name+", no event types" != c.Name) {
+			t.Errorf("case %d %q: the stream without types should follow the stream without dwell", k, c.Name)
+		}
 		names := map[string]bool{}
 		for _, m := range c.Metrics {
 			names[m.Score] = true
@@ -218,13 +223,13 @@ func TestDetectEndToEnd(t *testing.T) {
 		if names[report.BaselineUserGap] != (k != 1) {
 			t.Errorf("%s: user_gap baseline reported = %v", c.Name, names[report.BaselineUserGap])
 		}
-		if names[BaselineEventType] != synthetic {
+		if names[BaselineEventType] != (synthetic && !bare) {
 			t.Errorf("%s: event_type baseline reported = %v", c.Name, names[BaselineEventType])
 		}
 		// On a sparse stream the batch factorisation learns the items'
 		// popularity too, and on v2 the popular items are the noisy ones:
 		// its ceiling may rank below chance there.
-		if sparse := k >= 5; !names[OfflineCeiling] || !(c.OfflineCeiling > 0.5 || sparse && c.OfflineCeiling > 0) {
+		if sparse := k >= 6; !names[OfflineCeiling] || !(c.OfflineCeiling > 0.5 || sparse && c.OfflineCeiling > 0) {
 			t.Errorf("%s: offline ceiling %v", c.Name, c.OfflineCeiling)
 		}
 		if c.BestBaseline == OfflineCeiling || c.BestBaseline == "" {
