@@ -217,3 +217,29 @@ func TestGapInstrumentWeighsPClean(t *testing.T) {
 		t.Logf("%s: weight %.3f, p_clean %.3f", tc.name, auc, pAUC)
 	}
 }
+
+// TestGapStepDoesNotAllocate: a warm model scoring events of (user, item,
+// time) only, through the gap instrument, allocates nothing per event
+// (TestStepDoesNotAllocate's rule for the other paths).
+func TestGapStepDoesNotAllocate(t *testing.T) {
+	cfg := Config{Mode: ModeBinary, Dim: 16, Negatives: 4, WarmUp: 300, RefitEvery: 100, GMMMinSamples: 32, GMMWindow: 256,
+		TransitionUserOffset: true, DwellDirection: DwellLong, EventOrder: DefaultEventOrder()}
+	m, err := New(cfg, rand.NewPCG(1, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := bareEvents(4000, 12)
+	runScores(t, m, evs) // warm: every id known, refits done
+	if _, ok := m.context.gap.fit(0.8, 0.8, false); !ok {
+		t.Fatalf("the gap instrument has not fitted: mass %.1f", m.context.gap.stats.mass)
+	}
+	j := 0
+	var sc Score
+	allocs := testing.AllocsPerRun(98, func() {
+		m.Step(evs[j%len(evs)], &sc)
+		j++
+	})
+	if allocs != 0 {
+		t.Errorf("Step allocates %.1f times per event", allocs)
+	}
+}
