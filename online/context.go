@@ -327,7 +327,7 @@ func (c *contextModel) weight(pClean float64, x contextFeatures) float64 {
 // stream's noise share, which the mixture's share, 0.81–0.84 at every
 // noise share tried, does not (docs/design/model.md, "The instrument's
 // share").
-func (c *contextModel) posterior(pClean float64, x contextFeatures, share float64) (p float64, ranked bool) {
+func (c *contextModel) posterior(pClean float64, x contextFeatures, share float64) (p float64, path contextPath) {
 	centre, a := c.anchor.share(), logOdds(pClean)
 	if c.long {
 		level := sigmoid(centre)
@@ -335,14 +335,25 @@ func (c *contextModel) posterior(pClean float64, x contextFeatures, share float6
 			share = level
 		}
 		if t, ok := c.instrument(share, level, x.hasZ); ok {
-			return sigmoid(centre + t.evidence(a, c.inst.impute(&x, dwellGapCap)) + c.evidence(x)), false
+			return sigmoid(centre + t.evidence(a, c.inst.impute(&x, dwellGapCap)) + c.evidence(x)), pathDwell
 		}
 		if t, ok := c.rank.fit(share, level, x.hasZ); ok {
-			return sigmoid(centre + c.rank.offset + pCleanTemper*(t.evidence(a, c.rank.stats.impute(&x, rankGapCap))+c.rankEvidence(x, &t))), true
+			return sigmoid(centre + c.rank.offset + pCleanTemper*(t.evidence(a, c.rank.stats.impute(&x, rankGapCap))+c.rankEvidence(x, &t))), pathRank
 		}
 	}
-	return sigmoid(centre + pCleanTemper*(a-centre) + c.evidence(x)), false
+	return sigmoid(centre + pCleanTemper*(a-centre) + c.evidence(x)), pathAnchored
 }
+
+// contextPath says which formula gave a posterior: the anchored one
+// (p_clean and the learned evidence; also p_clean calibrated, before the
+// context is informed), dwell's instrument or the rank instrument's.
+type contextPath uint8
+
+const (
+	pathAnchored contextPath = iota
+	pathDwell
+	pathRank
+)
 
 // gapWeight is the weight of an event of a stream whose events carry
 // neither dwell nor an event type, where the classifier's p_clean, drawn
@@ -407,9 +418,11 @@ const gapCorrelationScale = 0.1
 
 // learnGap adds an event to the gap instrument: one whose user and item
 // are not cold and that carries a gap, but neither dwell nor an event
-// type (gapWeight). Only p_clean's moments and the gap's are learned.
+// type the rank instrument could read (none, or a stream whose types the
+// order does not rank apart: a log of clicks only). Only p_clean's
+// moments and the gap's are learned (gapWeight).
 func (c *contextModel) learnGap(x *contextFeatures, pClean float64) {
-	if c.long && x.hasZ && x.hasGap && !x.hasDwell && x.bucket < 0 {
+	if c.long && x.hasZ && x.hasGap && !x.hasDwell && (x.bucket < 0 || !c.spread) {
 		c.gap.learn(min(x.z[gapFeature], rankGapCap), logOdds(pClean), [instrumented - 1]float64{})
 	}
 }
@@ -525,7 +538,7 @@ func (c *contextModel) orderAgreement(s *contextStats) float64 {
 // (the EM step) and to the anchor's with p_clean.
 // While the model shares, acc takes the same steps, with the decay of the
 // statistics it follows.
-func (c *contextModel) learn(x contextFeatures, w, pClean float64, ranked bool) {
+func (c *contextModel) learn(x contextFeatures, w, pClean float64, path contextPath) {
 	var (
 		em, anchor *contextStats
 		mix        *dwellMixture
@@ -535,7 +548,7 @@ func (c *contextModel) learn(x contextFeatures, w, pClean float64, ranked bool) 
 	if a := c.acc; a != nil {
 		em, anchor, mix, inst, gate = &a.em, &a.anchor, &a.mix, &a.inst, &a.gate
 	}
-	if ranked {
+	if path == pathRank {
 		c.rank.follow(w, sigmoid(c.anchor.share()))
 	}
 	c.em.learn(x, w, em)

@@ -52,7 +52,7 @@ func runContext(xs []contextFeatures, prior []float64, genuine []bool) (weights 
 // informed, the rank instrument included where c has an event order.
 func runContextFrom(c *contextModel, xs []contextFeatures, prior []float64, genuine []bool) (weights []float64, auc float64) {
 	for i, x := range xs {
-		w, ranked := prior[i], false
+		w, ranked := prior[i], pathAnchored
 		if c.informed() {
 			w, ranked = c.posterior(prior[i], x, 0)
 		}
@@ -119,7 +119,7 @@ func TestContextKnownMeans(t *testing.T) {
 	xs, prior, genuine := contextStream(30000, 0.2, 10, 7, 5)
 	var c contextModel
 	for i, x := range xs {
-		c.learn(x, c.weight(prior[i], x), prior[i], false)
+		c.learn(x, c.weight(prior[i], x), prior[i], pathAnchored)
 	}
 	_ = genuine
 	for k, want := range []float64{7, 10} {
@@ -148,13 +148,13 @@ func TestContextNeutralWithout(t *testing.T) {
 	}
 	bare := ctxOf(&Event{}, ModeBinary)
 	for i := range 1000 {
-		c.learn(bare, c.weight(prior[i], bare), prior[i], false)
+		c.learn(bare, c.weight(prior[i], bare), prior[i], pathAnchored)
 	}
 	if w := c.weight(0.8, bare); math.Abs(w-0.8) > 1e-12 {
 		t.Errorf("after 1000 events without context: weight %v, want p_clean 0.8", w)
 	}
 	for i, x := range xs {
-		c.learn(x, c.weight(prior[i], x), prior[i], false)
+		c.learn(x, c.weight(prior[i], x), prior[i], pathAnchored)
 	}
 	// The anchor's genuine share is the mean prior: 0.8·0.75 + 0.2·0.65.
 	mean := 0.0
@@ -200,7 +200,7 @@ func TestContextDoesNotFlip(t *testing.T) {
 	}
 	var c contextModel
 	for i, x := range xs[:10000] {
-		c.learn(x, c.weight(prior[i], x), prior[i], false)
+		c.learn(x, c.weight(prior[i], x), prior[i], pathAnchored)
 	}
 	if d := c.em.dwellDirection(); d >= 0 {
 		t.Fatalf("after the first phase EM's genuine class has the longer dwell (%.2f): the test does not set up a flip", d)
@@ -459,7 +459,7 @@ func TestInstrumentWeighsPCleanByDwell(t *testing.T) {
 		c := contextModel{long: tc.long}
 		for i, x := range xs {
 			p := tc.prior(genuine[i])
-			c.learn(x, c.weight(p, x), p, false)
+			c.learn(x, c.weight(p, x), p, pathAnchored)
 		}
 		share := sigmoid(c.anchor.share())
 		f, ok := c.instrument(share, share, true)

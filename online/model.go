@@ -224,31 +224,30 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	if m.useContext() {
 		m.instrumentFeatures(u, i, &ev, &context)
 	}
-	posterior, ranked := sc.PClean, false
-	gapped, gapW, level := false, 0.0, 0.0
+	posterior, path := sc.PClean, pathAnchored
 	switch {
 	case m.cfg.Plain:
 	case m.useContext() && m.context.informed():
 		// The context draws p_clean's log-odds in itself (pCleanTemper).
-		posterior, ranked = m.context.posterior(sc.PClean, context, m.reliableShare())
+		posterior, path = m.context.posterior(sc.PClean, context, m.reliableShare())
 		sc.Weight = posterior
 	default:
 		sc.Weight = m.calibrate(posterior)
-		if m.useContext() {
-			// Neither dwell nor an event type: the gap, where it
-			// says something.
-			level = sc.Weight
-			var w float64
-			if w, gapW, gapped = m.context.gapWeight(level, sc.PClean, context, m.reliableShare()); gapped {
-				sc.Weight = w
-			}
+	}
+	// Neither instrument read the event (no dwell, no ranked type): the
+	// gap, where it says something.
+	gapped, gapW, level := false, 0.0, sc.Weight
+	if m.useContext() && path == pathAnchored {
+		var w float64
+		if w, gapW, gapped = m.context.gapWeight(level, sc.PClean, context, m.reliableShare()); gapped {
+			sc.Weight = w
 		}
 	}
 
 	// 2. Learn. The context learns from its posterior, not the weight.
 	ok := m.learnEvent(u, i, y, ev.Weight, sc, x0, x1)
 	if ok && m.useContext() {
-		m.context.learn(context, posterior, sc.PClean, ranked)
+		m.context.learn(context, posterior, sc.PClean, path)
 		if gapped {
 			m.context.gap.follow(gapW, level)
 		}

@@ -56,7 +56,7 @@ func TestEventTypesLearned(t *testing.T) {
 			kind = map[bool]string{true: "cart", false: "return"}[g]
 		}
 		x := c.features(&Event{Kind: kind}, ModeBinary)
-		c.learn(x, c.weight(p, x), p, false)
+		c.learn(x, c.weight(p, x), p, pathAnchored)
 	}
 	cart := c.evidence(c.features(&Event{Kind: "cart"}, ModeBinary))
 	ret := c.evidence(c.features(&Event{Kind: "return"}, ModeBinary))
