@@ -355,10 +355,12 @@ const (
 	pathRank
 )
 
-// gapWeight is the weight of an event of a stream whose events carry
-// neither dwell nor an event type, where the classifier's p_clean, drawn
-// towards the mixture's share (Model.calibrate: level), was the whole
-// weight until stop 43; on a sparse catalogue it ranks backwards
+// gapWeight is the weight of an event that neither instrument reads: a
+// stream whose events carry neither dwell nor an event type the order
+// ranks apart (none at all, or clicks only). Until stop 43 its weight was
+// level: the classifier's p_clean drawn towards the mixture's share
+// (Model.calibrate), or, once the context has seen event types, the
+// anchored posterior; on a sparse catalogue p_clean ranks backwards
 // (docs/design/model.md, "The gap as the instrument of streams without
 // dwell or type"). The gap since the user's previous event, capped at
 // shortClickMS (rankGapCap), takes the event type's rank's place in a
