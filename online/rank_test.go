@@ -3,6 +3,7 @@ package online
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -267,51 +268,23 @@ func rankedEvents(n int, seed uint64) []Event {
 // TestRankInstrumentEncoding: a model whose rank instrument has fitted and
 // moved its level offset encodes it (RINS), reads back to the same bytes
 // and goes on scoring bit for bit as the model it was written from; a
-// chain of deltas (version 8) restores it to the same bytes.
+// chain of deltas (version 8 on) restores it to the same bytes.
 func TestRankInstrumentEncoding(t *testing.T) {
 	cfg := smallConfig(ModeBinary)
 	cfg.DwellDirection, cfg.EventOrder = DwellLong, DefaultEventOrder()
-	m, err := New(cfg, NewSource(11))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp := m.FrozenCopy(nil)
-	chain := deltaChain{base: encode(t, cp)}
-	cp.MarkSaved()
-	for k := range 3 {
-		runScores(t, m, rankedEvents(1500, uint64(20+k)))
-		cp = m.FrozenCopy(cp)
-		chain.deltas = append(chain.deltas, writeDelta(t, cp))
-		cp.MarkSaved()
-	}
-	r := &m.context.rank
-	if _, ok := r.fit(0.8, 0.8, true); !ok || r.offset == 0 || r.squares == 0 {
-		t.Fatalf("the rank instrument has not fitted and moved: mass %.1f, offset %v", r.stats.mass, r.offset)
-	}
-	b := encode(t, m)
-	if !bytes.Contains(b, []byte("RINS")) || binary.LittleEndian.Uint32(b[8:]) != gapInstVersion {
-		t.Fatalf("encoded as version %d, RINS %v", binary.LittleEndian.Uint32(b[8:]), bytes.Contains(b, []byte("RINS")))
-	}
-	got, err := ReadModel(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.context.rank != m.context.rank || !slices.Equal(got.context.slotRanks, m.context.slotRanks) || got.context.spread != m.context.spread {
-		t.Fatalf("read back: rank instrument %+v, slot ranks %v; want %+v, %v", got.context.rank, got.context.slotRanks, m.context.rank, m.context.slotRanks)
-	}
-	if !bytes.Equal(encode(t, got), b) {
-		t.Fatal("read back, it encodes to other bytes")
-	}
-	if !bytes.Equal(encode(t, chain.restore(t)), b) {
-		t.Fatal("the delta chain restores other bytes")
-	}
-	more := rankedEvents(500, 30)
-	want, have := runScores(t, m, more), runScores(t, got, more)
-	for j := range want {
-		if want[j].Weight != have[j].Weight || want[j].PClean != have[j].PClean || want[j].Reliability != have[j].Reliability {
-			t.Fatalf("event %d after the read: %+v, want %+v", j, have[j], want[j])
+	instrumentRoundTrip(t, cfg, rankedEvents, "RINS", func(m *Model) error {
+		if r := &m.context.rank; r.offset == 0 || r.squares == 0 {
+			return fmt.Errorf("the rank instrument has not fitted and moved: mass %.1f, offset %v", r.stats.mass, r.offset)
+		} else if _, ok := r.fit(0.8, 0.8, true); !ok {
+			return fmt.Errorf("the rank instrument does not fit: mass %.1f", r.stats.mass)
 		}
-	}
+		return nil
+	}, func(got, m *Model) error {
+		if got.context.rank != m.context.rank || !slices.Equal(got.context.slotRanks, m.context.slotRanks) || got.context.spread != m.context.spread {
+			return fmt.Errorf("rank instrument %+v, slot ranks %v; want %+v, %v", got.context.rank, got.context.slotRanks, m.context.rank, m.context.slotRanks)
+		}
+		return nil
+	})
 	// Version 12 is the encoding of a model with the rank instrument only.
 	plain := cfg
 	plain.EventOrder = nil
@@ -385,5 +358,55 @@ func TestRankMomentsNeedTwoRanks(t *testing.T) {
 	runScores(t, m, evs)
 	if !m.context.spread || m.context.rank.stats.mass == 0 {
 		t.Fatalf("clicks and carts: spread %v, mass %v, want learned", m.context.spread, m.context.rank.stats.mass)
+	}
+}
+
+// instrumentRoundTrip steps a model of cfg over three rounds of stream,
+// writing a delta of a frozen copy after each, checks with fitted that
+// the instrument it holds has learned, then that the model encodes in
+// the newest version with the section tag, reads back with same true and
+// to the same bytes, that the delta chain restores the same bytes, and
+// that the model read goes on scoring bit for bit as the one written.
+func instrumentRoundTrip(t *testing.T, cfg Config, stream func(n int, seed uint64) []Event, tag string, fitted func(m *Model) error, same func(got, m *Model) error) {
+	t.Helper()
+	m, err := New(cfg, NewSource(11))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := m.FrozenCopy(nil)
+	chain := deltaChain{base: encode(t, cp)}
+	cp.MarkSaved()
+	for k := range 3 {
+		runScores(t, m, stream(1500, uint64(20+k)))
+		cp = m.FrozenCopy(cp)
+		chain.deltas = append(chain.deltas, writeDelta(t, cp))
+		cp.MarkSaved()
+	}
+	if err := fitted(m); err != nil {
+		t.Fatal(err)
+	}
+	b := encode(t, m)
+	if !bytes.Contains(b, []byte(tag)) || binary.LittleEndian.Uint32(b[8:]) != EncodingVersion {
+		t.Fatalf("encoded as version %d, %s %v", binary.LittleEndian.Uint32(b[8:]), tag, bytes.Contains(b, []byte(tag)))
+	}
+	got, err := ReadModel(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := same(got, m); err != nil {
+		t.Fatalf("read back: %v", err)
+	}
+	if !bytes.Equal(encode(t, got), b) {
+		t.Fatal("read back, it encodes to other bytes")
+	}
+	if !bytes.Equal(encode(t, chain.restore(t)), b) {
+		t.Fatal("the delta chain restores other bytes")
+	}
+	more := stream(500, 30)
+	want, have := runScores(t, m, more), runScores(t, got, more)
+	for j := range want {
+		if want[j].Weight != have[j].Weight || want[j].PClean != have[j].PClean || want[j].Reliability != have[j].Reliability {
+			t.Fatalf("event %d after the read: %+v, want %+v", j, have[j], want[j])
+		}
 	}
 }
