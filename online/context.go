@@ -74,7 +74,9 @@ import (
 // statistics, its direction the stream's, but with an event order
 // (Config.EventOrder) the order, not the anchor, says which statistics'
 // direction holds (typeEvidence), and on a stream without dwell the
-// type's rank is the instrument (rankInstrument). Dwell's evidence is scaled, per event type,
+// type's rank is the instrument (rankInstrument); on a stream with neither
+// dwell nor ranked types, the gap since the user's previous event, as far
+// as it moves with p_clean (gapWeight). Dwell's evidence is scaled, per event type,
 // by how far dwell's classes lie apart within the type against all types
 // (dwellGate, dwellgate.go): within a type where dwell says nothing, it
 // adds only noise.
@@ -168,9 +170,9 @@ type contextModel struct {
 	// model's own events only, not merged (mergecontext.go).
 	rank rankInstrument
 	// gap is the instrument of streams with neither dwell nor event
-	// types: the gap since the user's previous event in place of log
-	// dwell (gapPosterior). Learned from the model's own events, not
-	// merged, as rank.
+	// types the order ranks apart: the gap since the user's previous
+	// event in place of log dwell (gapWeight). Learned from the model's
+	// own events, not merged, as rank.
 	gap rankInstrument
 }
 
@@ -412,7 +414,7 @@ func (c *contextModel) gapWeight(level, pClean float64, x contextFeatures, share
 
 // gapCorrelationScale is the correlation of logit(p_clean) with the gap
 // at which the gap instrument's posterior is the whole weight
-// (gapPosterior). Chosen on seed 3 of the v2 streams (dense and sparse,
+// (gapWeight). Chosen on seed 3 of the v2 streams (dense and sparse,
 // neither dwell nor event type) and on the v1 stream of seed 7 and the
 // demo's log without them (where the gap says nothing of the noise)
 // among 0.05, 0.1 and 0.2 (docs/design/model.md).

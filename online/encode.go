@@ -53,7 +53,7 @@ import (
 // dropped (the dwell instrument's, DINS, are read as they were); version
 // 15 is version 14 with the gap instrument of streams without dwell or
 // event types (a GINS section, RINS's layout, after RINS or, without an
-// event order, after DGAT: context.go, gapPosterior), written exactly for
+// event order, after DGAT: context.go, gapWeight), written exactly for
 // models with the dwell mixture, which read version 14 with an empty one.
 // So a model without
 // per-user offsets, cursors, event types, the dwell mixture, merged

@@ -46,7 +46,8 @@ type Score struct {
 	PClean float64
 	// Weight is the score to train on: the posterior that the event is
 	// genuine given everything the model reads, p_clean combined with the
-	// evidence of the event's dwell and type (context.go), calibrated once
+	// evidence of the event's dwell and type, or, with neither, of the gap
+	// since the user's previous event (context.go), calibrated once
 	// the mixture is fitted: its log-odds drawn towards the mixture's
 	// share of reliable events (calibration.go). In a Plain model it
 	// equals PClean.
