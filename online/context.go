@@ -357,6 +357,17 @@ const (
 	pathRank
 )
 
+// source is the WeightSource of a posterior of path p.
+func (p contextPath) source() WeightSource {
+	switch p {
+	case pathDwell:
+		return SourceDwell
+	case pathRank:
+		return SourceEventType
+	}
+	return SourceContext
+}
+
 // gapWeight is the weight of an event that neither instrument reads: a
 // stream whose events carry neither dwell nor an event type the order
 // ranks apart (none at all, or clicks only). Until stop 43 its weight was
@@ -386,30 +397,30 @@ const (
 // reads no instrument); the caller then keeps the level, and after
 // learning moves the instrument's level offset (rankInstrument.follow)
 // from g towards the level.
-func (c *contextModel) gapWeight(level, pClean float64, x contextFeatures, share float64) (w, g float64, ok bool) {
+func (c *contextModel) gapWeight(level, pClean float64, x contextFeatures, share float64) (w, g, lambda float64, ok bool) {
 	if !c.long {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	if share <= 0 {
 		share = 0.5
 	}
 	t, ok := c.gap.fit(share, share, false)
 	if !ok {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	s := &c.gap.stats
 	ma, mg := s.sum[0]/s.mass, s.dwell/s.mass
 	va, vg := s.squares[0]/s.mass-ma*ma, c.gap.squares/s.mass-mg*mg // vg ≥ rankMinVariance (fit)
 	if !(va > 0) {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
-	lambda := min(1, math.Abs(s.cross[0]/s.mass-ma*mg)/math.Sqrt(va*vg)/gapCorrelationScale)
+	lambda = min(1, math.Abs(s.cross[0]/s.mass-ma*mg)/math.Sqrt(va*vg)/gapCorrelationScale)
 	evidence := t.evidence(logOdds(pClean), x.z)
 	if x.hasGap {
 		evidence += clampAbs(t.rankSlope*(min(x.z[gapFeature], rankGapCap)-t.rankMid), contextClamp)
 	}
 	g = sigmoid(c.gap.offset + pCleanTemper*evidence)
-	return sigmoid((1-lambda)*logOdds(level) + lambda*logOdds(g)), g, true
+	return sigmoid((1-lambda)*logOdds(level) + lambda*logOdds(g)), g, lambda, true
 }
 
 // gapCorrelationScale is the correlation of logit(p_clean) with the gap

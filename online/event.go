@@ -65,6 +65,59 @@ type Score struct {
 	// Version is the number of events the model had learned from before
 	// this one.
 	Version uint64
+	// Source says what formed Weight (WeightSource): which instrument, if
+	// any, weighed p_clean. Reports count it (replay's weight_sources).
+	Source WeightSource
+}
+
+// WeightSource says what formed an event's weight (Score.Source).
+type WeightSource uint8
+
+// The weight sources (docs/design/model.md, "The weight to train on").
+const (
+	// SourcePClean: p_clean, calibrated (nothing else to read yet, or a
+	// plain model).
+	SourcePClean WeightSource = iota
+	// SourceContext: p_clean with the learned evidence of dwell and event
+	// type, anchored by p_clean (no instrument fitted).
+	SourceContext
+	// SourceDwell: dwell's instrument weighed p_clean and the counts.
+	SourceDwell
+	// SourceEventType: the event type's rank weighed them.
+	SourceEventType
+	// SourceGap: the gap since the user's previous event weighed p_clean,
+	// and its posterior holds at least half of the weight's log-odds
+	// (below, the weight keeps the source it is blended with).
+	SourceGap
+	// NumWeightSources is the number of weight sources.
+	NumWeightSources
+)
+
+// WeightSources lists every WeightSource, in order.
+func WeightSources() []WeightSource {
+	s := make([]WeightSource, NumWeightSources)
+	for i := range s {
+		s[i] = WeightSource(i)
+	}
+	return s
+}
+
+// String is the source's name in reports: p_clean, context,
+// dwell_instrument, type_instrument, gap_instrument.
+func (s WeightSource) String() string {
+	switch s {
+	case SourcePClean:
+		return "p_clean"
+	case SourceContext:
+		return "context"
+	case SourceDwell:
+		return "dwell_instrument"
+	case SourceEventType:
+		return "type_instrument"
+	case SourceGap:
+		return "gap_instrument"
+	}
+	return "unknown"
 }
 
 // RatingClass is the rule of rating mode: the class (1..classes) of a

@@ -171,7 +171,7 @@ func TestGapInstrumentWeighsPClean(t *testing.T) {
 		var weights []float64
 		var mean, meanPrior float64
 		for i, x := range xs {
-			w, g, ok := c.gapWeight(prior[i], prior[i], x, 0)
+			w, g, _, ok := c.gapWeight(prior[i], prior[i], x, 0)
 			if !ok {
 				w = prior[i]
 			}
@@ -231,5 +231,64 @@ func TestGapStepDoesNotAllocate(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("Step allocates %.1f times per event", allocs)
+	}
+}
+
+// TestWeightSource: Score.Source names what formed the weight, once the
+// model has learned: dwell's instrument on a stream with dwell, the
+// type's rank on one of ranked types, and on one with neither the gap
+// instrument where the gap carries the noise (it then holds at least half
+// of the weight's log-odds); p_clean always in a plain model.
+func TestWeightSource(t *testing.T) {
+	cfg := smallConfig(ModeBinary)
+	cfg.DwellDirection, cfg.EventOrder = DwellLong, DefaultEventOrder()
+	plain := cfg
+	plain.Plain = true
+	// bareEvents whose gaps carry the noise: an event off the user's
+	// taste group (testStream's 20 % of uniform items) comes 1–3 s
+	// after the user's previous event, the others 10–40 s after it.
+	bounced := bareEvents(6000, 3)
+	r := rand.New(rand.NewPCG(3, 21))
+	last := map[string]int64{}
+	now := bounced[0].TimeMS
+	for j := range bounced {
+		ev := &bounced[j]
+		u, i := 0, 0
+		fmt.Sscanf(ev.User, "u%d", &u)
+		fmt.Sscanf(ev.Item, "i%d", &i)
+		gap := int64(10_000 + r.IntN(30_000))
+		if i/10 != u%4 {
+			gap = int64(1000 + r.IntN(2000))
+		}
+		now += 50
+		ev.TimeMS, ev.HasTime = max(now, last[ev.User]+gap), true
+		now = max(now, ev.TimeMS-20_000)
+		last[ev.User] = ev.TimeMS
+	}
+	for _, tc := range []struct {
+		name   string
+		cfg    Config
+		stream []Event
+		want   WeightSource
+	}{
+		{"dwell", cfg, timedDwellEvents(6000, 1), SourceDwell},
+		{"ranked types", cfg, timedEvents(6000, 1), SourceEventType},
+		{"neither, the gap carries the noise", cfg, bounced, SourceGap},
+		{"plain", plain, timedDwellEvents(3000, 1), SourcePClean},
+	} {
+		m, err := New(tc.cfg, NewSource(5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		scores := runScores(t, m, tc.stream)
+		n := 0
+		for _, sc := range scores[len(scores)/2:] {
+			if sc.Source == tc.want {
+				n++
+			}
+		}
+		if half := len(scores) - len(scores)/2; n < half*9/10 {
+			t.Errorf("%s: %d of the second half's %d weights from %v, want at least 90 %%", tc.name, n, half, tc.want)
+		}
 	}
 }

@@ -225,12 +225,13 @@ func (m *Model) Step(ev Event, sc *Score) error {
 		m.instrumentFeatures(u, i, &ev, &context)
 	}
 	posterior, path := sc.PClean, pathAnchored
+	sc.Source = SourcePClean
 	switch {
 	case m.cfg.Plain:
 	case m.useContext() && m.context.informed():
 		// The context draws p_clean's log-odds in itself (pCleanTemper).
 		posterior, path = m.context.posterior(sc.PClean, context, m.reliableShare())
-		sc.Weight = posterior
+		sc.Weight, sc.Source = posterior, path.source()
 	default:
 		sc.Weight = m.calibrate(posterior)
 	}
@@ -238,9 +239,12 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	// gap, where it says something.
 	gapped, gapW, level := false, 0.0, sc.Weight
 	if m.useContext() && path == pathAnchored {
-		var w float64
-		if w, gapW, gapped = m.context.gapWeight(level, sc.PClean, context, m.reliableShare()); gapped {
+		var w, lambda float64
+		if w, gapW, lambda, gapped = m.context.gapWeight(level, sc.PClean, context, m.reliableShare()); gapped {
 			sc.Weight = w
+			if lambda >= 0.5 {
+				sc.Source = SourceGap
+			}
 		}
 	}
 

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"denoiser/consumer"
+	"denoiser/online"
 )
 
 var _ consumer.Sink = (*Collector)(nil)
@@ -20,6 +21,7 @@ type Collector struct {
 	scored atomic.Uint64 // read by progress displays while running
 
 	distilled    uint64
+	sources      [online.NumWeightSources]uint64 // scored events per online.WeightSource
 	withoutTruth uint64
 	noShadow     uint64 // events with truth but no baseline score
 	genuine      []bool
@@ -44,6 +46,9 @@ func (c *Collector) Write(ctx context.Context, r *consumer.Result) error {
 	c.scored.Add(1)
 	if r.Score.Distilled >= 0 {
 		c.distilled++
+	}
+	if int(r.Score.Source) < len(c.sources) {
+		c.sources[r.Score.Source]++
 	}
 	ev := &r.Event
 	if c.truth.Mode == TruthNone {

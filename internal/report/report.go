@@ -79,6 +79,11 @@ type Report struct {
 	// DistilledShare is the share of scored events whose output carries a
 	// distilled label.
 	DistilledShare float64 `json:"distilled_share"`
+	// WeightSources counts the scored events by what formed their weight
+	// (online.WeightSource): p_clean alone (calibrated), the context's
+	// learned evidence beside it, or the instrument that weighed it (dwell,
+	// the event type's rank, the gap since the user's previous event).
+	WeightSources map[string]uint64 `json:"weight_sources"`
 
 	WithTruth    uint64 `json:"with_truth"`    // events in the metrics
 	WithoutTruth uint64 `json:"without_truth"` // events left out: no answer under the truth mode
@@ -154,6 +159,10 @@ func Build(in Inputs) Report {
 	}
 	if n := c.Scored(); n > 0 {
 		r.DistilledShare = float64(c.distilled) / float64(n)
+	}
+	r.WeightSources = map[string]uint64{}
+	for _, src := range online.WeightSources() {
+		r.WeightSources[src.String()] = c.sources[src]
 	}
 	for _, g := range c.genuine {
 		if g {
@@ -277,6 +286,17 @@ func (r *Report) PrintAs(w io.Writer, command string) error {
 		fmt.Fprintf(&b, "numerical errors: %d updates discarded\n", r.NumericalErrors)
 	}
 	fmt.Fprintf(&b, "distilled: %.1f%% of events; rho %.3g; %d GMM refits\n", 100*r.DistilledShare, r.Model.Rho, r.Model.Refits)
+	if r.Events > 0 {
+		b.WriteString("weight formed by:")
+		sep := " "
+		for _, src := range online.WeightSources() {
+			if n := r.WeightSources[src.String()]; n > 0 {
+				fmt.Fprintf(&b, "%s%s %.1f%%", sep, src, 100*float64(n)/float64(r.Events))
+				sep = ", "
+			}
+		}
+		b.WriteString("\n")
+	}
 	fmt.Fprintf(&b, "truth %s: %d events (%d genuine, %d noise), %d without truth\n", r.Truth, r.WithTruth, r.Genuine, r.Noise, r.WithoutTruth)
 	fmt.Fprintf(&b, "  %-16s %8s %8s\n", "score", "ROC-AUC", "PR-AUC")
 	row := func(name string, auc, ap *float64) {

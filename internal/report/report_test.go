@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -108,10 +109,13 @@ func TestCollectorAndBuild(t *testing.T) {
 		{"", 0.5, 1.0, 0, false},
 		{"noise", 0.1, 3.0, -1, true},
 	}
-	for _, e := range evs {
+	// The weights' sources: the first event's p_clean, then dwell's
+	// instrument, the last two the gap's.
+	sources := []online.WeightSource{online.SourcePClean, online.SourceDwell, online.SourceDwell, online.SourceGap, online.SourceGap}
+	for k, e := range evs {
 		r := &consumer.Result{
 			Event:     consumer.Event{User: "u", Item: "i", Truth: e.truth},
-			Score:     online.Score{Weight: e.pClean, PClean: e.pClean, Reliability: 1, Distilled: e.distill},
+			Score:     online.Score{Weight: e.pClean, PClean: e.pClean, Reliability: 1, Distilled: e.distill, Source: sources[k]},
 			Shadow:    online.Score{Loss: e.loss},
 			HasShadow: !e.noShadow,
 		}
@@ -136,6 +140,10 @@ func TestCollectorAndBuild(t *testing.T) {
 	}
 	if r.WithTruth != 4 || r.WithoutTruth != 1 || r.Genuine != 2 || r.Noise != 2 || r.DistilledShare != 0.4 {
 		t.Errorf("truth counts: %+v", r)
+	}
+	wantSources := map[string]uint64{"p_clean": 1, "context": 0, "dwell_instrument": 2, "type_instrument": 0, "gap_instrument": 2}
+	if !maps.Equal(r.WeightSources, wantSources) {
+		t.Errorf("weight sources %v, want %v", r.WeightSources, wantSources)
 	}
 	if *r.AUC.PClean != 1 || *r.PRAUC.PClean != 1 || *r.AUC.Reliability != 0.5 || *r.PRAUC.Reliability != 0.5 {
 		t.Errorf("metrics: auc %v %v, pr %v %v", *r.AUC.PClean, *r.AUC.Reliability, *r.PRAUC.PClean, *r.PRAUC.Reliability)
@@ -166,7 +174,7 @@ func TestCollectorAndBuild(t *testing.T) {
 	if err := json.Unmarshal(js.Bytes(), &m); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"passes", "events", "invalid", "seconds", "events_per_sec", "distilled_share", "auc", "pr_auc", "ece", "reliability_diagram", "gmm", "mean_transition"} {
+	for _, k := range []string{"passes", "events", "invalid", "seconds", "events_per_sec", "distilled_share", "weight_sources", "auc", "pr_auc", "ece", "reliability_diagram", "gmm", "mean_transition"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("report JSON lacks %q", k)
 		}
@@ -192,7 +200,7 @@ func TestCollectorAndBuild(t *testing.T) {
 	if err := r.Print(&human); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"5 events scored, 1 invalid (not_json 1)", "scored in pass 2 of 2", "calibration error 0.150", "p_clean            1.0000   1.0000", "(reliable)", "0.900 0.100"} {
+	for _, want := range []string{"5 events scored, 1 invalid (not_json 1)", "scored in pass 2 of 2", "calibration error 0.150", "weight formed by: p_clean 20.0%, dwell_instrument 40.0%, gap_instrument 40.0%", "p_clean            1.0000   1.0000", "(reliable)", "0.900 0.100"} {
 		if !strings.Contains(human.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, human.String())
 		}
