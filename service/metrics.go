@@ -27,6 +27,10 @@ type metrics struct {
 	step         prometheus.Histogram
 	reliability  prometheus.Histogram
 	weight       prometheus.Histogram
+	// weightSources counts scored events by what formed their weight
+	// (online.Score.Source), one counter per source.
+	weightSources *prometheus.CounterVec
+	bySource      [online.NumWeightSources]prometheus.Counter
 
 	checkpoints        prometheus.Counter
 	checkpointFailures prometheus.Counter
@@ -91,9 +95,13 @@ func newMetrics(reg prometheus.Registerer, src lagReader) (*metrics, error) {
 		}),
 		weight: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "denoiser_weight",
-			Help:    "Weight (the score to train on: p_clean with the evidence of dwell and event type) of scored events.",
+			Help:    "Weight (the score to train on: p_clean with the evidence of dwell and event type, or of the gap) of scored events.",
 			Buckets: prometheus.LinearBuckets(0.1, 0.1, 10),
 		}),
+		weightSources: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "denoiser_weight_sources_total",
+			Help: "Scored events by what formed their weight: p_clean alone, the context's learned evidence, or the dwell, type or gap instrument.",
+		}, []string{"source"}),
 		checkpoints: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "denoiser_checkpoints_total",
 			Help: "Checkpoints committed to the state store.",
@@ -180,11 +188,14 @@ func newMetrics(reg prometheus.Registerer, src lagReader) (*metrics, error) {
 	for _, src := range []string{"changelog", "local", "kept", "failed"} {
 		m.changelogRestores.WithLabelValues(src)
 	}
+	for _, src := range online.WeightSources() {
+		m.bySource[src] = m.weightSources.WithLabelValues(src.String())
+	}
 	for _, o := range []string{"published", "dropped", "send_failed", "merged", "deferred", "overlapping", "refused", "unreadable", "abandoned", "read_failed"} {
 		m.shared.WithLabelValues(o)
 	}
 	for _, c := range []prometheus.Collector{
-		m.consumed, m.scored, m.emitted, m.already, m.numerical, dl, sk, m.step, m.reliability, m.weight,
+		m.consumed, m.scored, m.emitted, m.already, m.numerical, dl, sk, m.step, m.reliability, m.weight, m.weightSources,
 		m.checkpoints, m.checkpointFailures, m.handovers, m.checkpointDuration, m.checkpointPause, m.checkpointBytes,
 		m.checkpointBase, m.checkpointDeltas, m.checkpointBases, m.checkpointWritten, m.changelogSaves, m.changelogRestores, m.changelogEvictions,
 		m.shared, &scrapeCollector{m: m, src: src},
@@ -214,6 +225,9 @@ func (m *metrics) record(r *consumer.Result) {
 	}
 	m.reliability.Observe(r.Score.Reliability)
 	m.weight.Observe(r.Score.Weight)
+	if int(r.Score.Source) < len(m.bySource) {
+		m.bySource[r.Score.Source].Inc()
+	}
 }
 
 // skip counts one skipped record (model goroutine).

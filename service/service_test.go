@@ -264,6 +264,21 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
+	// Every scored event is counted under one weight source.
+	sources := 0
+	for _, line := range strings.Split(metrics, "\n") {
+		if v, ok := strings.CutPrefix(line, "denoiser_weight_sources_total{source="); ok {
+			_, n, _ := strings.Cut(v, "} ")
+			k, err := strconv.Atoi(n)
+			if err != nil {
+				t.Fatalf("metrics line %q: %v", line, err)
+			}
+			sources += k
+		}
+	}
+	if sources != 3000 {
+		t.Errorf("denoiser_weight_sources_total sums to %d, want 3000", sources)
+	}
 	if err, d := r.stop(t); err != nil {
 		t.Fatalf("Run after a graceful stop: %v (%v)", err, d)
 	}
