@@ -75,9 +75,12 @@ type WeightSource uint8
 
 // The weight sources (docs/design/model.md, "The weight to train on").
 const (
+	// SourceUnknown is the zero value: a Score that Step did not write
+	// (one read back from the scored output, which does not carry it).
+	SourceUnknown WeightSource = iota
 	// SourcePClean: p_clean, calibrated (nothing else to read yet, or a
 	// plain model).
-	SourcePClean WeightSource = iota
+	SourcePClean
 	// SourceContext: p_clean with the learned evidence of dwell and event
 	// type, anchored by p_clean (no instrument fitted).
 	SourceContext
@@ -89,21 +92,24 @@ const (
 	// and its posterior holds at least half of the weight's log-odds
 	// (below, the weight keeps the source it is blended with).
 	SourceGap
-	// NumWeightSources is the number of weight sources.
+	// NumWeightSources is the number of weight sources, SourceUnknown
+	// included.
 	NumWeightSources
 )
 
-// WeightSources lists every WeightSource, in order.
+// WeightSources lists every WeightSource that Step gives, in order
+// (SourceUnknown excluded).
 func WeightSources() []WeightSource {
-	s := make([]WeightSource, NumWeightSources)
-	for i := range s {
-		s[i] = WeightSource(i)
+	s := make([]WeightSource, 0, NumWeightSources-1)
+	for i := SourcePClean; i < NumWeightSources; i++ {
+		s = append(s, i)
 	}
 	return s
 }
 
 // String is the source's name in reports: p_clean, context,
-// dwell_instrument, type_instrument, gap_instrument.
+// dwell_instrument, type_instrument, gap_instrument (unknown for
+// SourceUnknown).
 func (s WeightSource) String() string {
 	switch s {
 	case SourcePClean:

@@ -83,7 +83,9 @@ type Report struct {
 	// (online.WeightSource): p_clean alone (calibrated), the context's
 	// learned evidence beside it, or the instrument that weighed it (dwell,
 	// the event type's rank, the gap since the user's previous event).
-	WeightSources map[string]uint64 `json:"weight_sources"`
+	// Absent where the scores came without it (the demo reads them back
+	// from the scored topic, whose records do not carry it).
+	WeightSources map[string]uint64 `json:"weight_sources,omitempty"`
 
 	WithTruth    uint64 `json:"with_truth"`    // events in the metrics
 	WithoutTruth uint64 `json:"without_truth"` // events left out: no answer under the truth mode
@@ -160,9 +162,11 @@ func Build(in Inputs) Report {
 	if n := c.Scored(); n > 0 {
 		r.DistilledShare = float64(c.distilled) / float64(n)
 	}
-	r.WeightSources = map[string]uint64{}
-	for _, src := range online.WeightSources() {
-		r.WeightSources[src.String()] = c.sources[src]
+	if c.sources[online.SourceUnknown] < c.Scored() {
+		r.WeightSources = map[string]uint64{}
+		for _, src := range online.WeightSources() {
+			r.WeightSources[src.String()] = c.sources[src]
+		}
 	}
 	for _, g := range c.genuine {
 		if g {
@@ -286,7 +290,7 @@ func (r *Report) PrintAs(w io.Writer, command string) error {
 		fmt.Fprintf(&b, "numerical errors: %d updates discarded\n", r.NumericalErrors)
 	}
 	fmt.Fprintf(&b, "distilled: %.1f%% of events; rho %.3g; %d GMM refits\n", 100*r.DistilledShare, r.Model.Rho, r.Model.Refits)
-	if r.Events > 0 {
+	if r.Events > 0 && r.WeightSources != nil {
 		b.WriteString("weight formed by:")
 		sep := " "
 		for _, src := range online.WeightSources() {

@@ -247,6 +247,11 @@ func TestBuildUndefinedMetrics(t *testing.T) {
 	if !strings.Contains(js.String(), `"p_clean": null`) || !strings.Contains(human.String(), "n/a") {
 		t.Fatalf("undefined metrics not shown as null / n/a:\n%s\n%s", js.String(), human.String())
 	}
+	// A score that Step did not write (read back from the scored output)
+	// has no source: the report then has no weight_sources and no line.
+	if r.WeightSources != nil || strings.Contains(js.String(), "weight_sources") || strings.Contains(human.String(), "weight formed by") {
+		t.Errorf("weight sources of scores without one: %v\n%s", r.WeightSources, human.String())
+	}
 }
 
 func TestProgress(t *testing.T) {
