@@ -225,7 +225,7 @@ func (m *metrics) record(r *consumer.Result) {
 	}
 	m.reliability.Observe(r.Score.Reliability)
 	m.weight.Observe(r.Score.Weight)
-	if int(r.Score.Source) < len(m.bySource) {
+	if int(r.Score.Source) < len(m.bySource) && m.bySource[r.Score.Source] != nil { // none for SourceUnknown
 		m.bySource[r.Score.Source].Inc()
 	}
 }

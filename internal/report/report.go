@@ -83,9 +83,9 @@ type Report struct {
 	// (online.WeightSource): p_clean alone (calibrated), the context's
 	// learned evidence beside it, or the instrument that weighed it (dwell,
 	// the event type's rank, the gap since the user's previous event).
-	// Absent where the scores came without it (the demo reads them back
+	// Null where the scores came without it (the demo reads them back
 	// from the scored topic, whose records do not carry it).
-	WeightSources map[string]uint64 `json:"weight_sources,omitempty"`
+	WeightSources map[string]uint64 `json:"weight_sources"`
 
 	WithTruth    uint64 `json:"with_truth"`    // events in the metrics
 	WithoutTruth uint64 `json:"without_truth"` // events left out: no answer under the truth mode
