@@ -120,28 +120,19 @@ func TestGapInstrumentEncoding(t *testing.T) {
 // gapStream is a stream of events that carry a gap and nothing else
 // beside p_clean (prior): 80 % genuine; the gap (log(1 + seconds)) is
 // shorter for noise when gapSays (genuine about 16 s, noise about 3 s),
-// the same for both classes otherwise; p_clean's log-odds separate the
-// classes by 1, the right way or backwards.
+// the same for both classes otherwise; p_clean is syntheticPClean's.
 func gapStream(n int, pCleanRight, gapSays bool, seed uint64) (xs []contextFeatures, prior []float64, genuine []bool) {
 	r := rand.New(rand.NewPCG(seed, 17))
 	for range n {
 		g := r.Float64() < 0.8
-		d := 0.0
-		if g {
-			d = 1
-		}
 		gap := 2.8 + 0.7*r.NormFloat64()
 		if gapSays && !g {
 			gap = 1.5 + 0.8*r.NormFloat64()
 		}
 		x := contextFeatures{bucket: -1, hasZ: true, hasGap: true}
 		x.z[gapFeature] = max(gap, 0)
-		a := -0.5 + d + r.NormFloat64()
-		if !pCleanRight {
-			a = 0.5 - d + r.NormFloat64()
-		}
 		xs = append(xs, x)
-		prior = append(prior, sigmoid(a+1.4))
+		prior = append(prior, syntheticPClean(r, g, pCleanRight))
 		genuine = append(genuine, g)
 	}
 	return xs, prior, genuine

@@ -77,6 +77,21 @@ func TestRankInstrumentKnownSlopes(t *testing.T) {
 	}
 }
 
+// syntheticPClean draws the p_clean of a synthetic event, genuine or
+// not: its log-odds separate the classes by 1, the right way or
+// backwards, with unit noise, around a share of about 0.8.
+func syntheticPClean(r *rand.Rand, genuine, right bool) float64 {
+	d := 0.0
+	if genuine {
+		d = 1
+	}
+	a := -0.5 + d + r.NormFloat64()
+	if !right {
+		a = 0.5 - d + r.NormFloat64()
+	}
+	return sigmoid(a + 1.4)
+}
+
 // rankedStream is a stream of context features whose event types carry
 // the class as the order states (a genuine event is more often a cart or
 // a purchase), with p_clean ranking backwards or not and the further
@@ -98,12 +113,8 @@ func rankedStream(c *contextModel, n int, pCleanRight bool, featureSign float64,
 		}
 		x.z = [instrumented - 1]float64{1 + featureSign*0.8*d + r.NormFloat64(), featureSign*0.5*d + r.NormFloat64(), r.NormFloat64()}
 		x.hasZ = true
-		a := -0.5 + d + r.NormFloat64()
-		if !pCleanRight {
-			a = 0.5 - d + r.NormFloat64()
-		}
 		xs = append(xs, x)
-		prior = append(prior, sigmoid(a+1.4))
+		prior = append(prior, syntheticPClean(r, g, pCleanRight))
 		genuine = append(genuine, g)
 	}
 	return xs, prior, genuine
