@@ -72,22 +72,27 @@ func TestRestartsRestoreExactly(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  online.Config
+		bare bool // events of (user, item, time) only: the gap instrument
 	}{
-		{"zero model settings", Config{}.WithDefaults().Model},
+		{"zero model settings", Config{}.WithDefaults().Model, false},
 		// What the service runs by default (BaseConfig: DefaultConfig's
 		// dwell read as longer-is-genuine and event order): on these
 		// events, two ranked types, times and no dwell, the rank
 		// instrument (the gap among its features) and its level offset
 		// are learned, saved and restored.
-		{"service defaults", BaseConfig().WithDefaults().Model},
+		{"service defaults", BaseConfig().WithDefaults().Model, false},
+		// The same on events without a type whose gaps carry the
+		// bounces (testRestarts): the gap instrument learns, and forms
+		// weights (Score.Source), across the crashes.
+		{"service defaults, (user, item, time) only", BaseConfig().WithDefaults().Model, true},
 		{"capped, admission, popularity", online.Config{Dim: 8, MaxUsers: 3000, MaxItems: 1000, AdmitAfter: 2,
-			AdmitSketchWidth: 1 << 14, NegativeSampling: "popularity", WarmUp: 300, RefitEvery: 200, GMMMinSamples: 64}},
+			AdmitSketchWidth: 1 << 14, NegativeSampling: "popularity", WarmUp: 300, RefitEvery: 200, GMMMinSamples: 64}, false},
 	} {
-		t.Run(tc.name, func(t *testing.T) { testRestarts(t, tc.cfg) })
+		t.Run(tc.name, func(t *testing.T) { testRestarts(t, tc.cfg, tc.bare) })
 	}
 }
 
-func testRestarts(t *testing.T, mc online.Config) {
+func testRestarts(t *testing.T, mc online.Config, bare bool) {
 	const n, every, seed = 6000, 50, 7
 	ctx := context.Background()
 	events := make([]online.Event, n)
@@ -97,6 +102,20 @@ func testRestarts(t *testing.T, mc online.Config) {
 		// from it.
 		events[j] = online.Event{User: fmt.Sprint("u", j*7919%5000), Item: fmt.Sprint("i", j*104729%2000),
 			Kind: []string{"click", "view"}[j%2], TimeMS: 1_700_000_000_000 + int64(j)*2000 + int64(j*31%7)*300, HasTime: j%13 != 0}
+		if bare {
+			// 300 users in turn, one event each 50 ms, so a user's gap is
+			// about 15 s, plus up to 20 s of delay; an event delayed by
+			// less than 3 s comes sooner after the user's previous one
+			// and is an item off the user's taste (a bounce), the others
+			// are one of the user's group's 20 items.
+			u, delay := j%300, int64(j*7919%20_000)
+			item := (u%10)*20 + j*31%20
+			if delay < 3000 {
+				item = j * 104729 % 2000
+			}
+			events[j] = online.Event{User: fmt.Sprint("u", u), Item: fmt.Sprint("i", item),
+				TimeMS: 1_700_000_000_000 + int64(j)*50 + delay, HasTime: j%13 != 0}
+		}
 	}
 	ref, err := online.New(mc, online.NewSource(seed))
 	if err != nil {
@@ -104,11 +123,21 @@ func testRestarts(t *testing.T, mc online.Config) {
 	}
 	want := make([]string, n)
 	var sc online.Score
+	gapped := 0
 	for j, ev := range events {
 		if err := ref.Step(ev, &sc); err != nil {
 			t.Fatal(err)
 		}
 		want[j] = fmt.Sprint(sc)
+		if sc.Source == online.SourceGap {
+			gapped++
+		}
+	}
+	if bare {
+		if gapped == 0 {
+			t.Fatal("no weight was formed by the gap instrument: the case tests nothing of it")
+		}
+		t.Logf("%d of %d weights formed by the gap instrument", gapped, n)
 	}
 	wantModel := encodeModel(t, ref)
 
