@@ -103,18 +103,20 @@ func testRestarts(t *testing.T, mc online.Config, bare bool) {
 		events[j] = online.Event{User: fmt.Sprint("u", j*7919%5000), Item: fmt.Sprint("i", j*104729%2000),
 			Kind: []string{"click", "view"}[j%2], TimeMS: 1_700_000_000_000 + int64(j)*2000 + int64(j*31%7)*300, HasTime: j%13 != 0}
 		if bare {
-			// 300 users in turn, one event each 50 ms, so a user's gap is
-			// about 15 s, plus up to 20 s of delay; an event delayed by
-			// less than 3 s comes sooner after the user's previous one
-			// and is an item off the user's taste (a bounce), the others
-			// are one of the user's group's 20 items.
-			u, delay := j%300, int64(j*7919%20_000)
+			// 3,000 users in turn (a model as large as the typed
+			// stream's, so that saves chain deltas as there), one event
+			// each 5 ms, so a user's gap is about 15 s, plus up to 20 s
+			// of delay; an event delayed by less than 3 s comes sooner
+			// after the user's previous one and is an item off the
+			// user's taste (a bounce), the others are one of the user's
+			// group's 20 items.
+			u, delay := j%3000, int64(j*7919%20_000)
 			item := (u%10)*20 + j*31%20
 			if delay < 3000 {
 				item = j * 104729 % 2000
 			}
 			events[j] = online.Event{User: fmt.Sprint("u", u), Item: fmt.Sprint("i", item),
-				TimeMS: 1_700_000_000_000 + int64(j)*50 + delay, HasTime: j%13 != 0}
+				TimeMS: 1_700_000_000_000 + int64(j)*5 + delay, HasTime: j%13 != 0}
 		}
 	}
 	ref, err := online.New(mc, online.NewSource(seed))
@@ -147,7 +149,10 @@ func testRestarts(t *testing.T, mc online.Config, bare bool) {
 	offset := int64(0)
 	for life := 0; ; life++ {
 		// Start as New does: open the store, restore, take the shadow.
-		st, err := state.Open(dir, state.Options{GCInterval: time.Hour, NoSync: true})
+		// Deltas may grow to the whole base (the most the store allows),
+		// so that chains are long enough for restarts to restore from a
+		// base with deltas whatever the timing of the saves.
+		st, err := state.Open(dir, state.Options{GCInterval: time.Hour, NoSync: true, DeltaShare: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
