@@ -161,9 +161,15 @@ func (tr transcript) diff(want transcript) string {
 	return ""
 }
 
-// onlineConfig is a model configuration that refits early, so that a short
-// stream goes through warm-up, distillation and mixture refits.
-var onlineConfig = online.Config{WarmUp: 300, RefitEvery: 200, GMMMinSamples: 64}
+// onlineConfig is the model configuration the service runs by default
+// (online.DefaultConfig: the instruments, the per-user offset), refitting
+// early, so that a short stream goes through warm-up, distillation,
+// mixture refits and the instruments.
+var onlineConfig = func() online.Config {
+	c := online.DefaultConfig()
+	c.WarmUp, c.RefitEvery, c.GMMMinSamples = 300, 200, 64
+	return c
+}()
 
 func onlineSet(t testing.TB, cfg online.Config, seed uint64) *partitionSet {
 	return newPartitionSet(func(p int32) Model {

@@ -41,7 +41,8 @@ func TestPartitionState(t *testing.T) {
 			t.Fatalf("stop: %v", err)
 		}
 	}
-	models, perPartition := checkPartitionOutputs(t, b, cfg, out.Until(t, time.Second, kafkatest.AtLeast(0)), len(lines), nil)
+	got := checkPartitionOutputs(t, b, cfg, out.Until(t, time.Second, kafkatest.AtLeast(0)), len(lines), nil)
+	models, perPartition := got.models, got.perPartition
 	if len(perPartition) != 3 {
 		t.Fatalf("partitions %v", perPartition)
 	}
@@ -76,7 +77,7 @@ func TestPartitionState(t *testing.T) {
 // With shared, the history of the run's shared topic (sharing on), each
 // model merges what the live model of its partition merged, where it
 // merged it (service.SharedHistory.Merges), as a replay does.
-func checkPartitionOutputs(t *testing.T, b *kafkatest.Broker, cfg service.Config, msgs []kafka.Message, n int, shared *service.SharedHistory) (map[int]*online.Model, map[int]int) {
+func checkPartitionOutputs(t *testing.T, b *kafkatest.Broker, cfg service.Config, msgs []kafka.Message, n int, shared *service.SharedHistory) partitionOutputs {
 	t.Helper()
 	got := map[[2]int64][]byte{}
 	for _, m := range msgs {
@@ -94,6 +95,7 @@ func checkPartitionOutputs(t *testing.T, b *kafkatest.Broker, cfg service.Config
 	models := map[int]*online.Model{}
 	merges := map[int]*service.Merges{}
 	perPartition := map[int]int{}
+	var sources [online.NumWeightSources]int
 	for _, m := range inputs {
 		model := models[m.Partition]
 		if model == nil {
@@ -124,11 +126,21 @@ func checkPartitionOutputs(t *testing.T, b *kafkatest.Broker, cfg service.Config
 			t.Fatalf("output of %d/%d:\n got %s\nwant %s", m.Partition, m.Offset, g, want)
 		}
 		perPartition[m.Partition]++
+		sources[r.Score.Source]++
 	}
 	if len(got) != len(inputs) {
 		t.Fatalf("%d outputs for %d inputs", len(got), len(inputs))
 	}
-	return models, perPartition
+	return partitionOutputs{models, perPartition, sources}
+}
+
+// partitionOutputs is what checkPartitionOutputs found: the models of
+// the partitions, the records of each, and how many of their weights each
+// source formed (online.Score.Source).
+type partitionOutputs struct {
+	models       map[int]*online.Model
+	perPartition map[int]int
+	sources      [online.NumWeightSources]int
 }
 
 // TestPartitionStateFollowsThePartition: with state_layout partition a
@@ -143,7 +155,16 @@ func checkPartitionOutputs(t *testing.T, b *kafkatest.Broker, cfg service.Config
 // offset. No offset is emitted twice. A drops the models of the
 // partitions it hands over (their state is in the changelog).
 func TestPartitionStateFollowsThePartition(t *testing.T) {
-	followThePartition(t, "follow", false)
+	followThePartition(t, "follow", typedEvents(t, 8000, 6), online.SourceEventType, false)
+}
+
+// TestPartitionStateFollowsThePartitionBare: as
+// TestPartitionStateFollowsThePartition, on events of (user, item, time)
+// only, whose weights the gap instrument forms: its moments and level
+// offset, and each user's latest time, go with the partition through the
+// changelog.
+func TestPartitionStateFollowsThePartitionBare(t *testing.T) {
+	followThePartition(t, "follow-bare", bareEvents(t, 40000, 6), online.SourceGap, false)
 }
 
 // TestPartitionsShareReplayed: as TestPartitionStateFollowsThePartition,
@@ -154,7 +175,7 @@ func TestPartitionStateFollowsThePartition(t *testing.T) {
 // (service.SharedHistory), across the handovers between the two members.
 // That is what a replay of one partition with the shared log does.
 func TestPartitionsShareReplayed(t *testing.T) {
-	followThePartition(t, "follow-share", true)
+	followThePartition(t, "follow-share", typedEvents(t, 8000, 6), online.SourceEventType, true)
 }
 
 // twoMembers is the set-up of the tests in which members A and B of
@@ -169,13 +190,14 @@ type twoMembers struct {
 	bothOwn    func(a, b *running) func() bool // A and B split the partitions
 }
 
-// newTwoMembers makes a topic of 4 partitions and n events for members
-// of partition state, with sharing off unless share. The events have
-// types and no dwell (typedEvents), so the partitions' models weigh them
-// by the rank instrument, which the handovers save and restore.
-func newTwoMembers(t *testing.T, topic string, n int, share bool) *twoMembers {
+// newTwoMembers makes a topic of 4 partitions for the events of lines
+// and members of partition state, with sharing off unless share. Events
+// with types and no dwell (typedEvents) the partitions' models weigh by
+// the rank instrument, events without types (bareEvents) by the gap
+// instrument; the handovers save and restore either.
+func newTwoMembers(t *testing.T, topic string, lines [][]byte, share bool) *twoMembers {
 	const parts = 4
-	tm := &twoMembers{b: kafkatest.New(t), lines: typedEvents(t, n, 6)}
+	tm := &twoMembers{b: kafkatest.New(t), lines: lines}
 	in := tm.b.Topic(t, topic, parts)
 	tm.cfgA = testConfig(t, tm.b, in)
 	tm.cfgA.StateLayout = online.LayoutPartition
@@ -205,14 +227,17 @@ func newTwoMembers(t *testing.T, topic string, n int, share bool) *twoMembers {
 	return tm
 }
 
-func followThePartition(t *testing.T, topic string, share bool) {
+// followThePartition runs the test of TestPartitionStateFollowsThePartition
+// on lines, and fails if no weight was formed by the source instrument
+// (the handovers would then not have carried its state).
+func followThePartition(t *testing.T, topic string, lines [][]byte, instrument online.WeightSource, share bool) {
 	const parts = 4
-	tm := newTwoMembers(t, topic, 8000, share)
-	b, lines, cfgA, cfgB, out, owns, produce := tm.b, tm.lines, tm.cfgA, tm.cfgB, tm.out, tm.owns, tm.produce
+	tm := newTwoMembers(t, topic, lines, share)
+	b, cfgA, cfgB, out, owns, produce := tm.b, tm.cfgA, tm.cfgB, tm.out, tm.owns, tm.produce
 
 	a := start(t, cfgA)
 	waitFor(t, time.Minute, "A owns the 4 partitions", owns(a, parts))
-	produce(2000)
+	produce(len(tm.lines) / 4)
 	bm := start(t, cfgB)
 	waitFor(t, time.Minute, "A and B split the partitions", tm.bothOwn(a, bm))
 	// A handed partitions over to B; their changelog saves (the
@@ -223,15 +248,15 @@ func followThePartition(t *testing.T, topic string, share bool) {
 		return m["denoiser_changelog_evictions_total"] >= float64(parts-len(pa)) || m[`denoiser_handovers_total{outcome="failed"}`] > 0
 	})
 	t.Logf("A owns %v: %v models evicted, %v handovers failed", pa, m["denoiser_changelog_evictions_total"], m[`denoiser_handovers_total{outcome="failed"}`])
-	produce(2000)
+	produce(len(tm.lines) / 4)
 	if err, _ := a.stop(t); err != nil {
 		t.Fatalf("A's stop: %v", err)
 	}
 	waitFor(t, time.Minute, "B owns the 4 partitions", owns(bm, parts))
-	produce(2000)
+	produce(len(tm.lines) / 4)
 	a = start(t, cfgA)
 	waitFor(t, time.Minute, "A and B split the partitions again", tm.bothOwn(a, bm))
-	produce(2000)
+	produce(len(tm.lines) / 4)
 	for _, r := range []*running{a, bm} {
 		if err, _ := r.stop(t); err != nil {
 			t.Fatalf("stop: %v", err)
@@ -257,11 +282,15 @@ func followThePartition(t *testing.T, topic string, share bool) {
 			t.Logf("partition %d: %d merge points, %d deltas merged", p, ms.Len(), ms.Deltas())
 		}
 	}
-	_, perPartition := checkPartitionOutputs(t, b, cfgA, msgs, len(lines), hist)
-	if len(perPartition) != parts {
-		t.Fatalf("partitions %v", perPartition)
+	got := checkPartitionOutputs(t, b, cfgA, msgs, len(lines), hist)
+	if len(got.perPartition) != parts {
+		t.Fatalf("partitions %v", got.perPartition)
 	}
-	t.Logf("%d partitions %v across 4 assignments of two members (sharing %v): every output byte-identical to its partition's own model", parts, perPartition, share)
+	if got.sources[instrument] == 0 {
+		t.Fatalf("no weight was formed by %v (weights by source %v): the test tests nothing of it", instrument, got.sources)
+	}
+	t.Logf("%d partitions %v across 4 assignments of two members (sharing %v): every output byte-identical to its partition's own model; %d weights formed by %v",
+		parts, got.perPartition, share, got.sources[instrument], instrument)
 }
 
 // TestRestoredPartitionsNotGivenLeave: a member restores every partition
@@ -273,7 +302,7 @@ func followThePartition(t *testing.T, topic string, share bool) {
 // is still its partition's own model's, byte for byte.
 func TestRestoredPartitionsNotGivenLeave(t *testing.T) {
 	const parts = 4
-	tm := newTwoMembers(t, "leftover", 4000, false)
+	tm := newTwoMembers(t, "leftover", typedEvents(t, 4000, 6), false)
 	cfgA, owns, produce := tm.cfgA, tm.owns, tm.produce
 
 	a := start(t, cfgA)

@@ -3,6 +3,7 @@ package service_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -54,6 +55,30 @@ func typedEvents(t testing.TB, n int, seed uint64) [][]byte {
 	return bytes.Split(bytes.TrimSuffix(buf.Bytes(), []byte("\n")), []byte("\n"))
 }
 
+// bareEvents returns typedEvents without their event types: events of
+// (user, item, time) only, the stream on which the model's gap
+// instrument weighs the scores (a news site's click log, a shop's
+// reviews).
+func bareEvents(t testing.TB, n int, seed uint64) [][]byte {
+	t.Helper()
+	lines := typedEvents(t, n, seed)
+	for i, l := range lines {
+		var ev map[string]any
+		d := json.NewDecoder(bytes.NewReader(l))
+		d.UseNumber()
+		if err := d.Decode(&ev); err != nil {
+			t.Fatal(err)
+		}
+		delete(ev, "event")
+		b, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines[i] = b
+	}
+	return lines
+}
+
 // keyed turns lines into messages keyed by their user (as a producer
 // partitioning by user would).
 func keyed(lines [][]byte) []kafka.Message {
@@ -84,8 +109,19 @@ func testConfig(t testing.TB, b *kafkatest.Broker, in string) service.Config {
 		},
 		Checkpoint: service.CheckpointConfig{Dir: t.TempDir(), EveryEvents: 500, Interval: 200 * time.Millisecond, NoSync: true},
 		HTTP:       service.HTTPConfig{Addr: "127.0.0.1:0"},
-		Model:      online.Config{WarmUp: 300, RefitEvery: 200, GMMMinSamples: 64},
+		Model:      quickModel(),
 	}
+}
+
+// quickModel is the model configuration the service runs by default
+// (BaseConfig: dwell read as longer-is-genuine, the event order, the
+// per-user transition offset), with a short warm-up and frequent refits,
+// so that a test's few thousand events reach the distillation, the
+// mixture and the instruments.
+func quickModel() online.Config {
+	c := service.BaseConfig().Model
+	c.WarmUp, c.RefitEvery, c.GMMMinSamples = 300, 200, 64
+	return c
 }
 
 // running is a service running in the background.
