@@ -151,9 +151,10 @@ type contextModel struct {
 	// It only grows, so a frozen copy may share its array.
 	types []string
 	// acc, while the model shares (StartSharing), accumulates what the
-	// model's own events add to the statistics since its last Publish
-	// (mergecontext.go); nil otherwise. Not encoded.
-	acc *contextSums
+	// model's own events add to the statistics and to the rank and gap
+	// instruments' moments since its last Publish (mergecontext.go); nil
+	// otherwise. Not encoded.
+	acc *contextAcc
 	// ranks is each type's place in Config.EventOrder, nil without one
 	// or without long (read only then). It never changes, so a frozen
 	// copy shares it.
@@ -166,13 +167,13 @@ type contextModel struct {
 	slotRanks []float64
 	spread    bool
 	// rank is the instrument of streams without dwell: the event type's
-	// rank in place of log dwell (rankInstrument). It is learned from the
-	// model's own events only, not merged (mergecontext.go).
+	// rank in place of log dwell (rankInstrument). Its moments are merged
+	// across partitions, its level offset is the partition model's own
+	// (mergecontext.go).
 	rank rankInstrument
 	// gap is the instrument of streams with neither dwell nor event
 	// types the order ranks apart: the gap since the user's previous
-	// event in place of log dwell (gapWeight). Learned from the model's
-	// own events, not merged, as rank.
+	// event in place of log dwell (gapWeight). Merged as rank.
 	gap rankInstrument
 }
 
@@ -438,7 +439,11 @@ const gapCorrelationScale = 0.1
 // moments and the gap's are learned (gapWeight).
 func (c *contextModel) learnGap(x *contextFeatures, pClean float64) {
 	if c.long && x.hasZ && x.hasGap && !x.hasDwell && (x.bucket < 0 || !c.spread) {
-		c.gap.learn(min(x.z[gapFeature], rankGapCap), logOdds(pClean), [instrumented - 1]float64{})
+		var acc *rankInstrument
+		if c.acc != nil {
+			acc = &c.acc.gap
+		}
+		c.gap.learn(min(x.z[gapFeature], rankGapCap), logOdds(pClean), [instrumented - 1]float64{}, acc)
 	}
 }
 
@@ -560,8 +565,9 @@ func (c *contextModel) learn(x contextFeatures, w, pClean float64, path contextP
 		inst       *instrumentStats
 		gate       *dwellGate
 	)
+	var rank *rankInstrument
 	if a := c.acc; a != nil {
-		em, anchor, mix, inst, gate = &a.em, &a.anchor, &a.mix, &a.inst, &a.gate
+		em, anchor, mix, inst, gate, rank = &a.em, &a.anchor, &a.mix, &a.inst, &a.gate, &a.rank
 	}
 	if path == pathRank {
 		c.rank.follow(w, sigmoid(c.anchor.share()))
@@ -569,7 +575,7 @@ func (c *contextModel) learn(x contextFeatures, w, pClean float64, path contextP
 	c.em.learn(x, w, em)
 	c.anchor.learn(x, pClean, anchor)
 	if x.ranked && x.hasZ && c.spread {
-		c.rank.learn(x.rank, logOdds(pClean), c.rank.stats.impute(&x, rankGapCap))
+		c.rank.learn(x.rank, logOdds(pClean), c.rank.stats.impute(&x, rankGapCap), rank)
 	}
 	if x.hasDwell && c.long {
 		c.mix.learn(x.logDwell, mix)
@@ -1098,9 +1104,10 @@ func solveSymmetric(w *[instrumented][instrumented]float64, b, x *[instrumented]
 // on one with dwell until dwell's instrument has the mass, whatever the
 // share of events that carry dwell (once fitted, dwell's instrument
 // scores every event, with dwell or not). An event it scores is weighed
-// by its rank, not by its dwell. It is not merged across partitions: a
-// partition model learns it from its own events (docs/design/model.md,
-// "The event type as the instrument").
+// by its rank, not by its dwell. Its moments are merged across
+// partitions as the dwell instrument's are; its level offset is not: each
+// partition model follows its own level (mergecontext.go;
+// docs/design/model.md, "The event type as the instrument").
 type rankInstrument struct {
 	// stats are the instrument's moments, the rank in place of log dwell
 	// (stats.dwell is the decayed Σ rank); squares is the decayed Σ rank².
@@ -1140,9 +1147,18 @@ const (
 )
 
 // learn adds an event of rank x, logit(p_clean) a and further features z,
-// decaying the moments by contextKeep of their mass.
-func (r *rankInstrument) learn(x, a float64, z [instrumented - 1]float64) {
+// decaying the moments by contextKeep of their mass; acc, if not nil (an
+// accumulator, contextModel.acc), takes the same step.
+func (r *rankInstrument) learn(x, a float64, z [instrumented - 1]float64, acc *rankInstrument) {
 	keep := contextKeep(r.stats.mass)
+	r.add(keep, x, a, z)
+	if acc != nil {
+		acc.add(keep, x, a, z)
+	}
+}
+
+// add decays the moments by keep and adds an event.
+func (r *rankInstrument) add(keep, x, a float64, z [instrumented - 1]float64) {
 	r.squares = keep*r.squares + x*x
 	r.stats.add(keep, x, a, z)
 }

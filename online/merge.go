@@ -379,8 +379,10 @@ const sharedMagic = "DNSH"
 
 // sharedVersion is the version of the Shared encoding: 2 adds the
 // context (Shared.Context and Types) and the publisher's events
-// (Shared.Events); version 1 has none of them.
-const sharedVersion = 2
+// (Shared.Events); version 1 has none of them. 3 (stop 44) appends the
+// rank and gap instruments' moments to Context; the layout is 2's, and a
+// version-2 Context, without them, still merges (checkContextDelta).
+const sharedVersion = 3
 
 // MarshalBinary encodes s: the magic "DNSH", the version (u32), K and Dim
 // (u32 each), the ids, the count of row values (u64) and the values, then

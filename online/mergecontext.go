@@ -32,16 +32,49 @@ import (
 // after each learning step. The type slots are matched by name: the
 // partitions' models number the types in the order they first saw them.
 //
+// The rank and gap instruments' moments (rankInstrument: the instrument
+// statistics and the decayed Σ x²) are sums too and merge by the same
+// rule, since stop 44; until then each partition model learned them from
+// its own events, and with 3 partitions the weight of the v2 stream
+// without dwell stood 0.024 below one model's (docs/design/partitions.md,
+// "Built: the instruments merged"). Their level offsets are not merged:
+// each is a controller that holds its own model's posterior mean at its
+// own level, not a sum.
+//
 // What is not merged: the reliability mixture (its window of distilled
-// samples, refitted every RefitEvery events of the partition), the rank
-// instrument of streams without dwell (rankInstrument, with its level
-// offset: a partition model learns it from its own events; since stop 39)
-// and the accumulator itself (in memory only, like what a model last
-// published of its item rows).
+// samples, refitted every RefitEvery events of the partition), the
+// instruments' level offsets, and the accumulator itself (in memory only,
+// like what a model last published of its item rows).
+
+// contextAcc is the accumulator of a sharing model (contextModel.acc):
+// what its own events added to the context's statistics and to the rank
+// and gap instruments' moments (their offsets stay 0) since its last
+// Publish.
+type contextAcc struct {
+	contextSums
+	rank, gap rankInstrument
+}
 
 // contextDeltaLen is the values of an encoded context delta
-// (contextSums.fields).
-var contextDeltaLen = len(new(contextSums).fields())
+// (contextAcc.fields); contextSumsLen those of one from a build before
+// stop 44 (shared delta version 2), which has no instruments' moments.
+var (
+	contextDeltaLen = len(new(contextAcc).fields())
+	contextSumsLen  = len(new(contextSums).fields())
+)
+
+// fields lists the values of an encoded context delta (Shared.Context):
+// the statistics (contextSums.fields), then the rank instrument's
+// moments and the gap instrument's (rankInstrument.moments).
+func (c *contextAcc) fields() []*float64 {
+	return append(append(c.contextSums.fields(), c.rank.moments()...), c.gap.moments()...)
+}
+
+// moments lists the instrument's moments, those merged: the statistics
+// (instrumentStats.fields), then Σ x².
+func (r *rankInstrument) moments() []*float64 {
+	return append(r.stats.fields(), &r.squares)
+}
 
 // fields lists the statistics in the order of an encoded context delta
 // (Shared.Context): the EM's and the anchor's (contextStats.fields), the
@@ -63,7 +96,7 @@ func (c *contextSums) fields() []*float64 {
 // startSharing starts the accumulator, empty.
 func (c *contextModel) startSharing() {
 	if c.acc == nil {
-		c.acc = new(contextSums)
+		c.acc = new(contextAcc)
 	}
 }
 
@@ -71,13 +104,13 @@ func (c *contextModel) startSharing() {
 // them) and empties it; an empty accumulator (no event since the last
 // publication) appends nothing.
 func (c *contextModel) publish(dst []float64) []float64 {
-	if *c.acc == (contextSums{}) {
+	if *c.acc == (contextAcc{}) {
 		return dst
 	}
 	for _, p := range c.acc.fields() {
 		dst = append(dst, *p)
 	}
-	*c.acc = contextSums{}
+	*c.acc = contextAcc{}
 	return dst
 }
 
@@ -86,8 +119,8 @@ func (c *contextModel) publish(dst []float64) []float64 {
 // sum of squares, at most namedTypes distinct non-empty type names, and
 // no type mass in a slot without a name (but the shared last one).
 func checkContextDelta(values []float64, types []string) error {
-	if len(values) != contextDeltaLen {
-		return fmt.Errorf("context delta of %d values, want %d", len(values), contextDeltaLen)
+	if len(values) != contextDeltaLen && len(values) != contextSumsLen {
+		return fmt.Errorf("context delta of %d values, want %d (or %d, without the instruments' moments)", len(values), contextDeltaLen, contextSumsLen)
 	}
 	if len(types) > namedTypes {
 		return fmt.Errorf("context delta with %d event types, at most %d", len(types), namedTypes)
@@ -97,14 +130,15 @@ func checkContextDelta(values []float64, types []string) error {
 			return fmt.Errorf("context delta: event type %q empty, too long or repeated", t)
 		}
 	}
-	var d contextSums
-	for n, p := range d.fields() {
+	var d contextAcc
+	for n, p := range d.fields()[:len(values)] {
 		*p = values[n]
 		if math.IsNaN(*p) || math.IsInf(*p, 0) {
 			return fmt.Errorf("context delta: value %d not finite", n)
 		}
 	}
-	nonNegative := []float64{d.mix.mass[0], d.mix.mass[1], d.mix.squares, d.inst.mass}
+	nonNegative := []float64{d.mix.mass[0], d.mix.mass[1], d.mix.squares, d.inst.mass,
+		d.rank.stats.mass, d.rank.squares, d.gap.stats.mass, d.gap.squares}
 	for _, s := range []*contextStats{&d.em, &d.anchor} {
 		nonNegative = append(nonNegative, s.dwellMass[0], s.dwellMass[1], s.dwellSquares[0], s.dwellSquares[1], s.typeTotal[0], s.typeTotal[1])
 		for k := range 2 {
@@ -133,8 +167,8 @@ func checkContextDelta(values []float64, types []string) error {
 // partition's model whose event types are types (the merge rule above).
 // A type c has no slot for gets one, as a first sighting would.
 func (c *contextModel) merge(values []float64, types []string) {
-	var d contextSums
-	for n, p := range d.fields() {
+	var d contextAcc
+	for n, p := range d.fields()[:len(values)] {
 		*p = values[n]
 	}
 	var slot [typeBuckets]int // slot[b] is c's slot of the delta's slot b; -1: empty
@@ -152,6 +186,8 @@ func (c *contextModel) merge(values []float64, types []string) {
 	c.anchor.merge(&d.anchor, &slot)
 	c.mix.merge(&d.mix)
 	c.inst.merge(&d.inst)
+	c.rank.merge(&d.rank)
+	c.gap.merge(&d.gap)
 	for b, to := range slot {
 		if to >= 0 {
 			c.gate.slots[to].merge(&d.gate.slots[b])
@@ -214,6 +250,17 @@ func (s *instrumentStats) merge(o *instrumentStats) {
 	for n, p := range s.fields() {
 		*p = keep**p + *from[n]
 	}
+}
+
+// merge decays r's moments by what o's events would and adds o's; r's
+// level offset stays as it is.
+func (r *rankInstrument) merge(o *rankInstrument) {
+	if o.stats.mass <= 0 {
+		return
+	}
+	keep := math.Pow(contextKeep(r.stats.mass), o.stats.mass)
+	r.squares = keep*r.squares + o.squares
+	r.stats.merge(&o.stats)
 }
 
 // merge adds o's sums to s's and then, past the gate's window, scales

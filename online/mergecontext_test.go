@@ -225,11 +225,12 @@ func TestMergeRefusesBadContext(t *testing.T) {
 	items, ctx := sharedValues(b), untyped(&b.context)
 	const slot4 = 6 + 4 // the EM statistics' typeMass[0][4] (contextStats.fields); the delta names 1 type
 	for name, spoil := range map[string]func(s *Shared){
-		"NaN":                     func(s *Shared) { s.Context[3] = math.NaN() },
-		"negative mass":           func(s *Shared) { s.Context[0] = -1 },
-		"mass in an unnamed slot": func(s *Shared) { s.Context[slot4] = 1 },
-		"short":                   func(s *Shared) { s.Context = s.Context[1:] },
-		"an empty type name":      func(s *Shared) { s.Types = []string{""} },
+		"NaN":                      func(s *Shared) { s.Context[3] = math.NaN() },
+		"negative mass":            func(s *Shared) { s.Context[0] = -1 },
+		"negative instrument mass": func(s *Shared) { s.Context[contextSumsLen] = -1 },
+		"mass in an unnamed slot":  func(s *Shared) { s.Context[slot4] = 1 },
+		"short":                    func(s *Shared) { s.Context = s.Context[1:] },
+		"an empty type name":       func(s *Shared) { s.Types = []string{""} },
 	} {
 		bad := d
 		bad.Context, bad.Types = slices.Clone(d.Context), slices.Clone(d.Types)
@@ -298,5 +299,91 @@ func TestMergeContextTypesPastTheNamedSlots(t *testing.T) {
 		if c.em.typeMass[1][b] != 0 {
 			t.Fatalf("named slot %d took %v", b, c.em.typeMass[1][b])
 		}
+	}
+}
+
+// The rank and gap instruments' moments merge as the statistics do: a
+// model that shares from its first event publishes them whole, and an
+// empty model that merges them holds the same, bit for bit, while its
+// level offsets stay its own. A context delta of a build before they
+// merged (shared delta version 2: the statistics alone) still merges, and
+// leaves them as they were.
+func TestMergeContextCarriesTheInstruments(t *testing.T) {
+	c := contextMergeConfig()
+	c.EventOrder = DefaultEventOrder()
+	// No dwell; times 2 s apart on average; every other event a view or
+	// a purchase (the rank instrument's), the others without a type (the
+	// gap instrument's).
+	evs := mergeStream(4000, 7)
+	r := rand.New(rand.NewPCG(7, 8))
+	ts := int64(1_700_000_000_000)
+	for j := range evs {
+		ts += int64(r.IntN(4000))
+		evs[j].HasDwell, evs[j].DwellMS, evs[j].TimeMS, evs[j].HasTime = false, 0, ts, true
+		if j%2 == 0 {
+			evs[j].Kind = []string{"view", "purchase"}[j/2%2]
+		}
+	}
+	a, err := New(c, NewSource(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.StartSharing()
+	stepAll(t, a, evs)
+	if a.context.rank.stats.mass < contextMinMass || a.context.gap.stats.mass < contextMinMass {
+		t.Fatalf("the stream did not teach the instruments (masses %.0f, %.0f): nothing to compare", a.context.rank.stats.mass, a.context.gap.stats.mass)
+	}
+	var d Shared
+	if err := a.Publish(&d); err != nil {
+		t.Fatal(err)
+	}
+	data, err := d.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Shared
+	if err := got.UnmarshalBinary(data); err != nil {
+		t.Fatal(err)
+	}
+	moments := func(m *Model) []float64 {
+		var v []float64
+		for _, p := range append(m.context.rank.moments(), m.context.gap.moments()...) {
+			v = append(v, *p)
+		}
+		return v
+	}
+	b, err := New(c, NewSource(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.StartSharing()
+	b.context.rank.offset, b.context.gap.offset = 0.25, -0.5
+	if err := b.Merge(&got); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(moments(b), moments(a)) {
+		t.Fatalf("merged moments differ:\n%v\nwant\n%v", moments(b), moments(a))
+	}
+	if b.context.rank.offset != 0.25 || b.context.gap.offset != -0.5 {
+		t.Fatalf("the merge moved the level offsets to %v, %v", b.context.rank.offset, b.context.gap.offset)
+	}
+	// A version-2 context: the statistics alone.
+	old := got
+	old.Context = old.Context[:contextSumsLen]
+	e, err := New(c, NewSource(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.StartSharing()
+	stepAll(t, e, evs[:1000])
+	before, stats := moments(e), untyped(&e.context)
+	if err := e.Merge(&old); err != nil {
+		t.Fatalf("a version-2 context delta: %v", err)
+	}
+	if !slices.Equal(moments(e), before) {
+		t.Fatal("a context delta without the instruments' moments changed them")
+	}
+	if slices.Equal(untyped(&e.context), stats) {
+		t.Fatal("a version-2 context delta merged nothing")
 	}
 }
