@@ -9,6 +9,21 @@ import (
 	"testing"
 )
 
+// sharedRoundTrip is d encoded and decoded, as a delta travels through
+// the shared topic.
+func sharedRoundTrip(t *testing.T, d *Shared) Shared {
+	t.Helper()
+	data, err := d.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Shared
+	if err := got.UnmarshalBinary(data); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
 // kindStream is mergeStream with event types, kinds[j%len(kinds)] for
 // the j-th event, and dwell long (genuine-like) or short by turns of a
 // seeded coin.
@@ -99,14 +114,7 @@ func TestMergeContextCarriesTheStatistics(t *testing.T) {
 	b.StartSharing()
 	b.context.typeSlot("cart") // b numbers its types otherwise
 	b.context.typeSlot("purchase")
-	data, err := d.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got Shared
-	if err := got.UnmarshalBinary(data); err != nil {
-		t.Fatal(err)
-	}
+	got := sharedRoundTrip(t, &d)
 	if err := b.Merge(&got); err != nil {
 		t.Fatal(err)
 	}
@@ -337,14 +345,7 @@ func TestMergeContextCarriesTheInstruments(t *testing.T) {
 	if err := a.Publish(&d); err != nil {
 		t.Fatal(err)
 	}
-	data, err := d.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got Shared
-	if err := got.UnmarshalBinary(data); err != nil {
-		t.Fatal(err)
-	}
+	got := sharedRoundTrip(t, &d)
 	moments := func(m *Model) []float64 {
 		var v []float64
 		for _, p := range append(m.context.rank.moments(), m.context.gap.moments()...) {
