@@ -14,6 +14,7 @@ import (
 	"denoiser/consumer/input"
 	"denoiser/internal/synth"
 	"denoiser/online"
+	"denoiser/online/onlinetest"
 )
 
 // partitionSet is a Partitioned made of one model per partition, created
@@ -161,15 +162,10 @@ func (tr transcript) diff(want transcript) string {
 	return ""
 }
 
-// onlineConfig is the model configuration the service runs by default
-// (online.DefaultConfig: the instruments, the per-user offset), refitting
-// early, so that a short stream goes through warm-up, distillation,
-// mixture refits and the instruments.
-var onlineConfig = func() online.Config {
-	c := online.DefaultConfig()
-	c.WarmUp, c.RefitEvery, c.GMMMinSamples = 300, 200, 64
-	return c
-}()
+// onlineConfig is the model configuration the service runs by default,
+// refitting early (onlinetest.QuickDefaults), so that a short stream goes
+// through warm-up, distillation, mixture refits and the instruments.
+var onlineConfig = onlinetest.QuickDefaults()
 
 func onlineSet(t testing.TB, cfg online.Config, seed uint64) *partitionSet {
 	return newPartitionSet(func(p int32) Model {

@@ -234,10 +234,11 @@ func followThePartition(t *testing.T, topic string, lines [][]byte, instrument o
 	const parts = 4
 	tm := newTwoMembers(t, topic, lines, share)
 	b, cfgA, cfgB, out, owns, produce := tm.b, tm.cfgA, tm.cfgB, tm.out, tm.owns, tm.produce
+	quarter := len(lines) / 4 // produced at each of the four assignments
 
 	a := start(t, cfgA)
 	waitFor(t, time.Minute, "A owns the 4 partitions", owns(a, parts))
-	produce(len(tm.lines) / 4)
+	produce(quarter)
 	bm := start(t, cfgB)
 	waitFor(t, time.Minute, "A and B split the partitions", tm.bothOwn(a, bm))
 	// A handed partitions over to B; their changelog saves (the
@@ -248,15 +249,15 @@ func followThePartition(t *testing.T, topic string, lines [][]byte, instrument o
 		return m["denoiser_changelog_evictions_total"] >= float64(parts-len(pa)) || m[`denoiser_handovers_total{outcome="failed"}`] > 0
 	})
 	t.Logf("A owns %v: %v models evicted, %v handovers failed", pa, m["denoiser_changelog_evictions_total"], m[`denoiser_handovers_total{outcome="failed"}`])
-	produce(len(tm.lines) / 4)
+	produce(quarter)
 	if err, _ := a.stop(t); err != nil {
 		t.Fatalf("A's stop: %v", err)
 	}
 	waitFor(t, time.Minute, "B owns the 4 partitions", owns(bm, parts))
-	produce(len(tm.lines) / 4)
+	produce(quarter)
 	a = start(t, cfgA)
 	waitFor(t, time.Minute, "A and B split the partitions again", tm.bothOwn(a, bm))
-	produce(len(tm.lines) / 4)
+	produce(quarter)
 	for _, r := range []*running{a, bm} {
 		if err, _ := r.stop(t); err != nil {
 			t.Fatalf("stop: %v", err)

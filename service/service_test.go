@@ -25,6 +25,7 @@ import (
 	"denoiser/internal/kafkatest"
 	"denoiser/internal/synth"
 	"denoiser/online"
+	"denoiser/online/onlinetest"
 	"denoiser/producer"
 	"denoiser/service"
 	"denoiser/state"
@@ -109,19 +110,8 @@ func testConfig(t testing.TB, b *kafkatest.Broker, in string) service.Config {
 		},
 		Checkpoint: service.CheckpointConfig{Dir: t.TempDir(), EveryEvents: 500, Interval: 200 * time.Millisecond, NoSync: true},
 		HTTP:       service.HTTPConfig{Addr: "127.0.0.1:0"},
-		Model:      quickModel(),
+		Model:      onlinetest.QuickDefaults(), // what the service runs by default, quick to warm up
 	}
-}
-
-// quickModel is the model configuration the service runs by default
-// (BaseConfig: dwell read as longer-is-genuine, the event order, the
-// per-user transition offset), with a short warm-up and frequent refits,
-// so that a test's few thousand events reach the distillation, the
-// mixture and the instruments.
-func quickModel() online.Config {
-	c := service.BaseConfig().Model
-	c.WarmUp, c.RefitEvery, c.GMMMinSamples = 300, 200, 64
-	return c
 }
 
 // running is a service running in the background.

@@ -37,6 +37,18 @@ func SmallConfig(mode string) online.Config {
 	return online.Config{Mode: mode, Dim: 8, WarmUp: 300, RefitEvery: 100, GMMMinSamples: 32, GMMWindow: 256}
 }
 
+// QuickDefaults is the configuration the service runs by default
+// (online.DefaultConfig: dwell read as longer-is-genuine, the event order
+// and its instruments, the per-user offset) with a short warm-up and
+// frequent refits, so that a test's few thousand events reach the
+// distillation, the mixture and the instruments: what a user runs, in
+// a test's time.
+func QuickDefaults() online.Config {
+	c := online.DefaultConfig()
+	c.WarmUp, c.RefitEvery, c.GMMMinSamples = 300, 200, 64
+	return c
+}
+
 // New returns a new model of cfg with a fixed random source (PCG 1, 2:
 // golden files were made with it).
 func New(t testing.TB, cfg online.Config) *online.Model {
