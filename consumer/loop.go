@@ -125,7 +125,8 @@ func (r *Result) RawTruncated() bool { return len(r.Raw) < r.RawSize }
 type Options struct {
 	// Buffer bounds the records in flight (default 256): the reader, the
 	// model and the writer hold at most 2·Buffer+2 between them, and with
-	// parallel partitions a batch is at most Buffer records.
+	// parallel partitions a batch is at most Buffer records, of which two
+	// may be in flight, and 3·Buffer+2 records between them.
 	Buffer int
 	// Shadow, if set, is a second model stepped on every event the main
 	// model accepted (the replay's plain baseline). When partitions are
@@ -168,6 +169,14 @@ type Options struct {
 	// model merged (service.Merges). It needs the sequential path: Run
 	// refuses it with Workers > 1 and a Partitioned model.
 	Before func(r *Result)
+	// Drain, if set, is called on the model goroutine when partitions are
+	// stepped in parallel (Workers), before the loop starts a batch while
+	// the batch before it is still being stepped. True makes the loop
+	// finish that batch first, its last record with BatchEnd, so that
+	// After may checkpoint or publish there. Without it, a record gets
+	// BatchEnd only where the loop waits for input, runs a task or meets a
+	// barrier: under a backlog, seldom.
+	Drain func() bool
 	// Skipped, if set, is called on the model goroutine for each record
 	// with nothing to score (see SkipReason), in input order.
 	Skipped func(SkipReason)
@@ -248,15 +257,20 @@ func Run(ctx context.Context, src Source, model Model, sink Sink, dlq DeadLetter
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
+	pool := 2*n + 2
+	parted, parallel := model.(Partitioned)
+	if parallel = parallel && opts.Workers > 1; parallel {
+		pool += n // a second batch in flight
+	}
 	l := &loop{
-		free:    make(chan []*Result, 2*n+2),
+		free:    make(chan []*Result, pool),
 		decoded: make(chan []*Result, n),
 		out:     make(chan []*Result, n),
 		spare:   make(chan []*Result, 2*n/chunkLen+8),
 		sink:    sink,
 		dlq:     dlq,
 	}
-	for left := 2*n + 2; left > 0; left -= chunkLen {
+	for left := pool; left > 0; left -= chunkLen {
 		c := make([]*Result, min(left, chunkLen), chunkLen)
 		for i := range c {
 			c[i] = new(Result)
@@ -264,9 +278,11 @@ func Run(ctx context.Context, src Source, model Model, sink Sink, dlq DeadLetter
 		l.free <- c
 	}
 	l.outBuf = l.chunk()
-	l.batch = make([]*Result, 0, n)
-	if p, ok := model.(Partitioned); ok && opts.Workers > 1 {
-		l.workers = startWorkers(opts.Workers, p, opts.Shadow)
+	for i := range l.batches {
+		l.batches[i] = make([]*Result, 0, n)
+	}
+	if parallel {
+		l.workers = startWorkers(opts.Workers, parted, opts.Shadow)
 		defer l.workers.stop()
 	}
 
@@ -312,8 +328,17 @@ type loop struct {
 	out     chan []*Result // model -> writer: chunks of records (and flush markers), in input order
 	spare   chan []*Result // empty chunks to reuse
 	pending *Result        // the record being processed, until handed on; model goroutine only
-	batch   []*Result      // the records being processed; model goroutine only
 	workers *workers       // steps partitions in parallel; nil on the sequential path
+
+	// Model goroutine only: the batches being processed (two with
+	// parallel partitions, the one in flight and the one being formed),
+	// used in turn (side); the batch taken and not yet finished (flight);
+	// a task that came while a batch was in flight, run next (held).
+	batches [2][]*Result
+	flights [2]flight
+	side    int
+	flight  *flight
+	held    func(context.Context, Flusher) error
 	sink    Sink
 	dlq     DeadLetter
 
@@ -448,62 +473,178 @@ func (l *loop) read(ctx context.Context, src Source) error {
 // step runs on the caller's goroutine, which owns the model. It takes the
 // records a batch at a time: one record on the sequential path; with
 // parallel partitions (l.workers), the first record it waits for and those
-// already read after it, up to the next barrier.
+// already read after it, up to Buffer and up to the next barrier. There it
+// starts the next batch while the one before is still being stepped, if
+// its records are read already and neither a task, a barrier nor
+// Options.Drain needs the models at the end of the batch before; then it
+// finishes the batch before (its records lack BatchEnd: the models are past
+// them). Otherwise it waits for the batch in flight and finishes it, its
+// last record with BatchEnd.
 func (l *loop) step(ctx context.Context, model Model, opts Options, st *Stats) error {
+	defer l.settle()
 	for {
-		r, task, ok := l.next(ctx, opts.Tasks)
-		if !ok {
-			return nil
-		}
-		if task != nil {
-			if err := task(ctx, (*flusher)(l)); err != nil {
-				return fmt.Errorf("task: %w", err)
+		var r *Result
+		if l.flight != nil {
+			if r = l.overlap(opts); r == nil {
+				if ok, err := l.land(ctx, opts, st, true); !ok || err != nil {
+					return err
+				}
+				continue
 			}
-			continue
+		} else {
+			var task func(context.Context, Flusher) error
+			var ok bool
+			if r, task, ok = l.next(ctx, opts.Tasks); !ok {
+				return nil
+			}
+			if task != nil {
+				if err := task(ctx, (*flusher)(l)); err != nil {
+					return fmt.Errorf("task: %w", err)
+				}
+				continue
+			}
+			if r == nil {
+				return nil
+			}
+			if r.task != nil {
+				if err := l.barrier(ctx, r); err != nil {
+					return err
+				}
+				continue
+			}
 		}
-		if r == nil {
-			return nil
-		}
-		if r.task != nil {
-			if err := l.barrier(ctx, r); err != nil {
+		l.side ^= 1
+		batch := append(l.batches[l.side][:0], r)
+		if l.workers == nil {
+			if r.skip == "" && r.Reason == "" {
+				if opts.Before != nil {
+					opts.Before(r)
+				}
+				p := PartitionOf(r.Pos)
+				stepRecord(partitionModel(model, p), partitionModel(opts.Shadow, p), r)
+			}
+			l.flights[l.side] = flight{batch: batch}
+			l.flight = &l.flights[l.side]
+			if ok, err := l.land(ctx, opts, st, true); !ok || err != nil {
 				return err
 			}
 			continue
 		}
-		batch := append(l.batch[:0], r)
 		var barrier *Result
-		if l.workers != nil {
-			for len(batch) < cap(l.batch) {
-				var ok bool
-				if r, ok = l.poll(); !ok || r == nil { // none read yet, or the input has ended (the next poll says so again)
-					break
-				}
-				if r.task != nil {
-					barrier = r
-					break
-				}
-				batch = append(batch, r)
+		for len(batch) < cap(batch) {
+			var ok bool
+			if r, ok = l.poll(); !ok || r == nil { // none read yet, or the input has ended (the next poll says so again)
+				break
 			}
-			l.workers.stepBatch(batch)
-		} else if r.skip == "" && r.Reason == "" {
-			if opts.Before != nil {
-				opts.Before(r)
+			if r.task != nil {
+				barrier = r
+				break
 			}
-			p := PartitionOf(r.Pos)
-			stepRecord(partitionModel(model, p), partitionModel(opts.Shadow, p), r)
+			batch = append(batch, r)
 		}
-		batch[len(batch)-1].BatchEnd = true
-		for _, r := range batch {
-			if ok, err := l.finish(ctx, r, opts, st); !ok || err != nil {
-				return err // the rest of the batch was stepped, and is neither counted nor handed on
+		next := &l.flights[l.side]
+		*next = flight{batch: batch}
+		if l.workers.shadow != nil {
+			l.workers.stepBatch(batch) // the shadow's phase needs the main models' of the same batch: no overlap
+		} else {
+			next.set = l.workers.dispatch(batch, l.workers.model, false)
+		}
+		if l.flight != nil {
+			if ok, err := l.land(ctx, opts, st, false); !ok || err != nil {
+				l.flight = next // settle waits for it
+				return err
 			}
 		}
-		clear(batch) // no pointer into recycled results
+		l.flight = next
 		if barrier != nil {
+			if ok, err := l.land(ctx, opts, st, true); !ok || err != nil {
+				return err
+			}
 			if err := l.barrier(ctx, barrier); err != nil {
 				return err
 			}
 		}
+	}
+}
+
+// flight is a batch that the model goroutine took: being stepped (set),
+// or stepped already (set nil), not yet finished.
+type flight struct {
+	batch []*Result
+	set   *laneSet
+}
+
+// overlap returns the next record if it is read already and the batch in
+// flight may stay in flight while the next one starts with it: no task
+// waits (a task that came is held for next), the next record is not a
+// barrier, and Options.Drain does not ask for the end of the batch in
+// flight. Otherwise it returns nil and takes nothing.
+func (l *loop) overlap(opts Options) *Result {
+	if l.held != nil {
+		return nil
+	}
+	select {
+	case task := <-opts.Tasks: // a nil channel never delivers
+		l.held = task
+		return nil
+	default:
+	}
+	if r, ok := l.peek(); !ok || r == nil || r.task != nil {
+		return nil
+	}
+	if opts.Drain != nil && opts.Drain() {
+		return nil
+	}
+	r, _ := l.poll()
+	return r
+}
+
+// land waits until the batch in flight has been stepped, then finishes its
+// records in input order, the last with BatchEnd if end (no later record
+// has been stepped). It reports false, with finish, when the loop must
+// stop; the batch's records after the one that failed are neither counted
+// nor handed on.
+func (l *loop) land(ctx context.Context, opts Options, st *Stats, end bool) (bool, error) {
+	f := l.flight
+	l.flight = nil
+	if l.workers != nil {
+		l.workers.wait(f.set)
+	}
+	batch := f.batch
+	batch[len(batch)-1].BatchEnd = end
+	for _, r := range batch {
+		if ok, err := l.finish(ctx, r, opts, st); !ok || err != nil {
+			clear(batch)
+			return false, err
+		}
+	}
+	clear(batch) // no pointer into recycled results
+	return true, nil
+}
+
+// settle waits for the batch in flight, if any, when step returns early:
+// no lane steps once Run has returned.
+func (l *loop) settle() {
+	if l.flight != nil && l.workers != nil {
+		l.workers.wait(l.flight.set)
+	}
+	l.flight = nil
+}
+
+// peek returns the next record read without taking it, as poll would.
+func (l *loop) peek() (*Result, bool) {
+	if len(l.cur) > 0 {
+		return l.cur[0], true
+	}
+	select {
+	case c, ok := <-l.decoded:
+		if !ok {
+			return nil, true // the input has ended: poll says so again
+		}
+		l.in, l.cur = c, c
+		return c[0], true
+	default:
+		return nil, false
 	}
 }
 
@@ -519,6 +660,10 @@ func (l *loop) next(ctx context.Context, tasks <-chan func(context.Context, Flus
 	case <-done:
 		return nil, nil, false
 	default:
+	}
+	if task := l.held; task != nil {
+		l.held = nil
+		return nil, task, true
 	}
 	select {
 	case task := <-tasks:

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,8 +23,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // fakeModel scores deterministically from a counter, refuses item "refuse"
 // and fails numerically on item "nan".
 type fakeModel struct {
-	steps int
-	seen  []online.Event
+	steps   int
+	stepped atomic.Int64 // steps, for the model goroutine to read while a worker steps the model
+	seen    []online.Event
 }
 
 func (m *fakeModel) Step(ev online.Event, sc *online.Score) error {
@@ -38,6 +40,7 @@ func (m *fakeModel) Step(ev online.Event, sc *online.Score) error {
 	sc.Distilled = -1
 	sc.Posterior = append(sc.Posterior[:0], 1-sc.PClean, sc.PClean)
 	m.steps++
+	m.stepped.Add(1)
 	if ev.Item == "nan" {
 		return fmt.Errorf("step: %w", online.ErrNumerical)
 	}

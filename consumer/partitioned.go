@@ -57,7 +57,9 @@ type lane struct {
 	model   Model
 	shadow  bool // the lane steps a shadow (stepShadow), not the main model
 	records []*Result
-	dec     Decoder // decodes the lane's records; it knows the ids of the partitions stepped here
+	dec     Decoder  // decodes the lane's records; it knows the ids of the partitions stepped here
+	set     *laneSet // the batch's lanes, of which this is one
+	next    *lane    // the same model's lane of the next batch, chained here while this one is queued or running; under workers.mu
 }
 
 // step decodes the lane's records that the reader left undecoded, then
@@ -88,17 +90,40 @@ func decodeRecord(dec *Decoder, r *Result) bool {
 	return r.Reason == ""
 }
 
+// laneSet holds the lanes of one batch (one phase of it: the main models'
+// or the shadows'). The workers keep two, so that a batch can be formed
+// and started while the one before it is still being stepped.
+type laneSet struct {
+	lanes  []*lane         // lanes[:active] are the batch's, the rest kept for reuse
+	active int             // lanes in use
+	byPart map[int32]*lane // the batch's lane of each partition
+	recent map[int32]*lane // the lane of this set each partition's records went to last, whose Decoder knows its ids
+	left   atomic.Int32    // lanes not yet stepped
+	done   chan struct{}   // receives once left reaches 0
+}
+
 // workers steps the lanes of a batch at the same time. It belongs to the
-// model goroutine, except that while a phase waits, each lane sent on work
-// belongs to the worker that received it.
+// model goroutine, except that each lane queued (dispatch) belongs to the
+// goroutine that steps it until its set is done (wait).
+//
+// Two batches may be in flight: the loop dispatches a batch while the one
+// before it is still being stepped (loop.step), so that a worker whose lane
+// ended early goes on with the next batch rather than wait for the slowest
+// lane. A model's lanes are stepped one after the other in batch order: a
+// lane dispatched while the same model's lane of the batch before is
+// queued or running is chained to it (lane.next, tail), and whoever
+// steps that one steps it next. So each model still steps its records in
+// input order, one goroutine at a time, and the scores depend neither on
+// the batching nor on the number of workers.
 type workers struct {
 	model  Partitioned
 	shadow Model
-	lanes  []*lane         // lanes[:active] are the current phase's, the rest kept for reuse
-	active int             // lanes in use
-	byPart map[int32]*lane // the current phase's lane of each partition
-	recent map[int32]*lane // the lane each partition's records went to last, whose Decoder knows its ids
-	dec    Decoder         // decodes a partition's very first record
+	sets   [2]laneSet // used in turn
+	cur    int        // the set the next batch takes
+	dec    Decoder    // decodes a partition's very first record
+
+	mu   sync.Mutex
+	tail map[Model]*lane // each model's last lane dispatched and not yet stepped; under mu
 
 	// busy reports that the last batch gave every goroutine a lane: the
 	// reader then leaves decoding to the lanes, which the cores already
@@ -107,14 +132,16 @@ type workers struct {
 	busy    atomic.Bool
 	n       int // goroutines that step lanes, the model goroutine included
 	work    chan *lane
-	phase   sync.WaitGroup // the lanes of the current phase
 	running sync.WaitGroup // the worker goroutines
 }
 
 // startWorkers starts n-1 worker goroutines; the model goroutine is the
 // n-th. stop ends them.
 func startWorkers(n int, model Partitioned, shadow Model) *workers {
-	w := &workers{n: n, model: model, shadow: shadow, byPart: map[int32]*lane{}, recent: map[int32]*lane{}, work: make(chan *lane, 4*n)}
+	w := &workers{n: n, model: model, shadow: shadow, tail: map[Model]*lane{}, work: make(chan *lane, 8*n)}
+	for i := range w.sets {
+		w.sets[i] = laneSet{byPart: map[int32]*lane{}, recent: map[int32]*lane{}, done: make(chan struct{}, 1)}
+	}
 	w.running.Add(n - 1)
 	for range n - 1 {
 		go func() {
@@ -158,10 +185,22 @@ func (w *workers) next() (*lane, bool) {
 	return ln, ok
 }
 
-// run steps one lane of the current phase.
+// run steps lane ln, then each lane chained to it.
 func (w *workers) run(ln *lane) {
-	ln.step()
-	w.phase.Done()
+	for ln != nil {
+		ln.step()
+		w.mu.Lock()
+		next := ln.next
+		ln.next = nil
+		if w.tail[ln.model] == ln {
+			delete(w.tail, ln.model)
+		}
+		w.mu.Unlock()
+		if set := ln.set; set.left.Add(-1) == 0 {
+			set.done <- struct{}{} // ln is the set's again from here
+		}
+		ln = next
+	}
 }
 
 // stop ends the worker goroutines and waits for them. It must not be called
@@ -178,92 +217,121 @@ func (w *workers) stop() {
 // models at the same time; a shadow that is not Partitioned is one model,
 // so it steps every record in input order.
 func (w *workers) stepBatch(batch []*Result) {
-	w.stepPhase(batch, w.model, false)
+	w.wait(w.dispatch(batch, w.model, false))
 	if w.shadow != nil {
-		w.stepPhase(batch, w.shadow, true)
+		w.wait(w.dispatch(batch, w.shadow, true))
 	}
 }
 
-func (w *workers) stepPhase(batch []*Result, model Model, shadow bool) {
+// dispatch forms the lanes of batch's records that have something to
+// score and hands them to the workers: each is queued, or chained to its
+// model's lane of the batch before if that one is not stepped yet. It
+// returns their set, for wait; nil if batch had nothing to step. The set
+// must not be the one of a batch still in flight: at most two are.
+func (w *workers) dispatch(batch []*Result, model Model, shadow bool) *laneSet {
+	set := &w.sets[w.cur]
 	for _, r := range batch {
 		if r.skip != "" || r.Reason != "" { // nothing to score, or rejected
 			continue
 		}
 		p := PartitionOf(r.Pos)
-		ln := w.byPart[p]
+		ln := set.byPart[p]
 		if ln == nil {
 			// For makes p's model if p has none; as on the sequential
 			// path, call it only once p has an event to step: decode
-			// p's first record here (no lane runs yet: with the
-			// Decoder of p's last lane), its lane decodes the others.
+			// p's first record here (with the Decoder of p's last lane
+			// of this set, which no goroutine steps now), its lane
+			// decodes the others.
 			dec := &w.dec
-			if last := w.recent[p]; last != nil {
+			if last := set.recent[p]; last != nil {
 				dec = &last.dec
 			}
 			if !decodeRecord(dec, r) {
 				continue
 			}
-			ln = w.laneOf(partitionModel(model, p), shadow, w.recent[p])
-			w.byPart[p] = ln
+			ln = set.laneOf(partitionModel(model, p), shadow, set.recent[p])
+			set.byPart[p] = ln
 			if !shadow {
-				w.recent[p] = ln
+				set.recent[p] = ln
 			}
 		}
 		ln.records = append(ln.records, r)
 	}
 	if !shadow {
-		w.busy.Store(w.active >= w.n)
+		w.busy.Store(set.active >= w.n)
 	}
-	if w.active == 0 {
-		return
+	if set.active == 0 {
+		return nil
 	}
-	// The model goroutine queues the lanes but one, which it steps, then
-	// those no worker has taken yet; a lane that does not fit in the queue
-	// it steps at once.
-	active := w.lanes[:w.active]
-	w.phase.Add(len(active))
-	for _, ln := range active[:len(active)-1] {
+	w.cur ^= 1
+	active := set.lanes[:set.active]
+	set.left.Store(int32(len(active)))
+	for _, ln := range active {
+		ln.set = set
+		w.mu.Lock()
+		prev := w.tail[ln.model]
+		w.tail[ln.model] = ln
+		if prev != nil {
+			prev.next = ln
+		}
+		w.mu.Unlock()
+		if prev != nil {
+			continue // stepped after prev, by whoever steps prev
+		}
 		select {
 		case w.work <- ln:
-		default:
+		default: // the queue is full: step it now
 			w.run(ln)
 		}
 	}
-	w.run(active[len(active)-1])
-	for done := false; !done; {
-		select {
-		case ln := <-w.work:
-			w.run(ln)
-		default:
-			done = true
-		}
-	}
-	w.phase.Wait()
-	for _, ln := range active {
-		clear(ln.records) // no pointer into recycled results
-		ln.records, ln.model = ln.records[:0], nil
-	}
-	w.active = 0
-	clear(w.byPart)
+	return set
 }
 
-// laneOf returns the current phase's lane of model m, taking a free one if
-// m has none yet: partitions that share a model share its lane. Of the
-// free lanes it takes prefer, if free, whose Decoder knows the ids of m's
+// wait steps queued lanes on the model goroutine until every lane of set
+// has been stepped, then makes the set ready for another batch. A nil set
+// (a batch with nothing to step) is done already.
+func (w *workers) wait(set *laneSet) {
+	if set == nil {
+		return
+	}
+	for done := false; !done; {
+		select {
+		case <-set.done:
+			done = true
+		default:
+			select {
+			case <-set.done:
+				done = true
+			case ln := <-w.work:
+				w.run(ln)
+			}
+		}
+	}
+	for _, ln := range set.lanes[:set.active] {
+		clear(ln.records) // no pointer into recycled results
+		ln.records, ln.model, ln.set = ln.records[:0], nil, nil
+	}
+	set.active = 0
+	clear(set.byPart)
+}
+
+// laneOf returns the batch's lane of model m, taking a free one if m has
+// none yet: partitions that share a model share its lane. Of the free
+// lanes it takes prefer, if free, whose Decoder knows the ids of m's
 // partition.
-func (w *workers) laneOf(m Model, shadow bool, prefer *lane) *lane {
-	for _, ln := range w.lanes[:w.active] {
+func (set *laneSet) laneOf(m Model, shadow bool, prefer *lane) *lane {
+	for _, ln := range set.lanes[:set.active] {
 		if ln.model == m {
 			return ln
 		}
 	}
-	if i := slices.Index(w.lanes[w.active:], prefer); prefer != nil && i >= 0 {
-		w.lanes[w.active], w.lanes[w.active+i] = prefer, w.lanes[w.active]
-	} else if w.active == len(w.lanes) {
-		w.lanes = append(w.lanes, &lane{})
+	if i := slices.Index(set.lanes[set.active:], prefer); prefer != nil && i >= 0 {
+		set.lanes[set.active], set.lanes[set.active+i] = prefer, set.lanes[set.active]
+	} else if set.active == len(set.lanes) {
+		set.lanes = append(set.lanes, &lane{})
 	}
-	ln := w.lanes[w.active]
+	ln := set.lanes[set.active]
 	ln.model, ln.shadow = m, shadow
-	w.active++
+	set.active++
 	return ln
 }

@@ -45,7 +45,7 @@ func (s *partitionSet) For(p int32) Model {
 func (s *partitionSet) steps() int {
 	n := 0
 	for _, m := range s.models {
-		n += m.(*fakeModel).steps
+		n += int(m.(*fakeModel).stepped.Load())
 	}
 	return n
 }
@@ -398,8 +398,9 @@ func TestRunPartitionsBarriersAndBatchEnd(t *testing.T) {
 				if set.steps() != afterSeen {
 					t.Errorf("After at %s, the end of a batch: the models stepped %d records, want %d", r.Pos, set.steps(), afterSeen)
 				}
-			} else if set.steps() <= afterSeen {
-				t.Errorf("After at %s, inside a batch: the models stepped %d records, want more than %d", r.Pos, set.steps(), afterSeen)
+			} else if set.steps() < afterSeen {
+				// The next batch may or may not have begun to step.
+				t.Errorf("After at %s, inside a batch: the models stepped %d records, want at least %d", r.Pos, set.steps(), afterSeen)
 			}
 			if afterSeen%50 == 0 {
 				if err := out.Flush(ctx); err != nil {
@@ -456,14 +457,16 @@ func TestRunPartitionsStopInBatch(t *testing.T) {
 
 // TestRunPartitionsAllocateNothingPerRecord checks that the parallel path
 // allocates nothing per record beyond what the sequential path does
-// (decoding): only per run (workers, lanes, batch).
+// (decoding): only per run (workers, lanes, batches, the pool of results,
+// which is larger with a second batch in flight). So it compares the
+// allocations of two runs, of 20,000 and 40,000 records, on each path.
 func TestRunPartitionsAllocateNothingPerRecord(t *testing.T) {
 	var lines [][]byte
-	for i := range 20000 {
+	for i := range 40000 {
 		lines = append(lines, fmt.Appendf(nil, `{"user":"u%d","item":"i%d"}`, i%97, i%1013))
 	}
-	msgs := spread(lines, 4)
-	allocs := func(model Model, workers int) float64 {
+	allocs := func(model Model, workers, n int) float64 {
+		msgs := spread(lines[:n], 4)
 		return testing.AllocsPerRun(3, func() {
 			st, err := Run(context.Background(), &messages{msgs: msgs}, model, discard{}, discard{}, Options{Workers: workers})
 			if err != nil || st.Scored != uint64(len(msgs)) {
@@ -471,11 +474,12 @@ func TestRunPartitionsAllocateNothingPerRecord(t *testing.T) {
 			}
 		})
 	}
-	sequential := allocs(constModel{}, 1)
-	parallel := allocs(newPartitionSet(func(int32) Model { return constModel{} }), 4)
-	t.Logf("allocations per run of %d records: sequential %.0f, parallel %.0f", len(msgs), sequential, parallel)
+	set := newPartitionSet(func(int32) Model { return constModel{} })
+	sequential := allocs(constModel{}, 1, 40000) - allocs(constModel{}, 1, 20000)
+	parallel := allocs(set, 4, 40000) - allocs(set, 4, 20000)
+	t.Logf("allocations of 20,000 more records: sequential %.0f, parallel %.0f", sequential, parallel)
 	if extra := parallel - sequential; extra > 200 {
-		t.Fatalf("the parallel path allocated %.0f more times than the sequential one over %d records", extra, len(msgs))
+		t.Fatalf("the parallel path allocated %.0f more times than the sequential one for 20,000 more records", extra)
 	}
 }
 

@@ -161,6 +161,15 @@ func (c *checkpointer) after(ctx context.Context, r *consumer.Result, out consum
 	return nil
 }
 
+// drain is consumer.Options.Drain: the loop ends the batch in flight
+// before it starts another when a checkpoint (not waiting for the save
+// before it) or the sharer is due, so that after sees a record with
+// BatchEnd.
+func (c *checkpointer) drain() bool {
+	c.poll()
+	return c.pending >= c.every && !c.saving || c.share != nil && c.share.due()
+}
+
 // tick runs as a task on the model goroutine: it publishes the model's
 // summary and takes a checkpoint when interval has passed since the last.
 func (c *checkpointer) tick(interval time.Duration) func(context.Context, consumer.Flusher) error {

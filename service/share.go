@@ -172,6 +172,27 @@ func (s *sharer) record(batchEnd bool) {
 	s.mergeArrived()
 }
 
+// due reports whether record, at the end of a batch now, would publish
+// (every records have come since the last publication) or merge (a model
+// that moved since its last merge point has deltas to look at). The loop
+// asks it before it lets a batch stay in flight past its end
+// (consumer.Options.Drain), so that a backlog's merges are as timely as
+// they were when every batch ended. Model goroutine.
+func (s *sharer) due() bool {
+	if s.events >= s.every {
+		return true
+	}
+	s.mu.Lock()
+	end := s.base + len(s.deltas)
+	s.mu.Unlock()
+	for p, part := range s.parts {
+		if part.seen < end && s.set.Model(p) == part.m && s.next(p) != part.at {
+			return true
+		}
+	}
+	return false
+}
+
 // mergeArrived merges into each model the deltas read since it last
 // looked (the models that stepped since their last merge). Model
 // goroutine, while no partition model steps.
