@@ -26,11 +26,14 @@ type fakeModel struct {
 	steps   int
 	stepped atomic.Int64 // steps, for the model goroutine to read while a worker steps the model
 	seen    []online.Event
+	spin    time.Duration // each step takes at least this long: the reader runs ahead
 }
 
 func (m *fakeModel) Step(ev online.Event, sc *online.Score) error {
 	if ev.Item == "refuse" {
 		return fmt.Errorf("step: %w: no rating", online.ErrInvalidEvent)
+	}
+	for start := time.Now(); time.Since(start) < m.spin; {
 	}
 	m.seen = append(m.seen, ev)
 	sc.Version = uint64(m.steps)

@@ -25,10 +25,12 @@ import (
 type Partitioned interface {
 	Model
 	// For returns the model of partition p, creating it if needed; never
-	// nil. Run calls it on the model goroutine only, while no partition
-	// model is being stepped: once per partition per batch (per record on
-	// the sequential path), so that a task may replace or drop a
-	// partition's model between two batches.
+	// nil. Run calls it on the model goroutine only, once per partition
+	// per batch (per record on the sequential path), so that a task may
+	// replace or drop a partition's model between two batches. With
+	// parallel partitions the models of the batch before may be stepping
+	// meanwhile, so For must not touch them; tasks run only while no
+	// model steps.
 	For(p int32) Model
 }
 
