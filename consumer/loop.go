@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 
 	"denoiser/consumer/input"
@@ -260,7 +261,7 @@ func Run(ctx context.Context, src Source, model Model, sink Sink, dlq DeadLetter
 	pool := 2*n + 2
 	parted, parallel := model.(Partitioned)
 	if parallel = parallel && opts.Workers > 1; parallel {
-		pool += n // a second batch in flight
+		pool += (batchDepth - 1) * n // the batches in flight
 	}
 	l := &loop{
 		free:    make(chan []*Result, pool),
@@ -281,6 +282,7 @@ func Run(ctx context.Context, src Source, model Model, sink Sink, dlq DeadLetter
 	for i := range l.batches {
 		l.batches[i] = make([]*Result, 0, n)
 	}
+	l.flying = make([]*flight, 0, batchDepth)
 	if parallel {
 		l.workers = startWorkers(opts.Workers, parted, opts.Shadow)
 		defer l.workers.stop()
@@ -330,14 +332,14 @@ type loop struct {
 	pending *Result        // the record being processed, until handed on; model goroutine only
 	workers *workers       // steps partitions in parallel; nil on the sequential path
 
-	// Model goroutine only: the batches being processed (two with
-	// parallel partitions, the one in flight and the one being formed),
-	// used in turn (side); the batch taken and not yet finished (flight);
-	// a task that came while a batch was in flight, run next (held).
-	batches [2][]*Result
-	flights [2]flight
+	// Model goroutine only: the batches being processed (with parallel
+	// partitions, those in flight and the one being formed), used in turn
+	// (side); the batches taken and not yet finished (flying); a task that
+	// came while a batch was in flight, run next (held).
+	batches [batchDepth][]*Result
+	flights [batchDepth]flight
 	side    int
-	flight  *flight
+	flying  []*flight // oldest first, at most batchDepth-1
 	held    func(context.Context, Flusher) error
 	sink    Sink
 	dlq     DeadLetter
@@ -484,9 +486,9 @@ func (l *loop) step(ctx context.Context, model Model, opts Options, st *Stats) e
 	defer l.settle()
 	for {
 		var r *Result
-		if l.flight != nil {
+		if len(l.flying) > 0 {
 			if r = l.overlap(opts); r == nil {
-				if ok, err := l.land(ctx, opts, st, true); !ok || err != nil {
+				if ok, err := l.landAll(ctx, opts, st); !ok || err != nil {
 					return err
 				}
 				continue
@@ -513,8 +515,9 @@ func (l *loop) step(ctx context.Context, model Model, opts Options, st *Stats) e
 				continue
 			}
 		}
-		l.side ^= 1
+		l.side = (l.side + 1) % batchDepth
 		batch := append(l.batches[l.side][:0], r)
+		f := &l.flights[l.side]
 		if l.workers == nil {
 			if r.skip == "" && r.Reason == "" {
 				if opts.Before != nil {
@@ -523,9 +526,8 @@ func (l *loop) step(ctx context.Context, model Model, opts Options, st *Stats) e
 				p := PartitionOf(r.Pos)
 				stepRecord(partitionModel(model, p), partitionModel(opts.Shadow, p), r)
 			}
-			l.flights[l.side] = flight{batch: batch}
-			l.flight = &l.flights[l.side]
-			if ok, err := l.land(ctx, opts, st, true); !ok || err != nil {
+			*f = flight{batch: batch}
+			if ok, err := l.land(ctx, f, opts, st, true); !ok || err != nil {
 				return err
 			}
 			continue
@@ -542,22 +544,22 @@ func (l *loop) step(ctx context.Context, model Model, opts Options, st *Stats) e
 			}
 			batch = append(batch, r)
 		}
-		next := &l.flights[l.side]
-		*next = flight{batch: batch}
+		*f = flight{batch: batch}
 		if l.workers.shadow != nil {
 			l.workers.stepBatch(batch) // the shadow's phase needs the main models' of the same batch: no overlap
 		} else {
-			next.set = l.workers.dispatch(batch, l.workers.model, false)
+			f.set = l.workers.dispatch(batch, l.workers.model, false)
 		}
-		if l.flight != nil {
-			if ok, err := l.land(ctx, opts, st, false); !ok || err != nil {
-				l.flight = next // settle waits for it
+		l.flying = append(l.flying, f)
+		if len(l.flying) == batchDepth {
+			oldest := l.flying[0]
+			l.flying = append(l.flying[:0], l.flying[1:]...)
+			if ok, err := l.land(ctx, oldest, opts, st, false); !ok || err != nil {
 				return err
 			}
 		}
-		l.flight = next
 		if barrier != nil {
-			if ok, err := l.land(ctx, opts, st, true); !ok || err != nil {
+			if ok, err := l.landAll(ctx, opts, st); !ok || err != nil {
 				return err
 			}
 			if err := l.barrier(ctx, barrier); err != nil {
@@ -566,6 +568,11 @@ func (l *loop) step(ctx context.Context, model Model, opts Options, st *Stats) e
 		}
 	}
 }
+
+// batchDepth is the most batches the model goroutine holds with parallel
+// partitions: those in flight (being stepped, or stepped and not yet
+// finished) and the one being formed.
+const batchDepth = 3
 
 // flight is a batch that the model goroutine took: being stepped (set),
 // or stepped already (set nil), not yet finished.
@@ -589,26 +596,30 @@ func (l *loop) overlap(opts Options) *Result {
 		return nil
 	default:
 	}
-	if r, ok := l.peek(); !ok || r == nil || r.task != nil {
+	r, ok := l.peek()
+	if !ok {
+		runtime.Gosched()
+		r, ok = l.peek()
+	}
+	if !ok || r == nil || r.task != nil {
 		return nil
 	}
 	if opts.Drain != nil && opts.Drain() {
 		return nil
 	}
-	r, _ := l.poll()
+	r, _ = l.poll()
 	return r
 }
 
-// land waits until the batch in flight has been stepped, then finishes its
-// records in input order, the last with BatchEnd if end (no later record
-// has been stepped). It reports false, with finish, when the loop must
-// stop; the batch's records after the one that failed are neither counted
-// nor handed on.
-func (l *loop) land(ctx context.Context, opts Options, st *Stats, end bool) (bool, error) {
-	f := l.flight
-	l.flight = nil
+// land waits until batch f has been stepped, then finishes its records in
+// input order, the last with BatchEnd if end (no later record has been
+// stepped). It reports false, with finish, when the loop must stop; the
+// batch's records after the one that failed are neither counted nor
+// handed on.
+func (l *loop) land(ctx context.Context, f *flight, opts Options, st *Stats, end bool) (bool, error) {
 	if l.workers != nil {
 		l.workers.wait(f.set)
+		f.set = nil
 	}
 	batch := f.batch
 	batch[len(batch)-1].BatchEnd = end
@@ -622,13 +633,28 @@ func (l *loop) land(ctx context.Context, opts Options, st *Stats, end bool) (boo
 	return true, nil
 }
 
-// settle waits for the batch in flight, if any, when step returns early:
-// no lane steps once Run has returned.
-func (l *loop) settle() {
-	if l.flight != nil && l.workers != nil {
-		l.workers.wait(l.flight.set)
+// landAll lands the batches in flight, oldest first, the last one's last
+// record with BatchEnd.
+func (l *loop) landAll(ctx context.Context, opts Options, st *Stats) (bool, error) {
+	for len(l.flying) > 0 {
+		f := l.flying[0]
+		l.flying = append(l.flying[:0], l.flying[1:]...)
+		if ok, err := l.land(ctx, f, opts, st, len(l.flying) == 0); !ok || err != nil {
+			return false, err
+		}
 	}
-	l.flight = nil
+	return true, nil
+}
+
+// settle waits for the batches in flight, if any, when step returns
+// early: no lane steps once Run has returned.
+func (l *loop) settle() {
+	if l.workers != nil {
+		for _, f := range l.flying {
+			l.workers.wait(f.set)
+		}
+	}
+	l.flying = l.flying[:0]
 }
 
 // peek returns the next record read without taking it, as poll would.

@@ -120,9 +120,9 @@ type laneSet struct {
 type workers struct {
 	model  Partitioned
 	shadow Model
-	sets   [2]laneSet // used in turn
-	cur    int        // the set the next batch takes
-	dec    Decoder    // decodes a partition's very first record
+	sets   [batchDepth]laneSet // used in turn
+	cur    int                 // the set the next batch takes
+	dec    Decoder             // decodes a partition's very first record
 
 	mu   sync.Mutex
 	tail map[Model]*lane // each model's last lane dispatched and not yet stepped; under mu
@@ -265,7 +265,7 @@ func (w *workers) dispatch(batch []*Result, model Model, shadow bool) *laneSet {
 	if set.active == 0 {
 		return nil
 	}
-	w.cur ^= 1
+	w.cur = (w.cur + 1) % batchDepth
 	active := set.lanes[:set.active]
 	set.left.Store(int32(len(active)))
 	for _, ln := range active {

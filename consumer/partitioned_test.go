@@ -431,8 +431,10 @@ func TestRunPartitionsBarriersAndBatchEnd(t *testing.T) {
 // batch starts while the one before is still being stepped, so that
 // records seldom end a batch:
 // Options.Drain asks for a batch end after every 100 records, and After
-// sees one no later than a batch and a half after (the batch in flight
-// when Drain is asked ends), each with the models exactly at its record.
+// sees one no later than batchDepth batches after (Drain is asked before
+// each batch while the loop lands at most one batch per batch it starts,
+// and the batches in flight then end), each with the models exactly at its
+// record.
 func TestRunPartitionsDrain(t *testing.T) {
 	var lines [][]byte
 	for i := range 3000 {
@@ -463,17 +465,20 @@ func TestRunPartitionsDrain(t *testing.T) {
 	}
 	ends, longest := run(true)
 	t.Logf("with Drain: %d batch ends, at most %d records apart", ends, longest)
-	if longest > every+2*buffer {
-		t.Errorf("with Drain every %d records, batch ends came %d records apart, want at most %d", every, longest, every+2*buffer)
+	if bound := every + batchDepth*buffer; longest > bound {
+		t.Errorf("with Drain every %d records, batch ends came %d records apart, want at most %d", every, longest, bound)
 	}
-	if ends < len(lines)/(every+2*buffer) {
+	if ends < len(lines)/(every+batchDepth*buffer) {
 		t.Errorf("with Drain every %d records, %d batch ends in %d records", every, ends, len(lines))
 	}
-	// Without Drain the ends come where the reader falls behind: 23–25
-	// ends at most 194 records apart in three runs here, so the bound
-	// above fails without Drain, as long as the backlog lasts.
+	// Without Drain the ends come where the reader falls behind: 8–14
+	// ends, at most 576–1,248 records apart, in six runs here, so the
+	// bound above fails without Drain.
 	ends, longest = run(false)
 	t.Logf("without: %d batch ends, at most %d records apart", ends, longest)
+	if longest <= every+batchDepth*buffer {
+		t.Errorf("without Drain, batch ends came at most %d records apart: did a batch stay in flight while the next began?", longest)
+	}
 }
 
 // TestRunPartitionsStopInBatch stops the loop from After inside a batch:
