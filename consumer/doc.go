@@ -43,15 +43,15 @@
 //     batch at a time, its partitions at the same time on a fixed pool of
 //     goroutines (Options.Workers): each partition's model steps its
 //     records in input order on one goroutine, so scores do not depend on
-//     the batching or the number of workers. A batch starts while the one
-//     before it is still being stepped, if its records are read already:
-//     a model's lane of the new batch is chained after its lane of the
-//     batch before, so a worker whose lane ended early goes on rather
-//     than wait for the slowest. For is called as a batch is formed, After
-//     and Skipped as the batch before is finished (the models may be past
-//     its records: only a record with BatchEnd sees them at rest, and
-//     Options.Drain asks for one); tasks and barriers run only when every
-//     model is at rest. Once every worker has a lane,
+//     the batching or the number of workers. A batch starts while up to
+//     two before it are still being stepped (batchDepth), if its records
+//     are read already: a model's lane of the new batch is chained after
+//     its lane of the batch before, so a worker whose lane ended early
+//     goes on rather than wait for the slowest. For is called as a batch
+//     is formed, After and Skipped as an earlier batch is finished (the
+//     models may be past its records: only a record with BatchEnd sees
+//     them at rest, and Options.Drain asks for one); tasks and barriers
+//     run only when every model is at rest. Once every worker has a lane,
 //     records are decoded on their lane too (each lane its own Decoder),
 //     not on the reader; For is still called only for a partition with a
 //     record that decodes;

@@ -125,9 +125,10 @@ func (r *Result) RawTruncated() bool { return len(r.Raw) < r.RawSize }
 // Options configures Run. The zero value is ready to use.
 type Options struct {
 	// Buffer bounds the records in flight (default 256): the reader, the
-	// model and the writer hold at most 2·Buffer+2 between them, and with
-	// parallel partitions a batch is at most Buffer records, of which two
-	// may be in flight, and 3·Buffer+2 records between them.
+	// model and the writer hold at most 2·Buffer+2 between them. With
+	// parallel partitions a batch is at most Buffer records, and two
+	// batches may be in flight while a third is formed: 4·Buffer+2
+	// records between them.
 	Buffer int
 	// Shadow, if set, is a second model stepped on every event the main
 	// model accepted (the replay's plain baseline). When partitions are
@@ -476,12 +477,12 @@ func (l *loop) read(ctx context.Context, src Source) error {
 // records a batch at a time: one record on the sequential path; with
 // parallel partitions (l.workers), the first record it waits for and those
 // already read after it, up to Buffer and up to the next barrier. There it
-// starts the next batch while the one before is still being stepped, if
+// starts the next batch while those before it are still being stepped, if
 // its records are read already and neither a task, a barrier nor
-// Options.Drain needs the models at the end of the batch before; then it
-// finishes the batch before (its records lack BatchEnd: the models are past
-// them). Otherwise it waits for the batch in flight and finishes it, its
-// last record with BatchEnd.
+// Options.Drain needs the models at the end of the batches before; with
+// batchDepth batches held, it then finishes the oldest (its records lack
+// BatchEnd: the models are past them). Otherwise it waits for the batches
+// in flight and finishes them, the last one's last record with BatchEnd.
 func (l *loop) step(ctx context.Context, model Model, opts Options, st *Stats) error {
 	defer l.settle()
 	for {
@@ -581,11 +582,14 @@ type flight struct {
 	set   *laneSet
 }
 
-// overlap returns the next record if it is read already and the batch in
-// flight may stay in flight while the next one starts with it: no task
+// overlap returns the next record if it is read already and the batches
+// in flight may stay in flight while the next one starts with it: no task
 // waits (a task that came is held for next), the next record is not a
-// barrier, and Options.Drain does not ask for the end of the batch in
-// flight. Otherwise it returns nil and takes nothing.
+// barrier, and Options.Drain does not ask for a batch end. Otherwise it
+// returns nil and takes nothing. When nothing is read yet it yields once
+// first: the reader may be runnable but waiting for a core that the
+// lanes hold (without the yield, a quarter of the batches of
+// BenchmarkRunPartitions's two partitions ended so; with it, 1–5 %).
 func (l *loop) overlap(opts Options) *Result {
 	if l.held != nil {
 		return nil
