@@ -481,6 +481,42 @@ func TestRunPartitionsDrain(t *testing.T) {
 	}
 }
 
+// TestRunPartitionsTaskInBacklog sends a task while a backlog keeps
+// batches in flight: the loop holds it, lands the batches and runs it
+// with every model at rest, within batchDepth batches.
+func TestRunPartitionsTaskInBacklog(t *testing.T) {
+	var lines [][]byte
+	for i := range 3000 {
+		lines = append(lines, fmt.Appendf(nil, `{"user":"u%d","item":"i%d"}`, i, i%7))
+	}
+	const buffer, at = 32, 500
+	set := newPartitionSet(func(int32) Model { return &fakeModel{spin: 20 * time.Microsecond} })
+	tasks := make(chan func(context.Context, Flusher) error, 1)
+	seen, ranAt := 0, -1
+	_, err := Run(context.Background(), &messages{msgs: spread(lines, 3)}, set, discard{}, discard{}, Options{
+		Workers: 2, Buffer: buffer, Tasks: tasks,
+		After: func(context.Context, *Result, Flusher) error {
+			if seen++; seen == at {
+				tasks <- func(context.Context, Flusher) error {
+					ranAt = seen
+					if set.steps() != seen {
+						t.Errorf("the task ran after %d records with the models at %d", seen, set.steps())
+					}
+					return nil
+				}
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("sent after %d records, ran after %d", at, ranAt)
+	if ranAt < at || ranAt > at+batchDepth*buffer {
+		t.Fatalf("a task sent after %d records ran after %d, want by %d", at, ranAt, at+batchDepth*buffer)
+	}
+}
+
 // TestRunPartitionsStopInBatch stops the loop from After inside a batch:
 // the records after it are not counted nor handed on, and the workers
 // exit (goleak in TestMain).
