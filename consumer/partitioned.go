@@ -93,8 +93,8 @@ func decodeRecord(dec *Decoder, r *Result) bool {
 }
 
 // laneSet holds the lanes of one batch (one phase of it: the main models'
-// or the shadows'). The workers keep two, so that a batch can be formed
-// and started while the one before it is still being stepped.
+// or the shadows'). The workers keep batchDepth, so that a batch can be formed
+// and started while those before it are still being stepped.
 type laneSet struct {
 	lanes  []*lane         // lanes[:active] are the batch's, the rest kept for reuse
 	active int             // lanes in use
@@ -108,8 +108,8 @@ type laneSet struct {
 // model goroutine, except that each lane queued (dispatch) belongs to the
 // goroutine that steps it until its set is done (wait).
 //
-// Two batches may be in flight: the loop dispatches a batch while the one
-// before it is still being stepped (loop.step), so that a worker whose lane
+// Several batches may be in flight: the loop dispatches a batch while those
+// before it are still being stepped (loop.step), so that a worker whose lane
 // ended early goes on with the next batch rather than wait for the slowest
 // lane. A model's lanes are stepped one after the other in batch order: a
 // lane dispatched while the same model's lane of the batch before is
