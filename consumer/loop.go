@@ -553,9 +553,7 @@ func (l *loop) step(ctx context.Context, model Model, opts Options, st *Stats) e
 		}
 		l.flying = append(l.flying, f)
 		if len(l.flying) == batchDepth {
-			oldest := l.flying[0]
-			l.flying = append(l.flying[:0], l.flying[1:]...)
-			if ok, err := l.land(ctx, oldest, opts, st, false); !ok || err != nil {
+			if ok, err := l.land(ctx, l.oldest(), opts, st, false); !ok || err != nil {
 				return err
 			}
 		}
@@ -641,13 +639,19 @@ func (l *loop) land(ctx context.Context, f *flight, opts Options, st *Stats, end
 // record with BatchEnd.
 func (l *loop) landAll(ctx context.Context, opts Options, st *Stats) (bool, error) {
 	for len(l.flying) > 0 {
-		f := l.flying[0]
-		l.flying = append(l.flying[:0], l.flying[1:]...)
+		f := l.oldest()
 		if ok, err := l.land(ctx, f, opts, st, len(l.flying) == 0); !ok || err != nil {
 			return false, err
 		}
 	}
 	return true, nil
+}
+
+// oldest takes the oldest batch in flight off the list.
+func (l *loop) oldest() *flight {
+	f := l.flying[0]
+	l.flying = append(l.flying[:0], l.flying[1:]...)
+	return f
 }
 
 // settle waits for the batches in flight, if any, when step returns

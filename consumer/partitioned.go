@@ -93,8 +93,9 @@ func decodeRecord(dec *Decoder, r *Result) bool {
 }
 
 // laneSet holds the lanes of one batch (one phase of it: the main models'
-// or the shadows'). The workers keep batchDepth, so that a batch can be formed
-// and started while those before it are still being stepped.
+// or the shadows'). The workers keep batchDepth of them, so that a batch
+// can be formed and started while those before it are still being
+// stepped.
 type laneSet struct {
 	lanes  []*lane         // lanes[:active] are the batch's, the rest kept for reuse
 	active int             // lanes in use
@@ -140,7 +141,7 @@ type workers struct {
 // startWorkers starts n-1 worker goroutines; the model goroutine is the
 // n-th. stop ends them.
 func startWorkers(n int, model Partitioned, shadow Model) *workers {
-	w := &workers{n: n, model: model, shadow: shadow, tail: map[Model]*lane{}, work: make(chan *lane, 8*n)}
+	w := &workers{n: n, model: model, shadow: shadow, tail: map[Model]*lane{}, work: make(chan *lane, 8*n)} // room for the lanes of the batches in flight, most of the time
 	for i := range w.sets {
 		w.sets[i] = laneSet{byPart: map[int32]*lane{}, recent: map[int32]*lane{}, done: make(chan struct{}, 1)}
 	}
@@ -228,8 +229,9 @@ func (w *workers) stepBatch(batch []*Result) {
 // dispatch forms the lanes of batch's records that have something to
 // score and hands them to the workers: each is queued, or chained to its
 // model's lane of the batch before if that one is not stepped yet. It
-// returns their set, for wait; nil if batch had nothing to step. The set
-// must not be the one of a batch still in flight: at most two are.
+// returns their set, for wait; nil if batch had nothing to step. The sets
+// are used in turn, so at most batchDepth-1 batches may be in flight when
+// it is called.
 func (w *workers) dispatch(batch []*Result, model Model, shadow bool) *laneSet {
 	set := &w.sets[w.cur]
 	for _, r := range batch {
@@ -296,6 +298,8 @@ func (w *workers) wait(set *laneSet) {
 	if set == nil {
 		return
 	}
+	// The set's end first, if it came: a queued lane belongs to a later
+	// batch, and stepping it here would delay this one's records.
 	for done := false; !done; {
 		select {
 		case <-set.done:
