@@ -41,6 +41,11 @@ func (m *Model) calibrate(p float64) float64 {
 	if share == 0 {
 		return p
 	}
+	return calibrateTo(p, share)
+}
+
+// calibrateTo is calibrate with share as π.
+func calibrateTo(p, share float64) float64 {
 	p = min(max(p, pCleanFloor), 1-pCleanFloor)
 	prior := math.Log(share / (1 - share))
 	return sigmoid(prior + weightTemper*(math.Log(p/(1-p))-prior))

@@ -162,7 +162,7 @@ func TestGapInstrumentWeighsPClean(t *testing.T) {
 		var weights []float64
 		var mean, meanPrior float64
 		for i, x := range xs {
-			w, g, _, ok := c.gapWeight(prior[i], prior[i], x, 0)
+			w, g, _, ok := c.gapWeight(prior[i], prior[i], x, c.gap.pCleanShare())
 			if !ok {
 				w = prior[i]
 			}
@@ -175,7 +175,7 @@ func TestGapInstrumentWeighsPClean(t *testing.T) {
 				meanPrior += prior[i]
 			}
 			if ok {
-				c.gap.follow(g, prior[i])
+				c.gap.followGap(g, prior[i])
 			}
 			c.learnGap(&x, prior[i])
 		}

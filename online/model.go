@@ -236,11 +236,17 @@ func (m *Model) Step(ev Event, sc *Score) error {
 		sc.Weight = m.calibrate(posterior)
 	}
 	// Neither instrument read the event (no dwell, no ranked type): the
-	// gap, where it says something.
+	// gap, where it says something. Its level is p_clean calibrated
+	// towards the gap instrument's mean p_clean, not the mixture's share
+	// (gapWeight), unless the context gave the weight.
 	gapped, gapW, level := false, 0.0, sc.Weight
 	if m.useContext() && path == pathAnchored {
 		var w, lambda float64
-		if w, gapW, lambda, gapped = m.context.gapWeight(level, sc.PClean, context, m.reliableShare()); gapped {
+		share := m.context.gap.pCleanShare()
+		if share > 0 && sc.Source == SourcePClean {
+			level = calibrateTo(posterior, share)
+		}
+		if w, gapW, lambda, gapped = m.context.gapWeight(level, sc.PClean, context, share); gapped {
 			sc.Weight = w
 			if lambda >= 0.5 {
 				sc.Source = SourceGap
@@ -253,7 +259,7 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	if ok && m.useContext() {
 		m.context.learn(context, posterior, sc.PClean, path)
 		if gapped {
-			m.context.gap.follow(gapW, level)
+			m.context.gap.followGap(gapW, level)
 		}
 		m.context.learnGap(&context, sc.PClean)
 	}

@@ -323,6 +323,53 @@ func TestRankLevelOffset(t *testing.T) {
 	}
 }
 
+// TestGapLevelStepFalls: the gap instrument's level offset steps by
+// 1/(mass + gapLevelWarm) of the difference: fast while the moments are
+// young, slow once they hold a window's events.
+func TestGapLevelStepFalls(t *testing.T) {
+	for _, mass := range []float64{0, 100, contextWindow} {
+		var r rankInstrument
+		r.stats.mass = mass
+		r.followGap(0.9, 0.8)
+		if want := -0.1 / (mass + gapLevelWarm); math.Abs(r.offset-want) > 1e-15 {
+			t.Errorf("mass %v: offset %v after one step, want %v", mass, r.offset, want)
+		}
+	}
+	var r rankInstrument
+	for range 100000 {
+		r.followGap(0, 1)
+	}
+	if r.offset != contextClamp {
+		t.Errorf("offset %v after a long way up, want the clamp %v", r.offset, contextClamp)
+	}
+}
+
+// TestGapShareIsMeanPClean: the share the gap instrument reads from its
+// moments of logit(p_clean) is their mean p_clean within 0.015 (the
+// probit approximation's error on a logit-normal p_clean), and 0 until
+// the moments have contextMinMass.
+func TestGapShareIsMeanPClean(t *testing.T) {
+	for _, tc := range []struct{ mu, sigma float64 }{{1.5, 1.2}, {0.5, 2}, {-1, 0.5}, {2.5, 3}} {
+		var r rankInstrument
+		if s := r.pCleanShare(); s != 0 {
+			t.Fatalf("share %v with no moments, want 0", s)
+		}
+		rng := rand.New(rand.NewPCG(7, 1))
+		var sum float64
+		const n = 20000
+		for range n {
+			a := tc.mu + tc.sigma*rng.NormFloat64()
+			sum += sigmoid(a)
+			r.learn(1, a, [instrumented - 1]float64{}, nil)
+		}
+		// The moments decay (contextKeep), so they weigh the latest
+		// events more; the draws are independent, so the mean is the same.
+		if got, want := r.pCleanShare(), sum/n; math.Abs(got-want) > 0.015 {
+			t.Errorf("logit p_clean ~ N(%v, %v²): share %.4f, mean p_clean %.4f", tc.mu, tc.sigma, got, want)
+		}
+	}
+}
+
 // TestOrderAgreementOneRank: with one ranked type that has mass the order
 // says nothing, exactly 0 whatever the statistics and the rank (a
 // covariance of one value is zero only up to rounding).
