@@ -406,33 +406,37 @@ func BenchmarkStep(b *testing.B) {
 		c       Config
 		share   bool
 		noDwell bool
+		bare    bool // neither dwell nor an event type
 	}{
-		{"rgbt", DefaultConfig(), false, false},
+		{"rgbt", DefaultConfig(), false, false, false},
 		// rgbt on a stream without dwell: the event type's rank is the
 		// instrument (rankInstrument), fitted on every event.
-		{"rgbt-no-dwell", DefaultConfig(), false, true},
+		{"rgbt-no-dwell", DefaultConfig(), false, true, false},
+		// rgbt on a stream of (user, item, time) only: the gap since the
+		// user's previous event is the instrument (gapWeight).
+		{"rgbt-bare", DefaultConfig(), false, true, true},
 		// rgbt as a partition model that shares (state_layout partition):
 		// the context's accumulator steps beside its statistics, and a
 		// delta is published every 2,000 events (Publish, into a reused
 		// Shared).
-		{"rgbt-sharing", DefaultConfig(), true, false},
-		{"plain", DefaultConfig().Baseline(), false, false},
+		{"rgbt-sharing", DefaultConfig(), true, false, false},
+		{"plain", DefaultConfig().Baseline(), false, false, false},
 		// rgbt without the per-user offset in T̂ (on by default): one
 		// addition less per T̂ logit, and no offset step.
-		{"rgbt-no-user-offset", Config{DwellDirection: DwellLong}, false, false},
+		{"rgbt-no-user-offset", Config{DwellDirection: DwellLong}, false, false, false},
 		// rgbt with dwell's direction learned (the anchored rule) instead
 		// of the dwell mixture (long, the default).
-		{"rgbt-dwell-learned", Config{TransitionUserOffset: true, DwellDirection: DwellLearned}, false, false},
+		{"rgbt-dwell-learned", Config{TransitionUserOffset: true, DwellDirection: DwellLearned}, false, false, false},
 		// Caps at the stream's 2,000 users and 1,000 items: the same
 		// model as rgbt (TestCapAboveWorkingSetChangesNothing), plus the
 		// bookkeeping of recency on every event.
-		{"rgbt-cap-above", Config{MaxUsers: 2000, MaxItems: 1000, TransitionUserOffset: true}, false, false},
+		{"rgbt-cap-above", Config{MaxUsers: 2000, MaxItems: 1000, TransitionUserOffset: true}, false, false, false},
 		// Caps below the stream's 2,000 users and 1,000 items: most
 		// events meet an evicted id and take the least recently seen
 		// one's row.
-		{"rgbt-capped", Config{MaxUsers: 500, MaxItems: 500, TransitionUserOffset: true}, false, false},
+		{"rgbt-capped", Config{MaxUsers: 500, MaxItems: 500, TransitionUserOffset: true}, false, false, false},
 		// Admission after two sightings as well (a 4 MiB sketch).
-		{"rgbt-capped-admit", Config{MaxUsers: 500, MaxItems: 500, AdmitAfter: 2, TransitionUserOffset: true}, false, false},
+		{"rgbt-capped-admit", Config{MaxUsers: 500, MaxItems: 500, AdmitAfter: 2, TransitionUserOffset: true}, false, false, false},
 	} {
 		b.Run(cfg.name, func(b *testing.B) {
 			m, err := New(cfg.c, rand.NewPCG(1, 2))
@@ -446,6 +450,9 @@ func BenchmarkStep(b *testing.B) {
 				// Every context feature on: dwell and an event type.
 				evs[j] = Event{User: fmt.Sprint("u", u), Item: fmt.Sprint("i", (u%10)*100+r.IntN(100)),
 					DwellMS: int64(r.IntN(120000)), HasDwell: !cfg.noDwell, Kind: [...]string{"click", "view", "cart"}[r.IntN(3)]}
+				if cfg.bare {
+					evs[j].Kind = ""
+				}
 			}
 			var sc Score
 			var d Shared
