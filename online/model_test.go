@@ -413,7 +413,8 @@ func BenchmarkStep(b *testing.B) {
 		// instrument (rankInstrument), fitted on every event.
 		{"rgbt-no-dwell", DefaultConfig(), false, true, false},
 		// rgbt on a stream of (user, item, time) only: the gap since the
-		// user's previous event is the instrument (gapWeight).
+		// user's previous event is the instrument (gapWeight); the events
+		// come closer together, so that the gaps spread about its cap.
 		{"rgbt-bare", DefaultConfig(), false, true, true},
 		// rgbt as a partition model that shares (state_layout partition):
 		// the context's accumulator steps beside its statistics, and a
@@ -463,6 +464,9 @@ func BenchmarkStep(b *testing.B) {
 			step := func(j int) {
 				ev := evs[j%len(evs)]
 				now += 1500
+				if cfg.bare { // 1–30 ms apart: a user's gaps spread about the 30 s cap
+					now += 1 + int64(j*7919%30) - 1500
+				}
 				ev.TimeMS, ev.HasTime = now, true
 				m.Step(ev, &sc)
 				if cfg.share && j%2000 == 1999 {
@@ -471,6 +475,9 @@ func BenchmarkStep(b *testing.B) {
 			}
 			for j := 0; j < 3*len(evs); j++ { // warm: past warm-up, GMM fitted
 				step(j)
+			}
+			if _, ok := m.context.gap.fit(0.8, 0.8, false); cfg.bare && !ok {
+				b.Fatal("the gap instrument is not fitted: the benchmark would not weigh by it")
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
