@@ -392,8 +392,8 @@ func (p contextPath) source() WeightSource {
 //
 //	logit(w) = (1 − λ)·logit(level) + λ·logit(g)
 //
-// share is the instrument's own mean p_clean (pCleanShare), 0 before it
-// has the mass (½ then). Until stop 46 it was the mixture's reliable
+// share is the instrument's own mean p_clean (pCleanShare), 0 (no fit)
+// before it has the mass. Until stop 46 it was the mixture's reliable
 // share, which on a sparse catalogue is no genuine share at all: the
 // mixture's reliable component held 0.38 of the events of the sparse v2
 // stream (seed 5) whose genuine share was 0.80, where the mean p_clean
@@ -406,9 +406,6 @@ func (p contextPath) source() WeightSource {
 func (c *contextModel) gapWeight(level, pClean float64, x contextFeatures, share float64) (w, g, lambda float64, ok bool) {
 	if !c.long {
 		return 0, 0, 0, false
-	}
-	if share <= 0 {
-		share = 0.5
 	}
 	t, ok := c.gap.fit(share, share, false)
 	if !ok {

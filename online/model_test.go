@@ -463,9 +463,10 @@ func BenchmarkStep(b *testing.B) {
 			now := int64(1_700_000_000_000)
 			step := func(j int) {
 				ev := evs[j%len(evs)]
-				now += 1500
 				if cfg.bare { // 1–30 ms apart: a user's gaps spread about the 30 s cap
-					now += 1 + int64(j*7919%30) - 1500
+					now += 1 + int64(j*7919%30)
+				} else {
+					now += 1500
 				}
 				ev.TimeMS, ev.HasTime = now, true
 				m.Step(ev, &sc)
