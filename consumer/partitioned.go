@@ -73,9 +73,9 @@ type lane struct {
 // records' bytes) and the model's then stay in the core's cache for a
 // whole run of each, where alternating evicted one with the other at
 // every record. With two partitions on two cores, the model's step cost
-// 2.51 CPU-µs per event in the loop against 2.26–2.34 on bare goroutines,
-// and 2.20 decoded so (docs/perf.md, "Decoding a lane before stepping
-// it").
+// about 2.5 CPU-µs per event in the loop against 2.26–2.34 on bare
+// goroutines, and about 2.2 decoded so (docs/perf.md, "Decoding a lane
+// before stepping it").
 func (ln *lane) step() {
 	for _, r := range ln.records {
 		decodeRecord(&ln.dec, r)
