@@ -135,9 +135,20 @@ type SharingConfig struct {
 	// what was read back at the end of each batch it stepped in.
 	Interval time.Duration `yaml:"interval"`
 	// EveryEvents: the models also publish after this many records of
-	// the member (default 2000), so that a backlog read at
+	// the member (default 1000), so that a backlog read at
 	// full speed is not learned by each partition alone for Interval.
 	EveryEvents int `yaml:"every_events"`
+	// Wait: after each publication the member waits, for at most this
+	// long (default 250ms), until the shared topic hands its publication
+	// back, and merges what every member published before it, before its
+	// models step on; a negative value (-1s) never waits. In a backlog
+	// this bounds what a partition model misses of the others' learning
+	// to one publication (without it, also a round trip through the
+	// brokers: thousands of records), at the cost of a round trip per
+	// publication (docs/design/partitions.md, "Built: publications read
+	// back before stepping on"). A wait that expires is not repeated
+	// until the topic hands something of the member's back.
+	Wait time.Duration `yaml:"wait"`
 	// Retention is the retention.ms of a shared topic the service
 	// creates (default 1h): a member that restores a partition's model
 	// merges the deltas published since its checkpoint, if the topic
@@ -175,7 +186,9 @@ const (
 	// DefaultSharingInterval is sharing.interval's default.
 	DefaultSharingInterval = 5 * time.Second
 	// DefaultSharingEvents is sharing.every_events' default.
-	DefaultSharingEvents = 2000
+	DefaultSharingEvents = 1000
+	// DefaultSharingWait is sharing.wait's default.
+	DefaultSharingWait = 250 * time.Millisecond
 )
 
 // WithDefaults returns c with every zero field set to its default.
@@ -206,6 +219,7 @@ func (c Config) WithDefaults() Config {
 	}
 	setDefault(&c.Sharing.Interval, DefaultSharingInterval)
 	setDefault(&c.Sharing.EveryEvents, DefaultSharingEvents)
+	setDefault(&c.Sharing.Wait, DefaultSharingWait)
 	setDefault(&c.Sharing.Retention, state.DefaultSharedRetention)
 	return c
 }
@@ -302,7 +316,7 @@ func (c Config) Validate() error {
 	case c.Sharing.Interval < 10*time.Millisecond:
 		return fieldError("sharing.interval", "must be at least 10ms", "5s")
 	case c.Sharing.EveryEvents < 1:
-		return fieldError("sharing.every_events", "must be at least 1", "2000")
+		return fieldError("sharing.every_events", "must be at least 1", "1000")
 	case c.Sharing.Retention < time.Second:
 		return fieldError("sharing.retention", "must be at least 1s", "1h")
 	}

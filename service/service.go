@@ -225,7 +225,7 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Service, err error) 
 	}
 	cleanup = append(cleanup, func() error { s.cp.close(); return nil })
 	if cfg.StateLayout == online.LayoutPartition && cfg.Sharing.Topic != SharingOff {
-		s.share = newSharer(s.set, s.cp.next, cfg.Sharing.Interval, cfg.Sharing.EveryEvents, s.m, log.With("component", "sharing"), s.openShared, k.RequestTimeout)
+		s.share = newSharer(s.set, s.cp.next, cfg.Sharing.Interval, cfg.Sharing.EveryEvents, cfg.Sharing.Wait, s.m, log.With("component", "sharing"), s.openShared, k.RequestTimeout)
 		s.cp.share = s.share
 		cleanup = append(cleanup, s.share.close)
 	}

@@ -57,7 +57,8 @@ type sharer struct {
 	set      *online.Set
 	next     func(p int32) int64 // the partition's next input offset (checkpointer.next)
 	interval time.Duration
-	every    int // records of the member between two publications
+	every    int           // records of the member between two publications
+	wait     time.Duration // the longest a publication waits to be read back (awaitPublished); 0: never
 	metrics  *metrics
 	log      *slog.Logger
 	open     func(context.Context) (sharedLog, error)
@@ -73,13 +74,22 @@ type sharer struct {
 	keys   []int32
 	chains uint32    // the chains of merge points begun
 	merged []deltaID // what one merge point merged
+	// pending holds the publications of the last tick, which
+	// awaitPublished waits for; lateAt is ownRead's count when a wait
+	// last expired, -1 if the last did not.
+	pending []deltaID
+	lateAt  int64
 
 	// The reader's, under mu.
 	mu     sync.Mutex
-	deltas []*sharedDelta // complete, in the log's order
-	base   int            // the index of deltas[0] in the log's order
-	held   int            // bytes of deltas
-	chunks deltaChunks    // the reader's
+	deltas []*sharedDelta  // complete, in the log's order
+	base   int             // the index of deltas[0] in the log's order
+	held   int             // bytes of deltas
+	chunks deltaChunks     // the reader's
+	own    map[int32]int64 // the highest seq of each partition's publications of this writer read back
+
+	ownRead atomic.Int64  // publications of this writer read back
+	readOwn chan struct{} // signalled, without blocking, when one is
 
 	out      chan []state.SharedRecord
 	inflight atomic.Int64  // publications queued or being sent
@@ -125,14 +135,15 @@ const (
 	sharedRetry = time.Second
 )
 
-func newSharer(set *online.Set, next func(int32) int64, interval time.Duration, every int, m *metrics, log *slog.Logger,
+func newSharer(set *online.Set, next func(int32) int64, interval time.Duration, every int, wait time.Duration, m *metrics, log *slog.Logger,
 	open func(context.Context) (sharedLog, error), timeout time.Duration) *sharer {
 	s := &sharer{
-		set: set, next: next, interval: interval, every: every, metrics: m, log: log, open: open, timeout: timeout,
-		writer: rand.Uint64(), keep: defaultSharedKeep, last: time.Now(),
-		parts: map[int32]*sharingPart{},
-		out:   make(chan []state.SharedRecord, sharedQueue),
-		ready: make(chan struct{}),
+		set: set, next: next, interval: interval, every: every, wait: wait, metrics: m, log: log, open: open, timeout: timeout,
+		writer: rand.Uint64(), keep: defaultSharedKeep, last: time.Now(), lateAt: -1,
+		parts: map[int32]*sharingPart{}, own: map[int32]int64{},
+		out:     make(chan []state.SharedRecord, sharedQueue),
+		ready:   make(chan struct{}),
+		readOwn: make(chan struct{}, 1),
 	}
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	s.wg.Add(2)
@@ -231,9 +242,11 @@ func (s *sharer) tick(force bool) {
 		s.keys = append(s.keys, p)
 	}
 	slices.Sort(s.keys)
+	s.pending = s.pending[:0]
 	for _, p := range s.keys {
 		s.publish(p)
 	}
+	s.awaitPublished()
 	s.mu.Lock()
 	deltas, base := s.deltas, s.base
 	s.mu.Unlock()
@@ -265,12 +278,66 @@ func (s *sharer) publish(p int32) {
 	s.inflight.Add(1)
 	select {
 	case s.out <- recs:
+		s.pending = append(s.pending, deltaID{writer: s.writer, q: p, seq: seq})
 		s.metrics.shared.WithLabelValues("published").Inc()
 	default:
 		s.inflight.Add(-1)
 		s.metrics.shared.WithLabelValues("dropped").Inc()
 		s.log.Warn("shared parameters not published: the send queue is full (the shared topic is slow or unreachable)", "partition", p, "seq", seq)
 	}
+}
+
+// awaitPublished waits, for at most s.wait, until the reader has read back
+// the publications of this tick (s.pending). The shared topic is read in
+// order, so every delta appended before them has been read too, and the
+// merges that follow take in what every member published up to now: a
+// partition model's view of the others' item rows is then at most one
+// publication old (every records of each member) when it steps on. Without
+// the wait, it was also a round trip through the brokers old, which in a
+// backlog is thousands of records (docs/design/partitions.md, "Built:
+// publications read back before stepping on").
+//
+// A wait that expires is counted; until the reader hands back a
+// publication of this writer again, the next ticks do not wait, so that a
+// topic that is slow or down costs one wait, not one per publication.
+func (s *sharer) awaitPublished() {
+	if s.wait <= 0 || len(s.pending) == 0 || s.readBack(s.pending) {
+		return
+	}
+	if s.lateAt >= 0 && s.ownRead.Load() == s.lateAt {
+		s.metrics.sharedWaits.WithLabelValues("skipped").Inc()
+		return
+	}
+	s.lateAt = -1
+	start := time.Now()
+	timer := time.NewTimer(s.wait)
+	defer timer.Stop()
+	defer func() { s.metrics.sharedWaitSeconds.Add(time.Since(start).Seconds()) }()
+	for !s.readBack(s.pending) {
+		select {
+		case <-s.readOwn:
+		case <-timer.C:
+			s.lateAt = s.ownRead.Load()
+			s.metrics.sharedWaits.WithLabelValues("expired").Inc()
+			return
+		case <-s.ctx.Done():
+			return
+		}
+	}
+	s.metrics.sharedWaits.WithLabelValues("read_back").Inc()
+}
+
+// readBack reports whether the reader has read back each publication of
+// ids, or a later one of its partition.
+func (s *sharer) readBack(ids []deltaID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		if seq, ok := s.own[id.q]; !ok || seq < id.seq {
+			return false
+		}
+	}
+	return true
 }
 
 // records encodes s.pub as the records of one publication, cut into
@@ -460,6 +527,14 @@ func (s *sharer) add(off int64, _, value []byte) {
 		return // a chunk of a delta not complete yet, or a merge point
 	}
 	s.mu.Lock()
+	if seq, ok := s.own[d.id.q]; d.id.writer == s.writer && (!ok || d.id.seq > seq) {
+		s.own[d.id.q] = d.id.seq
+		s.ownRead.Add(1)
+		select {
+		case s.readOwn <- struct{}{}:
+		default: // signalled already
+		}
+	}
 	s.deltas = append(s.deltas, d)
 	s.held += d.bytes
 	for s.held > s.keep && len(s.deltas) > 1 {

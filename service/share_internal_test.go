@@ -42,7 +42,7 @@ func TestSharerMergesOnArrival(t *testing.T) {
 		t.Fatal(err)
 	}
 	next := int64(0)
-	s := newSharer(set, func(p int32) int64 { return next }, time.Hour, 1<<30, met, slog.New(slog.NewTextHandler(io.Discard, nil)),
+	s := newSharer(set, func(p int32) int64 { return next }, time.Hour, 1<<30, 0, met, slog.New(slog.NewTextHandler(io.Discard, nil)),
 		func(ctx context.Context) (sharedLog, error) { <-ctx.Done(); return nil, ctx.Err() }, time.Second)
 	t.Cleanup(func() { s.stop(); s.wg.Wait() })
 	s.track(0, m0)
@@ -133,7 +133,7 @@ func TestSharerDropsAbandonedDeltas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newSharer(set, func(int32) int64 { return 0 }, time.Hour, 1<<30, met, slog.New(slog.NewTextHandler(io.Discard, nil)),
+	s := newSharer(set, func(int32) int64 { return 0 }, time.Hour, 1<<30, 0, met, slog.New(slog.NewTextHandler(io.Discard, nil)),
 		func(ctx context.Context) (sharedLog, error) { <-ctx.Done(); return nil, ctx.Err() }, time.Second)
 	t.Cleanup(func() { s.stop(); s.wg.Wait() })
 
@@ -262,5 +262,108 @@ func TestSharerSendsInBatches(t *testing.T) {
 	want = [][]string{{"p0/a"}, {"p0/b"}, {"m1", "m2", "p1/a"}}
 	if fmt.Sprint(lg.calls) != fmt.Sprint(want) || failed != 1 {
 		t.Fatalf("Appends %v (%v failed), want %v and 1 failed", lg.calls, failed, want)
+	}
+}
+
+// TestSharerWaitsForItsPublication: with sharing.wait, a publication
+// holds the model goroutine until the reader has read it back (and so
+// every delta appended before it), then the tick merges; a wait that
+// expires is counted, and the next publications are not waited for until
+// the topic hands back something of this member's again.
+func TestSharerWaitsForItsPublication(t *testing.T) {
+	set, err := online.NewSet(online.DefaultConfig(), 1, online.LayoutPartition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m0, err := set.For(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	met, err := newMetrics(prometheus.NewRegistry(), noLag{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var next int64
+	// The reader never opens the topic: the test hands the sharer what
+	// the topic would (add), when it chooses.
+	s := newSharer(set, func(int32) int64 { return next }, time.Hour, 1, 10*time.Second, met, slog.New(slog.NewTextHandler(io.Discard, nil)),
+		func(ctx context.Context) (sharedLog, error) { <-ctx.Done(); return nil, ctx.Err() }, time.Second)
+	t.Cleanup(func() { s.stop(); s.wg.Wait() })
+	s.track(0, m0)
+	var sc online.Score
+	off := int64(0)
+	// publishAndStep steps one event and runs the end of its batch (a
+	// publication: every is 1) on another goroutine; done closes when it
+	// returns.
+	publishAndStep := func() (done chan struct{}) {
+		t.Helper()
+		if err := m0.Step(online.Event{User: fmt.Sprint("u", next%7), Item: fmt.Sprint("i", next%5)}, &sc); err != nil {
+			t.Fatal(err)
+		}
+		next++
+		done = make(chan struct{})
+		go func() { s.record(true); close(done) }()
+		return done
+	}
+	// readBack hands the sharer every record queued for the topic so far,
+	// as its reader would read them back.
+	readBack := func() {
+		for {
+			select {
+			case recs := <-s.out:
+				for _, r := range recs {
+					s.add(off, r.Key, r.Value)
+					off++
+				}
+			default:
+				return
+			}
+		}
+	}
+	returns := func(done chan struct{}, within time.Duration) bool {
+		select {
+		case <-done:
+			return true
+		case <-time.After(within):
+			return false
+		}
+	}
+	waits := func(o string) float64 { return counterValue(t, met.sharedWaits.WithLabelValues(o)) }
+
+	done := publishAndStep()
+	if returns(done, 100*time.Millisecond) {
+		t.Fatal("the publication returned before it was read back")
+	}
+	readBack()
+	if !returns(done, 5*time.Second) {
+		t.Fatal("the publication did not return once read back")
+	}
+	if waits("read_back") != 1 {
+		t.Fatalf("read_back %v, want 1", waits("read_back"))
+	}
+
+	// The topic stops handing back: one wait expires, the next is skipped.
+	s.wait = 50 * time.Millisecond
+	readBack() // the first merge point, queued after the wait
+	if !returns(publishAndStep(), 5*time.Second) || waits("expired") != 1 {
+		t.Fatalf("expired %v, want 1", waits("expired"))
+	}
+	s.wait = 10 * time.Second
+	if !returns(publishAndStep(), time.Second) || waits("skipped") != 1 {
+		t.Fatalf("skipped %v, want 1 (returned at once, not after %v)", waits("skipped"), s.wait)
+	}
+	// Once the topic hands back this member's publications again, the
+	// next publication is waited for.
+	readBack()
+	done = publishAndStep()
+	if returns(done, 100*time.Millisecond) {
+		t.Fatal("the publication after the topic came back returned before it was read back")
+	}
+	readBack()
+	if !returns(done, 5*time.Second) || waits("read_back") != 2 {
+		t.Fatalf("read_back %v, want 2", waits("read_back"))
+	}
+	if m0.Merged(0) >= 0 {
+		t.Fatalf("the model merged its own partition's delta (cursor %d)", m0.Merged(0))
 	}
 }

@@ -30,6 +30,7 @@ func runDemo(ctx context.Context, args []string, _, stderr io.Writer) error {
 		share      = fs.Bool("sharing", true, "with --state-layout partition: the partition models share their item rows through the shared topic (false: each learns alone)")
 		shareEvery = fs.Duration("sharing-interval", service.DefaultSharingInterval, "with --sharing: how often the partition models publish and merge")
 		shareCount = fs.Int("sharing-events", service.DefaultSharingEvents, "with --sharing: the partition models also publish and merge after this many records of a member")
+		shareWait  = fs.Duration("sharing-wait", service.DefaultSharingWait, "with --sharing: how long a member waits after a publication for the shared topic to hand it back before its models step on (negative: never)")
 		members    = fs.Int("members", 1, "service instances in the consumer group (with --set state_layout=partition, each partition's model follows its partition)")
 		truthMode  = fs.String("truth", "field", "ground truth for the report: field, dwell:MS or rating:R")
 		reportPath = fs.String("report", "", "write the JSON report (the fields of replay's) to `file`")
@@ -59,7 +60,7 @@ func runDemo(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	sharing := service.SharingConfig{Interval: *shareEvery, EveryEvents: *shareCount}
+	sharing := service.SharingConfig{Interval: *shareEvery, EveryEvents: *shareCount, Wait: *shareWait}
 	if !*share {
 		sharing.Topic = service.SharingOff
 	}
