@@ -34,8 +34,10 @@ type sharedLog interface {
 // partition model of this member publishes what its own
 // steps changed since its last publication: a delta tagged with its
 // partition q, the next input offset at which it published (seq) and the
-// one of its previous publication (from). Then, and at the end of every
-// batch of records when deltas have been read back since (mergeArrived),
+// one of its previous publication (from). Then, after waiting (at most
+// Sharing.Wait) until the topic hands these publications back
+// (awaitPublished), and at the end of every batch of records when deltas
+// have been read back since (mergeArrived),
 // each model that stepped since its last merge merges, in the log's
 // order, the deltas of the other partitions that it has not merged, and
 // records where and what it merged (merge, SharedHistory): a
@@ -50,7 +52,8 @@ type sharedLog interface {
 // The model goroutine publishes and merges; a reader goroutine reads the
 // topic into memory (at most keepBytes of complete deltas, the oldest
 // dropped first), and a sender goroutine appends the publications and
-// merge points, so that the model goroutine never waits for the brokers. A publication
+// merge points, so that the model goroutine waits for the brokers only
+// in awaitPublished, for at most Sharing.Wait. A publication
 // that finds the send queue full is dropped (counted): its steps are not
 // shared.
 type sharer struct {
@@ -58,7 +61,7 @@ type sharer struct {
 	next     func(p int32) int64 // the partition's next input offset (checkpointer.next)
 	interval time.Duration
 	every    int           // records of the member between two publications
-	wait     time.Duration // the longest a publication waits to be read back (awaitPublished); 0: never
+	wait     time.Duration // the longest a publication waits to be read back (awaitPublished); ≤ 0: never
 	metrics  *metrics
 	log      *slog.Logger
 	open     func(context.Context) (sharedLog, error)
@@ -88,8 +91,8 @@ type sharer struct {
 	chunks deltaChunks     // the reader's
 	own    map[int32]int64 // the highest seq of each partition's publications of this writer read back
 
-	ownRead atomic.Int64  // publications of this writer read back
-	readOwn chan struct{} // signalled, without blocking, when one is
+	ownRead    atomic.Int64  // publications of this writer read back
+	ownArrived chan struct{} // signalled, without blocking, when one is
 
 	out      chan []state.SharedRecord
 	inflight atomic.Int64  // publications queued or being sent
@@ -141,9 +144,9 @@ func newSharer(set *online.Set, next func(int32) int64, interval time.Duration, 
 		set: set, next: next, interval: interval, every: every, wait: wait, metrics: m, log: log, open: open, timeout: timeout,
 		writer: rand.Uint64(), keep: defaultSharedKeep, last: time.Now(), lateAt: -1,
 		parts: map[int32]*sharingPart{}, own: map[int32]int64{},
-		out:     make(chan []state.SharedRecord, sharedQueue),
-		ready:   make(chan struct{}),
-		readOwn: make(chan struct{}, 1),
+		out:        make(chan []state.SharedRecord, sharedQueue),
+		ready:      make(chan struct{}),
+		ownArrived: make(chan struct{}, 1),
 	}
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	s.wg.Add(2)
@@ -315,7 +318,7 @@ func (s *sharer) awaitPublished() {
 	defer func() { s.metrics.sharedWaitSeconds.Add(time.Since(start).Seconds()) }()
 	for !s.readBack(s.pending) {
 		select {
-		case <-s.readOwn:
+		case <-s.ownArrived:
 		case <-timer.C:
 			s.lateAt = s.ownRead.Load()
 			s.metrics.sharedWaits.WithLabelValues("expired").Inc()
@@ -531,7 +534,7 @@ func (s *sharer) add(off int64, _, value []byte) {
 		s.own[d.id.q] = d.id.seq
 		s.ownRead.Add(1)
 		select {
-		case s.readOwn <- struct{}{}:
+		case s.ownArrived <- struct{}{}:
 		default: // signalled already
 		}
 	}
