@@ -431,9 +431,11 @@ func loadData(ctx context.Context, path string) (*eval.Dataset, error) {
 }
 
 func runEvalPartitions(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := newEvalFlags("partitions", stderr, "[--data FILE] [--partitions P] [--every LIST] [--synth-events N] [--dwell-shares LIST] [--seeds N] [--report FILE.json] [--out DIR]")
+	fs := newEvalFlags("partitions", stderr, "[--data FILE] [--in LOG.jsonl] [--partitions P] [--every LIST] [--lagged] [--synth-events N] [--dwell-shares LIST] [--seeds N] [--report FILE.json] [--out DIR]")
 	var (
 		data        = fs.String("data", "", "MovieLens 100K u.data `file` (none: no ML-100k case)")
+		in          = fs.String("in", "", "JSON-lines event `log` with a truth field on every event, scored as one more case (split by user as the demo's producer splits it)")
+		lagged      = fs.Bool("lagged", false, "also merge each round's deltas a round late, as a member merges the others' publications that reach it an interval late")
 		partitions  = fs.Int("partitions", 3, "number of partition models")
 		every       = fs.String("every", "100,1000,10000", "comma-separated merge intervals, in events of the whole stream")
 		synthEvents = fs.Int("synth-events", 200000, "events per synthetic stream")
@@ -462,7 +464,7 @@ func runEvalPartitions(ctx context.Context, args []string, stderr io.Writer) err
 	var res *eval.PartitionsResult
 	err = withProgress(stderr, &c, func() error {
 		var err error
-		res, err = eval.RunPartitions(ctx, d, eval.PartitionsConfig{Partitions: *partitions, Every: ev, SynthEvents: *synthEvents,
+		res, err = eval.RunPartitions(ctx, d, eval.PartitionsConfig{Partitions: *partitions, Every: ev, Lagged: *lagged, Log: *in, SynthEvents: *synthEvents,
 			DwellShares: dwell, Seeds: *seeds, Workers: *fs.workers, Progress: &c, Model: online.DefaultConfig()})
 		return err
 	})

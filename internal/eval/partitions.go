@@ -5,8 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"path/filepath"
+
+	"github.com/segmentio/kafka-go"
 
 	"denoiser/internal/report"
 	"denoiser/internal/synth"
@@ -26,6 +27,15 @@ type PartitionsConfig struct {
 	// publishes its item rows' change and merges every other's (a
 	// synchronous round, as a barrier at a common merge point gives).
 	Every []int
+	// Lagged adds, for each interval, a variant whose models merge at
+	// each round the deltas of the round before: what a member of the
+	// service merges when the other members' publications reach it an
+	// interval late.
+	Lagged bool
+	// Log, when set, is a JSON-lines event log with a truth field on
+	// every event (as replay --truth field reads it), scored as one more
+	// case.
+	Log string
 	// SynthEvents, SynthNoise, SynthProfile and DwellShares set the
 	// synthetic streams, as in DetectConfig (defaults 200000, 0.2, v2,
 	// 1, 0.3, 0).
@@ -109,19 +119,29 @@ type PartitionsResult struct {
 	Cases      []PartitionsCase `json:"cases"`
 }
 
-// partitionOf is the partition of user among p: an FNV-1a hash of the id,
-// as a producer keyed by user spreads users.
-func partitionOf(user string, p int) int {
-	h := fnv.New32a()
-	h.Write([]byte(user))
-	return int(h.Sum32() % uint32(p))
+// partitionOf returns, for each of p partitions, the partition of each
+// of events' users: murmur2 of the id, as Kafka's default partitioner
+// and the demo's producer (kafka.Murmur2Balancer) spread records keyed
+// by user, so that a recorded log splits here as the demo splits it.
+func partitionOf(events []online.Event, p int) []int {
+	all := make([]int, p)
+	for q := range all {
+		all[q] = q
+	}
+	parts := make([]int, len(events))
+	var bal kafka.Murmur2Balancer
+	for e, ev := range events {
+		parts[e] = bal.Balance(kafka.Message{Key: []byte(ev.User)}, all...)
+	}
+	return parts
 }
 
 // partitionVariant is one way of scoring a stream.
 type partitionVariant struct {
 	name       string
-	partitions int // 1: one model
-	every      int // 0: no merging
+	partitions int  // 1: one model
+	every      int  // 0: no merging
+	lagged     bool // merge the deltas of the round before
 }
 
 // RunPartitions scores ML-100k (d may be nil) and synthetic streams with
@@ -133,6 +153,13 @@ func RunPartitions(ctx context.Context, d *Dataset, cfg PartitionsConfig) (*Part
 		return nil, err
 	}
 	var cases []detectCase
+	if cfg.Log != "" {
+		s, err := readLogStream(ctx, cfg.Log)
+		if err != nil {
+			return nil, fmt.Errorf("partitions: %w", err)
+		}
+		cases = append(cases, detectCase{name: "log " + filepath.Base(cfg.Log), fixed: s})
+	}
 	if d != nil {
 		cases = append(cases, detectCase{name: fmt.Sprintf("ML-100k, rating ≤ %d as noise", cfg.Threshold), fixed: ratingStream(d, cfg.Threshold, true)})
 	}
@@ -149,9 +176,14 @@ func RunPartitions(ctx context.Context, d *Dataset, cfg PartitionsConfig) (*Part
 			config: sc,
 		})
 	}
-	variants := []partitionVariant{{"one model", 1, 0}, {fmt.Sprintf("%d partitions, isolated", cfg.Partitions), cfg.Partitions, 0}}
+	variants := []partitionVariant{{"one model", 1, 0, false}, {fmt.Sprintf("%d partitions, isolated", cfg.Partitions), cfg.Partitions, 0, false}}
 	for _, e := range cfg.Every {
-		variants = append(variants, partitionVariant{fmt.Sprintf("%d partitions, merged every %d events", cfg.Partitions, e), cfg.Partitions, e})
+		variants = append(variants, partitionVariant{fmt.Sprintf("%d partitions, merged every %d events", cfg.Partitions, e), cfg.Partitions, e, false})
+	}
+	if cfg.Lagged {
+		for _, e := range cfg.Every {
+			variants = append(variants, partitionVariant{fmt.Sprintf("%d partitions, merged every %d events, a round late", cfg.Partitions, e), cfg.Partitions, e, true})
+		}
 	}
 	type job struct{ c, seed, v int } // v = -1: the baselines
 	var jobs []job
@@ -183,7 +215,7 @@ func RunPartitions(ctx context.Context, d *Dataset, cfg PartitionsConfig) (*Part
 			return out{baselines: b, events: len(s.events)}, err
 		}
 		v := variants[j.v]
-		w, pc, err := partitionedScores(s, cfg.Model, uint64(j.seed), v.partitions, v.every)
+		w, pc, err := partitionedScores(s, cfg.Model, uint64(j.seed), v.partitions, v.every, v.lagged)
 		if err != nil {
 			return out{}, fmt.Errorf("partitions %s, %s: %w", cases[j.c].name, v.name, err)
 		}
@@ -235,8 +267,9 @@ func RunPartitions(ctx context.Context, d *Dataset, cfg PartitionsConfig) (*Part
 
 // partitionedScores scores s with p partition models (seeded from seed
 // and their partition) that merge their item rows every `every` events of
-// the stream (never when 0), and returns each event's weight and p_clean.
-func partitionedScores(s *stream, cfg online.Config, seed uint64, p, every int) (w, pclean []float64, err error) {
+// the stream (never when 0), the deltas of that round or, lagged, of the
+// round before, and returns each event's weight and p_clean.
+func partitionedScores(s *stream, cfg online.Config, seed uint64, p, every int, lagged bool) (w, pclean []float64, err error) {
 	models := make([]*online.Model, p)
 	for q := range models {
 		if models[q], err = online.New(cfg, online.NewPartitionSource(seed, int32(q))); err != nil {
@@ -246,11 +279,16 @@ func partitionedScores(s *stream, cfg online.Config, seed uint64, p, every int) 
 			models[q].StartSharing()
 		}
 	}
-	deltas := make([]online.Shared, p)
+	deltas, before := make([]online.Shared, p), make([]online.Shared, p)
+	merge := deltas // what a round merges
+	if lagged {
+		merge = before
+	}
+	parts := partitionOf(s.events, p)
 	w, pclean = make([]float64, len(s.events)), make([]float64, len(s.events))
 	var sc online.Score
 	for e, ev := range s.events {
-		if err := models[partitionOf(ev.User, p)].Step(ev, &sc); err != nil && !errors.Is(err, online.ErrNumerical) {
+		if err := models[parts[e]].Step(ev, &sc); err != nil && !errors.Is(err, online.ErrNumerical) {
 			return nil, nil, err
 		}
 		w[e], pclean[e] = sc.Weight, sc.PClean
@@ -263,14 +301,21 @@ func partitionedScores(s *stream, cfg online.Config, seed uint64, p, every int) 
 			}
 		}
 		for q, m := range models {
-			for r := range deltas {
+			if lagged && e+1 == every {
+				break // the first round has no round before
+			}
+			for r := range merge {
 				if r == q {
 					continue
 				}
-				if err := m.Merge(&deltas[r]); err != nil {
+				if err := m.Merge(&merge[r]); err != nil {
 					return nil, nil, err
 				}
 			}
+		}
+		if lagged { // this round's deltas are the next round's
+			deltas, before = before, deltas
+			merge = before
 		}
 	}
 	return w, pclean, nil
@@ -328,11 +373,11 @@ func labelFreeBaselines(s *stream, cfg online.Config, seed uint64) (map[string]f
 func (r *PartitionsResult) WriteReport(dir string, meta Meta) error {
 	var b bytes.Buffer
 	meta.header(&b, "Partition models: what splitting the stream costs, and what merging wins back")
-	fmt.Fprintf(&b, "Each stream is split by user (an FNV-1a hash of the id) into %d partitions, each scored by a model of its own "+
+	fmt.Fprintf(&b, "Each stream is split by user (murmur2 of the id, as Kafka's default partitioner and the demo's producer split it) into %d partitions, each scored by a model of its own "+
 		"(online.NewPartitionSource: seed and partition), and compared with one model over the whole stream. Merged: after every N "+
 		"events of the stream, every partition model publishes the change of its item rows since its last publication and adds "+
 		"every other's (online.Model.Publish and Merge, the sum rule of docs/design/partitions.md), and likewise the context's "+
-		"statistics (their own rule: online/mergecontext.go); the networks and the mixture stay local. ROC-AUC of weight and of p_clean, mean ± std over seeds 1–%d, with the best label-free "+
+		"statistics (their own rule: online/mergecontext.go); the networks and the mixture stay local. A round late: each round merges the deltas published at the round before (the first merges nothing), as a member of the service merges the others' publications when they reach it an interval late. ROC-AUC of weight and of p_clean, mean ± std over seeds 1–%d, with the best label-free "+
 		"baseline of the same run (by its mean over the seeds).\n\n", r.Partitions, r.Seeds)
 	for _, c := range r.Cases {
 		fmt.Fprintf(&b, "## %s (%d events)\n\n| variant | weight | against one model | p_clean | against one model |\n|---|---|---|---|---|\n", c.Name, c.Events)

@@ -23,7 +23,7 @@ func smallStream(t *testing.T, events int) *stream {
 // One partition is the single model: the same seed gives the same weights.
 func TestPartitionedOneIsTheModel(t *testing.T) {
 	s := smallStream(t, 3000)
-	got, _, err := partitionedScores(s, online.Config{}, 7, 1, 0)
+	got, _, err := partitionedScores(s, online.Config{}, 7, 1, 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,11 +48,11 @@ func TestPartitionedOneIsTheModel(t *testing.T) {
 // points of every partition's stream, gives the same weights.
 func TestPartitionedMerging(t *testing.T) {
 	s := smallStream(t, 6000)
-	isolated, _, err := partitionedScores(s, online.Config{}, 1, 3, 0)
+	isolated, _, err := partitionedScores(s, online.Config{}, 1, 3, 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	merged, _, err := partitionedScores(s, online.Config{}, 1, 3, 500)
+	merged, _, err := partitionedScores(s, online.Config{}, 1, 3, 500, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,11 +68,12 @@ func TestPartitionedMerging(t *testing.T) {
 	// Within each block of 500 events between two merge points, move the
 	// events of partition 0 to the end: their models see their own events
 	// in the same order and merge at the same points.
+	parts := partitionOf(s.events, 3)
 	perm := make([]int, 0, len(s.events))
 	for lo := 0; lo < len(s.events); lo += 500 {
 		var first, last []int
 		for e := lo; e < min(lo+500, len(s.events)); e++ {
-			if partitionOf(s.events[e].User, 3) == 0 {
+			if parts[e] == 0 {
 				last = append(last, e)
 			} else {
 				first = append(first, e)
@@ -84,13 +85,83 @@ func TestPartitionedMerging(t *testing.T) {
 	for _, e := range perm {
 		shuffled.events = append(shuffled.events, s.events[e])
 	}
-	again, _, err := partitionedScores(shuffled, online.Config{}, 1, 3, 500)
+	again, _, err := partitionedScores(shuffled, online.Config{}, 1, 3, 500, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for k, e := range perm {
 		if again[k] != merged[e] {
 			t.Fatalf("event %d: weight %v in the other interleaving, %v", e, again[k], merged[e])
+		}
+	}
+}
+
+// Merging a round late merges nothing at the first round, so that the
+// scores up to the second equal the isolated models', and the deltas of
+// the round before at every round after, so that they differ from both
+// the isolated scores and those of merging on time.
+func TestPartitionedLagged(t *testing.T) {
+	s := smallStream(t, 3000)
+	isolated, _, err := partitionedScores(s, online.Config{}, 1, 3, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onTime, _, err := partitionedScores(s, online.Config{}, 1, 3, 500, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	late, _, err := partitionedScores(s, online.Config{}, 1, 3, 500, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for e := range 1000 {
+		if late[e] != isolated[e] {
+			t.Fatalf("event %d, before the second round: weight %v merged a round late, %v isolated", e, late[e], isolated[e])
+		}
+	}
+	asIsolated, asOnTime := 0, 0
+	for e := 1000; e < len(late); e++ {
+		if late[e] == isolated[e] {
+			asIsolated++
+		}
+		if late[e] == onTime[e] {
+			asOnTime++
+		}
+	}
+	if n := len(late) - 1000; asIsolated > n/2 || asOnTime > n/2 {
+		t.Fatalf("after the second round, of %d weights merged a round late %d equal the isolated and %d those merged on time", n, asIsolated, asOnTime)
+	}
+	if onTime[600] == isolated[600] && onTime[700] == isolated[700] {
+		t.Fatal("merging on time changed nothing after the first round")
+	}
+}
+
+// A recorded log is read with its truth; a log that lacks the truth of an
+// event, or holds a line that does not decode, is refused with its line.
+func TestReadLogStream(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	s, err := readLogStream(context.Background(), write("ok.jsonl",
+		`{"user":"u1","item":"i1","ts":1700000000000,"dwell_ms":5000,"truth":"genuine"}`+"\n"+
+			`{"user":"u2","item":"i1","event":"click","truth":"noise"}`+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.events) != 2 || !s.genuine[0] || s.genuine[1] || !s.events[0].HasDwell || s.events[0].DwellMS != 5000 || s.events[1].Kind != "click" {
+		t.Fatalf("read %+v, genuine %v", s.events, s.genuine)
+	}
+	for name, body := range map[string]string{
+		"notruth.jsonl": `{"user":"u1","item":"i1","truth":"genuine"}` + "\n" + `{"user":"u1","item":"i2"}` + "\n",
+		"bad.jsonl":     `{"user":"u1","item":"i1","truth":"genuine"}` + "\n" + `{"user":` + "\n",
+	} {
+		if _, err := readLogStream(context.Background(), write(name, body)); err == nil || !strings.Contains(err.Error(), name+":2:") {
+			t.Errorf("%s: error %v, want one naming line 2", name, err)
 		}
 	}
 }
