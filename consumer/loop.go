@@ -173,12 +173,17 @@ type Options struct {
 	Before func(r *Result)
 	// Drain, if set, is called on the model goroutine when partitions are
 	// stepped in parallel (Workers), before the loop starts a batch while
-	// the batch before it is still being stepped. True makes the loop
-	// finish that batch first, its last record with BatchEnd, so that
-	// After may checkpoint or publish there. Without it, a record gets
-	// BatchEnd only where the loop waits for input, runs a task or meets a
-	// barrier: under a backlog, seldom.
-	Drain func() bool
+	// the batches before it are still in flight; ahead is the number of
+	// records in those batches, which After has not seen yet. True makes
+	// the loop finish them first, the last record with BatchEnd, so that
+	// After may checkpoint or publish there. A caller that counts records
+	// in After and wants a batch end every N records asks for one once
+	// its count plus ahead reaches N: the end then comes at most one batch
+	// (Buffer records) past the N-th, where counting After's records alone
+	// would come up to batchDepth batches past. Without Drain, a record
+	// gets BatchEnd only where the loop waits for input, runs a task or
+	// meets a barrier: under a backlog, seldom.
+	Drain func(ahead int) bool
 	// Skipped, if set, is called on the model goroutine for each record
 	// with nothing to score (see SkipReason), in input order.
 	Skipped func(SkipReason)
@@ -606,8 +611,14 @@ func (l *loop) overlap(opts Options) *Result {
 	if !ok || r == nil || r.task != nil {
 		return nil
 	}
-	if opts.Drain != nil && opts.Drain() {
-		return nil
+	if opts.Drain != nil {
+		ahead := 0
+		for _, f := range l.flying {
+			ahead += len(f.batch)
+		}
+		if opts.Drain(ahead) {
+			return nil
+		}
 	}
 	r, _ = l.poll()
 	return r

@@ -430,11 +430,10 @@ func TestRunPartitionsBarriersAndBatchEnd(t *testing.T) {
 // TestRunPartitionsDrain reads a backlog (each step takes 20 µs), where a
 // batch starts while the one before is still being stepped, so that
 // records seldom end a batch:
-// Options.Drain asks for a batch end after every 100 records, and After
-// sees one no later than batchDepth batches after (Drain is asked before
-// each batch while the loop lands at most one batch per batch it starts,
-// and the batches in flight then end), each with the models exactly at its
-// record.
+// Options.Drain asks for a batch end once 100 records will have come
+// when the batches in flight are done, and After sees one no later than
+// one batch after the 100th (Drain is asked before each batch, with the
+// records in flight), each with the models exactly at its record.
 func TestRunPartitionsDrain(t *testing.T) {
 	var lines [][]byte
 	for i := range 3000 {
@@ -455,7 +454,7 @@ func TestRunPartitionsDrain(t *testing.T) {
 			return nil
 		}}
 		if drain {
-			opts.Drain = func() bool { return seen-last >= every }
+			opts.Drain = func(ahead int) bool { return seen+ahead-last >= every }
 		}
 		st, err := Run(context.Background(), &messages{msgs: spread(lines, 3)}, set, discard{}, discard{}, opts)
 		if err != nil || st.Scored != uint64(len(lines)) {
@@ -465,18 +464,18 @@ func TestRunPartitionsDrain(t *testing.T) {
 	}
 	ends, longest := run(true)
 	t.Logf("with Drain: %d batch ends, at most %d records apart", ends, longest)
-	if bound := every + batchDepth*buffer; longest > bound {
+	if bound := every + buffer; longest > bound {
 		t.Errorf("with Drain every %d records, batch ends came %d records apart, want at most %d", every, longest, bound)
 	}
-	if ends < len(lines)/(every+batchDepth*buffer) {
+	if ends < len(lines)/(every+buffer) {
 		t.Errorf("with Drain every %d records, %d batch ends in %d records", every, ends, len(lines))
 	}
 	// Without Drain the ends come where the reader falls behind: 8–14
 	// ends, at most 576–1,248 records apart, in six runs here, so the
-	// bound above fails without Drain.
+	// bounds fail without Drain.
 	ends, longest = run(false)
 	t.Logf("without: %d batch ends, at most %d records apart", ends, longest)
-	if longest <= every+batchDepth*buffer {
+	if longest <= every+buffer {
 		t.Errorf("without Drain, batch ends came at most %d records apart: did a batch stay in flight while the next began?", longest)
 	}
 }

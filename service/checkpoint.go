@@ -161,13 +161,13 @@ func (c *checkpointer) after(ctx context.Context, r *consumer.Result, out consum
 	return nil
 }
 
-// drain is consumer.Options.Drain: the loop ends the batch in flight
-// before it starts another when a checkpoint (not waiting for the save
-// before it) or the sharer is due, so that after sees a record with
-// BatchEnd.
-func (c *checkpointer) drain() bool {
+// drain is consumer.Options.Drain: the loop ends the batches in flight
+// (ahead records that after has not seen) before it starts another when a
+// checkpoint (not waiting for the save before it) or the sharer is due
+// once they are done, so that after sees a record with BatchEnd.
+func (c *checkpointer) drain(ahead int) bool {
 	c.poll()
-	return c.pending >= c.every && !c.saving || c.share != nil && c.share.due()
+	return c.pending+ahead >= c.every && !c.saving || c.share != nil && c.share.due(ahead)
 }
 
 // tick runs as a task on the model goroutine: it publishes the model's

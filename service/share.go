@@ -186,14 +186,16 @@ func (s *sharer) record(batchEnd bool) {
 	s.mergeArrived()
 }
 
-// due reports whether record, at the end of a batch now, would publish
-// (every records have come since the last publication) or merge (a model
-// that moved since its last merge point has deltas to look at). The loop
-// asks it before it lets a batch stay in flight past its end
-// (consumer.Options.Drain), so that a backlog's merges are as timely as
-// they were when every batch ended. Model goroutine.
-func (s *sharer) due() bool {
-	if s.events >= s.every {
+// due reports whether record, at the end of the batches in flight (ahead
+// records not counted yet), would publish (every records will have come
+// since the last publication) or merge (a model that moved since its
+// last merge point has deltas to look at). The loop asks it before it
+// lets batches stay in flight past their end (consumer.Options.Drain), so
+// that a backlog's merges are as timely as they were when every batch
+// ended, and a publication comes at most one batch past every records.
+// Model goroutine.
+func (s *sharer) due(ahead int) bool {
+	if s.events+ahead >= s.every {
 		return true
 	}
 	s.mu.Lock()

@@ -31,7 +31,7 @@ func runDemo(ctx context.Context, args []string, _, stderr io.Writer) error {
 		shareEvery = fs.Duration("sharing-interval", service.DefaultSharingInterval, "with --sharing: how often the partition models publish and merge")
 		shareCount = fs.Int("sharing-events", service.DefaultSharingEvents, "with --sharing: the partition models also publish and merge after this many records of a member")
 		shareWait  = fs.Duration("sharing-wait", service.DefaultSharingWait, "with --sharing: how long a member waits after a publication for the shared topic to hand it back before its models step on (negative: never)")
-		members    = fs.Int("members", 1, "service instances in the consumer group (with --set state_layout=partition, each partition's model follows its partition)")
+		members    = fs.Int("members", 1, "service instances in the consumer group (with --state-layout partition, each partition's model follows its partition)")
 		truthMode  = fs.String("truth", "field", "ground truth for the report: field, dwell:MS or rating:R")
 		reportPath = fs.String("report", "", "write the JSON report (the fields of replay's) to `file`")
 		httpAddr   = fs.String("http", service.DefaultHTTPAddr, "listen `address` of /metrics, /healthz, /readyz while the demo runs (off: none)")
