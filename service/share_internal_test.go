@@ -118,6 +118,33 @@ func TestSharerMergesOnArrival(t *testing.T) {
 	}
 }
 
+// TestSharerDueCountsAhead: the sharer asks for a batch end
+// (consumer.Options.Drain) once the records it has counted and those in
+// flight (ahead) reach Sharing.EveryEvents, so that a publication comes
+// at most one batch past it, not once the records in flight have been
+// counted too.
+func TestSharerDueCountsAhead(t *testing.T) {
+	set, err := online.NewSet(online.DefaultConfig(), 1, online.LayoutPartition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	met, err := newMetrics(prometheus.NewRegistry(), noLag{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSharer(set, func(int32) int64 { return 0 }, time.Hour, 100, 0, met, slog.New(slog.NewTextHandler(io.Discard, nil)),
+		func(ctx context.Context) (sharedLog, error) { <-ctx.Done(); return nil, ctx.Err() }, time.Second)
+	t.Cleanup(func() { s.stop(); s.wg.Wait() })
+	for range 60 {
+		s.record(false)
+	}
+	for ahead, want := range map[int]bool{0: false, 39: false, 40: true, 256: true} {
+		if got := s.due(ahead); got != want {
+			t.Errorf("60 records counted, %d in flight, every 100: due %v, want %v", ahead, got, want)
+		}
+	}
+}
+
 // TestSharerDropsAbandonedDeltas: a delta whose chunks stopped coming
 // (its writer failed or crashed between two) is dropped from the
 // reader's memory once more than the sharer's memory of deltas has been
