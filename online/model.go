@@ -408,6 +408,10 @@ func (m *Model) ForgetTimes() {
 	}
 }
 
+// Events is the number of events the model has learned, its own and,
+// with sharing, those of the deltas it merged (Summary.Events).
+func (m *Model) Events() uint64 { return m.schedule.events }
+
 // Summary describes the model's state.
 func (m *Model) Summary() Summary {
 	sch := &m.schedule

@@ -145,6 +145,47 @@ func TestSharerDueCountsAhead(t *testing.T) {
 	}
 }
 
+// TestSharerCadence: a member publishes every Sharing.EveryEvents
+// records once its youngest model has learned 8 times as many events,
+// and before that every eighth of what it learned, at least every 100.
+func TestSharerCadence(t *testing.T) {
+	set, err := online.NewSet(online.DefaultConfig(), 1, online.LayoutPartition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	met, err := newMetrics(prometheus.NewRegistry(), noLag{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSharer(set, func(int32) int64 { return 0 }, time.Hour, 1000, 0, met, slog.New(slog.NewTextHandler(io.Discard, nil)),
+		func(ctx context.Context) (sharedLog, error) { <-ctx.Done(); return nil, ctx.Err() }, time.Second)
+	t.Cleanup(func() { s.stop(); s.wg.Wait() })
+	if got := s.cadence(); got != 1000 {
+		t.Fatalf("with no model, cadence %d, want 1000", got)
+	}
+	m, err := set.For(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.track(0, m)
+	var sc online.Score
+	learned := 0
+	for _, c := range []struct{ learned, want int }{{0, 100}, {400, 100}, {2400, 300}, {7992, 999}, {9000, 1000}} {
+		for ; learned < c.learned; learned++ {
+			if err := m.Step(online.Event{User: fmt.Sprint("u", learned%50), Item: fmt.Sprint("i", learned%70)}, &sc); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := s.cadence(); got != c.want {
+			t.Errorf("the model learned %d events: cadence %d, want %d", c.learned, got, c.want)
+		}
+	}
+	s.every = 50 // below youngEvery: every is the cadence at any age
+	if got := s.cadence(); got != 50 {
+		t.Errorf("every 50: cadence %d, want 50", got)
+	}
+}
+
 // TestSharerDropsAbandonedDeltas: a delta whose chunks stopped coming
 // (its writer failed or crashed between two) is dropped from the
 // reader's memory once more than the sharer's memory of deltas has been
