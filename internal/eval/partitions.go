@@ -119,8 +119,8 @@ type PartitionsResult struct {
 	Cases      []PartitionsCase `json:"cases"`
 }
 
-// partitionOf returns, for each of p partitions, the partition of each
-// of events' users: murmur2 of the id, as Kafka's default partitioner
+// partitionOf returns the partition, among p, of each event's user:
+// murmur2 of the id, as Kafka's default partitioner
 // and the demo's producer (kafka.Murmur2Balancer) spread records keyed
 // by user, so that a recorded log splits here as the demo splits it.
 func partitionOf(events []online.Event, p int) []int {
