@@ -118,12 +118,10 @@ func TestSharerMergesOnArrival(t *testing.T) {
 	}
 }
 
-// TestSharerDueCountsAhead: the sharer asks for a batch end
-// (consumer.Options.Drain) once the records it has counted and those in
-// flight (ahead) reach Sharing.EveryEvents, so that a publication comes
-// at most one batch past it, not once the records in flight have been
-// counted too.
-func TestSharerDueCountsAhead(t *testing.T) {
+// offlineSharer is a sharer of a new set of partition models that
+// publishes every `every` records and whose shared topic never opens.
+func offlineSharer(t *testing.T, every int) (*online.Set, *sharer) {
+	t.Helper()
 	set, err := online.NewSet(online.DefaultConfig(), 1, online.LayoutPartition)
 	if err != nil {
 		t.Fatal(err)
@@ -132,9 +130,19 @@ func TestSharerDueCountsAhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newSharer(set, func(int32) int64 { return 0 }, time.Hour, 100, 0, met, slog.New(slog.NewTextHandler(io.Discard, nil)),
+	s := newSharer(set, func(int32) int64 { return 0 }, time.Hour, every, 0, met, slog.New(slog.NewTextHandler(io.Discard, nil)),
 		func(ctx context.Context) (sharedLog, error) { <-ctx.Done(); return nil, ctx.Err() }, time.Second)
 	t.Cleanup(func() { s.stop(); s.wg.Wait() })
+	return set, s
+}
+
+// TestSharerDueCountsAhead: the sharer asks for a batch end
+// (consumer.Options.Drain) once the records it has counted and those in
+// flight (ahead) reach Sharing.EveryEvents, so that a publication comes
+// at most one batch past it, not once the records in flight have been
+// counted too.
+func TestSharerDueCountsAhead(t *testing.T) {
+	_, s := offlineSharer(t, 100)
 	for range 60 {
 		s.record(false)
 	}
@@ -149,17 +157,7 @@ func TestSharerDueCountsAhead(t *testing.T) {
 // records once its youngest model has learned 8 times as many events,
 // and before that every eighth of what it learned, at least every 100.
 func TestSharerCadence(t *testing.T) {
-	set, err := online.NewSet(online.DefaultConfig(), 1, online.LayoutPartition)
-	if err != nil {
-		t.Fatal(err)
-	}
-	met, err := newMetrics(prometheus.NewRegistry(), noLag{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := newSharer(set, func(int32) int64 { return 0 }, time.Hour, 1000, 0, met, slog.New(slog.NewTextHandler(io.Discard, nil)),
-		func(ctx context.Context) (sharedLog, error) { <-ctx.Done(); return nil, ctx.Err() }, time.Second)
-	t.Cleanup(func() { s.stop(); s.wg.Wait() })
+	set, s := offlineSharer(t, 1000)
 	if got := s.cadence(); got != 1000 {
 		t.Fatalf("with no model, cadence %d, want 1000", got)
 	}
