@@ -279,11 +279,7 @@ func partitionedScores(s *stream, cfg online.Config, seed uint64, p, every int, 
 			models[q].StartSharing()
 		}
 	}
-	deltas, before := make([]online.Shared, p), make([]online.Shared, p)
-	merge := deltas // what a round merges
-	if lagged {
-		merge = before
-	}
+	deltas, before := make([]online.Shared, p), make([]online.Shared, p) // this round's, lagged: the round before's
 	parts := partitionOf(s.events, p)
 	w, pclean = make([]float64, len(s.events)), make([]float64, len(s.events))
 	var sc online.Score
@@ -300,10 +296,15 @@ func partitionedScores(s *stream, cfg online.Config, seed uint64, p, every int, 
 				return nil, nil, err
 			}
 		}
-		for q, m := range models {
-			if lagged && e+1 == every {
-				break // the first round has no round before
+		merge := deltas
+		if lagged {
+			merge = before
+			deltas, before = before, deltas // this round's are the next round's
+			if e+1 == every {
+				continue // the first round has no round before
 			}
+		}
+		for q, m := range models {
 			for r := range merge {
 				if r == q {
 					continue
@@ -312,10 +313,6 @@ func partitionedScores(s *stream, cfg online.Config, seed uint64, p, every int, 
 					return nil, nil, err
 				}
 			}
-		}
-		if lagged { // this round's deltas are the next round's
-			deltas, before = before, deltas
-			merge = before
 		}
 	}
 	return w, pclean, nil
