@@ -175,6 +175,10 @@ type contextModel struct {
 	// types the order ranks apart: the gap since the user's previous
 	// event in place of log dwell (gapWeight). Merged as rank.
 	gap rankInstrument
+	// level moves the posterior of a model with long to the running
+	// mean of p_clean (level.go). The partition model's own, as the
+	// instruments' level offsets are: not merged, not in a delta.
+	level levelStats
 }
 
 // newContextModel is the context part of a model of configuration cfg.
@@ -305,6 +309,16 @@ func (c *contextModel) rankSlots() {
 	}
 }
 
+// levelShare is the share the posterior's mean is to have: the anchor's
+// share moved by the level (level.go).
+func (c *contextModel) levelShare() float64 {
+	centre := c.anchor.share()
+	if c.long {
+		centre += c.level.shift(centre)
+	}
+	return sigmoid(centre)
+}
+
 // weight returns the posterior that the event is genuine given its p_clean
 // and its context: p_clean until the context has evidence to add
 // (informed), posterior after.
@@ -329,22 +343,26 @@ func (c *contextModel) weight(pClean float64, x contextFeatures) float64 {
 // midpoints of the class means, keeps the mean p_clean: it follows the
 // stream's noise share, which the mixture's share, 0.81–0.84 at every
 // noise share tried, does not (docs/design/model.md, "The instrument's
-// share").
+// share"). With long, the level then moves the posterior's log-odds by
+// its shift (level.go): from the mean p_clean of the statistics' window
+// to that of the stream's history.
 func (c *contextModel) posterior(pClean float64, x contextFeatures, share float64) (p float64, path contextPath) {
 	centre, a := c.anchor.share(), logOdds(pClean)
+	shift := 0.0
 	if c.long {
+		shift = c.level.shift(centre)
 		level := sigmoid(centre)
 		if share <= 0 {
 			share = level
 		}
 		if t, ok := c.instrument(share, level, x.hasZ); ok {
-			return sigmoid(centre + t.evidence(a, c.inst.impute(&x, dwellGapCap)) + c.evidence(x)), pathDwell
+			return sigmoid(shift + centre + t.evidence(a, c.inst.impute(&x, dwellGapCap)) + c.evidence(x)), pathDwell
 		}
 		if t, ok := c.rank.fit(share, level, x.hasZ); ok {
-			return sigmoid(centre + c.rank.offset + pCleanTemper*(t.evidence(a, c.rank.stats.impute(&x, rankGapCap))+c.rankEvidence(x, &t))), pathRank
+			return sigmoid(shift + centre + c.rank.offset + pCleanTemper*(t.evidence(a, c.rank.stats.impute(&x, rankGapCap))+c.rankEvidence(x, &t))), pathRank
 		}
 	}
-	return sigmoid(centre + pCleanTemper*(a-centre) + c.evidence(x)), pathAnchored
+	return sigmoid(shift + centre + pCleanTemper*(a-centre) + c.evidence(x)), pathAnchored
 }
 
 // contextPath says which formula gave a posterior: the anchored one
@@ -572,10 +590,13 @@ func (c *contextModel) learn(x contextFeatures, w, pClean float64, path contextP
 		em, anchor, mix, inst, gate, rank = &a.em, &a.anchor, &a.mix, &a.inst, &a.gate, &a.rank
 	}
 	if path == pathRank {
-		c.rank.follow(w, sigmoid(c.anchor.share()))
+		c.rank.follow(w, c.levelShare())
 	}
 	c.em.learn(x, w, em)
 	c.anchor.learn(x, pClean, anchor)
+	if c.long {
+		c.level.learn(pClean)
+	}
 	if x.ranked && x.hasZ && c.spread {
 		c.rank.learn(x.rank, logOdds(pClean), c.rank.stats.impute(&x, rankGapCap), rank)
 	}
@@ -1168,7 +1189,7 @@ func (r *rankInstrument) add(keep, x, a float64, z [instrumented - 1]float64) {
 // follow moves the level offset a step towards a posterior mean of level,
 // after an event whose posterior w the rank instrument gave: stochastic
 // approximation of the offset at which the posterior's mean is the
-// anchor's share. The sigmoid of the linear discriminant is the posterior
+// anchor's share moved by the level (levelShare). The sigmoid of the linear discriminant is the posterior
 // only where the features are Gaussian with one covariance; counts and
 // log-odds are not, and without the offset the posterior's mean stood
 // 0.09 above the genuine share on the v2 stream without dwell. Bounded

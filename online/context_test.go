@@ -521,7 +521,7 @@ func readsOlderVersion(t *testing.T, o olderVersion) {
 	if !o.ranked {
 		cfg.EventOrder = nil
 	}
-	const newest = gapInstVersion
+	const newest = levelVersion
 	m, _ := New(cfg, rand.NewPCG(1, 1))
 	runScores(t, m, o.stream(2000, 1))
 	if !o.ready(m) {

@@ -40,8 +40,11 @@ import (
 // instrument's gap as encoding version 14 has it (the same layout),
 // written exactly for models with the dwell mixture. Version 11 is version
 // 10 with the gap instrument (GINS, as encoding version 15 has it),
-// written exactly for models with the dwell mixture.
-const DeltaVersion = 11
+// written exactly for models with the dwell mixture. Version 12 is version
+// 11 with the context posterior's level (LEVL after GINS, as encoding
+// version 16 has it), written exactly for models with the dwell mixture;
+// a delta of version 11 leaves the level as the base had it.
+const DeltaVersion = 12
 
 // deltaCursorVersion is the first delta version with merge cursors,
 // deltaTypesVersion the first with event types, deltaDwellMixVersion the
@@ -57,6 +60,7 @@ const (
 	deltaGapVersion        = 9
 	deltaShortGapVersion   = 10
 	deltaGapInstVersion    = 11
+	deltaLevelVersion      = 12
 )
 
 // deltaVersionFor is the delta version of a model with merge cursors or
@@ -65,7 +69,7 @@ const (
 func deltaVersionFor(cursors, types, dwellMix, clock bool) uint32 {
 	switch {
 	case dwellMix:
-		return deltaGapInstVersion
+		return deltaLevelVersion
 	case clock:
 		return deltaClockVersion
 	case types:

@@ -54,12 +54,15 @@ import (
 // 15 is version 14 with the gap instrument of streams without dwell or
 // event types (a GINS section, RINS's layout, after RINS or, without an
 // event order, after DGAT: context.go, gapWeight), written exactly for
-// models with the dwell mixture, which read version 14 with an empty one.
-// So a model without
+// models with the dwell mixture, which read version 14 with an empty one;
+// version 16 is version 15 with the context posterior's level (a LEVL
+// section after the context's sections: level.go), written exactly for
+// models with the dwell mixture, which read version 15 with a level that
+// starts from the events that follow. So a model without
 // per-user offsets, cursors, event types, the dwell mixture, merged
 // events or an event order encodes as it did before they existed
 // (encodingFor).
-const EncodingVersion = 15
+const EncodingVersion = 16
 
 // userOffsetVersion is the first encoding version with per-user
 // transition offsets; cursorVersion the first with merge cursors.
@@ -75,12 +78,13 @@ const (
 	gapVersion        = 13
 	shortGapVersion   = 14
 	gapInstVersion    = 15
+	levelVersion      = 16
 )
 
 // encodingFor is the encoding version of a model with per-user transition
 // offsets or not, merge cursors or not, event types or not, the dwell
 // mixture or not and merged events (a clock) or not (the rank instrument,
-// version 12, comes only with the dwell mixture): 15 with the dwell
+// version 12, comes only with the dwell mixture): 16 with the dwell
 // mixture, else 11 with a clock, else 7 with event types, else
 // 6 with cursors (from 6 on, the USER section holds the offsets exactly
 // when the configuration asks for them), else 5 with offsets, else 4. WriteTo writes it; ReadModel checks a version before 6
@@ -88,7 +92,7 @@ const (
 func encodingFor(userOffsets, cursors, types, dwellMix, clock bool) uint32 {
 	switch {
 	case dwellMix:
-		return gapInstVersion
+		return levelVersion
 	case clock:
 		return clockVersion
 	case types:
@@ -101,7 +105,7 @@ func encodingFor(userOffsets, cursors, types, dwellMix, clock bool) uint32 {
 	return userOffsetVersion - 1
 }
 
-// Encoding is the encoding version WriteTo writes for m (encodingFor): 15
+// Encoding is the encoding version WriteTo writes for m (encodingFor): 16
 // with the dwell mixture, else 11 with merged events, else 7 with event
 // types, else 6 with merge cursors, else 5 with per-user transition
 // offsets, else 4.
@@ -168,7 +172,7 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 // encodeContext writes the context's sections, which a model and a delta
 // both hold whole: CTXT, then TYPE when the model has event types, then
 // DMIX, DINS and DGAT when it reads dwell as longer-is-genuine, then RINS
-// when it has an event order as well, then GINS with DMIX.
+// when it has an event order as well, then GINS and LEVL with DMIX.
 func (m *Model) encodeContext(e *encoder) {
 	e.section("CTXT", m.context.encode)
 	if len(m.context.types) > 0 {
@@ -184,6 +188,7 @@ func (m *Model) encodeContext(e *encoder) {
 	}
 	if m.context.long {
 		e.section("GINS", m.context.gap.encode)
+		e.section("LEVL", m.context.level.encode)
 	}
 }
 
@@ -191,15 +196,15 @@ func (m *Model) encodeContext(e *encoder) {
 // or a delta's) with each part of the context after CTXT: event types,
 // the dwell mixture, the instrument, the dwell gate, the rank instrument,
 // the gap as the instruments' fifth feature, the rank instrument's gap
-// capped at shortClickMS, and the gap instrument.
+// capped at shortClickMS, the gap instrument and the posterior's level.
 type contextVersions struct {
-	types, mix, inst, gate, ranks, gap, shortGap, gapInst uint32
+	types, mix, inst, gate, ranks, gap, shortGap, gapInst, level uint32
 }
 
 // modelContext and deltaContext are a model's and a delta's.
 var (
-	modelContext = contextVersions{typesVersion, dwellMixVersion, instrumentVersion, gateVersion, rankVersion, gapVersion, shortGapVersion, gapInstVersion}
-	deltaContext = contextVersions{deltaTypesVersion, deltaDwellMixVersion, deltaInstrumentVersion, deltaGateVersion, deltaRankVersion, deltaGapVersion, deltaShortGapVersion, deltaGapInstVersion}
+	modelContext = contextVersions{typesVersion, dwellMixVersion, instrumentVersion, gateVersion, rankVersion, gapVersion, shortGapVersion, gapInstVersion, levelVersion}
+	deltaContext = contextVersions{deltaTypesVersion, deltaDwellMixVersion, deltaInstrumentVersion, deltaGateVersion, deltaRankVersion, deltaGapVersion, deltaShortGapVersion, deltaGapInstVersion, deltaLevelVersion}
 )
 
 // decodeContextAfter reads the context's sections after CTXT of an
@@ -214,8 +219,9 @@ var (
 // empty); DINS and RINS of oldInstrumented features before v.gap (the
 // gap's moments then start empty), RINS's gap moments dropped before
 // v.shortGap, whose gap was capped at sessionGapMS (instrumentStats.forgetGap),
-// and GINS with DMIX from v.gapInst on (before, the gap instrument starts
-// empty).
+// GINS with DMIX from v.gapInst on (before, the gap instrument starts
+// empty) and LEVL with DMIX from v.level on (before, a delta leaves the
+// level as it was, and ReadModel starts it).
 func (m *Model) decodeContextAfter(d *decoder, version uint32, v contextVersions) {
 	switch {
 	case version >= v.mix && d.has("TYPE"), version >= v.types && version < v.mix:
@@ -255,6 +261,10 @@ func (m *Model) decodeContextAfter(d *decoder, version uint32, v contextVersions
 	if version >= v.gapInst {
 		d.section("GINS")
 		m.context.gap.decode(d, instrumented, "gap instrument")
+	}
+	if version >= v.level {
+		d.section("LEVL")
+		m.context.level.decode(d)
 	}
 }
 
@@ -360,6 +370,11 @@ func ReadModel(r io.Reader) (*Model, error) {
 		}
 	}
 	m.decodeContextAfter(d, version, modelContext)
+	if m.context.long && version < levelVersion {
+		// The model learned its first events before the level existed:
+		// they count towards its burn-in, and its mean starts empty.
+		m.context.level.seen = min(float64(m.schedule.events), levelBurnIn)
+	}
 	m.users.checkRecent(d, m.items.len())
 	if m.popular.items != nil {
 		d.section("POPR")

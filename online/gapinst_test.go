@@ -24,11 +24,12 @@ func bareEvents(n int, seed uint64) []Event {
 	return evs
 }
 
-// withoutGapInstrument rewrites a model encoding of version 15 or a delta
-// of version 11 into the given older version without the gap instrument:
-// GINS (the last context section) left out.
+// withoutGapInstrument rewrites a model encoding of version 16 or a delta
+// of version 12 into the given older version without the level and the
+// gap instrument: LEVL and GINS (the last context sections) left out.
 func withoutGapInstrument(t *testing.T, b []byte, version uint32) []byte {
 	t.Helper()
+	b = withoutLevel(t, b, version)
 	at, _, end := section(t, b, "GINS")
 	out := append(append([]byte(nil), b[:at]...), b[end:]...)
 	binary.LittleEndian.PutUint32(out[8:], version)
