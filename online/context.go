@@ -177,7 +177,7 @@ type contextModel struct {
 	gap rankInstrument
 	// level moves the posterior of a model with long to the running
 	// mean of p_clean (level.go). The partition model's own, as the
-	// instruments' level offsets are: not merged, not in a delta.
+	// instruments' level offsets are: not merged.
 	level levelStats
 }
 

@@ -21,8 +21,8 @@ package online
 // model's drift, not the stream's. Where the share changes (a bot
 // campaign starts), the level follows the change at the speed of a
 // running mean, 1/n, where the centre follows it within contextWindow
-// events; the slopes and midpoints, which rank the events of a period,
-// still follow it at once (docs/design/model.md, "The posterior's level").
+// events, and so do the slopes and midpoints, which rank the events of a
+// period (docs/design/model.md, "The posterior's level").
 //
 // The first events are left out: while the classifier is young, p_clean
 // sits above the genuine share whatever the noise (0.875 over the first
@@ -41,7 +41,8 @@ const levelMinMass = 100
 
 // levelStats is the running mean of p_clean behind the level. It is the
 // model's own: a partition model's level is of its own events, and it is
-// not merged (mergecontext.go) nor sent in a delta.
+// not merged with other partitions' (mergecontext.go); a checkpoint's
+// delta carries it whole.
 type levelStats struct {
 	seen float64 // events learned, the burn-in's included
 	mass float64 // events in the mean: seen − levelBurnIn, at least 0

@@ -43,7 +43,8 @@ import (
 //
 // What is not merged: the reliability mixture (its window of distilled
 // samples, refitted every RefitEvery events of the partition), the
-// instruments' level offsets, and the accumulator itself (in memory only,
+// instruments' level offsets, the context posterior's level (level.go),
+// and the accumulator itself (in memory only,
 // like what a model last published of its item rows).
 
 // contextAcc is the accumulator of a sharing model (contextModel.acc):
