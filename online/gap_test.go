@@ -47,6 +47,28 @@ func section(t *testing.T, b []byte, tag string) (at, start, end int) {
 	return at, start, start + int(binary.LittleEndian.Uint64(b[at+4:]))
 }
 
+// badField is a value written over the f64 at index field of a section's
+// body, and the error ReadModel is to give then.
+type badField struct {
+	field int
+	v     float64
+	want  string
+}
+
+// refusesFields checks that ReadModel refuses the model encoding b with
+// each of bad written into its section tag.
+func refusesFields(t *testing.T, b []byte, tag string, bad []badField) {
+	t.Helper()
+	_, start, _ := section(t, b, tag)
+	for _, f := range bad {
+		c := bytes.Clone(b)
+		binary.LittleEndian.PutUint64(c[start+8*f.field:], math.Float64bits(f.v))
+		if _, err := ReadModel(bytes.NewReader(c)); err == nil || !bytes.Contains([]byte(err.Error()), []byte(f.want)) {
+			t.Errorf("%s with field %d = %v: %v, want %q", tag, f.field, f.v, err, f.want)
+		}
+	}
+}
+
 // withBody returns b with the body of the section at (at, start, end)
 // replaced by body, its length set.
 func withBody(b []byte, at, start, end int, body []byte) []byte {
