@@ -6,7 +6,9 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // CSVSource reads events from CSV with a header line, one record per line
@@ -46,6 +48,13 @@ func (s *CSVSource) Next(ctx context.Context) (Message, error) {
 			s.err = fmt.Errorf("read %s: the first line is not a CSV header (user,item,...): %q", s.lines.name, clip(m.Value))
 			return Message{}, s.err
 		}
+		for i, name := range s.header {
+			s.header[i] = strings.TrimSpace(name) // "user, item, ts"
+		}
+		if why := badHeader(s.header); why != "" {
+			s.err = fmt.Errorf("read %s: the first line %q is not a CSV header of the event format: %s", s.lines.name, clip(m.Value), why)
+			return Message{}, s.err
+		}
 	}
 	m, err := s.lines.Next(ctx)
 	if err != nil || len(bytes.TrimSpace(m.Value)) == 0 || m.Size > 0 {
@@ -81,6 +90,27 @@ func (s *CSVSource) Next(ctx context.Context) (Message, error) {
 	return m, nil
 }
 
+// badHeader says what is wrong with a CSV header that names no user or
+// item column, "" if nothing is: the usual causes, a file without a
+// header, another separator, other names (MovieLens' ratings.csv).
+func badHeader(header []string) string {
+	if slices.Contains(header, "user") && slices.Contains(header, "item") {
+		return ""
+	}
+	line := strings.Join(header, ",")
+	switch lower := strings.ToLower(line); {
+	case len(header) == 1 && strings.ContainsAny(line, "\t;|"):
+		return "its columns are not separated by commas; only commas are read (convert the separators, e.g. tr '\\t' ',')"
+	case strings.Contains(lower, "userid") && strings.Contains(lower, "movieid"):
+		return "it is MovieLens' ratings.csv: convert it with denoiser-lab convert movielens --in ratings.csv --out events.jsonl"
+	case slices.ContainsFunc(header, isJSONNumber):
+		return "it holds numbers, so the file has no header; add a first line naming the columns (user,item,ts,...)"
+	case slices.ContainsFunc(header, func(h string) bool { return strings.EqualFold(h, "user") || strings.EqualFold(h, "item") }):
+		return "names are case-sensitive; the columns must be named user and item (user,item,ts,...)"
+	}
+	return "it names no user and item column; name them user and item (user,item,ts,...)"
+}
+
 // BytesRead and Size are the underlying file's, for progress displays.
 func (s *CSVSource) BytesRead() int64 { return s.lines.BytesRead() }
 
@@ -89,10 +119,13 @@ func (s *CSVSource) Size() int64 { return s.lines.Size() }
 
 // Describe says what the start of the input looks like.
 func (s *CSVSource) Describe() string {
-	if s.err != nil {
+	switch {
+	case s.err != nil:
 		return s.err.Error()
+	case s.header == nil:
+		return s.lines.Describe()
 	}
-	return s.lines.Describe()
+	return "no row of the CSV could be scored (header " + strconv.Quote(clip([]byte(strings.Join(s.header, ",")))) + "); the dead letters say why"
 }
 
 // Close closes the underlying file.

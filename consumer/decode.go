@@ -171,7 +171,11 @@ func decode(line []byte, ev *Event, ids *interner) error {
 					if len(ev.Extra) > 0 {
 						ev.Extra = append(ev.Extra, ',')
 					}
-					ev.Extra = append(ev.Extra, member...)
+					if utf8.Valid(member) {
+						ev.Extra = append(ev.Extra, member...)
+					} else { // bad bytes can only be within its strings
+						ev.Extra = append(ev.Extra, bytes.ToValidUTF8(member, []byte("\uFFFD"))...)
+					}
 				}
 			}
 			i = skipSpace(line, i)
@@ -430,7 +434,35 @@ func decodeString(v []byte) (string, error) {
 	return s, nil
 }
 
-// decodeTS accepts unix milliseconds (an integer) or an RFC 3339 string.
+// minSecondsTS is the least integer ts read as unix seconds: 10^8 s is
+// 1973-03-03; as milliseconds 10^8 to 10^11 would be 1970-01-02 to
+// 1973-03-03, a time no click stream has.
+const minSecondsTS = 100_000_000
+
+// tsUnits are the units an integer ts is read in, told apart by its
+// magnitude (decodeTS): their ranges, from 1973-03-03 to 2100-01-01 in
+// each, do not overlap, and the milliseconds' takes in 1970-01-01 to
+// 1973-03-03 as well, below the seconds' range.
+var tsUnits = []struct {
+	name     string
+	from, to float64 // the range, in the unit
+	toMS     float64 // milliseconds per unit
+}{
+	{"milliseconds", 0, minSecondsTS - 1, 1},
+	{"seconds", minSecondsTS, MaxTS / 1000, 1000},
+	{"milliseconds", minSecondsTS * 1000, MaxTS, 1},
+	{"microseconds", minSecondsTS * 1e6, MaxTS * 1e3, 1e-3},
+	{"nanoseconds", minSecondsTS * 1e9, MaxTS * 1e6, 1e-6},
+}
+
+// decodeTS accepts an RFC 3339 string or a unix time, an integer of
+// milliseconds, seconds (with a fraction or not), microseconds or
+// nanoseconds, told apart by its magnitude (tsUnits; FORMAT.md): 10^8 to
+// about 4.1·10^9 is seconds, 10^11 to 4.1·10^12 milliseconds, and so on;
+// the time is returned in milliseconds. Below 10^8 it is milliseconds
+// (1970-01-01 .. 1970-01-02: a toy stream's 1, 2, 3 keep their meaning).
+// Seconds are rounded to the millisecond, microseconds and nanoseconds
+// truncated; milliseconds, microseconds and nanoseconds must be whole.
 func decodeTS(v []byte) (int64, error) {
 	if v[0] == '"' {
 		s, err := decodeString(v)
@@ -447,7 +479,28 @@ func decodeTS(v []byte) (int64, error) {
 		}
 		return ms, nil
 	}
-	return decodeInt("ts", v, MinTS, MaxTS)
+	if c := v[0]; c != '-' && (c < '0' || c > '9') {
+		return 0, reject(ReasonBadType, "ts", "is a JSON "+kindOf(v)+", want a number")
+	}
+	if n, ok := smallInt(v); ok && n >= minSecondsTS && n <= MaxTS/1000 {
+		return n * 1000, nil // the common case of seconds; a fraction takes the path below
+	}
+	f, err := strconv.ParseFloat(string(v), 64)
+	if err != nil || f < 0 {
+		return 0, reject(ReasonOutOfRange, "ts", clip(v)+" is outside 1970-01-01..2100-01-01")
+	}
+	for _, u := range tsUnits {
+		switch {
+		case f < u.from || f > u.to:
+		case u.toMS != 1000 && f != math.Trunc(f): // seconds may have a fraction (Python's time.time())
+			return 0, reject(ReasonOutOfRange, "ts", clip(v)+" is not a whole number of "+u.name)
+		case u.toMS == 1000:
+			return int64(math.Round(f * 1000)), nil
+		default:
+			return int64(math.Floor(f * u.toMS)), nil
+		}
+	}
+	return 0, reject(ReasonOutOfRange, "ts", clip(v)+" is outside 1970-01-01..2100-01-01 as unix milliseconds, and outside 1973-03-03..2100-01-01 as seconds, microseconds or nanoseconds")
 }
 
 // decodeInt accepts a JSON number with an integral value in [lo, hi]

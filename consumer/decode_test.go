@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
 
 	"denoiser/online"
 )
@@ -52,7 +54,15 @@ func TestDecode(t *testing.T) {
 		{name: "output fields replaced", line: `{"user":"u","item":"i","p_clean":0.3,"source":{"file":"f"},"x":1}`, want: Event{User: "u", Item: "i", Extra: []byte(`"x":1`)}},
 		{name: "nulls mean absent", line: `{"user":"u","item":"i","ts":null,"event":null,"dwell_ms":null,"rating":null,"truth":null}`, want: Event{User: "u", Item: "i"}},
 		{name: "last duplicate wins", line: `{"user":"a","user":"b","item":"i"}`, want: Event{User: "b", Item: "i"}},
+		{name: "bad UTF-8 in other members becomes U+FFFD", line: "{\"user\":\"u\",\"item\":\"i\",\"note\":\"bad\xff\xfebyte\",\"k\xc3\":1}",
+			want: Event{User: "u", Item: "i", Extra: []byte("\"note\":\"bad\uFFFDbyte\",\"k\uFFFD\":1")}},
 		{name: "keys are case-sensitive", line: `{"User":"a","user":"b","item":"i"}`, want: Event{User: "b", Item: "i", Extra: []byte(`"User":"a"`)}},
+		{name: "unix seconds", line: `{"user":"u","item":"i","ts":1700000000}`, want: Event{User: "u", Item: "i", TS: 1700000000000, HasTS: true}},
+		{name: "unix seconds with a fraction, rounded to the ms", line: `{"user":"u","item":"i","ts":1700000000.1236}`, want: Event{User: "u", Item: "i", TS: 1700000000124, HasTS: true}},
+		{name: "the least unix seconds", line: `{"user":"u","item":"i","ts":100000000}`, want: Event{User: "u", Item: "i", TS: 100000000000, HasTS: true}},
+		{name: "below it, milliseconds", line: `{"user":"u","item":"i","ts":99999999}`, want: Event{User: "u", Item: "i", TS: 99999999, HasTS: true}},
+		{name: "unix microseconds, truncated", line: `{"user":"u","item":"i","ts":1700000000123999}`, want: Event{User: "u", Item: "i", TS: 1700000000123, HasTS: true}},
+		{name: "unix nanoseconds, truncated", line: `{"user":"u","item":"i","ts":1700000000123456789}`, want: Event{User: "u", Item: "i", TS: 1700000000123, HasTS: true}},
 		{name: "rfc3339 ts", line: `{"user":"u","item":"i","ts":"2023-11-14T22:13:20Z"}`, want: Event{User: "u", Item: "i", TS: 1700000000000, HasTS: true}},
 		{name: "rfc3339 ts with offset and fraction", line: `{"user":"u","item":"i","ts":"2023-11-15T00:13:20.5+02:00"}`, want: Event{User: "u", Item: "i", TS: 1700000000500, HasTS: true}},
 		{name: "integral float", line: `{"user":"u","item":"i","rating":4.0,"dwell_ms":1e3}`, want: Event{User: "u", Item: "i", Rating: 4, HasRating: true, DwellMS: 1000, HasDwell: true}},
@@ -104,6 +114,9 @@ func TestDecode(t *testing.T) {
 		{name: "huge rating", line: `{"user":"u","item":"i","rating":1e400}`, reason: ReasonOutOfRange, field: "rating"},
 		{name: "int64 overflow", line: `{"user":"u","item":"i","ts":99999999999999999999}`, reason: ReasonOutOfRange, field: "ts"},
 		{name: "negative ts", line: `{"user":"u","item":"i","ts":-1}`, reason: ReasonOutOfRange, field: "ts"},
+		{name: "fractional ms", line: `{"user":"u","item":"i","ts":1700000000000.5}`, reason: ReasonOutOfRange, field: "ts"},
+		{name: "between ms and µs", line: `{"user":"u","item":"i","ts":50000000000000}`, reason: ReasonOutOfRange, field: "ts"},
+		{name: "ns after 2100", line: `{"user":"u","item":"i","ts":4102444900000000000}`, reason: ReasonOutOfRange, field: "ts"},
 		{name: "ts after 2100", line: `{"user":"u","item":"i","ts":4102444800001}`, reason: ReasonOutOfRange, field: "ts"},
 		{name: "rfc3339 before 1970", line: `{"user":"u","item":"i","ts":"1969-12-31T23:59:59Z"}`, reason: ReasonOutOfRange, field: "ts"},
 		{name: "unknown truth", line: `{"user":"u","item":"i","truth":"maybe"}`, reason: ReasonOutOfRange, field: "truth"},
@@ -241,8 +254,8 @@ func FuzzDecode(f *testing.F) {
 		}
 		// Round trip through encoding/json.
 		m := map[string]any{"user": ev.User, "item": ev.Item}
-		if ev.HasTS {
-			m["ts"] = ev.TS
+		if ev.HasTS { // as RFC 3339: an integer in 10^8..10^11 ms would read back as seconds
+			m["ts"] = time.UnixMilli(ev.TS).UTC().Format(time.RFC3339Nano)
 		}
 		if ev.Kind != "" {
 			m["event"] = ev.Kind
@@ -261,8 +274,8 @@ func FuzzDecode(f *testing.F) {
 			t.Fatal(err)
 		}
 		if len(ev.Extra) > 0 { // the other members, as they came
-			if obj := append(append([]byte("{"), ev.Extra...), '}'); !json.Valid(obj) {
-				t.Fatalf("Extra %q is not a list of JSON members", ev.Extra)
+			if obj := append(append([]byte("{"), ev.Extra...), '}'); !json.Valid(obj) || !utf8.Valid(obj) {
+				t.Fatalf("Extra %q is not a list of JSON members in UTF-8", ev.Extra)
 			}
 			b = append(append(append(b[:len(b)-1], ','), ev.Extra...), '}')
 		}

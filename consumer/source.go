@@ -94,8 +94,9 @@ var gzipMagic = []byte{0x1f, 0x8b}
 // headBytes is how much of the first line Describe looks at.
 const headBytes = 512
 
-// NewFileSource reads JSON lines from r, decompressing it when it is gzip;
-// name is the file name positions carry. Close does not close r.
+// NewFileSource reads JSON lines from r, decompressing it when it is gzip
+// and skipping a UTF-8 byte-order mark that starts its text; name is the
+// file name positions carry. Close does not close r.
 func NewFileSource(r io.Reader, name string) *FileSource {
 	s := &FileSource{name: name, r: bufio.NewReaderSize(r, 64<<10), size: -1}
 	if magic, _ := s.r.Peek(len(gzipMagic)); bytes.Equal(magic, gzipMagic) {
@@ -105,6 +106,10 @@ func NewFileSource(r io.Reader, name string) *FileSource {
 			return s
 		}
 		s.r, s.gzip = bufio.NewReaderSize(gz, 64<<10), true
+	}
+	if head, _ := s.r.Peek(len(bom)); bytes.Equal(head, bom) {
+		s.r.Discard(len(bom)) // as Excel's "CSV UTF-8" writes it; offsets still count it
+		s.offset.Add(int64(len(bom)))
 	}
 	return s
 }
@@ -197,7 +202,7 @@ func (s *FileSource) Close() error {
 
 // Describe says what the start of the input looks like, for a user whose
 // input yielded no event: the usual mistakes (a JSON array, pretty-printed
-// JSON, CSV, a byte-order mark, binary data) and how to fix them. It is
+// JSON, CSV, binary data) and how to fix them. It is
 // meaningful once Next has returned the first line.
 func (s *FileSource) Describe() string {
 	h := s.head
@@ -206,14 +211,14 @@ func (s *FileSource) Describe() string {
 	}
 	t := bytes.TrimSpace(h)
 	switch {
-	case bytes.HasPrefix(h, bom):
-		return "the input starts with a UTF-8 byte-order mark (EF BB BF): write UTF-8 without one"
 	case !utf8.Valid(h[:max(0, len(h)-utf8.UTFMax)]) || bytes.ContainsAny(h, "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x0e\x0f"):
 		return "the input is binary data, not text: write JSON lines, one event object per line (gzip is read as such)"
 	case bytes.HasPrefix(t, []byte("[")):
 		return "the input is a JSON array: write one event object per line (JSON lines), e.g. jq -c '.[]' FILE"
 	case bytes.Equal(t, []byte("{")) || (bytes.HasPrefix(t, []byte("{")) && !bytes.HasSuffix(t, []byte("}"))):
 		return "the input looks like pretty-printed JSON (an object spans lines): write one object per line, e.g. jq -c . FILE"
+	case !bytes.HasPrefix(t, []byte("{")) && bytes.Count(t, []byte("\t")) > 0:
+		return fmt.Sprintf("the input looks like tab-separated values (first line %q): write JSON lines, one event object per line (MovieLens' u.data: denoiser-lab convert movielens --in u.data --out events.jsonl)", clip(t))
 	case !bytes.HasPrefix(t, []byte("{")) && bytes.Count(t, []byte(",")) > 0:
 		return fmt.Sprintf("the input looks like CSV (first line %q): read it with --format csv (a header line user,item,ts,...)", clip(t))
 	}

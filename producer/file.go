@@ -2,12 +2,15 @@ package producer
 
 import (
 	"bufio"
+	"compress/gzip"
 	"context"
-	"denoiser/internal/atomicfile"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 
 	"denoiser/consumer"
+	"denoiser/internal/atomicfile"
 )
 
 // ErrClosed is returned by writes to a closed or aborted file.
@@ -88,10 +91,13 @@ func (d *FileDeadLetter) Close() error { return d.f.close() }
 // Abort discards the file. It is idempotent, and a no-op after Close.
 func (d *FileDeadLetter) Abort() error { return d.f.abort() }
 
-// atomicFile is a buffered temporary file renamed into place on close.
+// atomicFile is a buffered temporary file renamed into place on close,
+// gzip-compressed when its name ends in ".gz" (as the input side reads
+// gzip by its content).
 type atomicFile struct {
 	path    string
 	tmp     *atomicfile.File
+	gz      *gzip.Writer  // nil unless compressed
 	w       *bufio.Writer // nil once closed or aborted
 	buf     []byte
 	records uint64
@@ -103,8 +109,24 @@ func (f *atomicFile) create(path string) error {
 		return err
 	}
 	f.path, f.tmp = path, tmp
-	f.w = bufio.NewWriterSize(tmp, 256<<10)
+	var w io.Writer = tmp
+	if strings.HasSuffix(path, ".gz") {
+		f.gz = gzip.NewWriter(tmp)
+		w = f.gz
+	}
+	f.w = bufio.NewWriterSize(w, 256<<10)
 	return nil
+}
+
+// flushGzip ends the compressed data so far (Flush) or for good (Close).
+func (f *atomicFile) flushGzip(end bool) error {
+	switch {
+	case f.gz == nil:
+		return nil
+	case end:
+		return f.gz.Close()
+	}
+	return f.gz.Flush()
 }
 
 func (f *atomicFile) writeLine() error {
@@ -120,7 +142,7 @@ func (f *atomicFile) flush() error {
 	if f.w == nil {
 		return ErrClosed
 	}
-	if err := f.w.Flush(); err != nil {
+	if err := errors.Join(f.w.Flush(), f.flushGzip(false)); err != nil {
 		return fmt.Errorf("flush %s: %w", f.path, err)
 	}
 	if err := f.tmp.Sync(); err != nil {
@@ -133,7 +155,7 @@ func (f *atomicFile) close() error {
 	if f.w == nil {
 		return nil
 	}
-	err := f.w.Flush()
+	err := errors.Join(f.w.Flush(), f.flushGzip(true))
 	f.w = nil
 	if err != nil {
 		return errors.Join(fmt.Errorf("close %s: %w", f.path, err), f.tmp.Abort())

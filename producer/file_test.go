@@ -3,10 +3,12 @@ package producer_test
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -275,5 +277,35 @@ func TestFileSinkAtomic(t *testing.T) {
 	}
 	if _, err := producer.CreateFileDeadLetter(filepath.Join(dir, "missing", "dead.jsonl")); err == nil {
 		t.Fatal("CreateFileDeadLetter in a missing directory succeeded")
+	}
+}
+
+// TestFileSinkGzip: a sink or dead-letter file whose name ends in ".gz" is
+// written gzip-compressed, holding what the plain file holds (Buffer 8:
+// many flushes, each a gzip sync point, in the stream).
+func TestFileSinkGzip(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	writeInput(t, in, 500)
+	replay(t, in, filepath.Join(dir, "o.jsonl"), filepath.Join(dir, "d.jsonl"))
+	replay(t, in, filepath.Join(dir, "o.jsonl.gz"), filepath.Join(dir, "d.jsonl.gz"))
+	for _, name := range []string{"o.jsonl", "d.jsonl"} {
+		plain, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(filepath.Join(dir, name+".gz"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(zr)
+		f.Close()
+		if err != nil || len(plain) == 0 || !bytes.Equal(got, plain) {
+			t.Errorf("%s.gz decompressed (%v) is not %s (%d bytes against %d)", name, err, name, len(got), len(plain))
+		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"denoiser/internal/atomicfile"
+	"denoiser/internal/cli"
 	"errors"
 	"flag"
 	"fmt"
@@ -178,6 +179,9 @@ func runConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if *in == "" || *out == "" {
 		return errors.New("convert: --in and --out are required")
+	}
+	if err := cli.DistinctPaths(*in, *out, "", ""); err != nil {
+		return fmt.Errorf("convert: %w", err) // the output would replace the ratings
 	}
 	var r io.Reader = os.Stdin
 	if *in != "-" {

@@ -191,11 +191,17 @@ func TestRunConvertErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "out.jsonl")
+	const ratings = "196\t242\t3\t881250949\n"
+	good := filepath.Join(dir, "u.data")
+	if err := os.WriteFile(good, []byte(ratings), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
 		is   error
 	}{
+		{"in is out", []string{"movielens", "--in", good, "--out", good}, nil},
 		{"no format", nil, nil},
 		{"unknown format", []string{"netflix", "--in", bad, "--out", out}, nil},
 		{"help", []string{"--help"}, flag.ErrHelp},
@@ -212,5 +218,8 @@ func TestRunConvertErrors(t *testing.T) {
 	}
 	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a failed conversion created %s", out)
+	}
+	if b, err := os.ReadFile(good); err != nil || string(b) != ratings {
+		t.Errorf("the input was changed: %q, %v", b, err)
 	}
 }

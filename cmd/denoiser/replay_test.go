@@ -181,6 +181,11 @@ func TestReplayStdio(t *testing.T) {
 		})
 	}
 
+	// A file that is not a regular one may be named twice.
+	if code := run(context.Background(), []string{"replay", "--config", cfg, "--in", in, "--out", os.DevNull, "--dead-letter", os.DevNull}, &bytes.Buffer{}, &bytes.Buffer{}); code != 0 {
+		t.Errorf("--out and --dead-letter %s: exit %d", os.DevNull, code)
+	}
+
 	// The whole pipeline through standard input and output, in a child
 	// process so that its standard streams are real files.
 	cmd := exec.Command(os.Args[0], "replay", "--in", "-", "--out", "-", "--dead-letter", dead, "--config", cfg)
@@ -279,10 +284,11 @@ func TestReplayWhollyInvalidInput(t *testing.T) {
 	}{
 		{"gzip of JSON lines", gz.String(), 0, "50 events scored"},
 		{"CSV", "user,item,ts\nu1,i1,1700000000000\n", 1, "looks like CSV"},
+		{"tab-separated (MovieLens' u.data)", "196\t242\t3\t881250949\n", 1, "denoiser-lab convert movielens"},
 		{"random bytes", string(random), 1, "binary data"},
 		{"JSON array", `[{"user":"u","item":"i"},{"user":"v","item":"j"}]`, 1, "JSON array"},
 		{"pretty-printed JSON", "{\n  \"user\": \"u\",\n  \"item\": \"i\"\n}\n", 1, "pretty-printed"},
-		{"byte-order mark", "\xef\xbb\xbf{\"user\":\"u\",\"item\":\"i\"}\n", 1, "byte-order mark"},
+		{"byte-order mark, skipped", "\xef\xbb\xbf{\"user\":\"u\",\"item\":\"i\"}\n", 0, "1 event scored, 0 invalid"},
 		{"empty", "", 1, "empty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -596,5 +602,21 @@ func TestReplayTruthNoneStepsNoBaseline(t *testing.T) {
 	}
 	if b, ok := repNone["baseline"]; ok {
 		t.Fatalf("--truth none: the report has a baseline model %s: a plain model was stepped", b)
+	}
+}
+
+// TestReplayReportPathFailsFirst: a --report that cannot be written stops
+// the replay before it runs, and leaves no output behind.
+func TestReplayReportPathFailsFirst(t *testing.T) {
+	dir := t.TempDir()
+	in := clitest.ReplayInput(t, dir)
+	out := filepath.Join(dir, "o.jsonl")
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"replay", "--in", in, "--out", out, "--report", filepath.Join(dir, "none", "r.json")}, &bytes.Buffer{}, &stderr)
+	if code == 0 || !strings.Contains(stderr.String(), "report") || strings.Contains(stderr.String(), "scored") {
+		t.Errorf("exit %d, stderr %q; want a failure about the report before any scoring", code, stderr.String())
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 1 {
+		t.Errorf("left %v in the directory (%v), want only the input", entries, err)
 	}
 }

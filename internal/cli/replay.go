@@ -192,7 +192,7 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		}
 		*deadLetter = strings.TrimSuffix(*out, filepath.Ext(*out)) + ".dead-letter.jsonl"
 	}
-	if err := distinctPaths(*in, *out, *deadLetter, *reportPath); err != nil {
+	if err := DistinctPaths(*in, *out, *deadLetter, *reportPath); err != nil {
 		return fmt.Errorf("replay: %w: %w", err, ErrUsage)
 	}
 	truth, err := report.ParseTruth(*truthMode)
@@ -222,18 +222,6 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		}
 	}
 
-	if *passes > 1 {
-		if err := rereadable(*in); err != nil {
-			return fmt.Errorf("replay: --passes %d: %w: %w", *passes, err, ErrUsage)
-		}
-		for pass := 1; pass < *passes; pass++ {
-			if err := learnPass(ctx, *in, *format, model, baseline, pass, *passes, stderr); err != nil {
-				return fmt.Errorf("replay: %w", err)
-			}
-			model.ForgetTimes() // the next pass's times start over
-		}
-	}
-
 	src, err := openInput(*in, *format)
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
@@ -247,6 +235,32 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return errors.Join(fmt.Errorf("replay: %w", err), sink.Abort())
 	}
+	// The outputs are created before the learning passes and the run, so
+	// that a path they cannot be written to fails at once, not at the end.
+	var reportFile *atomicfile.File
+	if *reportPath != "" {
+		if reportFile, err = atomicfile.Create(*reportPath); err != nil {
+			return errors.Join(fmt.Errorf("replay: report: %w", err), sink.Abort(), dlq.Abort())
+		}
+	}
+	abortReport := func() error {
+		if reportFile == nil {
+			return nil
+		}
+		return reportFile.Abort()
+	}
+	if *passes > 1 {
+		if err := rereadable(*in); err != nil {
+			return errors.Join(fmt.Errorf("replay: --passes %d: %w: %w", *passes, err, ErrUsage), sink.Abort(), dlq.Abort(), abortReport())
+		}
+		for pass := 1; pass < *passes; pass++ {
+			if err := learnPass(ctx, *in, *format, model, baseline, pass, *passes, stderr); err != nil {
+				return errors.Join(fmt.Errorf("replay: %w", err), sink.Abort(), dlq.Abort(), abortReport())
+			}
+			model.ForgetTimes() // the next pass's times start over
+		}
+	}
+
 	collector := report.NewCollector(truth, sink)
 
 	var progress *report.Progress
@@ -260,10 +274,10 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		progress.Stop()
 	}
 	if err != nil {
-		return errors.Join(fmt.Errorf("replay: %w", err), sink.Abort(), dlq.Abort())
+		return errors.Join(fmt.Errorf("replay: %w", err), sink.Abort(), dlq.Abort(), abortReport())
 	}
 	if err := errors.Join(sink.Close(), dlq.Close()); err != nil {
-		return fmt.Errorf("replay: %w", err)
+		return errors.Join(fmt.Errorf("replay: %w", err), abortReport())
 	}
 
 	var base *online.Summary
@@ -276,9 +290,12 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		Model: model.Summary(), Baseline: base, Elapsed: elapsed,
 		Passes: *passes,
 	})
-	if *reportPath != "" {
-		if err := rep.WriteFile(*reportPath); err != nil {
-			return fmt.Errorf("replay: %w", err)
+	if reportFile != nil {
+		if err := rep.WriteJSON(reportFile); err != nil {
+			return errors.Join(fmt.Errorf("replay: report: %w", err), reportFile.Abort())
+		}
+		if err := reportFile.Commit(); err != nil {
+			return fmt.Errorf("replay: report: %w", err)
 		}
 	}
 	fmt.Fprintf(stderr, "replay: wrote %s (%d scored) and %s (%d dead-lettered)\n", *out, st.Scored, *deadLetter, st.Rejected)
@@ -412,10 +429,11 @@ func openInput(path, format string) (input, error) {
 	return lines, nil
 }
 
-// distinctPaths refuses an input that is also an output, and one output
+// DistinctPaths refuses an input that is also an output, and one output
 // given twice ("" is a flag not given): writing would destroy what is read, or interleave two
-// outputs. Names that do not exist yet are distinct from everything.
-func distinctPaths(in, out, deadLetter, report string) error {
+// outputs. Names that do not exist yet are distinct from everything, and
+// a file that is not a regular one (/dev/null) from itself.
+func DistinctPaths(in, out, deadLetter, report string) error {
 	named := []struct{ flag, path string }{{"--in", in}, {"--out", out}, {"--dead-letter", deadLetter}, {"--report", report}}
 	for i, a := range named {
 		for _, b := range named[i+1:] {
@@ -428,11 +446,11 @@ func distinctPaths(in, out, deadLetter, report string) error {
 				}
 				continue
 			}
-			if a.path == b.path {
-				return fmt.Errorf("%s and %s are the same file %s", a.flag, b.flag, a.path)
-			}
 			fa, errA := os.Stat(a.path)
 			fb, errB := os.Stat(b.path)
+			if a.path == b.path && (errA != nil || fa.Mode().IsRegular()) {
+				return fmt.Errorf("%s and %s are the same file %s", a.flag, b.flag, a.path)
+			}
 			if errA == nil && errB == nil && os.SameFile(fa, fb) && fa.Mode().IsRegular() {
 				return fmt.Errorf("%s %s and %s %s are the same file", a.flag, a.path, b.flag, b.path)
 			}

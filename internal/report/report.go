@@ -259,7 +259,11 @@ func (r *Report) Print(w io.Writer) error { return r.PrintAs(w, "replay") }
 // PrintAs is Print with the first line naming command instead of replay.
 func (r *Report) PrintAs(w io.Writer, command string) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %d events scored, %d invalid", command, r.Events, r.Invalid)
+	events := "events"
+	if r.Events == 1 {
+		events = "event"
+	}
+	fmt.Fprintf(&b, "%s: %d %s scored, %d invalid", command, r.Events, events, r.Invalid)
 	if r.Invalid > 0 {
 		reasons := make([]string, 0, len(r.InvalidByReason))
 		for k := range r.InvalidByReason {
@@ -302,11 +306,18 @@ func (r *Report) PrintAs(w io.Writer, command string) error {
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "truth %s: %d events (%d genuine, %d noise), %d without truth\n", r.Truth, r.WithTruth, r.Genuine, r.Noise, r.WithoutTruth)
+	if r.WithTruth == 0 && r.Events > 0 {
+		b.WriteString("  no event has a truth to evaluate by: --truth field reads a \"truth\" member (\"genuine\" or \"noise\"), rating:R a \"rating\", dwell:MS a \"dwell_ms\"\n")
+	}
 	fmt.Fprintf(&b, "  %-16s %8s %8s\n", "score", "ROC-AUC", "PR-AUC")
 	row := func(name string, auc, ap *float64) {
 		fmt.Fprintf(&b, "  %-16s %8s %8s\n", name, num(auc), num(ap))
 	}
-	fmt.Fprintf(&b, "  %-16s %8s %8s  (recommended: train on it; calibration error %.3f)\n", "weight", num(r.AUC.Weight), num(r.PRAUC.Weight), r.ECE["weight"])
+	calibration := ""
+	if e, ok := r.ECE["weight"]; ok {
+		calibration = fmt.Sprintf("; calibration error %.3f", e)
+	}
+	fmt.Fprintf(&b, "  %-16s %8s %8s  (recommended: train on it%s)\n", "weight", num(r.AUC.Weight), num(r.PRAUC.Weight), calibration)
 	row("p_clean", r.AUC.PClean, r.PRAUC.PClean)
 	row("reliability", r.AUC.Reliability, r.PRAUC.Reliability)
 	for _, name := range baselineNames {
