@@ -272,3 +272,60 @@ func TestWeightSource(t *testing.T) {
 		}
 	}
 }
+
+// TestActivityEvidence: the user's activity weighs on the gap path in
+// its stated direction only (activityEvidence). On a stream whose noise
+// comes from the more active users and with the shorter gaps, a more
+// active user's event gets less evidence, by at most activityCap per unit
+// of log(1 + events), and the weight ranks better with it than without;
+// where the active users are the genuine ones it gets none (the direction
+// does not flip); where activity says nothing of the class nor moves with
+// the gap, next to none.
+func TestActivityEvidence(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		shift float64 // the noise's mean activity less the genuine's
+	}{{"the active are noisier", 1.2}, {"the active are genuine", -1.2}, {"activity says nothing", 0}} {
+		c := newContextModel(DefaultConfig())
+		xs, prior, genuine := gapStream(30000, true, tc.shift != 0, 7)
+		r := rand.New(rand.NewPCG(7, 23))
+		for i := range xs {
+			a := 2.5 + 0.8*r.NormFloat64()
+			if !genuine[i] {
+				a += tc.shift
+			}
+			xs[i].z[activityFeature-1] = max(a, 0)
+		}
+		var with, without []float64
+		for i, x := range xs {
+			w, g, _, ok := c.gapWeight(prior[i], prior[i], x, c.gap.pCleanShare())
+			if ok {
+				with = append(with, w)
+				without = append(without, sigmoid(logOdds(w)-c.gap.activityEvidence(c.gap.pCleanShare(), x)))
+				c.gap.followGap(g, prior[i])
+			}
+			c.learnGap(&x, prior[i])
+		}
+		share := c.gap.pCleanShare()
+		at := func(a float64) float64 {
+			x := xs[0]
+			x.z[activityFeature-1] = a
+			return c.gap.activityEvidence(share, x)
+		}
+		lo, hi := at(1.5), at(3.5)
+		t.Logf("%s: evidence at 1.5 %+.3f, at 3.5 %+.3f; weight ranks %.4f with it, %.4f without",
+			tc.name, lo, hi, pairsRanked(with, genuine[len(genuine)-len(with):]), pairsRanked(without, genuine[len(genuine)-len(without):]))
+		switch {
+		case math.IsNaN(lo) || math.IsNaN(hi) || lo-hi > 2*activityCap+1e-12:
+			t.Errorf("%s: evidence %v at 1.5 and %v at 3.5, steeper than the cap", tc.name, lo, hi)
+		case tc.shift > 0 && !(hi < lo):
+			t.Errorf("%s: evidence %v at 1.5 and %v at 3.5, want less for the more active", tc.name, lo, hi)
+		case tc.shift > 0 && pairsRanked(with, genuine[len(genuine)-len(with):]) <= pairsRanked(without, genuine[len(genuine)-len(without):]):
+			t.Errorf("%s: the weight ranks no better with the activity", tc.name)
+		case tc.shift < 0 && (lo != 0 || hi != 0):
+			t.Errorf("%s: evidence %v and %v, want none", tc.name, lo, hi)
+		case tc.shift == 0 && math.Abs(lo-hi) > 0.05:
+			t.Errorf("%s: evidence %v and %v, want next to none", tc.name, lo, hi)
+		}
+	}
+}
