@@ -482,8 +482,13 @@ func decodeTS(v []byte) (int64, error) {
 	if c := v[0]; c != '-' && (c < '0' || c > '9') {
 		return 0, reject(ReasonBadType, "ts", "is a JSON "+kindOf(v)+", want a number")
 	}
-	if n, ok := smallInt(v); ok && n >= minSecondsTS && n <= MaxTS/1000 {
-		return n * 1000, nil // the common case of seconds; a fraction takes the path below
+	if n, ok := smallInt(v); ok { // the common cases, with no allocation
+		switch {
+		case n >= 0 && n < minSecondsTS, n >= minSecondsTS*1000 && n <= MaxTS:
+			return n, nil
+		case n >= minSecondsTS && n <= MaxTS/1000:
+			return n * 1000, nil
+		}
 	}
 	f, err := strconv.ParseFloat(string(v), 64)
 	if err != nil || f < 0 {
