@@ -441,7 +441,7 @@ func (c *contextModel) gapWeight(level, pClean float64, x contextFeatures, share
 		evidence += clampAbs(t.rankSlope*(min(x.z[gapFeature], rankGapCap)-t.rankMid), contextClamp)
 	}
 	g = sigmoid(c.gap.offset + pCleanTemper*evidence)
-	w = sigmoid((1-lambda)*logOdds(level) + lambda*logOdds(g) + c.gap.activityEvidence(share, x))
+	w = sigmoid((1-lambda)*logOdds(level) + lambda*logOdds(g) + c.gap.activityEvidence(share, mg, vg, x))
 	return w, g, lambda, true
 }
 
@@ -464,15 +464,14 @@ func (c *contextModel) gapWeight(level, pClean float64, x contextFeatures, share
 // streams). Centred on the moments' mean activity, it moves an event's
 // log-odds, not the stream's level (docs/design/model.md, "The user's
 // activity on the gap path").
-func (r *rankInstrument) activityEvidence(share float64, x contextFeatures) float64 {
+//
+// mg and vg are the gap's mean and variance in the moments (gapWeight has
+// them, after fit has checked the mass, the share and the gap's spread).
+func (r *rankInstrument) activityEvidence(share, mg, vg float64, x contextFeatures) float64 {
 	s := &r.stats
-	if !x.hasZ || s.mass < contextMinMass || share <= 0 || share >= 1 {
-		return 0
-	}
-	mg, ma := s.dwell/s.mass, s.sum[activityFeature]/s.mass
-	vg := r.squares/s.mass - mg*mg
+	ma := s.sum[activityFeature] / s.mass
 	va := s.squares[activitySquare]/s.mass - ma*ma
-	if !(vg >= rankMinVariance) || !(va > 0) {
+	if !x.hasZ || !(va > 0) {
 		return 0
 	}
 	cov := s.cross[activityFeature]/s.mass - ma*mg

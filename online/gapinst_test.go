@@ -301,7 +301,7 @@ func TestActivityEvidence(t *testing.T) {
 			w, g, _, ok := c.gapWeight(prior[i], prior[i], x, c.gap.pCleanShare())
 			if ok {
 				with = append(with, w)
-				without = append(without, sigmoid(logOdds(w)-c.gap.activityEvidence(c.gap.pCleanShare(), x)))
+				without = append(without, sigmoid(logOdds(w)-c.gap.activityEvidence(c.gap.pCleanShare(), gapMean(&c.gap), gapVariance(&c.gap), x)))
 				c.gap.followGap(g, prior[i])
 			}
 			c.learnGap(&x, prior[i])
@@ -310,7 +310,7 @@ func TestActivityEvidence(t *testing.T) {
 		at := func(a float64) float64 {
 			x := xs[0]
 			x.z[activityFeature-1] = a
-			return c.gap.activityEvidence(share, x)
+			return c.gap.activityEvidence(share, gapMean(&c.gap), gapVariance(&c.gap), x)
 		}
 		lo, hi := at(1.5), at(3.5)
 		t.Logf("%s: evidence at 1.5 %+.3f, at 3.5 %+.3f; weight ranks %.4f with it, %.4f without",
@@ -328,4 +328,13 @@ func TestActivityEvidence(t *testing.T) {
 			t.Errorf("%s: evidence %v and %v, want next to none", tc.name, lo, hi)
 		}
 	}
+}
+
+// gapMean and gapVariance are the gap's mean and variance in the gap
+// instrument's moments, as gapWeight reads them.
+func gapMean(r *rankInstrument) float64 { return r.stats.dwell / r.stats.mass }
+
+func gapVariance(r *rankInstrument) float64 {
+	m := gapMean(r)
+	return r.squares/r.stats.mass - m*m
 }

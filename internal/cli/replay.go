@@ -243,19 +243,20 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 			return errors.Join(fmt.Errorf("replay: report: %w", err), sink.Abort(), dlq.Abort())
 		}
 	}
-	abortReport := func() error {
-		if reportFile == nil {
-			return nil
+	abort := func() error { // every output, on a failure before they are closed
+		err := errors.Join(sink.Abort(), dlq.Abort())
+		if reportFile != nil {
+			err = errors.Join(err, reportFile.Abort())
 		}
-		return reportFile.Abort()
+		return err
 	}
 	if *passes > 1 {
 		if err := rereadable(*in); err != nil {
-			return errors.Join(fmt.Errorf("replay: --passes %d: %w: %w", *passes, err, ErrUsage), sink.Abort(), dlq.Abort(), abortReport())
+			return errors.Join(fmt.Errorf("replay: --passes %d: %w: %w", *passes, err, ErrUsage), abort())
 		}
 		for pass := 1; pass < *passes; pass++ {
 			if err := learnPass(ctx, *in, *format, model, baseline, pass, *passes, stderr); err != nil {
-				return errors.Join(fmt.Errorf("replay: %w", err), sink.Abort(), dlq.Abort(), abortReport())
+				return errors.Join(fmt.Errorf("replay: %w", err), abort())
 			}
 			model.ForgetTimes() // the next pass's times start over
 		}
@@ -274,10 +275,10 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		progress.Stop()
 	}
 	if err != nil {
-		return errors.Join(fmt.Errorf("replay: %w", err), sink.Abort(), dlq.Abort(), abortReport())
+		return errors.Join(fmt.Errorf("replay: %w", err), abort())
 	}
 	if err := errors.Join(sink.Close(), dlq.Close()); err != nil {
-		return errors.Join(fmt.Errorf("replay: %w", err), abortReport())
+		return errors.Join(fmt.Errorf("replay: %w", err), abort()) // the closed ones' Abort is a no-op
 	}
 
 	var base *online.Summary
