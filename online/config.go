@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
+	"strings"
 )
 
 // Label modes.
@@ -169,18 +169,21 @@ type Config struct {
 	DwellDirection string `json:"dwell_direction,omitempty" yaml:"dwell_direction"`
 	// EventOrder lists event types from the least engaged to the most:
 	// DefaultConfig's (so by default in the service, replay and the lab)
-	// is DefaultEventOrder, return < view < click < cart < purchase; a
-	// Config literal, an empty list and a model encoded before the
-	// setting existed have none. It states the event type's direction, as
-	// DwellDirection "long" states dwell's: on a stream that carries no
-	// dwell, an event's place in the order (its rank) serves as the
-	// instrument that dwell is elsewhere, so that p_clean, the user's
+	// is DefaultEventOrder, return < view < click < cart < purchase with
+	// the names public click logs give the same kinds; a Config literal,
+	// an empty list and a model encoded before the setting existed have
+	// none. An entry may name several types that share its place,
+	// separated by "|" ("cart|addtocart|fav"), and types match their names
+	// with case ignored ("Click" is "click"). It states the event type's
+	// direction, as DwellDirection "long" states dwell's: on a stream that
+	// carries no dwell, an event's place in the order (its rank) serves as
+	// the instrument that dwell is elsewhere, so that p_clean, the user's
 	// activity, the pair's repeats, the item's training and the gap since
 	// the user's previous event count as far, and in whichever direction,
 	// the ranks say (context.go, rankInstrument). Types not in the list
-	// have no rank. Read only with DwellDirection "long".
-	// docs/design/model.md ("The event type as the instrument") has what
-	// it gains and costs.
+	// have no rank (Model.UnrankedTypes lists those seen). Read only with
+	// DwellDirection "long". docs/design/model.md ("The event type as the
+	// instrument", "Event-type names") has what it gains and costs.
 	EventOrder []string `json:"event_order,omitempty" yaml:"event_order"`
 	// MaxUsers caps the users the model holds a row for (default 0: no
 	// cap). When a new user is admitted with the table full, the least
@@ -201,8 +204,12 @@ type Config struct {
 	AdmitSketchWidth int `json:"admit_sketch_width,omitempty" yaml:"admit_sketch_width"`
 }
 
-// maxEventOrder bounds Config.EventOrder.
+// maxEventOrder bounds the type names Config.EventOrder lists, synonyms
+// counted one each.
 const maxEventOrder = 64
+
+// typeSynonyms separates the names of one entry of Config.EventOrder.
+const typeSynonyms = "|"
 
 // bounded reports whether c bounds the tables: a cap or an admission
 // threshold. A bounded model is encoded in version 3 (FORMAT.md).
@@ -222,9 +229,24 @@ func DefaultConfig() Config {
 }
 
 // DefaultEventOrder is DefaultConfig's EventOrder (a new slice each
-// call): the types of the generator's streams and of common click logs, a
-// return the least engaged (it undoes a purchase), a purchase the most.
-func DefaultEventOrder() []string { return []string{"return", "view", "click", "cart", "purchase"} }
+// call): the types of the generator's streams, a return the least engaged
+// (it undoes a purchase) and a purchase the most, each with the names
+// public click logs give the same kind (docs/design/model.md, "Event-type
+// names"): Taobao's UserBehavior (pv, fav, cart, buy), RetailRocket's
+// (view, addtocart, transaction), REES46's (view, cart, remove_from_cart,
+// purchase) and Google Analytics 4's recommended e-commerce events
+// (view_item, select_item, add_to_cart, add_to_wishlist, begin_checkout,
+// purchase, refund). A favourite or a wish-list entry shares the cart's
+// place: both keep an item for later.
+func DefaultEventOrder() []string {
+	return []string{
+		"return|refund|remove_from_cart",
+		"view|pv|pageview|page_view|view_item|detail",
+		"click|select_item",
+		"cart|addtocart|add_to_cart|fav|favorite|favourite|add_to_wishlist|wishlist|begin_checkout",
+		"purchase|buy|transaction|order",
+	}
+}
 
 // Baseline is the plain model of c's settings: the loss baseline's model
 // (Plain: T̂ = I, no distillation, no mixture), which has no transition
@@ -350,16 +372,7 @@ func (c Config) Validate() error {
 	if c.DwellDirection != "" && c.DwellDirection != DwellLearned && c.DwellDirection != DwellLong {
 		bad("dwell_direction", "%q; use long or learned", c.DwellDirection)
 	}
-	if len(c.EventOrder) > maxEventOrder {
-		bad("event_order", "%d types; use at most %d", len(c.EventOrder), maxEventOrder)
-	}
-	for i, t := range c.EventOrder {
-		if t == "" || len(t) > maxIDBytes {
-			bad("event_order", "type %d is empty or longer than %d bytes", i, maxIDBytes)
-		} else if slices.Contains(c.EventOrder[:i], t) {
-			bad("event_order", "%q is listed twice", t)
-		}
-	}
+	c.validateEventOrder(bad)
 	if c.NegativeSampling != NegUniform && c.NegativeSampling != NegPopularity {
 		bad("negative_sampling", "%q; use uniform or popularity", c.NegativeSampling)
 	}
@@ -437,4 +450,27 @@ func (c Config) Validate() error {
 		bad("admit_sketch_width", "%d; use a power of two in %d..%d", w, minSketchWidth, maxSketchWidth)
 	}
 	return errors.Join(errs...)
+}
+
+// validateEventOrder reports, through bad, an order that lists more than
+// maxEventOrder names, an empty or overlong name, or one name twice (case
+// ignored, as types are matched).
+func (c *Config) validateEventOrder(bad func(field, format string, args ...any)) {
+	seen := make(map[string]bool)
+	for i, entry := range c.EventOrder {
+		for _, t := range strings.Split(entry, typeSynonyms) {
+			switch {
+			case t == "" || len(t) > maxIDBytes:
+				bad("event_order", "entry %d (%q) has a name that is empty or longer than %d bytes", i, entry, maxIDBytes)
+				return
+			case seen[strings.ToLower(t)]:
+				bad("event_order", "%q is listed twice (case is ignored)", t)
+				return
+			case len(seen) == maxEventOrder:
+				bad("event_order", "more than %d type names; use at most %d", maxEventOrder, maxEventOrder)
+				return
+			}
+			seen[strings.ToLower(t)] = true
+		}
+	}
 }

@@ -155,9 +155,9 @@ type contextModel struct {
 	// instruments' moments since its last Publish (mergecontext.go); nil
 	// otherwise. Not encoded.
 	acc *contextAcc
-	// ranks is each type's place in Config.EventOrder, nil without one
-	// or without long (read only then). It never changes, so a frozen
-	// copy shares it.
+	// ranks is each type name's place in Config.EventOrder, keyed in
+	// lower case (rankOf), nil without an order or without long (read
+	// only then). It never changes, so a frozen copy shares it.
 	ranks map[string]float64
 	// slotRanks is the rank of each of types, NaN for a type the order
 	// does not list; nil without ranks. It grows with types. spread
@@ -186,11 +186,28 @@ func newContextModel(cfg Config) contextModel {
 	c := contextModel{long: cfg.DwellDirection == DwellLong}
 	if c.long && len(cfg.EventOrder) > 0 {
 		c.ranks = make(map[string]float64, len(cfg.EventOrder))
-		for r, t := range cfg.EventOrder {
-			c.ranks[t] = float64(r)
+		for r, entry := range cfg.EventOrder {
+			for _, t := range strings.Split(entry, typeSynonyms) {
+				c.ranks[strings.ToLower(t)] = float64(r)
+			}
 		}
 	}
 	return c
+}
+
+// rankOf is kind's rank in the order, its case ignored, and whether the
+// order lists it. The lookup allocates nothing: a kind in lower case (the
+// common one) is found in ranks at once, any other by folding.
+func (c *contextModel) rankOf(kind string) (float64, bool) {
+	if r, ok := c.ranks[kind]; ok {
+		return r, true
+	}
+	for t, r := range c.ranks {
+		if strings.EqualFold(t, kind) {
+			return r, true // the names differ when folded (Config.Validate), so one at most
+		}
+	}
+	return 0, false
 }
 
 // contextSums are the context's decayed statistics.
@@ -248,7 +265,7 @@ func (c *contextModel) features(ev *Event, mode string) contextFeatures {
 		switch {
 		case c.ranks == nil:
 		case x.bucket == namedTypes: // the shared last slot
-			x.rank, x.ranked = c.ranks[ev.Kind]
+			x.rank, x.ranked = c.rankOf(ev.Kind)
 		default:
 			x.rank = c.slotRanks[x.bucket]
 			x.ranked = !math.IsNaN(x.rank)
@@ -290,7 +307,7 @@ func (c *contextModel) rankSlots() {
 	}
 	c.slotRanks = c.slotRanks[:min(len(c.slotRanks), len(c.types))]
 	for _, t := range c.types[len(c.slotRanks):] {
-		r, ok := c.ranks[t]
+		r, ok := c.rankOf(t)
 		if !ok {
 			r = math.NaN()
 		}

@@ -1,5 +1,7 @@
 package online
 
+import "math"
+
 // Read-only accessors for inspecting a model from outside the package
 // (snapshot inspect and diff). None of them changes the model, consumes
 // randomness or allocates beyond what the caller's dst needs. Like every
@@ -45,4 +47,20 @@ func (m *Model) UserEmbedding(dst []float64, u int) []float64 {
 // its capacity) and returns it.
 func (m *Model) ItemEmbedding(dst []float64, i int) []float64 {
 	return append(dst[:0], m.items.row(int32(i))...)
+}
+
+// UnrankedTypes lists, in order of first appearance, the event types the
+// model has given a slot of their own (the first 15 it saw) that
+// Config.EventOrder does not list, so that they carry no rank; nil for a
+// model without an order (or without DwellDirection "long", which reads
+// none). A caller warns of them: a stream whose types are all unranked
+// goes without the rank instrument, in silence otherwise.
+func (m *Model) UnrankedTypes() []string {
+	var out []string
+	for j, r := range m.context.slotRanks {
+		if math.IsNaN(r) {
+			out = append(out, m.context.types[j])
+		}
+	}
+	return out
 }

@@ -177,7 +177,7 @@ func (m *Model) label(ev *Event) (int, error) {
 	switch m.cfg.Mode {
 	case ModeRating:
 		if ev.Rating == 0 {
-			return 0, invalid("rating mode needs a rating: missing")
+			return 0, invalid("rating mode needs a rating that rounds (half up) to 1..%d: none given, or 0", m.k)
 		}
 		class, ok := RatingClass(ev.Rating, m.k)
 		if !ok {
@@ -431,6 +431,7 @@ func (m *Model) Summary() Summary {
 		NumericalErrors: sch.numErrors,
 		GMM:             m.mixture.gmm.summary(),
 		MeanTransition:  sch.meanTransition(m.k, m.scratch.identity),
+		UnrankedTypes:   m.UnrankedTypes(),
 	}
 	if sch.events > 0 {
 		s.DistilledShare = float64(sch.distilled) / float64(sch.events)

@@ -292,7 +292,7 @@ func TestInvalidEventsChangeNothing(t *testing.T) {
 	}{
 		{"empty user", ModeBinary, Event{Item: "i"}, "empty"},
 		{"empty item", ModeBinary, Event{User: "u"}, "empty"},
-		{"rating missing", ModeRating, Event{User: "u", Item: "i"}, "rating: missing"},
+		{"rating missing", ModeRating, Event{User: "u", Item: "i"}, "none given, or 0"},
 		{"rating too high", ModeRating, Event{User: "u", Item: "i", Rating: 6}, "rating 6 outside 1..5"},
 		{"rating rounds above K", ModeRating, Event{User: "u", Item: "i", Rating: 5.5}, "rating 5.5 outside 1..5"},
 		{"rating rounds to 0", ModeRating, Event{User: "u", Item: "i", Rating: 0.25}, "rating 0.25 outside 1..5"},

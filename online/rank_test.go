@@ -179,8 +179,13 @@ func TestRankInstrumentFindsDirections(t *testing.T) {
 // TestEventOrderConfig: the order is DefaultConfig's unless set, a plain
 // model has none, and a bad order is refused naming the setting.
 func TestEventOrderConfig(t *testing.T) {
-	if got := DefaultConfig().EventOrder; !slices.Equal(got, []string{"return", "view", "click", "cart", "purchase"}) {
-		t.Errorf("DefaultConfig's order %q", got)
+	def := DefaultConfig().EventOrder
+	if len(def) != 5 || !strings.HasPrefix(def[0], "return|") || !strings.HasPrefix(def[1], "view|") ||
+		!strings.HasPrefix(def[2], "click|") || !strings.HasPrefix(def[3], "cart|") || !strings.HasPrefix(def[4], "purchase|") {
+		t.Errorf("DefaultConfig's order %q, want return < view < click < cart < purchase with synonyms", def)
+	}
+	if err := DefaultConfig().WithDefaults().Validate(); err != nil {
+		t.Errorf("DefaultConfig: %v", err)
 	}
 	if got := DefaultConfig().Baseline().EventOrder; got != nil {
 		t.Errorf("the plain model's order %q, want none", got)
@@ -191,12 +196,84 @@ func TestEventOrderConfig(t *testing.T) {
 	if c := newContextModel(Config{DwellDirection: DwellLong, EventOrder: []string{"a", "b"}}); c.ranks["b"] != 1 || len(c.ranks) != 2 {
 		t.Errorf("ranks %v", c.ranks)
 	}
-	for _, order := range [][]string{{"view", ""}, {"view", "click", "view"}, {strings.Repeat("x", maxIDBytes+1)}, make([]string, maxEventOrder+1)} {
+	many := make([]string, maxEventOrder+1)
+	for i := range many {
+		many[i] = fmt.Sprint("t", i)
+	}
+	for _, order := range [][]string{
+		{"view", ""}, {"view", "click", "view"}, {strings.Repeat("x", maxIDBytes+1)}, many,
+		{"view|", "click"}, {"view|pv", "PV"}, {"a|b|a"}, {strings.Join(many, "|")},
+	} {
 		c := DefaultConfig()
 		c.EventOrder = order
 		if err := c.WithDefaults().Validate(); err == nil || !strings.Contains(err.Error(), "event_order") {
-			t.Errorf("order of %d types: %v, want a refusal naming event_order", len(order), err)
+			t.Errorf("order %.40q: %v, want a refusal naming event_order", order, err)
 		}
+	}
+}
+
+// TestEventOrderNames: the names of one entry share its rank, case is
+// ignored, with no allocation, on a type's own slot and on the shared last
+// one, and UnrankedTypes lists the types seen that the order lacks.
+func TestEventOrderNames(t *testing.T) {
+	cfg := DefaultConfig()
+	c := newContextModel(cfg)
+	for kind, want := range map[string]float64{
+		"return": 0, "Refund": 0, "view": 1, "pv": 1, "PageView": 1, "click": 2, "CLICK": 2,
+		"cart": 3, "addtocart": 3, "fav": 3, "purchase": 4, "buy": 4, "Transaction": 4,
+	} {
+		if r, ok := c.rankOf(kind); !ok || r != want {
+			t.Errorf("rank of %q: %v %v, want %v", kind, r, ok, want)
+		}
+	}
+	for _, kind := range []string{"like", "views", "pv ", ""} {
+		if r, ok := c.rankOf(kind); ok {
+			t.Errorf("%q ranked %v, want no rank", kind, r)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { c.rankOf("Buy") }); n != 0 {
+		t.Errorf("rankOf allocates %v times", n)
+	}
+
+	// A Taobao stream: its types rank on their own slots, in order.
+	m, err := New(cfg, rand.NewPCG(1, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := []string{"pv", "PV", "fav", "cart", "buy", "like"}
+	for k, kind := range kinds {
+		x := m.context.features(&Event{User: "u", Item: "i", Kind: kind}, cfg.Mode)
+		if want := []bool{true, true, true, true, true, false}[k]; x.ranked != want {
+			t.Errorf("%q ranked %v, want %v", kind, x.ranked, want)
+		}
+	}
+	if got := m.UnrankedTypes(); !slices.Equal(got, []string{"like"}) {
+		t.Errorf("UnrankedTypes %q, want [like]", got)
+	}
+	if !m.context.spread {
+		t.Error("ranks 1, 3 and 4 seen, but no spread")
+	}
+	// Past the named slots, a listed type still ranks on the shared one.
+	for j := range namedTypes {
+		m.context.features(&Event{Kind: fmt.Sprint("k", j)}, cfg.Mode)
+	}
+	if x := m.context.features(&Event{Kind: "Add_To_Cart"}, cfg.Mode); x.bucket != namedTypes || !x.ranked || x.rank != 3 {
+		t.Errorf("shared slot: bucket %d ranked %v rank %v, want %d true 3", x.bucket, x.ranked, x.rank, namedTypes)
+	}
+	if got := len(m.UnrankedTypes()); got != namedTypes-len(kinds)+1 {
+		t.Errorf("%d unranked types, want %d", got, namedTypes-len(kinds)+1)
+	}
+	if got := m.context.features(&Event{Kind: "other"}, cfg.Mode); got.ranked {
+		t.Error("an unlisted type on the shared slot ranked")
+	}
+
+	plain, err := New(Config{}, rand.NewPCG(1, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain.context.features(&Event{Kind: "like"}, ModeBinary)
+	if got := plain.UnrankedTypes(); got != nil {
+		t.Errorf("a model without an order lists %q", got)
 	}
 }
 

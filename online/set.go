@@ -224,7 +224,8 @@ func (s *Set) Version() uint64 {
 
 // Summary sums the counts of the set's models; the mixture, ρ and the
 // mean transition are those of the model that learned from the most
-// events (the lowest key among equals). An empty set's is the zero
+// events (the lowest key among equals); the unranked types are every
+// model's, each once. An empty set's is the zero
 // Summary.
 func (s *Set) Summary() Summary {
 	var sum Summary
@@ -248,6 +249,11 @@ func (s *Set) Summary() Summary {
 		sum.ItemsEvicted += ms.ItemsEvicted
 		sum.ColdUserEvents += ms.ColdUserEvents
 		sum.ColdItemEvents += ms.ColdItemEvents
+		for _, t := range ms.UnrankedTypes {
+			if !slices.Contains(sum.UnrankedTypes, t) {
+				sum.UnrankedTypes = append(sum.UnrankedTypes, t)
+			}
+		}
 	}
 	if sum.Events > 0 {
 		sum.DistilledShare = float64(sum.Distilled) / float64(sum.Events)

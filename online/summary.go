@@ -25,6 +25,9 @@ type Summary struct {
 	// MeanTransition is the mean T̂(x) (K×K, row-major rows) over the
 	// observed events of the last refit period.
 	MeanTransition [][]float64 `json:"mean_transition"`
+	// UnrankedTypes are the event types seen, on slots of their own, that
+	// Config.EventOrder does not list (Model.UnrankedTypes).
+	UnrankedTypes []string `json:"unranked_types,omitempty"`
 }
 
 // GMMSummary describes the fitted two-component mixture over the

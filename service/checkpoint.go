@@ -70,6 +70,9 @@ type checkpointer struct {
 	log     *slog.Logger
 	every   int
 	timeout time.Duration // for the offset commit
+	// unranked holds the event types warned of as missing from
+	// model.event_order (warnUnranked), each warned of once.
+	unranked map[string]bool
 
 	positions map[partitionKey]*int64
 	lastKey   partitionKey // the partition of the previous record...
@@ -170,11 +173,36 @@ func (c *checkpointer) drain(ahead int) bool {
 	return c.pending+ahead >= c.every && !c.saving || c.share != nil && c.share.due(ahead)
 }
 
+// warnUnranked logs, once each, the event types the models have seen
+// that model.event_order does not list: without dwell their events go
+// without the rank instrument, which a user would not see otherwise.
+func (c *checkpointer) warnUnranked(types []string) {
+	var news []string
+	for _, t := range types {
+		if !c.unranked[t] {
+			news = append(news, t)
+		}
+	}
+	if len(news) == 0 {
+		return
+	}
+	if c.unranked == nil {
+		c.unranked = make(map[string]bool)
+	}
+	for _, t := range news {
+		c.unranked[t] = true
+	}
+	c.log.Warn("event types without a rank in model.event_order: add them to the order, least engaged first, to rank them",
+		"types", news)
+}
+
 // tick runs as a task on the model goroutine: it publishes the model's
 // summary and takes a checkpoint when interval has passed since the last.
 func (c *checkpointer) tick(interval time.Duration) func(context.Context, consumer.Flusher) error {
 	return func(ctx context.Context, out consumer.Flusher) error {
-		c.metrics.setSummary(c.model.Summary())
+		s := c.model.Summary()
+		c.metrics.setSummary(s)
+		c.warnUnranked(s.UnrankedTypes)
 		if c.share != nil {
 			c.share.tick(false)
 		}

@@ -234,3 +234,19 @@ func TestCheckpointsWriteDeltas(t *testing.T) {
 		t.Fatalf("an idle run wrote generation %d after %d", cp3.Generation, cp2.Generation)
 	}
 }
+
+// TestWarnUnranked: each event type missing from model.event_order is
+// warned of once, with the types first seen since the last warning.
+func TestWarnUnranked(t *testing.T) {
+	var buf bytes.Buffer
+	c := &checkpointer{log: slog.New(slog.NewTextHandler(&buf, nil))}
+	c.warnUnranked(nil)
+	c.warnUnranked([]string{"like", "share"})
+	c.warnUnranked([]string{"like", "share"})
+	c.warnUnranked([]string{"share", "like", "Save"})
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "level=WARN") || !strings.Contains(lines[0], "types=\"[like share]\"") ||
+		!strings.Contains(lines[1], "types=[Save]") || !strings.Contains(lines[1], "model.event_order") {
+		t.Errorf("log:\n%s", buf.String())
+	}
+}

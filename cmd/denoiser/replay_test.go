@@ -357,6 +357,38 @@ func TestReplayCSV(t *testing.T) {
 	}
 }
 
+// TestReplayUnrankedTypes: a Taobao-style stream's types (pv, fav, cart,
+// buy, in any case) rank by the default order's synonyms; a type the order
+// lacks is named in the summary and the report.
+func TestReplayUnrankedTypes(t *testing.T) {
+	dir := t.TempDir()
+	var lines strings.Builder
+	for k := range 40 {
+		kind := []string{"pv", "PV", "fav", "cart", "buy", "share", "pv", "Like"}[k%8]
+		fmt.Fprintf(&lines, `{"user":"u%d","item":"i%d","ts":%d,"event":%q}`+"\n", k%5, k%7, 1700000000000+int64(k)*1000, kind)
+	}
+	in := clitest.WriteFile(t, filepath.Join(dir, "taobao.jsonl"), lines.String())
+	rep := filepath.Join(dir, "r.json")
+	var stderr bytes.Buffer
+	if code := run(context.Background(), []string{"replay", "--in", in, "--out", os.DevNull, "--report", rep}, &bytes.Buffer{}, &stderr); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr.String())
+	}
+	if want := "event types without a rank in model.event_order: share, Like ("; !strings.Contains(stderr.String(), want) {
+		t.Errorf("summary:\n%s\nwant a line with %q", stderr.String(), want)
+	}
+	var r struct {
+		Model struct {
+			UnrankedTypes []string `json:"unranked_types"`
+		} `json:"model"`
+	}
+	if err := json.Unmarshal([]byte(clitest.ReadFile(t, rep)), &r); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(r.Model.UnrankedTypes, []string{"share", "Like"}) {
+		t.Errorf("report's unranked_types %q, want [share Like]", r.Model.UnrankedTypes)
+	}
+}
+
 // TestReplayHalfStarRatings: in rating mode, half-star ratings (MovieLens
 // latest) are scored, not dead-lettered, and written back as they came; a
 // missing rating and one that rounds outside 1..classes are refused.
@@ -397,7 +429,7 @@ func TestReplayHalfStarRatings(t *testing.T) {
 		}
 	}
 	d := clitest.ReadFile(t, dead)
-	if !strings.Contains(d, "rating mode needs a rating: missing") || !strings.Contains(d, "rating 6 outside 1..5") || strings.Count(d, "\n") != 2 {
+	if !strings.Contains(d, "rating mode needs a rating that rounds (half up) to 1..5: none given, or 0") || !strings.Contains(d, "rating 6 outside 1..5") || strings.Count(d, "\n") != 2 {
 		t.Errorf("dead letters:\n%s", d)
 	}
 }

@@ -55,3 +55,20 @@ func TestPrintFlagsWraps(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultDeadLetter: replay's dead-letter file beside --out, compressed
+// as --out is, and the null device for the null device.
+func TestDefaultDeadLetter(t *testing.T) {
+	for out, want := range map[string]string{
+		"scored.jsonl":    "scored.dead-letter.jsonl",
+		"dir.v2/scored":   "dir.v2/scored.dead-letter.jsonl",
+		"scored.jsonl.gz": "scored.dead-letter.jsonl.gz",
+		"scored.gz":       "scored.dead-letter.jsonl.gz",
+		"/dev/null":       "/dev/null",
+		"/tmp/a.b.csv":    "/tmp/a.b.dead-letter.jsonl",
+	} {
+		if got := defaultDeadLetter(out); got != want {
+			t.Errorf("--out %s: dead letters to %s, want %s", out, got, want)
+		}
+	}
+}

@@ -147,7 +147,7 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 	var (
 		in         = fs.String("in", "", "input `file` of JSON-lines events, - for standard input (required)")
 		out        = fs.String("out", "", "output `file` of scored events, - for standard output (required)")
-		deadLetter = fs.String("dead-letter", "", "dead-letter `file` for bad records (default: OUT with .dead-letter.jsonl for its extension; required with --out -)")
+		deadLetter = fs.String("dead-letter", "", "dead-letter `file` for bad records (default: OUT with .dead-letter.jsonl for its extension, .dead-letter.jsonl.gz for .EXT.gz, /dev/null for /dev/null; required with --out -)")
 		format     = fs.String("format", "auto", "input `format`: jsonl (JSON lines), csv (with a header line), or auto: csv for a name ending in .csv or .csv.gz, else jsonl; gzip is read as such")
 		truthMode  = fs.String("truth", "field", "ground truth for the report: field, dwell:MS (dwell_ms < MS is noise), rating:R (rating <= R is noise) or none (evaluate nothing: the replay keeps no per-event or per-id state beside the model, and steps no plain model for the loss_baseline)")
 		reportPath = fs.String("report", "", "write the JSON report to `file`")
@@ -190,7 +190,7 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		if *out == atomicfile.Stdout {
 			return fmt.Errorf("replay: --out - needs --dead-letter FILE: %w", ErrUsage)
 		}
-		*deadLetter = strings.TrimSuffix(*out, filepath.Ext(*out)) + ".dead-letter.jsonl"
+		*deadLetter = defaultDeadLetter(*out)
 	}
 	if err := DistinctPaths(*in, *out, *deadLetter, *reportPath); err != nil {
 		return fmt.Errorf("replay: %w: %w", err, ErrUsage)
@@ -467,4 +467,20 @@ func shadowOf(m *online.Model) consumer.Model {
 		return nil
 	}
 	return m
+}
+
+// defaultDeadLetter is the dead-letter file of replay's --out out when
+// --dead-letter is not given: out with .dead-letter.jsonl in place of its
+// extension, compressed as out is (out.jsonl.gz: out.dead-letter.jsonl.gz);
+// the null device for the null device, whose user keeps no output (the
+// summary and the report still count the dead letters by reason).
+func defaultDeadLetter(out string) string {
+	if out == os.DevNull {
+		return os.DevNull
+	}
+	gz := ""
+	if strings.HasSuffix(out, ".gz") {
+		out, gz = strings.TrimSuffix(out, ".gz"), ".gz"
+	}
+	return strings.TrimSuffix(out, filepath.Ext(out)) + ".dead-letter.jsonl" + gz
 }

@@ -305,6 +305,10 @@ func (r *Report) PrintAs(w io.Writer, command string) error {
 		}
 		b.WriteString("\n")
 	}
+	if len(r.Model.UnrankedTypes) > 0 {
+		fmt.Fprintf(&b, "event types without a rank in model.event_order: %s (add them to the order, least engaged first, to rank them)\n",
+			strings.Join(r.Model.UnrankedTypes, ", "))
+	}
 	fmt.Fprintf(&b, "truth %s: %d events (%d genuine, %d noise), %d without truth\n", r.Truth, r.WithTruth, r.Genuine, r.Noise, r.WithoutTruth)
 	if r.WithTruth == 0 && r.Events > 0 {
 		b.WriteString("  no event has a truth to evaluate by: --truth field reads a \"truth\" member (\"genuine\" or \"noise\"), rating:R a \"rating\", dwell:MS a \"dwell_ms\"\n")
