@@ -179,6 +179,9 @@ type contextModel struct {
 	// mean of p_clean (level.go). The partition model's own, as the
 	// instruments' level offsets are: not merged.
 	level levelStats
+	// countGap is the scale of the gaps counted in events, on streams
+	// without time (countgap.go). The partition model's own, as level.
+	countGap countGapStats
 }
 
 // newContextModel is the context part of a model of configuration cfg.
@@ -250,6 +253,12 @@ type contextFeatures struct {
 	// list.
 	rank   float64
 	ranked bool
+	// countGap is log(1 + the events learned since the user's previous
+	// event) where neither that event nor this one carries a time; counted
+	// is false otherwise (countgap.go). The gap in z is then this count
+	// read as seconds, once the scale has the mass.
+	countGap float64
+	counted  bool
 }
 
 // features extracts the context of ev, giving its event type a slot if
@@ -885,10 +894,10 @@ type instrumentFit struct {
 // table.stepRate: it grows with the steps the row takes, so with the
 // item's events, and is merged across partitions with the row) and of the
 // seconds since the user's latest event time (0 for an earlier time: out
-// of order; at most sessionGapMS), where ev and an earlier event of the
-// user carry a time. A
-// cold user or item has none (hasZ false), nor has a model without the
-// instrument.
+// of order; at most sessionGapMS), where ev and the user's latest event
+// carry a time, or of the events learned since, read as seconds
+// (countgap.go), where neither does. A cold user or item has none (hasZ
+// false), nor has a model without the instrument.
 func (m *Model) instrumentFeatures(u, i int32, ev *Event, x *contextFeatures) {
 	if !m.context.long || u < m.users.base || i < m.items.base {
 		return
@@ -901,9 +910,16 @@ func (m *Model) instrumentFeatures(u, i int32, ev *Event, x *contextFeatures) {
 	}
 	x.z = [...]float64{math.Log1p(float64(m.users.pushed[u])), math.Log1p(float64(repeats)), math.Log1p(m.items.stepSums[i]), 0}
 	x.hasZ = true
-	if last := m.users.times[u]; ev.HasTime && last != noTime {
-		gap := min(max(ev.TimeMS-last, 0), sessionGapMS)
+	switch last := m.users.times[u]; {
+	case last == noTime:
+	case ev.HasTime && !isUntimed(last):
+		gap := min(max(max(ev.TimeMS, minTimeMS)-last, 0), sessionGapMS)
 		x.z[gapFeature], x.hasGap = math.Log1p(float64(gap)/1000), true
+	case !ev.HasTime && isUntimed(last):
+		x.countGap, x.counted = math.Log1p(float64(max(untimed(m.schedule.events)-last, 0))), true
+		if s, ok := m.context.countGap.seconds(x.countGap); ok {
+			x.z[gapFeature], x.hasGap = math.Log1p(min(s, sessionGapMS/1000)), true
+		}
 	}
 }
 

@@ -43,8 +43,11 @@ import (
 // written exactly for models with the dwell mixture. Version 12 is version
 // 11 with the context posterior's level (LEVL after GINS, as encoding
 // version 16 has it), written exactly for models with the dwell mixture;
-// a delta of version 11 leaves the level as the base had it.
-const DeltaVersion = 12
+// a delta of version 11 leaves the level as the base had it. Version 13
+// is version 12 with the scale of the counted gaps (CGAP after LEVL, as
+// encoding version 17 has it), written exactly for models with the dwell
+// mixture; a delta of version 12 leaves the scale as the base had it.
+const DeltaVersion = 13
 
 // deltaCursorVersion is the first delta version with merge cursors,
 // deltaTypesVersion the first with event types, deltaDwellMixVersion the
@@ -61,6 +64,7 @@ const (
 	deltaShortGapVersion   = 10
 	deltaGapInstVersion    = 11
 	deltaLevelVersion      = 12
+	deltaCountGapVersion   = 13
 )
 
 // deltaVersionFor is the delta version of a model with merge cursors or
@@ -69,7 +73,7 @@ const (
 func deltaVersionFor(cursors, types, dwellMix, clock bool) uint32 {
 	switch {
 	case dwellMix:
-		return deltaLevelVersion
+		return deltaCountGapVersion
 	case clock:
 		return deltaClockVersion
 	case types:

@@ -58,11 +58,14 @@ import (
 // version 16 is version 15 with the context posterior's level (a LEVL
 // section after the context's sections: level.go), written exactly for
 // models with the dwell mixture, which read version 15 with a level that
-// starts from the events that follow. So a model without
+// starts from the events that follow; version 17 is version 16 with the
+// scale of the gaps counted in events on streams without time (a CGAP
+// section after LEVL: countgap.go), written exactly for models with the
+// dwell mixture, which read version 16 with an empty scale. So a model without
 // per-user offsets, cursors, event types, the dwell mixture, merged
 // events or an event order encodes as it did before they existed
 // (encodingFor).
-const EncodingVersion = 16
+const EncodingVersion = 17
 
 // userOffsetVersion is the first encoding version with per-user
 // transition offsets; cursorVersion the first with merge cursors.
@@ -79,12 +82,13 @@ const (
 	shortGapVersion   = 14
 	gapInstVersion    = 15
 	levelVersion      = 16
+	countGapVersion   = 17
 )
 
 // encodingFor is the encoding version of a model with per-user transition
 // offsets or not, merge cursors or not, event types or not, the dwell
 // mixture or not and merged events (a clock) or not (the rank instrument,
-// version 12, comes only with the dwell mixture): 16 with the dwell
+// version 12, comes only with the dwell mixture): 17 with the dwell
 // mixture, else 11 with a clock, else 7 with event types, else
 // 6 with cursors (from 6 on, the USER section holds the offsets exactly
 // when the configuration asks for them), else 5 with offsets, else 4. WriteTo writes it; ReadModel checks a version before 6
@@ -92,7 +96,7 @@ const (
 func encodingFor(userOffsets, cursors, types, dwellMix, clock bool) uint32 {
 	switch {
 	case dwellMix:
-		return levelVersion
+		return countGapVersion
 	case clock:
 		return clockVersion
 	case types:
@@ -105,7 +109,7 @@ func encodingFor(userOffsets, cursors, types, dwellMix, clock bool) uint32 {
 	return userOffsetVersion - 1
 }
 
-// Encoding is the encoding version WriteTo writes for m (encodingFor): 16
+// Encoding is the encoding version WriteTo writes for m (encodingFor): 17
 // with the dwell mixture, else 11 with merged events, else 7 with event
 // types, else 6 with merge cursors, else 5 with per-user transition
 // offsets, else 4.
@@ -172,7 +176,7 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 // encodeContext writes the context's sections, which a model and a delta
 // both hold whole: CTXT, then TYPE when the model has event types, then
 // DMIX, DINS and DGAT when it reads dwell as longer-is-genuine, then RINS
-// when it has an event order as well, then GINS and LEVL with DMIX.
+// when it has an event order as well, then GINS, LEVL and CGAP with DMIX.
 func (m *Model) encodeContext(e *encoder) {
 	e.section("CTXT", m.context.encode)
 	if len(m.context.types) > 0 {
@@ -189,6 +193,7 @@ func (m *Model) encodeContext(e *encoder) {
 	if m.context.long {
 		e.section("GINS", m.context.gap.encode)
 		e.section("LEVL", m.context.level.encode)
+		e.section("CGAP", m.context.countGap.encode)
 	}
 }
 
@@ -196,15 +201,16 @@ func (m *Model) encodeContext(e *encoder) {
 // or a delta's) with each part of the context after CTXT: event types,
 // the dwell mixture, the instrument, the dwell gate, the rank instrument,
 // the gap as the instruments' fifth feature, the rank instrument's gap
-// capped at shortClickMS, the gap instrument and the posterior's level.
+// capped at shortClickMS, the gap instrument, the posterior's level and
+// the counted gaps' scale.
 type contextVersions struct {
-	types, mix, inst, gate, ranks, gap, shortGap, gapInst, level uint32
+	types, mix, inst, gate, ranks, gap, shortGap, gapInst, level, countGap uint32
 }
 
 // modelContext and deltaContext are a model's and a delta's.
 var (
-	modelContext = contextVersions{typesVersion, dwellMixVersion, instrumentVersion, gateVersion, rankVersion, gapVersion, shortGapVersion, gapInstVersion, levelVersion}
-	deltaContext = contextVersions{deltaTypesVersion, deltaDwellMixVersion, deltaInstrumentVersion, deltaGateVersion, deltaRankVersion, deltaGapVersion, deltaShortGapVersion, deltaGapInstVersion, deltaLevelVersion}
+	modelContext = contextVersions{typesVersion, dwellMixVersion, instrumentVersion, gateVersion, rankVersion, gapVersion, shortGapVersion, gapInstVersion, levelVersion, countGapVersion}
+	deltaContext = contextVersions{deltaTypesVersion, deltaDwellMixVersion, deltaInstrumentVersion, deltaGateVersion, deltaRankVersion, deltaGapVersion, deltaShortGapVersion, deltaGapInstVersion, deltaLevelVersion, deltaCountGapVersion}
 )
 
 // decodeContextAfter reads the context's sections after CTXT of an
@@ -220,8 +226,10 @@ var (
 // gap's moments then start empty), RINS's gap moments dropped before
 // v.shortGap, whose gap was capped at sessionGapMS (instrumentStats.forgetGap),
 // GINS with DMIX from v.gapInst on (before, the gap instrument starts
-// empty) and LEVL with DMIX from v.level on (before, a delta leaves the
-// level as it was, and ReadModel starts it).
+// empty), LEVL with DMIX from v.level on (before, a delta leaves the
+// level as it was, and ReadModel starts it) and CGAP with DMIX from
+// v.countGap on (before, a delta leaves the scale as it was, and a model's
+// starts empty).
 func (m *Model) decodeContextAfter(d *decoder, version uint32, v contextVersions) {
 	switch {
 	case version >= v.mix && d.has("TYPE"), version >= v.types && version < v.mix:
@@ -265,6 +273,10 @@ func (m *Model) decodeContextAfter(d *decoder, version uint32, v contextVersions
 	if version >= v.level {
 		d.section("LEVL")
 		m.context.level.decode(d)
+	}
+	if version >= v.countGap {
+		d.section("CGAP")
+		m.context.countGap.decode(d)
 	}
 }
 

@@ -213,8 +213,8 @@ func TestGapFeature(t *testing.T) {
 		latest  int64
 		comment string
 	}{
-		{"a", 0, 0, false, noTime, "no time, no earlier one"},
-		{"a", t0, 0, false, t0, "the user's first time"},
+		{"a", 0, 0, false, untimed(1), "no time, no earlier one: the count starts after it"},
+		{"a", t0, 0, false, t0, "the user's first time: it replaces the count"},
 		{"a", t0 + 9000, math.Log1p(9), true, t0 + 9000, "9 s later"},
 		{"a", 0, 0, false, t0 + 9000, "no time: the latest stays"},
 		{"a", t0 + 5000, 0, true, t0 + 9000, "out of order: 0, the latest stays"},

@@ -112,11 +112,12 @@ func TestLevelEncoding(t *testing.T) {
 	})
 }
 
-// withoutLevel rewrites a model encoding of version 16 or a delta of
-// version 12 into the given older version without the level: LEVL (the
-// last context section) left out.
+// withoutLevel rewrites a model encoding of version 17 or a delta of
+// version 13 into the given older version without the level and the
+// counted gaps' scale: LEVL and CGAP (the last context sections) left out.
 func withoutLevel(t *testing.T, b []byte, version uint32) []byte {
 	t.Helper()
+	b = withoutCountGap(t, b, version)
 	at, _, end := section(t, b, "LEVL")
 	out := append(append([]byte(nil), b[:at]...), b[end:]...)
 	binary.LittleEndian.PutUint32(out[8:], version)
@@ -142,7 +143,7 @@ func TestReadModelVersion15(t *testing.T) {
 	if l := got.context.level; l != (levelStats{seen: levelBurnIn}) {
 		t.Fatalf("level read from version 15: %+v, want the burn-in done and no mean", l)
 	}
-	got.context.level = m.context.level
+	got.context.level, got.context.countGap = m.context.level, m.context.countGap
 	if !bytes.Equal(encode(t, got), base) {
 		t.Fatal("version 15 read back with other parts than the model's")
 	}
@@ -151,8 +152,8 @@ func TestReadModelVersion15(t *testing.T) {
 	if l := got.context.level; l.mass != levelMinMass || l.shift(0) == 0 {
 		t.Errorf("after %d more events the level is %+v", levelMinMass, l)
 	}
-	if got.Encoding() != levelVersion {
-		t.Errorf("encodes as version %d, want %d", got.Encoding(), levelVersion)
+	if got.Encoding() != EncodingVersion {
+		t.Errorf("encodes as version %d, want %d", got.Encoding(), EncodingVersion)
 	}
 
 	level := cp.context.level

@@ -262,6 +262,9 @@ func (m *Model) Step(ev Event, sc *Score) error {
 			m.context.gap.followGap(gapW, level)
 		}
 		m.context.learnGap(&context, sc.PClean)
+		if context.counted {
+			m.context.countGap.learn(context.countGap)
+		}
 	}
 	m.remember(u, i, &ev)
 	m.schedule.events++

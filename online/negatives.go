@@ -77,7 +77,8 @@ func (m *Model) seen(u, i int32) bool {
 
 // remember records (u,i) in the co-occurrence estimator, the user's recent
 // items and the popularity ring, and ev's time, if it has one, as the
-// user's latest (the later of it and the one before, where the model keeps
+// user's latest (or, for an event without a time whose user has no time
+// either, the events learned so far: countgap.go) (the later of it and the one before, where the model keeps
 // times). A cold row (bounds.go) stands for many ids: it is remembered in
 // none of them, and a pair with one is not co-occurrence evidence.
 func (m *Model) remember(u, i int32, ev *Event) {
@@ -87,8 +88,13 @@ func (m *Model) remember(u, i int32, ev *Event) {
 		m.cooc.add(u, i, m.rnd)
 		m.users.push(u, i)
 	}
-	if m.users.times != nil && !coldUser && ev.HasTime {
-		m.users.times[u] = max(m.users.times[u], ev.TimeMS)
+	if m.users.times != nil && !coldUser {
+		switch t := &m.users.times[u]; {
+		case ev.HasTime:
+			*t = max(*t, max(ev.TimeMS, minTimeMS)) // a time replaces an untimed mark
+		case *t == noTime || isUntimed(*t):
+			*t = untimed(m.schedule.events + 1) // the count of the user's next event starts after this one
+		}
 	}
 	if m.popular.items != nil && !coldItem {
 		m.popular.push(i)

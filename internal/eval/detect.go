@@ -17,7 +17,7 @@ import (
 // better direction, per seed), then the offline ceiling.
 var detectScores = []string{report.RecommendedScore, "p_clean", "reliability", report.BaselineLoss,
 	report.BaselineItemPopularity, report.BaselineUserActivity, report.BaselinePairCount, report.BaselineDwell,
-	report.BaselineUserGap, BaselineEventType, OfflineCeiling}
+	report.BaselineUserGap, report.BaselineUserGapEvents, BaselineEventType, OfflineCeiling}
 
 // Indices in detectScores.
 const (
@@ -26,9 +26,10 @@ const (
 	firstBaseline     = 3  // the first label-free baseline
 	dwellScore        = 7  // reported only where at least half the events carry a dwell time
 	gapScore          = 8  // reported only where at least half the events have a user gap
-	typeScore         = 9  // reported only where the stream has more than one event type
-	ceilingScore      = 10 // not a baseline: it sees the whole stream
-	numScores         = 11
+	gapEventsScore    = 9  // reported only where gapScore is not and half the events have one in events
+	typeScore         = 10 // reported only where the stream has more than one event type
+	ceilingScore      = 11 // not a baseline: it sees the whole stream
+	numScores         = 12
 )
 
 // BaselineEventType ranks an event by the engagement its type shows
@@ -455,6 +456,9 @@ func detectScoresOf(ctx context.Context, s *stream, cfg DetectConfig, seed uint6
 	}
 	if !counter.Reported(report.BaselineUserGap) {
 		scores[gapScore] = nil
+	}
+	if !counter.Reported(report.BaselineUserGapEvents) {
+		scores[gapEventsScore] = nil
 	}
 	types := map[synth.Type]bool{}
 	for e, t := range s.types {

@@ -13,13 +13,17 @@ const (
 	BaselinePairCount      = "pair_count"      // the (user, item) count so far
 	BaselineDwell          = "dwell"           // the event's dwell_ms
 	BaselineUserGap        = "user_gap"        // log(1 + seconds) since the user's previous event
+	// BaselineUserGapEvents is log(1 + the events since the user's previous
+	// event): the user gap of a log without times, whose order is its
+	// clock. Reported where user_gap is not and most events have one.
+	BaselineUserGapEvents = "user_gap_events"
 )
 
 // baselineNames are every baseline, in the order reports list them.
-var baselineNames = [...]string{BaselineLoss, BaselineItemPopularity, BaselineUserActivity, BaselinePairCount, BaselineDwell, BaselineUserGap}
+var baselineNames = [...]string{BaselineLoss, BaselineItemPopularity, BaselineUserActivity, BaselinePairCount, BaselineDwell, BaselineUserGap, BaselineUserGapEvents}
 
 // countBaselines are the baselines Counter computes, in its Observe order.
-var countBaselines = [...]string{BaselineItemPopularity, BaselineUserActivity, BaselinePairCount, BaselineDwell, BaselineUserGap}
+var countBaselines = [...]string{BaselineItemPopularity, BaselineUserActivity, BaselinePairCount, BaselineDwell, BaselineUserGap, BaselineUserGapEvents}
 
 // CountBaselines returns the names of the baselines Counter.Observe
 // returns, in its order.
@@ -45,21 +49,31 @@ type Counter struct {
 	lastTS    map[string]int64
 	withGap   uint64
 	logGapSum float64
+
+	// User gap in events: each user's last event's index, the events
+	// that had an earlier one of their user, and the running mean of
+	// log(1 + count) that stands in for a user's first event.
+	lastIndex      map[string]uint64
+	withCount      uint64
+	logCountGapSum float64
 }
 
 // NewCounter returns an empty Counter.
 func NewCounter() *Counter {
-	return &Counter{users: map[string]uint32{}, items: map[string]uint32{}, pairs: map[[2]string]uint32{}, lastTS: map[string]int64{}}
+	return &Counter{users: map[string]uint32{}, items: map[string]uint32{}, pairs: map[[2]string]uint32{},
+		lastTS: map[string]int64{}, lastIndex: map[string]uint64{}}
 }
 
 // Observe returns the baselines' scores of an event from the events before
 // it (item popularity, user activity, pair count, log dwell, log user
-// gap), then counts it. tsMS is the event's time in unix milliseconds,
+// gap, log user gap in events), then counts it. tsMS is the event's time in unix milliseconds,
 // read only when hasTS is set. The user gap is log(1 + seconds) since the
 // user's previous event with a timestamp (a negative gap, from
 // out-of-order timestamps, counts as 0); an event without a timestamp, or
 // whose user has no earlier one, gets the running mean of the gaps so far,
 // and an event without a timestamp leaves its user's last time as it was.
+// The user gap in events is log(1 + the events observed since the user's
+// previous one), the running mean of them for the user's first.
 func (c *Counter) Observe(user, item string, dwellMS int64, hasDwell bool, tsMS int64, hasTS bool) [len(countBaselines)]float64 {
 	pair := [2]string{user, item}
 	var s [len(countBaselines)]float64
@@ -78,6 +92,14 @@ func (c *Counter) Observe(user, item string, dwellMS int64, hasDwell bool, tsMS 
 	} else if c.withGap > 0 {
 		s[4] = c.logGapSum / float64(c.withGap)
 	}
+	if n, ok := c.lastIndex[user]; ok {
+		s[5] = math.Log1p(float64(c.events - n - 1))
+		c.withCount++
+		c.logCountGapSum += s[5]
+	} else if c.withCount > 0 {
+		s[5] = c.logCountGapSum / float64(c.withCount)
+	}
+	c.lastIndex[user] = c.events
 	c.items[item]++
 	c.users[user]++
 	c.pairs[pair]++
@@ -114,13 +136,17 @@ const (
 
 // Reported reports whether the named counting baseline is reported for
 // the events observed: dwell where at least minDwellShare of them carried
-// one, user_gap where at least minGapShare had one, the others always.
+// one, user_gap where at least minGapShare had one, user_gap_events where
+// user_gap is not and at least minGapShare had an earlier event of their
+// user, the others always.
 func (c *Counter) Reported(name string) bool {
 	switch name {
 	case BaselineDwell:
 		return c.DwellShare() >= minDwellShare
 	case BaselineUserGap:
 		return c.GapShare() >= minGapShare
+	case BaselineUserGapEvents:
+		return c.GapShare() < minGapShare && c.events > 0 && float64(c.withCount) >= minGapShare*float64(c.events)
 	}
 	return true
 }

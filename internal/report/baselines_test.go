@@ -177,7 +177,47 @@ func TestBuildUserGap(t *testing.T) {
 	if err := r.Print(&b); err != nil || !strings.Contains(b.String(), BaselineUserGap) {
 		t.Errorf("summary (err %v) lacks user_gap:\n%s", err, b.String())
 	}
-	if r := build(false); r.AUC.UserGap != nil || r.PRAUC.UserGap != nil {
+	if r.AUC.UserGapEvents != nil {
+		t.Errorf("user_gap_events %v reported beside user_gap", num(r.AUC.UserGapEvents))
+	}
+	// Without timestamps the log's order is the clock: the bot's events
+	// come one event apart, the users' three.
+	r = build(false)
+	if r.AUC.UserGap != nil || r.PRAUC.UserGap != nil {
 		t.Errorf("user_gap %v reported without timestamps", num(r.AUC.UserGap))
+	}
+	if r.AUC.UserGapEvents == nil || *r.AUC.UserGapEvents < 0.9 || r.BaselineDirection[BaselineUserGapEvents] != "higher_is_genuine" {
+		t.Errorf("user_gap_events AUC %v direction %q, want ≥ 0.9 higher_is_genuine", num(r.AUC.UserGapEvents), r.BaselineDirection[BaselineUserGapEvents])
+	}
+}
+
+// TestCounterUserGapEvents: log(1 + the events since the user's previous
+// one), the running mean of them for a user's first event.
+func TestCounterUserGapEvents(t *testing.T) {
+	k := slices.Index(countBaselines[:], BaselineUserGapEvents)
+	if k < 0 {
+		t.Fatalf("user_gap_events is not a counting baseline: %v", CountBaselines())
+	}
+	c := NewCounter()
+	for i, e := range []struct {
+		user string
+		want float64
+	}{
+		{"a", 0},               // a's first, no count yet: 0
+		{"b", 0},               // b's first
+		{"a", math.Log(2)},     // one event (b) between
+		{"a", 0},               // right after
+		{"c", math.Log(2) / 2}, // c's first: the mean so far
+		{"b", math.Log(4)},     // three between
+		{"c", math.Log(2)},     // one between
+		{"a", math.Log(4)},     // three between
+		{"d", (2*math.Log(2) + 2*math.Log(4)) / 5}, // d's first: the mean of 5
+	} {
+		if got := c.Observe(e.user, "x", 0, false, 0, false); math.Abs(got[k]-e.want) > 1e-12 {
+			t.Errorf("event %d (%s): user_gap_events %v, want %v", i, e.user, got[k], e.want)
+		}
+	}
+	if !c.Reported(BaselineUserGapEvents) || c.Reported(BaselineUserGap) {
+		t.Errorf("5 of 9 events counted, none timed: user_gap_events reported %v, user_gap %v", c.Reported(BaselineUserGapEvents), c.Reported(BaselineUserGap))
 	}
 }

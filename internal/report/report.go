@@ -27,6 +27,7 @@ type Metrics struct {
 	PairCount      *float64 `json:"pair_count"`
 	Dwell          *float64 `json:"dwell"`
 	UserGap        *float64 `json:"user_gap"`
+	UserGapEvents  *float64 `json:"user_gap_events"`
 }
 
 // baseline returns the field of m that holds the named baseline.
@@ -44,6 +45,8 @@ func (m *Metrics) baseline(name string) **float64 {
 		return &m.Dwell
 	case BaselineUserGap:
 		return &m.UserGap
+	case BaselineUserGapEvents:
+		return &m.UserGapEvents
 	}
 	panic("report: unknown baseline " + name)
 }
