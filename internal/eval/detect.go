@@ -206,6 +206,9 @@ type detectCase struct {
 	// time) only, as many real logs are (a news site's clicks, a shop's
 	// reviews).
 	bare bool
+	// untimed drops the times too: a log of (user, item) pairs, whose
+	// order is its only clock.
+	untimed bool
 }
 
 func (c detectCase) stream(seed uint64) (*stream, error) {
@@ -225,7 +228,7 @@ func (c detectCase) stream(seed uint64) (*stream, error) {
 			return s, nil
 		}
 		ev := online.Event{User: "u" + strconv.Itoa(e.User+1), Item: "i" + strconv.Itoa(e.Item+1),
-			DwellMS: e.DwellMS, HasDwell: !e.NoDwell, TimeMS: e.TS, HasTime: true}
+			DwellMS: e.DwellMS, HasDwell: !e.NoDwell, TimeMS: e.TS, HasTime: !c.untimed}
 		if !c.bare {
 			ev.Kind = e.Type.String()
 			s.types = append(s.types, e.Type)
@@ -291,7 +294,8 @@ func RunDetect(ctx context.Context, d, deca *Dataset, cfg DetectConfig) (*Detect
 				name := fmt.Sprintf("synthetic %s%s, %d events, noise %.2g, dwell on %.0f%%", cfg.SynthProfile, kind, cfg.SynthEvents, noise, 100*dwell)
 				cases = append(cases, detectCase{name: name, config: sc})
 				if dwell == 0 {
-					cases = append(cases, detectCase{name: name + ", no event types", config: sc, bare: true})
+					cases = append(cases, detectCase{name: name + ", no event types", config: sc, bare: true},
+						detectCase{name: name + ", no event types, no times", config: sc, bare: true, untimed: true})
 				}
 			}
 		}

@@ -32,14 +32,17 @@ func (r *DetectResult) WriteReport(dir string, meta Meta) error {
 		"where no event carries dwell, by what the event type's rank in model.event_order says (return < view < click < cart < "+
 		"purchase, the same order as the event_type baseline; \"The event type as the instrument\"), where events carry "+
 		"neither dwell nor a type (the streams marked \"no event types\", MovieLens), by what the gap since the user's previous "+
-		"event says, as far as the gap correlates with p_clean (\"The gap as the instrument of streams without dwell or type\"), "+
+		"event says, as far as the gap correlates with p_clean (\"The gap as the instrument of streams without dwell or type\"; "+
+		"on the streams marked \"no times\" and DeCA's, whose events carry no time, the gap is counted in events, the "+
+		"stream's order its clock: \"The gap of a stream without time\"), "+
 		"and the dwell share "+
 		"changes what it and the baselines see. ROC-AUC is the probability that a genuine event scores above a noisy one; "+
 		"PR-AUC is average precision with genuine events as the positive class (as in the replay report), and PR-AUC(noise) "+
 		"with noisy events as the positive class and the score negated. The label-free baselines count what the stream "+
 		"itself tells, each from the events before the one it scores: the item's popularity, the user's activity, the "+
 		"(user, item) repeat count, dwell where at least half the events carry it, the time since the user's previous "+
-		"event (log(1 + seconds); the mean so far where there is none) where at least half the events have one, and the event type's engagement "+
+		"event (log(1 + seconds); the mean so far where there is none) where at least half the events have one, else the "+
+		"events since the user's previous one (user_gap_events, log(1 + count)) where at least half have one, and the event type's engagement "+
 		"(return < view < click < cart < purchase) where the stream has event types; each is taken in its better "+
 		"direction per seed, so the comparison is conservative. The best baseline of each stream is marked. "+
 		"offline_ceiling is not a baseline but a ceiling: a GMF (dimension 32, 4 sampled negatives) trained on the whole "+
