@@ -198,17 +198,20 @@ func TestDetectEndToEnd(t *testing.T) {
 	}
 	// ML-100k, DeCA, three dwell shares and the sparse streams' two
 	// (SparseDwellShares' default), each without dwell also without
-	// event types.
-	if len(res.Cases) != 9 {
-		t.Fatalf("%d cases, want 9", len(res.Cases))
+	// event types, and without times either.
+	if len(res.Cases) != 11 {
+		t.Fatalf("%d cases, want 11", len(res.Cases))
 	}
-	if name := res.Cases[6].Name; !strings.Contains(name, "sparse (900 users, 600 items)") || res.Cases[7].DwellShare != 0 {
-		t.Errorf("the sparse cases: %q, dwell on %.2f and %.2f", name, res.Cases[6].DwellShare, res.Cases[7].DwellShare)
+	if name := res.Cases[7].Name; !strings.Contains(name, "sparse (900 users, 600 items)") || res.Cases[8].DwellShare != 0 {
+		t.Errorf("the sparse cases: %q, dwell on %.2f and %.2f", name, res.Cases[7].DwellShare, res.Cases[8].DwellShare)
 	}
 	for k, c := range res.Cases {
-		bare := strings.HasSuffix(c.Name, ", no event types")
-		if bare != (k == 5 || k == 8) || bare && (c.DwellShare != 0 || res.Cases[k-1].Name+", no event types" != c.Name) {
-			t.Errorf("case %d %q: the stream without types should follow the stream without dwell", k, c.Name)
+		bare := strings.Contains(c.Name, ", no event types")
+		untimed := strings.HasSuffix(c.Name, ", no event types, no times")
+		if bare != (k == 5 || k == 6 || k == 9 || k == 10) || untimed != (k == 6 || k == 10) ||
+			bare && !untimed && (c.DwellShare != 0 || res.Cases[k-1].Name+", no event types" != c.Name) ||
+			untimed && res.Cases[k-1].Name+", no times" != c.Name {
+			t.Errorf("case %d %q: the stream without types should follow the stream without dwell, and the one without times it", k, c.Name)
 		}
 		names := map[string]bool{}
 		for _, m := range c.Metrics {
@@ -218,10 +221,12 @@ func TestDetectEndToEnd(t *testing.T) {
 		if names[report.BaselineDwell] != (synthetic && c.DwellShare >= 0.5) {
 			t.Errorf("%s (dwell on %.2f): dwell baseline reported = %v", c.Name, c.DwellShare, names[report.BaselineDwell])
 		}
-		// ML-100k and the synthetic streams carry timestamps; DeCA's
-		// split (file order) does not.
-		if names[report.BaselineUserGap] != (k != 1) {
-			t.Errorf("%s: user_gap baseline reported = %v", c.Name, names[report.BaselineUserGap])
+		// ML-100k and the synthetic streams carry timestamps but those
+		// marked "no times"; DeCA's split (file order) does not. Those
+		// without report the gap in events.
+		timed := k != 1 && !untimed
+		if names[report.BaselineUserGap] != timed || names[report.BaselineUserGapEvents] == timed {
+			t.Errorf("%s: user_gap baseline reported = %v, user_gap_events %v", c.Name, names[report.BaselineUserGap], names[report.BaselineUserGapEvents])
 		}
 		if names[BaselineEventType] != (synthetic && !bare) {
 			t.Errorf("%s: event_type baseline reported = %v", c.Name, names[BaselineEventType])
@@ -229,7 +234,7 @@ func TestDetectEndToEnd(t *testing.T) {
 		// On a sparse stream the batch factorisation learns the items'
 		// popularity too, and on v2 the popular items are the noisy ones:
 		// its ceiling may rank below chance there.
-		if sparse := k >= 6; !names[OfflineCeiling] || !(c.OfflineCeiling > 0.5 || sparse && c.OfflineCeiling > 0) {
+		if sparse := k >= 7; !names[OfflineCeiling] || !(c.OfflineCeiling > 0.5 || sparse && c.OfflineCeiling > 0) {
 			t.Errorf("%s: offline ceiling %v", c.Name, c.OfflineCeiling)
 		}
 		if c.BestBaseline == OfflineCeiling || c.BestBaseline == "" {
