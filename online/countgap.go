@@ -33,8 +33,9 @@ import "math"
 
 // untimedBase marks, in userTable.times, a user whose latest event carried
 // no time: times[u] is then untimedBase plus the model's own events
-// learned before it. Times of events below minTimeMS are read as
-// minTimeMS, so the two ranges never meet.
+// learned up to and including it, so that the count of the user's next
+// event is the events learned between the two. Times of events below
+// minTimeMS are read as minTimeMS, so the two ranges never meet.
 const (
 	untimedBase = math.MinInt64 / 2 // −2⁶²
 	minTimeMS   = math.MinInt64 / 4 // −2⁶¹ ms, 73 million years before 1970
@@ -86,9 +87,10 @@ func (s *countGapStats) decode(d *decoder) {
 	}
 }
 
-// untimed is the value userTable.times holds for a user whose latest event
-// carried no time and was learned after the model's first events ones: in
-// [untimedBase, minTimeMS).
+// untimed is the mark of a clock of events learned, in [untimedBase,
+// minTimeMS): what userTable.times holds for a user whose latest event
+// carried no time (untimed(events learned up to and including it)), and
+// what a count is read against (untimed(events learned so far)).
 func untimed(events uint64) int64 { return untimedBase + int64(min(events, math.MaxInt64/4)) }
 
 // isUntimed reports whether a value of userTable.times is untimed's.
