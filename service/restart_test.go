@@ -2,12 +2,14 @@ package service
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -73,26 +75,32 @@ func TestRestartsRestoreExactly(t *testing.T) {
 		name string
 		cfg  online.Config
 		bare bool // events of (user, item, time) only: the gap instrument
+		// untimed: bare events in time order with no times, a log of
+		// (user, item) pairs: the gap is counted in events.
+		untimed bool
 	}{
-		{"zero model settings", Config{}.WithDefaults().Model, false},
+		{"zero model settings", Config{}.WithDefaults().Model, false, false},
 		// What the service runs by default (BaseConfig: DefaultConfig's
 		// dwell read as longer-is-genuine and event order): on these
 		// events, two ranked types, times and no dwell, the rank
 		// instrument (the gap among its features) and its level offset
 		// are learned, saved and restored.
-		{"service defaults", BaseConfig().WithDefaults().Model, false},
+		{"service defaults", BaseConfig().WithDefaults().Model, false, false},
 		// The same on events without a type whose gaps carry the
 		// bounces (testRestarts): the gap instrument learns, and forms
 		// weights (Score.Source), across the crashes.
-		{"service defaults, (user, item, time) only", BaseConfig().WithDefaults().Model, true},
+		{"service defaults, (user, item, time) only", BaseConfig().WithDefaults().Model, true, false},
+		// And without times: the users' count marks and the counts'
+		// scale are saved and restored.
+		{"service defaults, (user, item) only", BaseConfig().WithDefaults().Model, true, true},
 		{"capped, admission, popularity", online.Config{Dim: 8, MaxUsers: 3000, MaxItems: 1000, AdmitAfter: 2,
-			AdmitSketchWidth: 1 << 14, NegativeSampling: "popularity", WarmUp: 300, RefitEvery: 200, GMMMinSamples: 64}, false},
+			AdmitSketchWidth: 1 << 14, NegativeSampling: "popularity", WarmUp: 300, RefitEvery: 200, GMMMinSamples: 64}, false, false},
 	} {
-		t.Run(tc.name, func(t *testing.T) { testRestarts(t, tc.cfg, tc.bare) })
+		t.Run(tc.name, func(t *testing.T) { testRestarts(t, tc.cfg, tc.bare, tc.untimed) })
 	}
 }
 
-func testRestarts(t *testing.T, mc online.Config, bare bool) {
+func testRestarts(t *testing.T, mc online.Config, bare, untimed bool) {
 	const n, every, seed = 6000, 50, 7
 	ctx := context.Background()
 	events := make([]online.Event, n)
@@ -117,6 +125,12 @@ func testRestarts(t *testing.T, mc online.Config, bare bool) {
 			}
 			events[j] = online.Event{User: fmt.Sprint("u", u), Item: fmt.Sprint("i", item),
 				TimeMS: 1_700_000_000_000 + int64(j)*5 + delay, HasTime: j%13 != 0}
+		}
+	}
+	if untimed {
+		slices.SortStableFunc(events, func(a, b online.Event) int { return cmp.Compare(a.TimeMS, b.TimeMS) })
+		for j := range events {
+			events[j].TimeMS, events[j].HasTime = 0, false
 		}
 	}
 	ref, err := online.New(mc, online.NewSource(seed))
