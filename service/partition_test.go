@@ -167,6 +167,16 @@ func TestPartitionStateFollowsThePartitionBare(t *testing.T) {
 	followThePartition(t, "follow-bare", bareEvents(t, 40000, 6), online.SourceGap, false)
 }
 
+// TestPartitionStateFollowsThePartitionUntimed: as
+// TestPartitionStateFollowsThePartitionBare, on a log of (user, item)
+// pairs in time order, without times: each partition model counts its
+// users' gaps in its own events, and the users' count marks and the
+// counts' scale go with the partition through the changelog.
+func TestPartitionStateFollowsThePartitionUntimed(t *testing.T) {
+	lines := withoutMembers(t, bareEvents(t, 40000, 6), "ts")
+	followThePartition(t, "follow-untimed", lines, online.SourceGap, false)
+}
+
 // TestPartitionsShareReplayed: as TestPartitionStateFollowsThePartition,
 // with the partition models sharing (every 100 ms and every 250 records):
 // every output record is byte-identical to what a model of its partition

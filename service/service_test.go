@@ -62,7 +62,14 @@ func typedEvents(t testing.TB, n int, seed uint64) [][]byte {
 // reviews).
 func bareEvents(t testing.TB, n int, seed uint64) [][]byte {
 	t.Helper()
-	lines := typedEvents(t, n, seed)
+	return withoutMembers(t, typedEvents(t, n, seed), "event")
+}
+
+// withoutMembers returns lines, JSON objects, each without the named
+// members.
+func withoutMembers(t testing.TB, lines [][]byte, names ...string) [][]byte {
+	t.Helper()
+	out := make([][]byte, len(lines))
 	for i, l := range lines {
 		var ev map[string]any
 		d := json.NewDecoder(bytes.NewReader(l))
@@ -70,14 +77,16 @@ func bareEvents(t testing.TB, n int, seed uint64) [][]byte {
 		if err := d.Decode(&ev); err != nil {
 			t.Fatal(err)
 		}
-		delete(ev, "event")
+		for _, name := range names {
+			delete(ev, name)
+		}
 		b, err := json.Marshal(ev)
 		if err != nil {
 			t.Fatal(err)
 		}
-		lines[i] = b
+		out[i] = b
 	}
-	return lines
+	return out
 }
 
 // keyed turns lines into messages keyed by their user (as a producer
