@@ -46,7 +46,7 @@ func runDemo(ctx context.Context, args []string, _, stderr io.Writer) error {
 			"back and prints the report. Needs nothing but this binary.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := cli.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

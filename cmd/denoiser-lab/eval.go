@@ -145,7 +145,7 @@ func newEvalFlags(name string, stderr io.Writer, usage string) *evalFlags {
 
 // parse parses args and refuses positional arguments.
 func (fs *evalFlags) parse(args []string) error {
-	if err := fs.Parse(args); err != nil {
+	if err := cli.ParseFlags(fs.FlagSet, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

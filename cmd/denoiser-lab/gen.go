@@ -55,7 +55,7 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			"Writes a synthetic click/dwell stream in which every event carries its ground truth.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := cli.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -171,7 +171,7 @@ func runConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		usage(fs.Output())
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := cli.ParseFlags(fs, args[1:]); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -55,7 +55,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprint(w, "\nflags:\n")
 		command.PrintFlags(w, fs, command.HelpWidth)
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -36,7 +36,7 @@ func runSharedLog(ctx context.Context, args []string, _, stderr io.Writer) error
 		fmt.Fprint(w, "\nflags:\n")
 		command.PrintFlags(w, fs, command.HelpWidth)
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	switch {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	command "denoiser/internal/cli"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -78,7 +79,7 @@ func snapshotExport(ctx context.Context, args []string, stderr io.Writer) error 
 		out  = fs.String("out", "", "snapshot `file` to write (atomically)")
 		part = fs.Int("partition", -1, "where the state holds a model per input partition: export `N`'s (a snapshot holds one model; default: the only one)")
 	)
-	if err := fs.Parse(args); err != nil {
+	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	switch {
@@ -150,7 +151,7 @@ func snapshotImport(ctx context.Context, args []string, stderr io.Writer) error 
 		dir     = fs.String("state", "", "Badger state `directory` to import into (created if missing; not in use by a running instance)")
 		replace = fs.Bool("replace", false, "replace the checkpoint the state already holds")
 	)
-	if err := fs.Parse(args); err != nil {
+	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	switch {
@@ -178,7 +179,7 @@ func snapshotImport(ctx context.Context, args []string, stderr io.Writer) error 
 func snapshotInspect(args []string, stdout, stderr io.Writer) error {
 	fs := snapshotFlags("inspect", "inspect [--json] FILE", stderr)
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -199,7 +200,7 @@ func snapshotInspect(args []string, stdout, stderr io.Writer) error {
 func snapshotDiff(args []string, stdout, stderr io.Writer) error {
 	fs := snapshotFlags("diff", "diff [--json] A B", stderr)
 	asJSON := fs.Bool("json", false, "print the differences as JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 2 {

@@ -24,6 +24,17 @@ type Command func(ctx context.Context, args []string, stdout, stderr io.Writer) 
 // ErrUsage marks an error in how a command was called (exit code 2).
 var ErrUsage = errors.New("usage")
 
+// ParseFlags parses args with fs, a flag set of flag.ContinueOnError
+// (which has printed the error and the usage), and marks an error in them
+// as a usage error (exit code 2); -h is flag.ErrHelp, as fs gives it.
+func ParseFlags(fs *flag.FlagSet, args []string) error {
+	err := fs.Parse(args)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		return fmt.Errorf("%s: %w: %w", fs.Name(), err, ErrUsage)
+	}
+	return err
+}
+
 // Main dispatches args to one of commands and returns the process exit
 // code: 0 on success (and for -h), 2 for a usage error, 1 for a failure.
 // name prefixes the error messages; usage is printed for help and for an

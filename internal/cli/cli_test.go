@@ -72,3 +72,23 @@ func TestDefaultDeadLetter(t *testing.T) {
 		}
 	}
 }
+
+// TestParseFlagsUsage: an unknown flag or a bad value is a usage error
+// (exit 2), -h is help (exit 0), and good flags parse.
+func TestParseFlagsUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{{[]string{"--bogus"}, 2}, {[]string{"--n", "x"}, 2}, {[]string{"-h"}, 0}, {[]string{"--n", "3"}, 0}} {
+		cmd := func(_ context.Context, args []string, _, stderr io.Writer) error {
+			fs := flag.NewFlagSet("run", flag.ContinueOnError)
+			fs.SetOutput(stderr)
+			fs.Int("n", 1, "a count")
+			return ParseFlags(fs, args)
+		}
+		var stderr bytes.Buffer
+		if code := Main(context.Background(), "denoiser", "usage\n", map[string]Command{"run": cmd}, append([]string{"run"}, tc.args...), io.Discard, &stderr); code != tc.code {
+			t.Errorf("run %q: exit %d, want %d\n%s", tc.args, code, tc.code, stderr.String())
+		}
+	}
+}

@@ -165,7 +165,7 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 			"mode), then score it in a last pass.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := ParseFlags(fs, args); err != nil {
 		return err
 	}
 	switch {
