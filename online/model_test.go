@@ -407,37 +407,41 @@ func BenchmarkStep(b *testing.B) {
 		share   bool
 		noDwell bool
 		bare    bool // neither dwell nor an event type
+		untimed bool // no times either: the gap counted in events
 	}{
-		{"rgbt", DefaultConfig(), false, false, false},
+		{"rgbt", DefaultConfig(), false, false, false, false},
 		// rgbt on a stream without dwell: the event type's rank is the
 		// instrument (rankInstrument), fitted on every event.
-		{"rgbt-no-dwell", DefaultConfig(), false, true, false},
+		{"rgbt-no-dwell", DefaultConfig(), false, true, false, false},
 		// rgbt on a stream of (user, item, time) only: the gap since the
 		// user's previous event is the instrument (gapWeight); the events
 		// come closer together, so that the gaps spread about its cap.
-		{"rgbt-bare", DefaultConfig(), false, true, true},
+		{"rgbt-bare", DefaultConfig(), false, true, true, false},
+		// rgbt on a log of (user, item) only: the gap is counted in
+		// events (countgap.go).
+		{"rgbt-untimed", DefaultConfig(), false, true, true, true},
 		// rgbt as a partition model that shares (state_layout partition):
 		// the context's accumulator steps beside its statistics, and a
 		// delta is published every 2,000 events (Publish, into a reused
 		// Shared).
-		{"rgbt-sharing", DefaultConfig(), true, false, false},
-		{"plain", DefaultConfig().Baseline(), false, false, false},
+		{"rgbt-sharing", DefaultConfig(), true, false, false, false},
+		{"plain", DefaultConfig().Baseline(), false, false, false, false},
 		// rgbt without the per-user offset in T̂ (on by default): one
 		// addition less per T̂ logit, and no offset step.
-		{"rgbt-no-user-offset", Config{DwellDirection: DwellLong}, false, false, false},
+		{"rgbt-no-user-offset", Config{DwellDirection: DwellLong}, false, false, false, false},
 		// rgbt with dwell's direction learned (the anchored rule) instead
 		// of the dwell mixture (long, the default).
-		{"rgbt-dwell-learned", Config{TransitionUserOffset: true, DwellDirection: DwellLearned}, false, false, false},
+		{"rgbt-dwell-learned", Config{TransitionUserOffset: true, DwellDirection: DwellLearned}, false, false, false, false},
 		// Caps at the stream's 2,000 users and 1,000 items: the same
 		// model as rgbt (TestCapAboveWorkingSetChangesNothing), plus the
 		// bookkeeping of recency on every event.
-		{"rgbt-cap-above", Config{MaxUsers: 2000, MaxItems: 1000, TransitionUserOffset: true}, false, false, false},
+		{"rgbt-cap-above", Config{MaxUsers: 2000, MaxItems: 1000, TransitionUserOffset: true}, false, false, false, false},
 		// Caps below the stream's 2,000 users and 1,000 items: most
 		// events meet an evicted id and take the least recently seen
 		// one's row.
-		{"rgbt-capped", Config{MaxUsers: 500, MaxItems: 500, TransitionUserOffset: true}, false, false, false},
+		{"rgbt-capped", Config{MaxUsers: 500, MaxItems: 500, TransitionUserOffset: true}, false, false, false, false},
 		// Admission after two sightings as well (a 4 MiB sketch).
-		{"rgbt-capped-admit", Config{MaxUsers: 500, MaxItems: 500, AdmitAfter: 2, TransitionUserOffset: true}, false, false, false},
+		{"rgbt-capped-admit", Config{MaxUsers: 500, MaxItems: 500, AdmitAfter: 2, TransitionUserOffset: true}, false, false, false, false},
 	} {
 		b.Run(cfg.name, func(b *testing.B) {
 			m, err := New(cfg.c, rand.NewPCG(1, 2))
@@ -468,7 +472,7 @@ func BenchmarkStep(b *testing.B) {
 				} else {
 					now += 1500
 				}
-				ev.TimeMS, ev.HasTime = now, true
+				ev.TimeMS, ev.HasTime = now, !cfg.untimed
 				m.Step(ev, &sc)
 				if cfg.share && j%2000 == 1999 {
 					m.Publish(&d)
@@ -479,6 +483,9 @@ func BenchmarkStep(b *testing.B) {
 			}
 			if _, ok := m.context.gap.fit(0.8, 0.8, false); cfg.bare && !ok {
 				b.Fatal("the gap instrument is not fitted: the benchmark would not weigh by it")
+			}
+			if cfg.untimed && m.context.countGap.mass < countGapMinMass {
+				b.Fatal("no gap counted: the benchmark would not count them")
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
