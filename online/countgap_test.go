@@ -2,7 +2,6 @@ package online
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
@@ -24,10 +23,7 @@ func untimedEvents(n int, seed uint64) []Event {
 // scale: CGAP (the last context section) left out.
 func withoutCountGap(t *testing.T, b []byte, version uint32) []byte {
 	t.Helper()
-	at, _, end := section(t, b, "CGAP")
-	out := append(append([]byte(nil), b[:at]...), b[end:]...)
-	binary.LittleEndian.PutUint32(out[8:], version)
-	return out
+	return withoutSection(t, b, "CGAP", version)
 }
 
 // TestCountGapScale: the scale is the geometric mean of (1 + count) over

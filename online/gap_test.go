@@ -47,6 +47,16 @@ func section(t *testing.T, b []byte, tag string) (at, start, end int) {
 	return at, start, start + int(binary.LittleEndian.Uint64(b[at+4:]))
 }
 
+// withoutSection rewrites a model encoding or a delta into the given
+// older version without the section tag.
+func withoutSection(t *testing.T, b []byte, tag string, version uint32) []byte {
+	t.Helper()
+	at, _, end := section(t, b, tag)
+	out := append(append([]byte(nil), b[:at]...), b[end:]...)
+	binary.LittleEndian.PutUint32(out[8:], version)
+	return out
+}
+
 // badField is a value written over the f64 at index field of a section's
 // body, and the error ReadModel is to give then.
 type badField struct {

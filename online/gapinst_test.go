@@ -1,7 +1,6 @@
 package online
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -23,16 +22,13 @@ func bareEvents(n int, seed uint64) []Event {
 	return evs
 }
 
-// withoutGapInstrument rewrites a model encoding of version 16 or a delta
-// of version 12 into the given older version without the level and the
-// gap instrument: LEVL and GINS (the last context sections) left out.
+// withoutGapInstrument rewrites a model encoding of version 17 or a delta
+// of version 13 into the given older version without the gap instrument,
+// the level and the counted gaps' scale: GINS, LEVL and CGAP (the last
+// context sections) left out.
 func withoutGapInstrument(t *testing.T, b []byte, version uint32) []byte {
 	t.Helper()
-	b = withoutLevel(t, b, version)
-	at, _, end := section(t, b, "GINS")
-	out := append(append([]byte(nil), b[:at]...), b[end:]...)
-	binary.LittleEndian.PutUint32(out[8:], version)
-	return out
+	return withoutSection(t, withoutLevel(t, b, version), "GINS", version)
 }
 
 // TestReadModelVersion14: a model encoded in version 14 (no GINS) loads

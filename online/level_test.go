@@ -2,7 +2,6 @@ package online
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
@@ -117,11 +116,7 @@ func TestLevelEncoding(t *testing.T) {
 // counted gaps' scale: LEVL and CGAP (the last context sections) left out.
 func withoutLevel(t *testing.T, b []byte, version uint32) []byte {
 	t.Helper()
-	b = withoutCountGap(t, b, version)
-	at, _, end := section(t, b, "LEVL")
-	out := append(append([]byte(nil), b[:at]...), b[end:]...)
-	binary.LittleEndian.PutUint32(out[8:], version)
-	return out
+	return withoutSection(t, withoutCountGap(t, b, version), "LEVL", version)
 }
 
 // TestReadModelVersion15: a model encoded in version 15 (no LEVL) loads

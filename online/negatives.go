@@ -76,10 +76,10 @@ func (m *Model) seen(u, i int32) bool {
 }
 
 // remember records (u,i) in the co-occurrence estimator, the user's recent
-// items and the popularity ring, and ev's time, if it has one, as the
-// user's latest (or, for an event without a time whose user has no time
-// either, the events learned so far: countgap.go) (the later of it and the one before, where the model keeps
-// times). A cold row (bounds.go) stands for many ids: it is remembered in
+// items and the popularity ring and, where the model keeps times, ev's
+// time as the user's latest (the later of it and the one before); for an
+// event without a time whose user has none either, the count mark of the
+// events learned so far (countgap.go). A cold row (bounds.go) stands for many ids: it is remembered in
 // none of them, and a pair with one is not co-occurrence evidence.
 func (m *Model) remember(u, i int32, ev *Event) {
 	m.users.stamps[u], m.items.stamps[i] = m.epoch, m.epoch
