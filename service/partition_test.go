@@ -173,8 +173,16 @@ func TestPartitionStateFollowsThePartitionBare(t *testing.T) {
 // users' gaps in its own events, and the users' count marks and the
 // counts' scale go with the partition through the changelog.
 func TestPartitionStateFollowsThePartitionUntimed(t *testing.T) {
-	lines := withoutMembers(t, bareEvents(t, 40000, 6), "ts")
-	followThePartition(t, "follow-untimed", lines, online.SourceGap, false)
+	followThePartition(t, "follow-untimed", withoutMembers(t, bareEvents(t, 40000, 6), "ts"), online.SourceGap, false)
+}
+
+// TestPartitionsShareReplayedUntimed: as TestPartitionsShareReplayed, on
+// the log of TestPartitionStateFollowsThePartitionUntimed: a partition
+// model's counts are of its own events, so merging what the others
+// published moves no user's count, and a replay of one partition with the
+// shared log reproduces it.
+func TestPartitionsShareReplayedUntimed(t *testing.T) {
+	followThePartition(t, "follow-share-untimed", withoutMembers(t, bareEvents(t, 40000, 6), "ts"), online.SourceGap, true)
 }
 
 // TestPartitionsShareReplayed: as TestPartitionStateFollowsThePartition,
