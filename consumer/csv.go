@@ -57,8 +57,8 @@ func (s *CSVSource) Next(ctx context.Context) (Message, error) {
 		}
 	}
 	m, err := s.lines.Next(ctx)
-	if err != nil || len(bytes.TrimSpace(m.Value)) == 0 || m.Size > 0 {
-		return m, err // end, a blank line to skip, or a line too long to decode
+	if err != nil || len(bytes.TrimSpace(m.Value)) == 0 || m.Size > 0 || m.Err != nil {
+		return m, err // end, a blank line to skip, a line too long to decode, or one cut short
 	}
 	s.cells, err = splitCSV(m.Value, s.cells[:0])
 	switch {

@@ -3,8 +3,11 @@ package consumer
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 // TestCSVHeader: a header's names may be padded with spaces; a first line
@@ -38,5 +41,24 @@ func TestFileSourceByteOrderMark(t *testing.T) {
 	got := readAll(t, NewFileSource(bytes.NewReader([]byte(text)), "in"))
 	if len(got) != 2 || string(got[0].Value) != `{"user":"u","item":"i"}` || got[1].Pos.Offset != int64(len(text)-len("\xef\xbb\xbfx\n")) || string(got[1].Value) != "\xef\xbb\xbfx" {
 		t.Fatalf("read %+v", got)
+	}
+}
+
+// TestCSVCutLine: a row that a read error cut short is dead-lettered, not
+// read as a row, though its cells would pass ("u2,i2,17000" is a time in
+// 1970), and the error follows it.
+func TestCSVCutLine(t *testing.T) {
+	diskErr := errors.New("input/output error")
+	text := "user,item,ts\nu1,i1,1700000000000\nu2,i2,17000"
+	src := NewCSVSource(NewFileSource(io.MultiReader(strings.NewReader(text), iotest.ErrReader(diskErr)), "in.csv"))
+	if m, err := src.Next(context.Background()); err != nil || m.Err != nil || string(m.Value) != `{"user":"u1","item":"i1","ts":1700000000000}` {
+		t.Fatalf("first row: %q, %v, %v", m.Value, m.Err, err)
+	}
+	if m, err := src.Next(context.Background()); err != nil || ReasonOf(m.Err) != ReasonNotJSON || string(m.Value) != "u2,i2,17000" || m.Pos.Line != 3 {
+		t.Fatalf("cut row: line %d %q, %v, %v", m.Pos.Line, m.Value, m.Err, err)
+	}
+	var re *ReadError
+	if _, err := src.Next(context.Background()); !errors.As(err, &re) || !errors.Is(err, diskErr) || re.Lines != 2 {
+		t.Fatalf("after the cut row: %v", err)
 	}
 }

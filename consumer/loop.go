@@ -249,7 +249,9 @@ func addCounts[K comparable](dst, src map[K]uint64) map[K]uint64 {
 // model until Run returns (it lends the models of a Partitioned model's
 // partitions to its workers while it waits for them: Options.Workers); Run
 // returns only after its helper goroutines have exited. The returned Stats
-// are valid even with an error.
+// are valid even with an error. A source's *ReadError ends the input as
+// io.EOF does (everything before it processed and flushed), and Run then
+// returns it, unwrapped, if nothing else failed.
 func Run(ctx context.Context, src Source, model Model, sink Sink, dlq DeadLetter, opts Options) (Stats, error) {
 	if src == nil || model == nil || sink == nil || dlq == nil {
 		return Stats{}, errors.New("run loop: nil source, model, sink or dead-letter")
@@ -320,6 +322,9 @@ func Run(ctx context.Context, src Source, model Model, sink Sink, dlq DeadLetter
 
 	// Records read but not processed (after a failure) are not counted.
 	st.Records = st.Skipped + st.Scored + st.Rejected
+	if _, ok := readErr.(*ReadError); ok && stepErr == nil && writeErr == nil {
+		return st, readErr // as at the end of the input, flushed: the caller keeps what was read
+	}
 	err := errors.Join(readErr, stepErr, writeErr)
 	if err == nil {
 		err = ctx.Err()
@@ -424,6 +429,9 @@ func (l *loop) read(ctx context.Context, src Source) error {
 				return nil // cancellation is reported by Run
 			}
 			sendChunk() // the records already read are still processed
+			if _, ok := err.(*ReadError); ok {
+				return err // says what it is; Run returns it alone
+			}
 			return fmt.Errorf("read source: %w", err)
 		}
 		if len(avail) == 0 {

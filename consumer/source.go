@@ -61,7 +61,7 @@ type FileSource struct {
 	r      *bufio.Reader
 	closer io.Closer
 	size   int64
-	err    error  // a gzip stream whose header is bad, returned by Next
+	err    error  // returned by every Next: a bad gzip header, or a *ReadError
 	gzip   bool   // the input is decompressed (Size and BytesRead count its text)
 	head   []byte // the start of the first line, for Describe
 
@@ -87,6 +87,26 @@ func OpenFile(path string) (*FileSource, error) {
 	}
 	return s, nil
 }
+
+// ReadError is a source's input that could not be read to its end: a
+// truncated gzip stream, a disk's error. Every line before it was returned
+// (a line it cut short as a record with Message.Err, to be dead-lettered),
+// so the records read are whole and in order, and the rest is missing. Run
+// returns it as its only error when nothing else failed, having processed
+// and flushed everything before it as at the end of the input; replay
+// then keeps its outputs and says where the input ended.
+type ReadError struct {
+	Name   string // the input's name
+	Lines  int64  // whole lines read before the error
+	Offset int64  // bytes of text read before the line it cut, or before the error
+	Err    error
+}
+
+func (e *ReadError) Error() string {
+	return fmt.Sprintf("read %s: %v, after line %d (byte %d of its text): the input ends early", e.Name, e.Err, e.Lines, e.Offset)
+}
+
+func (e *ReadError) Unwrap() error { return e.Err }
 
 // gzipMagic starts a gzip stream (RFC 1952).
 var gzipMagic = []byte{0x1f, 0x8b}
@@ -141,8 +161,14 @@ func (s *FileSource) Next(ctx context.Context) (Message, error) {
 			return Message{}, io.EOF
 		}
 		if err != nil && err != io.EOF {
+			s.err = &ReadError{Name: s.name, Lines: s.line, Offset: start, Err: err}
+			if n == 0 {
+				return Message{}, s.err
+			}
+			s.line++ // the part of a line read before the error: dead-lettered
 			s.offset.Add(n)
-			return Message{}, fmt.Errorf("read %s: %w", s.name, err)
+			return Message{Pos: input.Position{File: s.name, Line: s.line, Offset: start}, Value: s.buf,
+				Err: reject(ReasonNotJSON, "", "the line is cut: the input ends inside it ("+err.Error()+")")}, nil
 		}
 		break
 	}

@@ -5,9 +5,11 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -166,5 +168,66 @@ func TestFileSourceCancelled(t *testing.T) {
 	cancel()
 	if _, err := NewFileSource(strings.NewReader("{}\n"), "f").Next(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Next = %v", err)
+	}
+}
+
+// cutGzip is gzip of text, cut to its first keep bytes.
+func cutGzip(t *testing.T, text string, keep int) []byte {
+	t.Helper()
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	w.Write([]byte(text))
+	w.Close()
+	if keep >= gz.Len() {
+		t.Fatalf("gzip of %d bytes, cut at %d", gz.Len(), keep)
+	}
+	return gz.Bytes()[:keep]
+}
+
+// TestFileSourceCutGzip: a gzip file cut short (a download that stopped)
+// gives its whole lines, then the line it cut as a record to dead-letter,
+// then a *ReadError that says where the input ended, on every later call.
+func TestFileSourceCutGzip(t *testing.T) {
+	var text strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&text, "{\"user\":\"u%d\",\"item\":\"i%d\",\"ts\":%d}\n", i%97, i%13, 1700000000000+int64(i)*7919)
+	}
+	in := cutGzip(t, text.String(), 4000)
+	s := NewFileSource(bytes.NewReader(in), "in.jsonl.gz")
+	var whole []string
+	var cut Message
+	for {
+		m, err := s.Next(context.Background())
+		if err != nil {
+			t.Fatalf("after %d lines: %v, before the cut line", len(whole), err)
+		}
+		if m.Err != nil {
+			cut = m
+			break
+		}
+		whole = append(whole, string(m.Value))
+	}
+	want := strings.Split(text.String(), "\n")
+	if len(whole) == 0 || len(whole) >= len(want)-1 {
+		t.Fatalf("%d whole lines of %d before the cut", len(whole), len(want)-1)
+	}
+	if !slices.Equal(whole, want[:len(whole)]) {
+		t.Fatal("the whole lines differ from the text's")
+	}
+	next := want[len(whole)]
+	if len(cut.Value) == 0 || !strings.HasPrefix(next, string(cut.Value)) || len(cut.Value) >= len(next) {
+		t.Errorf("cut line %q, want a proper start of %q", cut.Value, next)
+	}
+	if ReasonOf(cut.Err) != ReasonNotJSON || !strings.Contains(cut.Err.Error(), "the line is cut") || cut.Pos.Line != int64(len(whole))+1 {
+		t.Errorf("cut line: line %d, %v (%s)", cut.Pos.Line, cut.Err, ReasonOf(cut.Err))
+	}
+	offset := int64(len(strings.Join(whole, "\n")) + 1)
+	for range 2 {
+		_, err := s.Next(context.Background())
+		var re *ReadError
+		if !errors.As(err, &re) || re.Lines != int64(len(whole)) || re.Offset != offset || !errors.Is(err, io.ErrUnexpectedEOF) ||
+			!strings.Contains(err.Error(), "the input ends early") {
+			t.Fatalf("after the cut line: %v (%+v), want a ReadError after line %d, byte %d", err, re, len(whole), offset)
+		}
 	}
 }

@@ -652,3 +652,60 @@ func TestReplayReportPathFailsFirst(t *testing.T) {
 		t.Errorf("left %v in the directory (%v), want only the input", entries, err)
 	}
 }
+
+// TestReplayCutGzip: a gzip log cut short (a copy that stopped) is scored
+// as far as it can be read: the outputs and the report are kept, the line
+// it cut is dead-lettered, the report says where the input ended, and the
+// exit code is 1, with --passes too.
+func TestReplayCutGzip(t *testing.T) {
+	dir := t.TempDir()
+	lines := strings.SplitAfter(clitest.ReadFile(t, "../../testdata/synthetic-20k.jsonl"), "\n")[:3000]
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	w.Write([]byte(strings.Join(lines, "")))
+	w.Close()
+	in := clitest.WriteFile(t, filepath.Join(dir, "in.jsonl.gz"), gz.String()[:gz.Len()*3/4])
+	for _, passes := range []string{"1", "2"} {
+		t.Run("passes "+passes, func(t *testing.T) {
+			out, dead, rep := filepath.Join(dir, "o"+passes+".jsonl"), filepath.Join(dir, "d"+passes+".jsonl"), filepath.Join(dir, "r"+passes+".json")
+			var stderr bytes.Buffer
+			code := run(context.Background(), []string{"replay", "--in", in, "--out", out, "--dead-letter", dead, "--report", rep, "--passes", passes}, &bytes.Buffer{}, &stderr)
+			if code != 1 || !strings.Contains(stderr.String(), "unexpected EOF") || !strings.Contains(stderr.String(), "the input ends early") {
+				t.Fatalf("exit %d, want 1 naming the cut:\n%s", code, stderr.String())
+			}
+			scored := strings.Split(strings.TrimSpace(clitest.ReadFile(t, out)), "\n")
+			if len(scored) < 1000 || len(scored) >= len(lines) {
+				t.Fatalf("%d records scored of %d", len(scored), len(lines))
+			}
+			for i, s := range scored {
+				if want := strings.TrimSuffix(lines[i], "}\n") + ","; !strings.HasPrefix(s, want) {
+					t.Fatalf("record %d: %s\nwant it to start %s", i, s, want)
+				}
+			}
+			var d struct {
+				Reason string `json:"reason"`
+				Raw    string `json:"raw"`
+				Source struct {
+					Line int `json:"line"`
+				} `json:"source"`
+			}
+			if err := json.Unmarshal([]byte(strings.TrimSpace(clitest.ReadFile(t, dead))), &d); err != nil {
+				t.Fatal(err)
+			}
+			if next := lines[len(scored)]; d.Reason != "not_json" || d.Source.Line != len(scored)+1 || d.Raw == "" || !strings.HasPrefix(next, d.Raw) {
+				t.Errorf("dead letter %+v, want the start of line %d: %s", d, len(scored)+1, next)
+			}
+			var r struct {
+				Events     int    `json:"events"`
+				Invalid    int    `json:"invalid"`
+				InputError string `json:"input_error"`
+			}
+			if err := json.Unmarshal([]byte(clitest.ReadFile(t, rep)), &r); err != nil {
+				t.Fatal(err)
+			}
+			if r.Events != len(scored) || r.Invalid != 1 || !strings.Contains(r.InputError, fmt.Sprintf("after line %d ", len(scored))) {
+				t.Errorf("report: %+v", r)
+			}
+		})
+	}
+}

@@ -274,7 +274,8 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if progress != nil {
 		progress.Stop()
 	}
-	if err != nil {
+	cut, _ := err.(*consumer.ReadError) // the input ends early: keep what was read, then fail
+	if err != nil && cut == nil {
 		return errors.Join(fmt.Errorf("replay: %w", err), abort())
 	}
 	if err := errors.Join(sink.Close(), dlq.Close()); err != nil {
@@ -289,7 +290,7 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 	rep := report.Build(report.Inputs{
 		Input: *in, Collector: collector, Stats: st,
 		Model: model.Summary(), Baseline: base, Elapsed: elapsed,
-		Passes: *passes,
+		Passes: *passes, InputErr: cut,
 	})
 	if reportFile != nil {
 		if err := rep.WriteJSON(reportFile); err != nil {
@@ -302,6 +303,9 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "replay: wrote %s (%d scored) and %s (%d dead-lettered)\n", *out, st.Scored, *deadLetter, st.Rejected)
 	if err := rep.Print(stderr); err != nil {
 		return fmt.Errorf("replay: %w", err)
+	}
+	if cut != nil {
+		return fmt.Errorf("replay: %w; the outputs and the report hold the %d records read", cut, st.Records)
 	}
 	if st.Scored == 0 {
 		return fmt.Errorf("replay: %w: %s", ErrNothingScored, src.Describe())
@@ -363,6 +367,9 @@ func learnPass(ctx context.Context, path, format string, model, baseline *online
 	st, err := consumer.Run(ctx, src, model, &sink, &sink, consumer.Options{Shadow: shadowOf(baseline)})
 	if progress != nil {
 		progress.Stop()
+	}
+	if _, cut := err.(*consumer.ReadError); cut {
+		err = nil // the pass learned what could be read; the scoring pass reports where it ends
 	}
 	if err := errors.Join(err, src.Close()); err != nil {
 		return fmt.Errorf("learning pass %d: %w", pass, err)

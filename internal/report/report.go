@@ -62,7 +62,11 @@ const CalibrationBins = 10
 // Report is the result of a replay.
 type Report struct {
 	Input string `json:"input,omitempty"`
-	Truth string `json:"truth"`
+	// InputError says where the input ended early, when it could not be
+	// read to its end (a truncated gzip file): the report counts the
+	// records before it.
+	InputError string `json:"input_error,omitempty"`
+	Truth      string `json:"truth"`
 	// Passes is how many times the input was read: the models learned
 	// from it Passes−1 times, then the last pass was scored (and is all
 	// the rest of the report counts). 1 but for replay --passes.
@@ -122,13 +126,14 @@ type Report struct {
 
 // Inputs gathers what Build needs.
 type Inputs struct {
-	Input     string          // the input's name, for the record
-	Collector *Collector      // what the sink saw; required
-	Stats     consumer.Stats  // what the loop counted
-	Model     online.Summary  // the model at the end
-	Baseline  *online.Summary // the plain baseline at the end, if one ran
-	Elapsed   time.Duration   // wall time of the loop (the scoring pass)
-	Passes    int             // replay's passes over the input (0 is taken as 1)
+	Input     string              // the input's name, for the record
+	InputErr  *consumer.ReadError // the input ended early, or nil
+	Collector *Collector          // what the sink saw; required
+	Stats     consumer.Stats      // what the loop counted
+	Model     online.Summary      // the model at the end
+	Baseline  *online.Summary     // the plain baseline at the end, if one ran
+	Elapsed   time.Duration       // wall time of the loop (the scoring pass)
+	Passes    int                 // replay's passes over the input (0 is taken as 1)
 }
 
 // Build computes the report.
@@ -136,6 +141,7 @@ func Build(in Inputs) Report {
 	c := in.Collector
 	r := Report{
 		Input:           in.Input,
+		InputError:      inputError(in.InputErr),
 		Passes:          max(in.Passes, 1),
 		Truth:           c.truth.String(),
 		Records:         in.Stats.Records,
@@ -371,4 +377,12 @@ func num(v *float64) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.4f", *v)
+}
+
+// inputError is err's message, "" for nil.
+func inputError(err *consumer.ReadError) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
