@@ -25,11 +25,15 @@ type CSVSource struct {
 	cells  []string // the current row's cells
 	buf    []byte   // the current row as JSON
 	err    error    // the header's error, returned by every Next
+	fields Fields   // the columns of user and item, for the header's check
 }
 
 // NewCSVSource reads CSV from lines (a FileSource: gzip and line limits as
-// there). The header is read on the first Next.
-func NewCSVSource(lines *FileSource) *CSVSource { return &CSVSource{lines: lines} }
+// there), whose fields are the columns fields names (Fields; zero: the
+// event format's names). The header is read on the first Next.
+func NewCSVSource(lines *FileSource, fields Fields) *CSVSource {
+	return &CSVSource{lines: lines, fields: fields}
+}
 
 // Ready reports whether the next row is buffered (FileSource.Ready).
 func (s *CSVSource) Ready() bool { return s.err == nil && s.lines.Ready() }
@@ -51,7 +55,7 @@ func (s *CSVSource) Next(ctx context.Context) (Message, error) {
 		for i, name := range s.header {
 			s.header[i] = strings.TrimSpace(name) // "user, item, ts"
 		}
-		if why := badHeader(s.header); why != "" {
+		if why := badHeader(s.header, s.fields.names()); why != "" {
 			s.err = fmt.Errorf("read %s: the first line %q is not a CSV header of the event format: %s", s.lines.name, clip(m.Value), why)
 			return Message{}, s.err
 		}
@@ -93,9 +97,12 @@ func (s *CSVSource) Next(ctx context.Context) (Message, error) {
 // badHeader says what is wrong with a CSV header that names no user or
 // item column, "" if nothing is: the usual causes, a file without a
 // header, another separator, other names (MovieLens' ratings.csv).
-func badHeader(header []string) string {
-	if slices.Contains(header, "user") && slices.Contains(header, "item") {
+func badHeader(header []string, names [numFields]string) string {
+	if slices.Contains(header, names[fieldUser]) && slices.Contains(header, names[fieldItem]) {
 		return ""
+	}
+	if names != fieldNames {
+		return "it names no " + names[fieldUser] + " and " + names[fieldItem] + " column, which fields.user and fields.item name"
 	}
 	line := strings.Join(header, ",")
 	switch lower := strings.ToLower(line); {
@@ -108,7 +115,17 @@ func badHeader(header []string) string {
 	case slices.ContainsFunc(header, func(h string) bool { return strings.EqualFold(h, "user") || strings.EqualFold(h, "item") }):
 		return "names are case-sensitive; the columns must be named user and item (user,item,ts,...)"
 	}
-	return "it names no user and item column; name them user and item (user,item,ts,...)"
+	why := "it names no user and item column; name them user and item (user,item,ts,...)"
+	var renames []string
+	for _, a := range Aliases {
+		if slices.Contains(header, a.Name) && !slices.Contains(header, a.Field) {
+			renames = append(renames, a.Name+" to "+a.Field)
+		}
+	}
+	if len(renames) > 0 {
+		why += ": rename " + strings.Join(renames, ", ")
+	}
+	return why
 }
 
 // BytesRead and Size are the underlying file's, for progress displays.

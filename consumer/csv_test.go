@@ -13,7 +13,7 @@ import (
 // TestCSVHeader: a header's names may be padded with spaces; a first line
 // that names no user and item column stops the read with the likely cause.
 func TestCSVHeader(t *testing.T) {
-	src := NewCSVSource(NewFileSource(strings.NewReader("user, item ,ts\nu1,i1,1700000000\n"), "in.csv"))
+	src := NewCSVSource(NewFileSource(strings.NewReader("user, item ,ts\nu1,i1,1700000000\n"), "in.csv"), Fields{})
 	if m, err := src.Next(context.Background()); err != nil || string(m.Value) != `{"user":"u1","item":"i1","ts":1700000000}` {
 		t.Errorf("padded header: %q, %v", m.Value, err)
 	}
@@ -21,11 +21,12 @@ func TestCSVHeader(t *testing.T) {
 		{"no header", "u1,i1,1700000000\n", "has no header"},
 		{"tabs", "user\titem\tts\n", "not separated by commas"},
 		{"semicolons", "user;item\n", "not separated by commas"},
+		{"another format's names", "user_id,item_id,behavior_type,timestamp\n", "rename user_id to user, item_id to item, timestamp to ts, behavior_type to event"},
 		{"capitals", "User,Item,TS\n", "case-sensitive"},
 		{"MovieLens ratings.csv", "userId,movieId,rating,timestamp\n", "convert movielens"},
 		{"other names", "uid,iid\n", "names no user and item column"},
 	} {
-		src := NewCSVSource(NewFileSource(strings.NewReader(tc.text), "in.csv"))
+		src := NewCSVSource(NewFileSource(strings.NewReader(tc.text), "in.csv"), Fields{})
 		_, err := src.Next(context.Background())
 		if err == nil || !strings.Contains(err.Error(), tc.say) || !strings.Contains(src.Describe(), tc.say) {
 			t.Errorf("%s: %v, want an error that says %q", tc.name, err, tc.say)
@@ -50,7 +51,7 @@ func TestFileSourceByteOrderMark(t *testing.T) {
 func TestCSVCutLine(t *testing.T) {
 	diskErr := errors.New("input/output error")
 	text := "user,item,ts\nu1,i1,1700000000000\nu2,i2,17000"
-	src := NewCSVSource(NewFileSource(io.MultiReader(strings.NewReader(text), iotest.ErrReader(diskErr)), "in.csv"))
+	src := NewCSVSource(NewFileSource(io.MultiReader(strings.NewReader(text), iotest.ErrReader(diskErr)), "in.csv"), Fields{})
 	if m, err := src.Next(context.Background()); err != nil || m.Err != nil || string(m.Value) != `{"user":"u1","item":"i1","ts":1700000000000}` {
 		t.Fatalf("first row: %q, %v, %v", m.Value, m.Err, err)
 	}

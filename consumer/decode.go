@@ -85,7 +85,7 @@ func reject(r Reason, field, msg string) error {
 // ev.Extra; for a repeated key the last value wins; null means absent.
 // Decode does not retain line. It accepts as JSON exactly what json.Valid
 // accepts (encoding/json's nesting limit included), in one pass.
-func Decode(line []byte, ev *Event) error { return decode(line, ev, nil) }
+func Decode(line []byte, ev *Event) error { return decode(line, ev, nil, nil) }
 
 // Decoder decodes records as Decode does, and reuses the strings of the
 // ids it decoded recently (user, item, event type) instead of allocating
@@ -95,19 +95,29 @@ func Decode(line []byte, ev *Event) error { return decode(line, ev, nil) }
 // one goroutine at a time. It holds at most a few thousand ids of at most
 // MaxIDBytes each (the memory of a Decoder is bounded).
 type Decoder struct {
-	ids *interner
+	ids   *interner
+	names *memberNames // nil: the event format's names
 }
+
+// NewDecoder returns a Decoder that reads each field from the member that
+// fields names (Fields); a zero Fields gives the zero Decoder.
+func NewDecoder(fields Fields) Decoder { return Decoder{names: fields.compile()} }
 
 // Decode is Decode, with the Decoder's recent ids reused.
 func (d *Decoder) Decode(line []byte, ev *Event) error {
 	if d.ids == nil {
 		d.ids = new(interner)
 	}
-	return decode(line, ev, d.ids)
+	err := decode(line, ev, d.ids, d.names)
+	if re, ok := err.(*RecordError); ok && d.names != nil {
+		d.names.hint(re)
+	}
+	return err
 }
 
-// decode is Decode; ids, when not nil, supplies the strings of ids.
-func decode(line []byte, ev *Event, ids *interner) error {
+// decode is Decode; ids, when not nil, supplies the strings of ids, and
+// names, when not nil, the members the fields are read from.
+func decode(line []byte, ev *Event, ids *interner, names *memberNames) error {
 	*ev = Event{Extra: ev.Extra[:0]}
 	if len(line) > MaxLineBytes {
 		return reject(ReasonTooLarge, "", "record of "+strconv.Itoa(len(line))+" bytes is over the limit of "+strconv.Itoa(MaxLineBytes))
@@ -120,6 +130,7 @@ func decode(line []byte, ev *Event, ids *interner) error {
 		return reject(ReasonBadType, "", "record is a JSON "+kindOf(line)+", want an object")
 	}
 	var user, item, ts, kind, dwell, rating, truth []byte
+	var aliases uint32 // members named as other formats name the fields (Aliases)
 	i := skipSpace(line, 1)
 	if at(line, i) == '}' {
 		i++
@@ -151,22 +162,31 @@ func decode(line []byte, ev *Event, ids *interner) error {
 			if len(val) == 4 && val[0] == 'n' { // null: a valid value starting with n is null
 				val = nil
 			}
-			switch string(key) { // no allocation: the compiler converts in place
-			case `"user"`:
+			field, carry := -1, true
+			if names == nil {
+				field = formatField(key)
+				carry = field < 0
+			} else {
+				field, carry = names.field(key)
+			}
+			switch field {
+			case fieldUser:
 				user = val
-			case `"item"`:
+			case fieldItem:
 				item = val
-			case `"ts"`:
+			case fieldTS:
 				ts = val
-			case `"event"`:
+			case fieldEvent:
 				kind = val
-			case `"dwell_ms"`:
+			case fieldDwell:
 				dwell = val
-			case `"rating"`:
+			case fieldRating:
 				rating = val
-			case `"truth"`:
+			case fieldTruth:
 				truth = val
-			default:
+			}
+			if carry {
+				aliases |= aliasBit(key)
 				if !isOutputField(key) {
 					if len(ev.Extra) > 0 {
 						ev.Extra = append(ev.Extra, ',')
@@ -192,12 +212,15 @@ func decode(line []byte, ev *Event, ids *interner) error {
 		return reject(ReasonNotJSON, "", notJSON(line))
 	}
 
+	if aliases != 0 {
+		ev.Unread = aliases & missingFields(user, item, ts, kind, dwell)
+	}
 	var err error
 	if ev.User, err = decodeID("user", user, ids); err != nil {
-		return err
+		return unreadHint(err, ev.Unread, "user")
 	}
 	if ev.Item, err = decodeID("item", item, ids); err != nil {
-		return err
+		return unreadHint(err, ev.Unread, "item")
 	}
 	if ts != nil {
 		if ev.TS, err = decodeTS(ts); err != nil {
@@ -268,6 +291,115 @@ func notJSON(line []byte) string {
 		return "not valid JSON: truncated" + at + " (the record ends inside a value; a pretty-printed object spans lines: write one object per line)"
 	}
 	return "not valid JSON: " + syn.Error() + at
+}
+
+// Aliases are names that other formats give the fields a record of the
+// event format names user, item, ts, event and dwell_ms (Taobao's
+// user_id and behavior_type, RetailRocket's visitorid and itemid, REES46's
+// event_time and product_id, and their like). A member so named is not
+// read as the field: its unit or meaning may differ. It is carried through
+// as any other member, and counted where the record lacks the field
+// (Event.Unread), so that a user is told to rename it.
+var Aliases = [...]struct{ Name, Field string }{
+	{"user_id", "user"}, {"userId", "user"}, {"userid", "user"}, {"visitorid", "user"}, {"uid", "user"},
+	{"item_id", "item"}, {"itemId", "item"}, {"itemid", "item"}, {"product_id", "item"}, {"movie_id", "item"},
+	{"timestamp", "ts"}, {"time", "ts"}, {"event_time", "ts"}, {"eventTime", "ts"}, {"created_at", "ts"}, {"datetime", "ts"},
+	{"event_type", "event"}, {"eventType", "event"}, {"behavior", "event"}, {"behavior_type", "event"}, {"action", "event"},
+	{"dwell", "dwell_ms"}, {"dwell_time", "dwell_ms"}, {"dwell_time_ms", "dwell_ms"}, {"duration", "dwell_ms"}, {"duration_ms", "dwell_ms"},
+}
+
+// Event.Unread has a bit for each of Aliases.
+var _ [32 - len(Aliases)]struct{}
+
+// aliasBit is the Event.Unread bit of the quoted key if Aliases names it,
+// else 0. It allocates nothing.
+func aliasBit(quoted []byte) uint32 {
+	name := quoted[1 : len(quoted)-1]
+	for i := range Aliases {
+		if string(name) == Aliases[i].Name {
+			return 1 << i
+		}
+	}
+	return 0
+}
+
+// aliasMasks are the Event.Unread bits of each field's aliases.
+var aliasMasks = func() (m struct{ user, item, ts, event, dwell uint32 }) {
+	for i, a := range Aliases {
+		switch a.Field {
+		case "user":
+			m.user |= 1 << i
+		case "item":
+			m.item |= 1 << i
+		case "ts":
+			m.ts |= 1 << i
+		case "event":
+			m.event |= 1 << i
+		case "dwell_ms":
+			m.dwell |= 1 << i
+		}
+	}
+	return m
+}()
+
+// missingFields is the Event.Unread bits of the aliases of the fields that
+// are absent (nil).
+func missingFields(user, item, ts, kind, dwell []byte) uint32 {
+	var m uint32
+	if user == nil {
+		m |= aliasMasks.user
+	}
+	if item == nil {
+		m |= aliasMasks.item
+	}
+	if ts == nil {
+		m |= aliasMasks.ts
+	}
+	if kind == nil {
+		m |= aliasMasks.event
+	}
+	if dwell == nil {
+		m |= aliasMasks.dwell
+	}
+	return m
+}
+
+// unreadHint adds to err, a missing field's, the member named as another
+// format names field, if the record has one.
+func unreadHint(err error, unread uint32, field string) error {
+	re, ok := err.(*RecordError)
+	if !ok || re.Reason != ReasonMissingField || unread == 0 {
+		return err
+	}
+	for i, a := range Aliases {
+		if unread&(1<<i) != 0 && a.Field == field {
+			re.Msg += " (the record has " + strconv.Quote(a.Name) + ": rename it " + strconv.Quote(field) + ", or read it with fields." + field + ": " + a.Name + ")"
+			break
+		}
+	}
+	return err
+}
+
+// formatField is the index of the field the quoted key names in the event
+// format, or -1.
+func formatField(quoted []byte) int {
+	switch string(quoted) { // no allocation: the compiler converts in place
+	case `"user"`:
+		return fieldUser
+	case `"item"`:
+		return fieldItem
+	case `"ts"`:
+		return fieldTS
+	case `"event"`:
+		return fieldEvent
+	case `"dwell_ms"`:
+		return fieldDwell
+	case `"rating"`:
+		return fieldRating
+	case `"truth"`:
+		return fieldTruth
+	}
+	return -1
 }
 
 // isOutputField reports whether the quoted key names one of OutputFields.

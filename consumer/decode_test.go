@@ -459,3 +459,56 @@ func TestArenaSlicesDoNotOverlap(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeUnread: a member named as another format names a field
+// ("timestamp", "user_id") is not read as the field; it is carried through
+// and marked in Event.Unread when the record lacks the field, and a
+// missing user or item names it. Marking allocates nothing.
+func TestDecodeUnread(t *testing.T) {
+	bit := func(name string) uint32 {
+		for i, a := range Aliases {
+			if a.Name == name {
+				return 1 << i
+			}
+		}
+		t.Fatalf("%s is not in Aliases", name)
+		return 0
+	}
+	for _, tc := range []struct {
+		name, line string
+		unread     uint32
+	}{
+		{"a time named timestamp", `{"user":"u","item":"i","timestamp":1700000000}`, bit("timestamp")},
+		{"and ts too", `{"user":"u","item":"i","timestamp":1700000000,"ts":1700000000}`, 0},
+		{"Taobao's names", `{"user":"u","item":"i","behavior_type":"pv","time":1511544070,"dwell":3}`, bit("behavior_type") | bit("time") | bit("dwell")},
+		{"types and dwell present", `{"user":"u","item":"i","event":"pv","action":"x","dwell_ms":3,"duration":9,"ts":1}`, 0},
+		{"no alias", `{"user":"u","item":"i","session_id":"s","page":3}`, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ev Event
+			if err := Decode([]byte(tc.line), &ev); err != nil {
+				t.Fatal(err)
+			}
+			if ev.Unread != tc.unread {
+				t.Errorf("Unread %b, want %b", ev.Unread, tc.unread)
+			}
+			if tc.unread&bit("timestamp") != 0 && (ev.HasTS || !bytes.Contains(ev.Extra, []byte(`"timestamp":1700000000`))) {
+				t.Errorf("timestamp read as the time, or not carried: %+v", ev)
+			}
+		})
+	}
+	var ev Event
+	err := Decode([]byte(`{"user_id":"u","item":"i"}`), &ev)
+	if ReasonOf(err) != ReasonMissingField || !strings.Contains(err.Error(), `the record has "user_id": rename it "user"`) {
+		t.Errorf("user_id without user: %v", err)
+	}
+	err = Decode([]byte(`{"user":"u","product_id":"i"}`), &ev)
+	if ReasonOf(err) != ReasonMissingField || !strings.Contains(err.Error(), `"product_id"`) {
+		t.Errorf("product_id without item: %v", err)
+	}
+	var d Decoder
+	line := []byte(`{"user":"u","item":"i","timestamp":1700000000,"event_type":"click"}`)
+	if allocs := testing.AllocsPerRun(100, func() { _ = d.Decode(line, &ev) }); allocs != 0 || ev.Unread != bit("timestamp")|bit("event_type") {
+		t.Errorf("%v allocations, Unread %b", allocs, ev.Unread)
+	}
+}

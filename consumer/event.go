@@ -40,6 +40,13 @@ type Event struct {
 	// field the output writes (OutputFields) are left out: the output's
 	// value replaces them. Decode reuses its backing array.
 	Extra []byte
+
+	// Unread marks the members named as another format names one of the
+	// fields above ("timestamp", "user_id": Aliases) in a record without
+	// that field: a bit per Aliases entry. They are carried through in
+	// Extra, and the model does not read them; Run counts them
+	// (Stats.Unread), so that a user learns why times or types are missing.
+	Unread uint32
 }
 
 // OutputFields are the names of the fields a scored record adds to its

@@ -130,6 +130,9 @@ type Options struct {
 	// batches may be in flight while a third is formed: 4·Buffer+2
 	// records between them.
 	Buffer int
+	// Fields names the members the fields are read from (zero: the event
+	// format's names).
+	Fields Fields
 	// Shadow, if set, is a second model stepped on every event the main
 	// model accepted (the replay's plain baseline). When partitions are
 	// stepped in parallel, the shadow steps a batch once the main models
@@ -215,6 +218,22 @@ type Stats struct {
 	// model refused; ShadowNumerical its numerical failures.
 	ShadowRejected  uint64
 	ShadowNumerical uint64
+	// Unread counts, per name of Aliases, the records that carry a member
+	// so named without the field it names elsewhere (Event.Unread): a
+	// "timestamp" in records without "ts" leaves the model without times.
+	Unread map[string]uint64
+}
+
+// countUnread counts a record's unread members (Event.Unread).
+func (s *Stats) countUnread(unread uint32) {
+	if s.Unread == nil {
+		s.Unread = map[string]uint64{}
+	}
+	for i := range Aliases {
+		if unread&(1<<i) != 0 {
+			s.Unread[Aliases[i].Name]++
+		}
+	}
 }
 
 // Add adds o's counts to s's (the runs of several members, say).
@@ -227,6 +246,12 @@ func (s *Stats) Add(o Stats) {
 	s.Numerical += o.Numerical
 	s.ShadowRejected += o.ShadowRejected
 	s.ShadowNumerical += o.ShadowNumerical
+	for k, n := range o.Unread {
+		if s.Unread == nil {
+			s.Unread = map[string]uint64{}
+		}
+		s.Unread[k] += n
+	}
 	s.SkippedByReason = addCounts(s.SkippedByReason, o.SkippedByReason)
 	s.ByReason = addCounts(s.ByReason, o.ByReason)
 }
@@ -255,6 +280,9 @@ func addCounts[K comparable](dst, src map[K]uint64) map[K]uint64 {
 func Run(ctx context.Context, src Source, model Model, sink Sink, dlq DeadLetter, opts Options) (Stats, error) {
 	if src == nil || model == nil || sink == nil || dlq == nil {
 		return Stats{}, errors.New("run loop: nil source, model, sink or dead-letter")
+	}
+	if err := opts.Fields.Validate(); err != nil {
+		return Stats{}, fmt.Errorf("run loop: %w", err)
 	}
 	if _, ok := model.(Partitioned); ok && opts.Workers > 1 && opts.Before != nil {
 		return Stats{}, errors.New("run loop: Before needs the sequential path (Workers ≤ 1)")
@@ -292,7 +320,7 @@ func Run(ctx context.Context, src Source, model Model, sink Sink, dlq DeadLetter
 	}
 	l.flying = make([]*flight, 0, batchDepth)
 	if parallel {
-		l.workers = startWorkers(opts.Workers, parted, opts.Shadow)
+		l.workers = startWorkers(opts.Workers, parted, opts.Shadow, opts.Fields)
 		defer l.workers.stop()
 	}
 
@@ -302,7 +330,7 @@ func Run(ctx context.Context, src Source, model Model, sink Sink, dlq DeadLetter
 	go func() {
 		defer wg.Done()
 		defer close(l.decoded)
-		readErr = l.read(ctx, src) // on error the records already read are still processed
+		readErr = l.read(ctx, src, opts.Fields) // on error the records already read are still processed
 	}()
 	go func() {
 		defer wg.Done()
@@ -401,8 +429,8 @@ func (l *loop) recycle(c []*Result) {
 
 // read runs on the reader goroutine: it reads and decodes records, and
 // hands them on in chunks.
-func (l *loop) read(ctx context.Context, src Source) error {
-	var dec Decoder
+func (l *loop) read(ctx context.Context, src Source, fields Fields) error {
+	dec := NewDecoder(fields)
 	ready, _ := src.(Ready)
 	chunk := l.chunk()
 	var avail []*Result // free results to fill
@@ -868,6 +896,9 @@ func (l *loop) finish(ctx context.Context, r *Result, opts Options, st *Stats) (
 	}
 	if r.Emitted {
 		st.AlreadyEmitted++
+	}
+	if r.Event.Unread != 0 {
+		st.countUnread(r.Event.Unread)
 	}
 	pos := r.Pos
 	l.pending = r

@@ -115,6 +115,7 @@ type laneSet struct {
 	recent map[int32]*lane // the lane of this set each partition's records went to last, whose Decoder knows its ids
 	left   atomic.Int32    // lanes not yet stepped
 	done   chan struct{}   // receives once left reaches 0
+	names  *memberNames    // the Decoder's of a new lane (Options.Fields)
 }
 
 // workers steps the lanes of a batch at the same time. It belongs to the
@@ -152,10 +153,11 @@ type workers struct {
 
 // startWorkers starts n-1 worker goroutines; the model goroutine is the
 // n-th. stop ends them.
-func startWorkers(n int, model Partitioned, shadow Model) *workers {
-	w := &workers{n: n, model: model, shadow: shadow, tail: map[Model]*lane{}, work: make(chan *lane, 8*n)} // room for the lanes of the batches in flight, most of the time
+func startWorkers(n int, model Partitioned, shadow Model, fields Fields) *workers {
+	names := fields.compile()
+	w := &workers{n: n, model: model, shadow: shadow, dec: Decoder{names: names}, tail: map[Model]*lane{}, work: make(chan *lane, 8*n)} // room for the lanes of the batches in flight, most of the time
 	for i := range w.sets {
-		w.sets[i] = laneSet{byPart: map[int32]*lane{}, recent: map[int32]*lane{}, done: make(chan struct{}, 1)}
+		w.sets[i] = laneSet{byPart: map[int32]*lane{}, recent: map[int32]*lane{}, done: make(chan struct{}, 1), names: names}
 	}
 	w.running.Add(n - 1)
 	for range n - 1 {
@@ -346,7 +348,7 @@ func (set *laneSet) laneOf(m Model, shadow bool, prefer *lane) *lane {
 	if i := slices.Index(set.lanes[set.active:], prefer); prefer != nil && i >= 0 {
 		set.lanes[set.active], set.lanes[set.active+i] = prefer, set.lanes[set.active]
 	} else if set.active == len(set.lanes) {
-		set.lanes = append(set.lanes, &lane{})
+		set.lanes = append(set.lanes, &lane{dec: Decoder{names: set.names}})
 	}
 	ln := set.lanes[set.active]
 	ln.model, ln.shadow = m, shadow

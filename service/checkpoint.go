@@ -73,6 +73,8 @@ type checkpointer struct {
 	// unranked holds the event types warned of as missing from
 	// model.event_order (warnUnranked), each warned of once.
 	unranked map[string]bool
+	// unread holds the consumer.Aliases bits warned of (warnUnread).
+	unread uint32
 
 	positions map[partitionKey]*int64
 	lastKey   partitionKey // the partition of the previous record...
@@ -139,6 +141,9 @@ func newCheckpointer(store saver, model *online.Set, commit committer, m *metric
 func (c *checkpointer) after(ctx context.Context, r *consumer.Result, out consumer.Flusher) error {
 	c.metrics.record(r)
 	c.processed.Add(1)
+	if r.Event.Unread&^c.unread != 0 {
+		c.warnUnread(r.Event.Unread)
+	}
 	if !r.Pos.IsFile() {
 		if c.lastNext == nil || r.Pos.Partition != c.lastKey.partition || r.Pos.Topic != c.lastKey.topic {
 			k := partitionKey{r.Pos.Topic, r.Pos.Partition}
@@ -194,6 +199,20 @@ func (c *checkpointer) warnUnranked(types []string) {
 	}
 	c.log.Warn("event types without a rank in model.event_order: add them to the order, least engaged first, to rank them",
 		"types", news)
+}
+
+// warnUnread logs, once each, the members of records named as other
+// formats name a field the record lacks ("timestamp" without "ts"): the
+// model does not read them, which a user would not see otherwise.
+func (c *checkpointer) warnUnread(unread uint32) {
+	news := unread &^ c.unread
+	c.unread |= news
+	for i, a := range consumer.Aliases {
+		if news&(1<<i) != 0 {
+			c.log.Warn("records have a member named as other formats name a field, and not the field: the model does not read it; rename it, or read it with fields.FIELD: MEMBER (consumer/FORMAT.md)",
+				"member", a.Name, "field", a.Field)
+		}
+	}
 }
 
 // tick runs as a task on the model goroutine: it publishes the model's

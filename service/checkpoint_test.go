@@ -235,6 +235,36 @@ func TestCheckpointsWriteDeltas(t *testing.T) {
 	}
 }
 
+// TestWarnUnread: each member named as other formats name a missing
+// field is warned of once, through after, which every record passes.
+func TestWarnUnread(t *testing.T) {
+	var buf bytes.Buffer
+	m, err := newMetrics(prometheus.NewRegistry(), noLag{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &checkpointer{log: slog.New(slog.NewTextHandler(&buf, nil)), every: 1 << 30, positions: map[partitionKey]*int64{}, metrics: m}
+	for _, line := range []string{
+		`{"user":"u","item":"i","timestamp":1700000000}`,
+		`{"user":"u","item":"i","timestamp":1700000001,"event_type":"pv"}`,
+		`{"user":"u","item":"i","timestamp":1700000002,"event_type":"pv"}`,
+		`{"user":"u","item":"i","ts":1700000002}`,
+	} {
+		r := &consumer.Result{Pos: input.Position{File: "in", Line: 1}}
+		if err := consumer.Decode([]byte(line), &r.Event); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.after(context.Background(), r, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "level=WARN") || !strings.Contains(lines[0], "member=timestamp field=ts") ||
+		!strings.Contains(lines[1], "member=event_type field=event") {
+		t.Errorf("log:\n%s", buf.String())
+	}
+}
+
 // TestWarnUnranked: each event type missing from model.event_order is
 // warned of once, with the types first seen since the last warning.
 func TestWarnUnranked(t *testing.T) {

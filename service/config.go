@@ -50,6 +50,10 @@ type Config struct {
 	// keeps its layout; one model per member can be turned into one per
 	// partition (every partition starts from it), not back.
 	StateLayout online.Layout `yaml:"state_layout"`
+	// Fields names the members of the input's records that the fields
+	// are read from, for a producer that names them otherwise (fields.ts:
+	// timestamp); empty: the event format's names (consumer.Fields).
+	Fields consumer.Fields `yaml:"fields"`
 	// Model configures a model that starts from nothing; see online.Config.
 	// A model restored from the checkpoint keeps the configuration it was
 	// created with.
@@ -203,6 +207,7 @@ func (c Config) WithDefaults() Config {
 	}
 	k.SourceConfig = k.SourceConfig.WithDefaults()
 	k.WriterConfig = k.WriterConfig.WithDefaults()
+	c.Fields = c.Fields.WithDefaults()
 	setDefault(&c.Checkpoint.EveryEvents, DefaultEveryEvents)
 	setDefault(&c.Checkpoint.Interval, DefaultInterval)
 	setDefault(&c.Checkpoint.GCInterval, time.Minute)
@@ -326,6 +331,9 @@ func (c Config) Validate() error {
 	if m := c.Model.WithDefaults(); m.Mode != online.ModeRating && m.Classes != 0 && m.Classes != m.K() {
 		return fieldError("model.classes", fmt.Sprintf("%d, but only rating mode reads it: %s mode has %d classes", m.Classes, m.Mode, m.K()),
 			strconv.Itoa(m.K()))
+	}
+	if err := c.Fields.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if err := c.Model.Validate(); err != nil {
 		return fmt.Errorf("%w: model: %w; fix the model section of the config file, the DENOISER_MODEL_* variable or --set model.FIELD=VALUE", ErrConfig, err)

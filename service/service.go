@@ -340,7 +340,7 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	s.cp.evicted = steps.forget
 	st, runErr := consumer.Run(loopCtx, s.src, steps, s.sink, s.dlq, consumer.Options{
-		Buffer: s.cfg.Buffer, After: s.cp.after, Drain: s.cp.drain, Tasks: s.tasks, Skipped: s.m.skip, Workers: workers,
+		Buffer: s.cfg.Buffer, Fields: s.cfg.Fields, After: s.cp.after, Drain: s.cp.drain, Tasks: s.tasks, Skipped: s.m.skip, Workers: workers,
 	})
 	s.running.Store(false)
 	close(s.loopDone)

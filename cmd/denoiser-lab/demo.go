@@ -70,7 +70,7 @@ func runDemo(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	rep, err := demo.Run(ctx, demo.Options{
 		Input: *in, Partitions: *partitions, Truth: &truth, HTTPAddr: *httpAddr, StateDir: *stateDir,
-		Seed: cfg.Seed, Model: cfg.Model, Members: *members, StateLayout: online.Layout(*layout), Sharing: sharing,
+		Seed: cfg.Seed, Model: cfg.Model, Fields: cfg.Fields, Members: *members, StateLayout: online.Layout(*layout), Sharing: sharing,
 		Logger:   slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 		Progress: stderr,
 	})

@@ -709,3 +709,87 @@ func TestReplayCutGzip(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayUnreadMembers: a log whose members are named as another
+// format names them (Taobao's timestamp and behavior_type) is scored
+// without times and types, and replay says so: its summary names each
+// member to rename, and the report counts them.
+func TestReplayUnreadMembers(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&b, `{"user":"u%d","item":"i%d","timestamp":%d,"behavior_type":"pv"}`+"\n", i%17, i%23, 1511544070+i)
+	}
+	b.WriteString(`{"user":"u1","item":"i1","ts":1511544070,"event":"pv"}` + "\n")
+	in := clitest.WriteFile(t, filepath.Join(dir, "in.jsonl"), b.String())
+	rep := filepath.Join(dir, "r.json")
+	var stderr bytes.Buffer
+	if code := run(context.Background(), []string{"replay", "--in", in, "--out", filepath.Join(dir, "o.jsonl"), "--report", rep}, &bytes.Buffer{}, &stderr); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr.String())
+	}
+	for _, want := range []string{`not read: 200 records have "timestamp" and no "ts"`, `not read: 200 records have "behavior_type" and no "event"`} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("summary does not say %q:\n%s", want, stderr.String())
+		}
+	}
+	var r struct {
+		Unread map[string]uint64 `json:"unread_members"`
+	}
+	if err := json.Unmarshal([]byte(clitest.ReadFile(t, rep)), &r); err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(r.Unread, map[string]uint64{"timestamp": 200, "behavior_type": 200}) {
+		t.Errorf("report's unread_members: %v", r.Unread)
+	}
+}
+
+// TestReplayFields: a log in another format's names (Taobao's) is read
+// with fields.*, from --set or the run configuration: its times and types
+// reach the model, the output has the event format's names with the
+// record's own members beside them, and nothing is reported unread.
+func TestReplayFields(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&b, `{"user_id":%d,"item_id":%d,"behavior_type":"pv","timestamp":%d}`+"\n", i%17, i%23, 1511544070+i)
+	}
+	in := clitest.WriteFile(t, filepath.Join(dir, "in.jsonl"), b.String())
+	conf := clitest.WriteFile(t, filepath.Join(dir, "run.yaml"), "fields:\n  user: user_id\n  item: item_id\n  ts: timestamp\n  event: behavior_type\n")
+	var outs []string
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"set", []string{"--set", "fields.user=user_id", "--set", "fields.item=item_id", "--set", "fields.ts=timestamp", "--set", "fields.event=behavior_type"}},
+		{"config", []string{"--config", conf}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(dir, tc.name+".jsonl")
+			var stderr bytes.Buffer
+			if code := run(context.Background(), append([]string{"replay", "--in", in, "--out", out}, tc.args...), &bytes.Buffer{}, &stderr); code != 0 {
+				t.Fatalf("exit %d:\n%s", code, stderr.String())
+			}
+			if strings.Contains(stderr.String(), "not read") || strings.Contains(stderr.String(), "note:") {
+				t.Errorf("stderr:\n%s", stderr.String())
+			}
+			scored := strings.Split(strings.TrimSpace(clitest.ReadFile(t, out)), "\n")
+			if want := `{"user":"0","item":"0","ts":1511544070000,"event":"pv","user_id":0,"item_id":0,"behavior_type":"pv","timestamp":1511544070,"weight":`; len(scored) != 300 || !strings.HasPrefix(scored[0], want) {
+				t.Fatalf("%d scored; the first %s\nwant it to start %s", len(scored), scored[0], want)
+			}
+			outs = append(outs, clitest.ReadFile(t, out))
+		})
+	}
+	if len(outs) == 2 && outs[0] != outs[1] {
+		t.Error("--set and the configuration file score differently")
+	}
+	// Without fields.*, the same log has no user: every record is
+	// dead-lettered with the member to read.
+	var stderr bytes.Buffer
+	dead := filepath.Join(dir, "dead.jsonl")
+	if code := run(context.Background(), []string{"replay", "--in", in, "--out", filepath.Join(dir, "none.jsonl"), "--dead-letter", dead}, &bytes.Buffer{}, &stderr); code != 1 {
+		t.Fatalf("exit %d without fields:\n%s", code, stderr.String())
+	}
+	if d := clitest.ReadFile(t, dead); !strings.Contains(d, `or read it with fields.user: user_id`) {
+		t.Errorf("dead letters without fields: %.300s", d)
+	}
+}

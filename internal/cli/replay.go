@@ -32,6 +32,9 @@ type ReplayConfig struct {
 	Seed uint64
 	// Model configures the model; see online.Config for fields and defaults.
 	Model online.Config
+	// Fields names the members the fields are read from (the input's
+	// fields section, consumer.Fields).
+	Fields consumer.Fields
 	// Ignored names the sections of the file that only `denoiser run`
 	// uses (kafka, checkpoint, ...) and that the file sets: replay notes
 	// them and goes on.
@@ -51,15 +54,18 @@ func LoadReplayConfig(path string, environ, sets []string) (ReplayConfig, error)
 	if len(unknownEnv) > 0 {
 		return ReplayConfig{}, fmt.Errorf("%w: %s name no setting", service.ErrConfig, strings.Join(unknownEnv, ", "))
 	}
-	c := ReplayConfig{Seed: full.Seed, Model: full.Model}
+	c := ReplayConfig{Seed: full.Seed, Model: full.Model, Fields: full.Fields}
 	if c.Seed == 0 {
 		c.Seed = 1
 	}
 	if err := c.Model.Validate(); err != nil {
 		return c, fmt.Errorf("%w: model: %w", service.ErrConfig, err)
 	}
-	// What only the service reads: every section but seed and model.
-	full.Seed, full.Model = 0, online.Config{}
+	if err := c.Fields.Validate(); err != nil {
+		return c, fmt.Errorf("%w: %w", service.ErrConfig, err)
+	}
+	// What only the service reads: every section but seed, model and fields.
+	full.Seed, full.Model, full.Fields = 0, online.Config{}, consumer.Fields{}
 	sections := reflect.ValueOf(full)
 	for i := range sections.NumField() {
 		if !sections.Field(i).IsZero() {
@@ -80,7 +86,7 @@ func (s *SetFlags) Set(v string) error { *s = append(*s, v); return nil }
 // that loads what they name, with the environment, and notes on stderr the
 // settings that only `denoiser run` uses.
 func ConfigFlags(fs *flag.FlagSet, command string, stderr io.Writer) func() (ReplayConfig, error) {
-	path := fs.String("config", "", "YAML `file`: the configuration of denoiser run, of which "+command+" reads seed and model")
+	path := fs.String("config", "", "YAML `file`: the configuration of denoiser run, of which "+command+" reads seed, model and fields")
 	var sets SetFlags
 	fs.Var(&sets, "set", "override one setting, `PATH=VALUE` (repeatable), e.g. --set model.dim=16; DENOISER_* variables apply too")
 	seed := SeedFlag(fs)
@@ -91,7 +97,7 @@ func ConfigFlags(fs *flag.FlagSet, command string, stderr io.Writer) func() (Rep
 		}
 		seed.Apply(&cfg.Seed)
 		if len(cfg.Ignored) > 0 {
-			fmt.Fprintf(stderr, "%s: note: %s reads only seed and model; %s are for denoiser run and are ignored\n",
+			fmt.Fprintf(stderr, "%s: note: %s reads only seed, model and fields; %s are for denoiser run and are ignored\n",
 				command, command, strings.Join(cfg.Ignored, ", "))
 		}
 		return cfg, nil
@@ -222,7 +228,7 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		}
 	}
 
-	src, err := openInput(*in, *format)
+	src, err := openInput(*in, *format, cfg.Fields)
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
@@ -255,7 +261,7 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 			return errors.Join(fmt.Errorf("replay: --passes %d: %w: %w", *passes, err, ErrUsage), abort())
 		}
 		for pass := 1; pass < *passes; pass++ {
-			if err := learnPass(ctx, *in, *format, model, baseline, pass, *passes, stderr); err != nil {
+			if err := learnPass(ctx, *in, *format, cfg.Fields, model, baseline, pass, *passes, stderr); err != nil {
 				return errors.Join(fmt.Errorf("replay: %w", err), abort())
 			}
 			model.ForgetTimes() // the next pass's times start over
@@ -269,7 +275,7 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		progress = report.StartProgress(stderr, 0, src.Size(), src.BytesRead, collector.Scored)
 	}
 	start := time.Now()
-	st, err := consumer.Run(ctx, src, model, collector, dlq, consumer.Options{Shadow: shadowOf(baseline), Before: before})
+	st, err := consumer.Run(ctx, src, model, collector, dlq, consumer.Options{Fields: cfg.Fields, Shadow: shadowOf(baseline), Before: before})
 	elapsed := time.Since(start)
 	if progress != nil {
 		progress.Stop()
@@ -353,8 +359,8 @@ func rereadable(path string) error {
 // (if any) learn from every event of the log at path, as in the scoring
 // pass, and everything the loop writes (scored records, dead letters) is
 // dropped. It notes the pass on stderr.
-func learnPass(ctx context.Context, path, format string, model, baseline *online.Model, pass, passes int, stderr io.Writer) error {
-	src, err := openInput(path, format)
+func learnPass(ctx context.Context, path, format string, fields consumer.Fields, model, baseline *online.Model, pass, passes int, stderr io.Writer) error {
+	src, err := openInput(path, format, fields)
 	if err != nil {
 		return err
 	}
@@ -364,7 +370,7 @@ func learnPass(ctx context.Context, path, format string, model, baseline *online
 		progress = report.StartProgress(stderr, 0, src.Size(), src.BytesRead, sink.written.Load)
 	}
 	start := time.Now()
-	st, err := consumer.Run(ctx, src, model, &sink, &sink, consumer.Options{Shadow: shadowOf(baseline)})
+	st, err := consumer.Run(ctx, src, model, &sink, &sink, consumer.Options{Fields: fields, Shadow: shadowOf(baseline)})
 	if progress != nil {
 		progress.Stop()
 	}
@@ -412,7 +418,7 @@ type input interface {
 
 // openInput opens the event log, "-" for standard input, in format
 // (jsonl, csv or auto).
-func openInput(path, format string) (input, error) {
+func openInput(path, format string, fields consumer.Fields) (input, error) {
 	if format == "auto" {
 		format = "jsonl"
 		if name := strings.TrimSuffix(path, ".gz"); strings.HasSuffix(name, ".csv") {
@@ -432,7 +438,7 @@ func openInput(path, format string) (input, error) {
 		}
 	}
 	if format == "csv" {
-		return consumer.NewCSVSource(lines), nil
+		return consumer.NewCSVSource(lines, fields), nil
 	}
 	return lines, nil
 }

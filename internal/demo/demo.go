@@ -51,6 +51,8 @@ type Options struct {
 	// Seed and Model configure the model, as in `denoiser replay`.
 	Seed  uint64
 	Model online.Config
+	// Fields names the members the fields are read from (service.Config).
+	Fields consumer.Fields
 	// Members is the number of service instances in the consumer group
 	// (default 1); the first serves HTTPAddr, each has a state directory
 	// of its own.
@@ -125,7 +127,7 @@ func Run(ctx context.Context, opts Options) (rep report.Report, err error) {
 	// the input waits until each has partitions.
 	produceInput := func() error {
 		start := time.Now()
-		if err := produce(ctx, brokers, tr, lines); err != nil {
+		if err := produce(ctx, brokers, tr, lines, opts.Fields); err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
 		fmt.Fprintf(progress, "demo: produced %d records from %s into %q (%d partitions, keyed by user) in %.2fs\n",
@@ -163,6 +165,7 @@ func Run(ctx context.Context, opts Options) (rep report.Report, err error) {
 		StateLayout: opts.StateLayout,
 		Sharing:     opts.Sharing,
 		Model:       opts.Model,
+		Fields:      opts.Fields,
 	}
 	svcs := make([]*service.Service, opts.Members)
 	defer func() {
@@ -333,13 +336,14 @@ func createTopics(ctx context.Context, c *kafka.Client, partitions int) error {
 
 // produce writes lines to the input topic, keyed by user when the line
 // decodes (bad lines go anywhere: the service dead-letters them).
-func produce(ctx context.Context, brokers []string, tr *kafka.Transport, lines [][]byte) error {
+func produce(ctx context.Context, brokers []string, tr *kafka.Transport, lines [][]byte, fields consumer.Fields) error {
 	w := &kafka.Writer{
 		Addr: kafka.TCP(brokers...), Topic: InputTopic, Transport: tr, Balancer: kafka.Murmur2Balancer{},
 		BatchSize: 1000, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll,
 	}
 	msgs := make([]kafka.Message, 0, 5000)
 	var ev consumer.Event
+	dec := consumer.NewDecoder(fields)
 	flush := func() error {
 		if err := w.WriteMessages(ctx, msgs...); err != nil {
 			return fmt.Errorf("produce: %w", err)
@@ -349,7 +353,7 @@ func produce(ctx context.Context, brokers []string, tr *kafka.Transport, lines [
 	}
 	for _, l := range lines {
 		m := kafka.Message{Value: l}
-		if consumer.Decode(l, &ev) == nil {
+		if dec.Decode(l, &ev) == nil {
 			m.Key = []byte(ev.User)
 		}
 		msgs = append(msgs, m)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -66,7 +67,11 @@ type Report struct {
 	// read to its end (a truncated gzip file): the report counts the
 	// records before it.
 	InputError string `json:"input_error,omitempty"`
-	Truth      string `json:"truth"`
+	// Unread counts, per member name, the records that carry a member
+	// named as other formats name a field ("timestamp" for ts) and lack
+	// the field itself: the model did not read it (consumer.Aliases).
+	Unread map[string]uint64 `json:"unread_members,omitempty"`
+	Truth  string            `json:"truth"`
 	// Passes is how many times the input was read: the models learned
 	// from it Passes−1 times, then the last pass was scored (and is all
 	// the rest of the report counts). 1 but for replay --passes.
@@ -164,6 +169,9 @@ func Build(in Inputs) Report {
 	}
 	for reason, n := range in.Stats.SkippedByReason {
 		r.SkippedByReason[string(reason)] = n
+	}
+	if len(in.Stats.Unread) > 0 {
+		r.Unread = maps.Clone(in.Stats.Unread)
 	}
 	if r.Seconds > 0 {
 		r.EventsPerSec = float64(r.Events) / r.Seconds
@@ -317,6 +325,11 @@ func (r *Report) PrintAs(w io.Writer, command string) error {
 	if len(r.Model.UnrankedTypes) > 0 {
 		fmt.Fprintf(&b, "event types without a rank in model.event_order: %s (add them to the order, least engaged first, to rank them)\n",
 			strings.Join(r.Model.UnrankedTypes, ", "))
+	}
+	for _, a := range consumer.Aliases { // in the table's order
+		if n := r.Unread[a.Name]; n > 0 {
+			fmt.Fprintf(&b, "not read: %d records have %q and no %q: rename the member, or read it with fields.%s: %s (consumer/FORMAT.md)\n", n, a.Name, a.Field, a.Field, a.Name)
+		}
 	}
 	fmt.Fprintf(&b, "truth %s: %d events (%d genuine, %d noise), %d without truth\n", r.Truth, r.WithTruth, r.Genuine, r.Noise, r.WithoutTruth)
 	if r.WithTruth == 0 && r.Events > 0 {
