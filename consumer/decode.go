@@ -162,28 +162,45 @@ func decode(line []byte, ev *Event, ids *interner, names *memberNames) error {
 			if len(val) == 4 && val[0] == 'n' { // null: a valid value starting with n is null
 				val = nil
 			}
-			field, carry := -1, true
+			carry := false // the member goes to Extra
 			if names == nil {
-				field = formatField(key)
-				carry = field < 0
+				switch string(key) { // no allocation: the compiler converts in place
+				case `"user"`:
+					user = val
+				case `"item"`:
+					item = val
+				case `"ts"`:
+					ts = val
+				case `"event"`:
+					kind = val
+				case `"dwell_ms"`:
+					dwell = val
+				case `"rating"`:
+					rating = val
+				case `"truth"`:
+					truth = val
+				default:
+					carry = true
+				}
 			} else {
+				var field int
 				field, carry = names.field(key)
-			}
-			switch field {
-			case fieldUser:
-				user = val
-			case fieldItem:
-				item = val
-			case fieldTS:
-				ts = val
-			case fieldEvent:
-				kind = val
-			case fieldDwell:
-				dwell = val
-			case fieldRating:
-				rating = val
-			case fieldTruth:
-				truth = val
+				switch field {
+				case fieldUser:
+					user = val
+				case fieldItem:
+					item = val
+				case fieldTS:
+					ts = val
+				case fieldEvent:
+					kind = val
+				case fieldDwell:
+					dwell = val
+				case fieldRating:
+					rating = val
+				case fieldTruth:
+					truth = val
+				}
 			}
 			if carry {
 				aliases |= aliasBit(key)
@@ -378,28 +395,6 @@ func unreadHint(err error, unread uint32, field string) error {
 		}
 	}
 	return err
-}
-
-// formatField is the index of the field the quoted key names in the event
-// format, or -1.
-func formatField(quoted []byte) int {
-	switch string(quoted) { // no allocation: the compiler converts in place
-	case `"user"`:
-		return fieldUser
-	case `"item"`:
-		return fieldItem
-	case `"ts"`:
-		return fieldTS
-	case `"event"`:
-		return fieldEvent
-	case `"dwell_ms"`:
-		return fieldDwell
-	case `"rating"`:
-		return fieldRating
-	case `"truth"`:
-		return fieldTruth
-	}
-	return -1
 }
 
 // isOutputField reports whether the quoted key names one of OutputFields.
