@@ -217,7 +217,7 @@ func symlink(t *testing.T, target, link string) string {
 }
 
 // TestReplayReadsRunConfig: one YAML serves run and replay. Replay takes
-// its seed and model sections, notes the sections it ignores, and takes
+// its seed, model and fields sections, notes the sections it ignores, and takes
 // DENOISER_* variables and --set like run; an unknown key is an error.
 func TestReplayReadsRunConfig(t *testing.T) {
 	dir := t.TempDir()
@@ -247,7 +247,7 @@ model:
 	}
 
 	code, fromFile, stderr := replay()
-	if code != 0 || !strings.Contains(stderr, "note: replay reads only seed and model; kafka, checkpoint are for denoiser run") {
+	if code != 0 || !strings.Contains(stderr, "note: replay reads only seed, model and fields; kafka, checkpoint are for denoiser run") {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 	}
 	t.Setenv("DENOISER_MODEL_DIM", "12")

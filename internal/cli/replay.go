@@ -44,7 +44,7 @@ type ReplayConfig struct {
 // LoadReplayConfig reads the same configuration as `denoiser run`, with
 // the same layers (service.Layers: the YAML file, "" for none, then the
 // DENOISER_* variables of environ, then the --set overrides), and keeps
-// its seed and model sections. Unknown keys are errors, so that a typo
+// its seed, model and fields sections. Unknown keys are errors, so that a typo
 // does not silently fall back to a default.
 func LoadReplayConfig(path string, environ, sets []string) (ReplayConfig, error) {
 	full, unknownEnv, err := service.Layers{File: path, Environ: environ, Sets: sets}.Load()
