@@ -314,9 +314,10 @@ func notJSON(line []byte) string {
 // event format names user, item, ts, event and dwell_ms (Taobao's
 // user_id and behavior_type, RetailRocket's visitorid and itemid, REES46's
 // event_time and product_id, and their like). A member so named is not
-// read as the field: its unit or meaning may differ. It is carried through
-// as any other member, and counted where the record lacks the field
-// (Event.Unread), so that a user is told to rename it.
+// read as the field unless Fields names it: its unit or meaning may
+// differ. It is carried through as any other member, and counted where the
+// record lacks the field (Event.Unread), so that a user is told to rename
+// it or to name it in Fields.
 var Aliases = [...]struct{ Name, Field string }{
 	{"user_id", "user"}, {"userId", "user"}, {"userid", "user"}, {"visitorid", "user"}, {"uid", "user"},
 	{"item_id", "item"}, {"itemId", "item"}, {"itemid", "item"}, {"product_id", "item"}, {"movie_id", "item"},
