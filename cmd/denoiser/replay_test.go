@@ -789,6 +789,9 @@ func TestReplayFields(t *testing.T) {
 	if code := run(context.Background(), []string{"replay", "--in", in, "--out", filepath.Join(dir, "none.jsonl"), "--dead-letter", dead}, &bytes.Buffer{}, &stderr); code != 1 {
 		t.Fatalf("exit %d without fields:\n%s", code, stderr.String())
 	}
+	if !strings.Contains(stderr.String(), "no event could be scored: the records name their fields as another format does") {
+		t.Errorf("stderr without fields:\n%s", stderr.String())
+	}
 	if d := clitest.ReadFile(t, dead); !strings.Contains(d, `or read it with fields.user: user_id`) {
 		t.Errorf("dead letters without fields: %.300s", d)
 	}

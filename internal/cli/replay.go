@@ -314,7 +314,11 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return fmt.Errorf("replay: %w; the outputs and the report hold the %d records read", cut, st.Records)
 	}
 	if st.Scored == 0 {
-		return fmt.Errorf("replay: %w: %s", ErrNothingScored, src.Describe())
+		why := src.Describe()
+		if len(st.Unread) > 0 {
+			why = "the records name their fields as another format does (\"not read\" above): read them with --set fields.FIELD=MEMBER, or rename them (consumer/FORMAT.md)"
+		}
+		return fmt.Errorf("replay: %w: %s", ErrNothingScored, why)
 	}
 	return nil
 }
