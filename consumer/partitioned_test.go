@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -120,20 +121,25 @@ type transcript struct {
 // transcript.
 func runTranscript(t *testing.T, msgs []Message, model, shadow Model, workers, buffer int) transcript {
 	t.Helper()
+	return runTranscriptWith(t, msgs, model, Options{Workers: workers, Buffer: buffer, Shadow: shadow})
+}
+
+// runTranscriptWith is runTranscript with opts (their Skipped and After
+// are the transcript's).
+func runTranscriptWith(t *testing.T, msgs []Message, model Model, opts Options) transcript {
+	t.Helper()
 	var tr transcript
 	sink := &memSink{}
-	st, err := Run(context.Background(), &messages{msgs: msgs}, model, sink, sink, Options{
-		Workers: workers, Buffer: buffer, Shadow: shadow,
-		Skipped: func(r SkipReason) { tr.skipped = append(tr.skipped, string(r)) },
-		After: func(_ context.Context, r *Result, _ Flusher) error {
-			line := fmt.Sprintf("%s %s %v", r.Pos, r.Reason, r.Score)
-			if r.HasShadow {
-				line += fmt.Sprintf(" shadow %v", r.Shadow)
-			}
-			tr.after = append(tr.after, line)
-			return nil
-		},
-	})
+	opts.Skipped = func(r SkipReason) { tr.skipped = append(tr.skipped, string(r)) }
+	opts.After = func(_ context.Context, r *Result, _ Flusher) error {
+		line := fmt.Sprintf("%s %s %v", r.Pos, r.Reason, r.Score)
+		if r.HasShadow {
+			line += fmt.Sprintf(" shadow %v", r.Shadow)
+		}
+		tr.after = append(tr.after, line)
+		return nil
+	}
+	st, err := Run(context.Background(), &messages{msgs: msgs}, model, sink, sink, opts)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -619,4 +625,36 @@ func keysOf(m map[int32]Model) []int32 {
 		keys = append(keys, k)
 	}
 	return keys
+}
+
+// TestRunPartitionsFields: records whose fields have other names, read
+// with Options.Fields, score as the same records in the event format's
+// names, on the sequential path and with partitions stepped in parallel
+// (whose lanes decode with their own Decoders).
+func TestRunPartitionsFields(t *testing.T) {
+	msgs := spread(synthLines(t, 3000, 7), 3)
+	renamed := slices.Clone(msgs) // the same records at the same positions
+	for i := range renamed {
+		r := bytes.Replace(msgs[i].Value, []byte(`"user":`), []byte(`"user_id":`), 1)
+		r = bytes.Replace(r, []byte(`"item":`), []byte(`"item_id":`), 1)
+		renamed[i].Value = bytes.Replace(r, []byte(`"ts":`), []byte(`"timestamp":`), 1)
+	}
+	if !bytes.Contains(renamed[0].Value, []byte(`"timestamp":`)) || !bytes.Contains(renamed[0].Value, []byte(`"user_id":`)) {
+		t.Fatalf("not renamed: %s", renamed[0].Value)
+	}
+	const seed = 11
+	base := runTranscript(t, msgs, onlineSet(t, onlineConfig, seed), nil, 1, 0)
+	fields := Fields{User: "user_id", Item: "item_id", TS: "timestamp"}
+	for _, workers := range []int{1, 2} {
+		t.Run(fmt.Sprintf("workers%d", workers), func(t *testing.T) {
+			got := runTranscriptWith(t, renamed, onlineSet(t, onlineConfig, seed), Options{Workers: workers, Buffer: 16, Fields: fields})
+			if fmt.Sprint(got.after) != fmt.Sprint(base.after) || got.stats.Scored != base.stats.Scored || got.stats.Scored == 0 {
+				t.Fatalf("%d scored with Fields, %d without; the scores differ: %v", got.stats.Scored, base.stats.Scored, fmt.Sprint(got.after) != fmt.Sprint(base.after))
+			}
+		})
+	}
+	without := runTranscript(t, renamed, onlineSet(t, onlineConfig, seed), nil, 2, 16)
+	if without.stats.Scored != 0 || without.stats.Unread["user_id"] != uint64(len(msgs)) || without.stats.Unread["timestamp"] != uint64(len(msgs)) {
+		t.Errorf("without Fields: %d scored, unread %v", without.stats.Scored, without.stats.Unread)
+	}
 }
