@@ -100,7 +100,7 @@ func decodeParts(b *testing.B, msgs []Message, partitions int) [][]online.Event 
 func stepBare(b *testing.B, events [][]online.Event) (seconds, cpu float64) {
 	models := make([]*online.Model, len(events))
 	for p := range models {
-		m, err := online.New(online.DefaultConfig(), online.NewPartitionSource(1, int32(p)))
+		m, err := online.NewPartition(online.DefaultConfig(), 1, int32(p))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -175,7 +175,7 @@ var onlineConfig = onlinetest.QuickDefaults()
 
 func onlineSet(t testing.TB, cfg online.Config, seed uint64) *partitionSet {
 	return newPartitionSet(func(p int32) Model {
-		m, err := online.New(cfg, online.NewPartitionSource(seed, p))
+		m, err := online.NewPartition(cfg, seed, p)
 		if err != nil {
 			t.Fatal(err)
 		}

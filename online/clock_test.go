@@ -16,7 +16,7 @@ func TestClockFollowsMergedEvents(t *testing.T) {
 	cfg := mergeConfig() // RefitEvery 50, WarmUp 100
 	models := [2]*Model{}
 	for q := range models {
-		m, err := New(cfg, NewPartitionSource(2, int32(q)))
+		m, err := NewPartition(cfg, 2, int32(q))
 		if err != nil {
 			t.Fatal(err)
 		}

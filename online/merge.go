@@ -38,7 +38,10 @@ import (
 // steps them at a fixed rate, so the sum of P partitions' stale steps is a
 // step P times too long: with the sum rule for them too, the v2 stream's
 // ROC-AUC of weight fell from 0.78 to 0.55 (docs/design/partitions.md).
-// Each partition fits them on its own events, as it fits what else stays
+// They start equal, though (NewPartition): the item rows a head reads
+// are summed over partitions, and heads drawn apart would step them in
+// directions of their own. Each partition fits them on its own events,
+// as it fits what else stays
 // local: user rows (with their T̂ offsets, Config.TransitionUserOffset: a
 // user is in one partition only) and rings, co-occurrence, the popularity ring, the
 // admission sketch, the mixture, the schedule and the counters. The

@@ -329,6 +329,58 @@ func TestSharedEncoding(t *testing.T) {
 	}
 }
 
+// TestNewPartition: partition 0's model is the single model; every other
+// partition's starts from the same networks and draws the rest from its
+// own source.
+func TestNewPartition(t *testing.T) {
+	cfg := smallConfig(ModeBinary)
+	one, err := New(cfg, NewSource(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero, err := NewPartition(cfg, 5, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := Event{User: "u", Item: "i"}
+	var sc Score
+	if err := zero.Step(ev, &sc); err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(3) {
+		m, err := NewPartition(cfg, 5, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p == 0 && !bytes.Equal(encode(t, m), encode(t, one)) {
+			t.Fatal("partition 0's model is not the single model")
+		}
+		if !slices.Equal(m.classifier.weights, one.classifier.weights) || !slices.Equal(m.noisyHead.weights, one.noisyHead.weights) {
+			t.Fatalf("partition %d's networks are not partition 0's", p)
+		}
+		if p == 0 {
+			continue
+		}
+		// The rest is drawn from the partition's source, untouched by the
+		// networks' draws, and the first event's rows from it differ from
+		// partition 0's.
+		got, _ := m.src.MarshalBinary()
+		fresh, _ := NewPartitionSource(5, p).MarshalBinary()
+		if !bytes.Equal(got, fresh) {
+			t.Fatalf("partition %d's source was drawn from making it", p)
+		}
+		if err := m.Step(ev, &sc); err != nil {
+			t.Fatal(err)
+		}
+		if slices.Equal(m.users.row(m.users.index["u"]), zero.users.row(zero.users.index["u"])) {
+			t.Fatalf("partition %d drew partition 0's user row", p)
+		}
+	}
+	if _, err := NewPartition(Config{Dim: -1}, 5, 1); err == nil {
+		t.Fatal("a bad configuration made a partition model")
+	}
+}
+
 // Partition 0's source is the single model's; the others differ.
 func TestNewPartitionSource(t *testing.T) {
 	draw := func(src *rand.PCG) uint64 { return src.Uint64() }

@@ -158,7 +158,7 @@ func TestMergeContextFollowsOneModel(t *testing.T) {
 	stepAll(t, one, evs)
 	models := make([]*Model, parts)
 	for q := range models {
-		if models[q], err = New(c, NewPartitionSource(1, int32(q))); err != nil {
+		if models[q], err = NewPartition(c, 1, int32(q)); err != nil {
 			t.Fatal(err)
 		}
 		models[q].StartSharing()

@@ -76,6 +76,34 @@ type scratch struct {
 // same configuration, source state and events give the same model and the
 // same scores, bit for bit.
 func New(cfg Config, src *rand.PCG) (*Model, error) {
+	return newWithNets(cfg, src, nil)
+}
+
+// NewPartition returns an empty model for input partition p of a stream
+// whose partitions have a model each (LayoutPartition). Partition 0's is
+// New(cfg, NewSource(seed)), the one model's. Every other partition's
+// draws from NewPartitionSource(seed, p), except its networks (the
+// classifier's and the noisy head's weights), which it draws as
+// partition 0's model does, from NewSource(seed): every partition model
+// starts from the same networks.
+//
+// Why: the partition models share their item rows (merge.go), and an
+// item row's steps follow the heads that read it (a head's W acts on
+// p_u ⊙ q_i). Heads drawn apart send each partition's steps of a shared
+// row in directions of their own, and the summed rows serve none of
+// them; from the same start, the heads drift apart only as the
+// partitions' events differ. On the demo's log with 3 members, p_clean
+// ROC-AUC went from 0.796 to 0.810 (docs/design/partitions.md, stop 55).
+func NewPartition(cfg Config, seed uint64, p int32) (*Model, error) {
+	if p == 0 {
+		return New(cfg, NewSource(seed))
+	}
+	return newWithNets(cfg, NewPartitionSource(seed, p), rand.New(NewSource(seed)))
+}
+
+// newWithNets is New, with the networks' weights drawn from nets (nil:
+// from the model's own source, before anything else is drawn).
+func newWithNets(cfg Config, src *rand.PCG, nets *rand.Rand) (*Model, error) {
 	if src == nil {
 		return nil, fmt.Errorf("new model: nil random source")
 	}
@@ -83,6 +111,9 @@ func New(cfg Config, src *rand.PCG) (*Model, error) {
 		return nil, fmt.Errorf("new model: %w", err)
 	}
 	m := newModel(cfg.WithDefaults(), src)
+	if nets == nil {
+		nets = m.rnd
+	}
 	k, d := m.k, m.d
 	m.classifier, m.noisyHead = newHead(k, d), newHead(k, d)
 	// The classifier head starts at unit scale: with both the head and the
@@ -91,8 +122,8 @@ func New(cfg Config, src *rand.PCG) (*Model, error) {
 	// Rows 1..K-1 only: row 0 is the reference class. √2 gives the logit
 	// differences the spread two free N(0,1) rows would have.
 	for j := d; j < k*d; j++ {
-		m.classifier.weights[j] = m.rnd.NormFloat64() * math.Sqrt2
-		m.noisyHead.weights[j] = m.rnd.NormFloat64() * math.Sqrt2
+		m.classifier.weights[j] = nets.NormFloat64() * math.Sqrt2
+		m.noisyHead.weights[j] = nets.NormFloat64() * math.Sqrt2
 	}
 	m.transition.init()
 	m.reserve()

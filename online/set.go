@@ -17,7 +17,7 @@ type Layout string
 const (
 	// LayoutPartition keeps a model per input partition: partition p's
 	// model learns from partition p's events only, and draws from its own
-	// random source (NewPartitionSource(seed, p)), so its scores depend on
+	// random source (NewPartition), so its scores depend on
 	// that partition's input alone, whichever member reads it and
 	// whatever else that member reads.
 	LayoutPartition Layout = "partition"
@@ -62,8 +62,8 @@ type Set struct {
 	buf    bytes.Buffer
 }
 
-// NewSet returns an empty set whose models start from cfg; partition p's
-// draws from NewPartitionSource(seed, p) (LayoutMember: NewSource(seed)).
+// NewSet returns an empty set whose models start from cfg: partition p's
+// is NewPartition(cfg, seed, p) (LayoutMember: New(cfg, NewSource(seed))).
 // It returns cfg's error, if any.
 func NewSet(cfg Config, seed uint64, layout Layout) (*Set, error) {
 	if err := layout.Validate(); err != nil {
@@ -143,7 +143,7 @@ func (s *Set) For(p int32) (*Model, error) {
 			return nil, fmt.Errorf("model of partition %d from the template: %w", p, err)
 		}
 		*m.src = *s.source(k)
-	} else if m, err = New(s.cfg, s.source(k)); err != nil {
+	} else if m, err = NewPartition(s.cfg, s.seed, k); err != nil { // LayoutMember's key 0: New(cfg, NewSource(seed))
 		return nil, err
 	}
 	s.add(k, m)

@@ -78,7 +78,7 @@ func setBytes(t *testing.T, s *Set) []byte {
 }
 
 // TestSetPartitionsAreIndependent: with LayoutPartition, partition p's
-// scores are those of a model of its own (NewPartitionSource(seed, p))
+// scores are those of a model of its own (NewPartition(cfg, seed, p))
 // that saw only p's events, whatever the interleaving of the partitions.
 // With LayoutMember the set is the one model of before.
 func TestSetPartitionsAreIndependent(t *testing.T) {
@@ -95,7 +95,7 @@ func TestSetPartitionsAreIndependent(t *testing.T) {
 
 	want := make([]Score, len(evs))
 	for p := range int32(3) {
-		m, err := New(cfg, NewPartitionSource(9, p))
+		m, err := NewPartition(cfg, 9, p)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -100,7 +100,7 @@ func checkPartitionOutputs(t *testing.T, b *kafkatest.Broker, cfg service.Config
 		model := models[m.Partition]
 		if model == nil {
 			var err error
-			if model, err = online.New(c.Model, online.NewPartitionSource(c.Seed, int32(m.Partition))); err != nil {
+			if model, err = online.NewPartition(c.Model, c.Seed, int32(m.Partition)); err != nil {
 				t.Fatal(err)
 			}
 			models[m.Partition] = model

@@ -1033,7 +1033,7 @@ type outCopy struct {
 }
 
 // partitionMismatches steps a model of each input partition's own (the
-// default configuration, seed 1, online.NewPartitionSource) on that
+// default configuration, seed 1, online.NewPartition) on that
 // partition's records (the n records of topic in), in offset order, and
 // returns where a scored copy in copies differs from what it writes.
 //
@@ -1052,7 +1052,7 @@ func partitionMismatches(t *testing.T, b *kafkatest.Broker, in string, n int, co
 		m := models[p]
 		if m == nil {
 			var err error
-			if m, err = online.New(online.DefaultConfig(), online.NewPartitionSource(1, int32(p))); err != nil {
+			if m, err = online.NewPartition(online.DefaultConfig(), 1, int32(p)); err != nil {
 				t.Fatal(err)
 			}
 			models[p] = m

@@ -157,7 +157,7 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		format     = fs.String("format", "auto", "input `format`: jsonl (JSON lines), csv (with a header line), or auto: csv for a name ending in .csv or .csv.gz, else jsonl; gzip is read as such")
 		truthMode  = fs.String("truth", "field", "ground truth for the report: field, dwell:MS (dwell_ms < MS is noise), rating:R (rating <= R is noise) or none (evaluate nothing: the replay keeps no per-event or per-id state beside the model, and steps no plain model for the loss_baseline)")
 		reportPath = fs.String("report", "", "write the JSON report to `file`")
-		partition  = fs.Int("partition", 0, "score the log as input partition `N`'s: the model draws from partition N's random source, as the service's model of partition N does (state_layout: partition), so that a replay of one partition's records reproduces that partition's output of a live run")
+		partition  = fs.Int("partition", 0, "score the log as input partition `N`'s: the model is made as the service makes partition N's (state_layout: partition; online.NewPartition), so that a replay of one partition's records reproduces that partition's output of a live run")
 		sharedPath = fs.String("shared", "", "merge what partition --partition's live model merged, where it merged it: a `file` of the shared topic written by denoiser shared-log (state_layout partition with sharing); the log must hold the partition's records one per line, from offset --first-offset")
 		firstOff   = fs.Int64("first-offset", 0, "the input offset of the log's first line, for --shared (`N`)")
 		passes     = fs.Int("passes", 1, "read the log `N` times: both models learn from it N-1 times (no output, no report), then the last pass scores, test-then-train, and writes the output, dead letters and report; N > 1 needs a regular file as --in. The scores are then no longer out-of-sample: each event has been learned from before it is scored")
@@ -209,7 +209,7 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
-	model, err := online.New(cfg.Model, online.NewPartitionSource(cfg.Seed, int32(*partition)))
+	model, err := online.NewPartition(cfg.Model, cfg.Seed, int32(*partition))
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}

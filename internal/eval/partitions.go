@@ -272,7 +272,7 @@ func RunPartitions(ctx context.Context, d *Dataset, cfg PartitionsConfig) (*Part
 func partitionedScores(s *stream, cfg online.Config, seed uint64, p, every int, lagged bool) (w, pclean []float64, err error) {
 	models := make([]*online.Model, p)
 	for q := range models {
-		if models[q], err = online.New(cfg, online.NewPartitionSource(seed, int32(q))); err != nil {
+		if models[q], err = online.NewPartition(cfg, seed, int32(q)); err != nil {
 			return nil, nil, err
 		}
 		if every > 0 {
@@ -371,7 +371,7 @@ func (r *PartitionsResult) WriteReport(dir string, meta Meta) error {
 	var b bytes.Buffer
 	meta.header(&b, "Partition models: what splitting the stream costs, and what merging wins back")
 	fmt.Fprintf(&b, "Each stream is split by user (murmur2 of the id, as Kafka's default partitioner and the demo's producer split it) into %d partitions, each scored by a model of its own "+
-		"(online.NewPartitionSource: seed and partition), and compared with one model over the whole stream. Merged: after every N "+
+		"(online.NewPartition: seed and partition; every partition model starts from the same networks), and compared with one model over the whole stream. Merged: after every N "+
 		"events of the stream, every partition model publishes the change of its item rows since its last publication and adds "+
 		"every other's (online.Model.Publish and Merge, the sum rule of docs/design/partitions.md), and likewise the context's "+
 		"statistics (their own rule: online/mergecontext.go); the networks and the mixture stay local. A round late: each round merges the deltas published at the round before (the first merges nothing), as a member of the service merges the others' publications when they reach it an interval late. ROC-AUC of weight and of p_clean, mean ± std over seeds 1–%d, with the best label-free "+
