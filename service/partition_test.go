@@ -92,6 +92,7 @@ func checkPartitionOutputs(t *testing.T, b *kafkatest.Broker, cfg service.Config
 	in := c.Kafka.InputTopic
 	inputs := b.NewReader(t, in).Until(t, time.Minute, kafkatest.AtLeast(n))
 	kafkatest.SortByPosition(inputs)
+	dec := consumer.NewDecoder(c.Fields)
 	models := map[int]*online.Model{}
 	merges := map[int]*service.Merges{}
 	perPartition := map[int]int{}
@@ -115,7 +116,7 @@ func checkPartitionOutputs(t *testing.T, b *kafkatest.Broker, cfg service.Config
 			ms.Apply(model, m.Offset)
 		}
 		r := consumer.Result{Pos: input.Position{Topic: in, Partition: int32(m.Partition), Offset: m.Offset}}
-		if err := consumer.Decode(m.Value, &r.Event); err != nil {
+		if err := dec.Decode(m.Value, &r.Event); err != nil {
 			t.Fatalf("input %d/%d: %v", m.Partition, m.Offset, err)
 		}
 		if err := model.Step(r.Event.Model(), &r.Score); err != nil && !errors.Is(err, online.ErrNumerical) {
@@ -155,7 +156,7 @@ type partitionOutputs struct {
 // offset. No offset is emitted twice. A drops the models of the
 // partitions it hands over (their state is in the changelog).
 func TestPartitionStateFollowsThePartition(t *testing.T) {
-	followThePartition(t, "follow", typedEvents(t, 8000, 6), online.SourceEventType, false)
+	followThePartition(t, "follow", typedEvents(t, 8000, 6), online.SourceEventType, false, consumer.Fields{})
 }
 
 // TestPartitionStateFollowsThePartitionBare: as
@@ -164,7 +165,7 @@ func TestPartitionStateFollowsThePartition(t *testing.T) {
 // offset, and each user's latest time, go with the partition through the
 // changelog.
 func TestPartitionStateFollowsThePartitionBare(t *testing.T) {
-	followThePartition(t, "follow-bare", bareEvents(t, 40000, 6), online.SourceGap, false)
+	followThePartition(t, "follow-bare", bareEvents(t, 40000, 6), online.SourceGap, false, consumer.Fields{})
 }
 
 // TestPartitionStateFollowsThePartitionUntimed: as
@@ -173,7 +174,7 @@ func TestPartitionStateFollowsThePartitionBare(t *testing.T) {
 // users' gaps in its own events, and the users' count marks and the
 // counts' scale go with the partition through the changelog.
 func TestPartitionStateFollowsThePartitionUntimed(t *testing.T) {
-	followThePartition(t, "follow-untimed", withoutMembers(t, bareEvents(t, 40000, 6), "ts"), online.SourceGap, false)
+	followThePartition(t, "follow-untimed", withoutMembers(t, bareEvents(t, 40000, 6), "ts"), online.SourceGap, false, consumer.Fields{})
 }
 
 // TestPartitionsShareReplayedUntimed: as TestPartitionsShareReplayed, on
@@ -182,7 +183,7 @@ func TestPartitionStateFollowsThePartitionUntimed(t *testing.T) {
 // published moves no user's count, and a replay of one partition with the
 // shared log reproduces it.
 func TestPartitionsShareReplayedUntimed(t *testing.T) {
-	followThePartition(t, "follow-share-untimed", withoutMembers(t, bareEvents(t, 40000, 6), "ts"), online.SourceGap, true)
+	followThePartition(t, "follow-share-untimed", withoutMembers(t, bareEvents(t, 40000, 6), "ts"), online.SourceGap, true, consumer.Fields{})
 }
 
 // TestPartitionsShareReplayed: as TestPartitionStateFollowsThePartition,
@@ -193,7 +194,19 @@ func TestPartitionsShareReplayedUntimed(t *testing.T) {
 // (service.SharedHistory), across the handovers between the two members.
 // That is what a replay of one partition with the shared log does.
 func TestPartitionsShareReplayed(t *testing.T) {
-	followThePartition(t, "follow-share", typedEvents(t, 8000, 6), online.SourceEventType, true)
+	followThePartition(t, "follow-share", typedEvents(t, 8000, 6), online.SourceEventType, true, consumer.Fields{})
+}
+
+// TestPartitionsShareReplayedFields: as TestPartitionsShareReplayed, on
+// records whose user, item, time and event type are in members of other
+// names (a Taobao-style log: user_id, item_id, timestamp,
+// behavior_type), read with fields.*: both members and the handovers
+// read them, and every output is its partition's own model's, the
+// renamed members carried through.
+func TestPartitionsShareReplayedFields(t *testing.T) {
+	names := map[string]string{"user": "user_id", "item": "item_id", "ts": "timestamp", "event": "behavior_type"}
+	fields := consumer.Fields{User: "user_id", Item: "item_id", TS: "timestamp", Event: "behavior_type"}
+	followThePartition(t, "follow-share-fields", renamedMembers(t, typedEvents(t, 8000, 6), names), online.SourceEventType, true, fields)
 }
 
 // twoMembers is the set-up of the tests in which members A and B of
@@ -238,7 +251,7 @@ func newTwoMembers(t *testing.T, topic string, lines [][]byte, share bool) *twoM
 	}
 	produced := 0
 	tm.produce = func(n int) {
-		tm.b.Produce(t, in, keyed(tm.lines[produced:produced+n])...)
+		tm.b.Produce(t, in, keyedBy(tm.cfgA.Fields, tm.lines[produced:produced+n])...)
 		produced += n
 		tm.out.Until(t, 2*time.Minute, kafkatest.AtLeast(produced))
 	}
@@ -248,9 +261,10 @@ func newTwoMembers(t *testing.T, topic string, lines [][]byte, share bool) *twoM
 // followThePartition runs the test of TestPartitionStateFollowsThePartition
 // on lines, and fails if no weight was formed by the source instrument
 // (the handovers would then not have carried its state).
-func followThePartition(t *testing.T, topic string, lines [][]byte, instrument online.WeightSource, share bool) {
+func followThePartition(t *testing.T, topic string, lines [][]byte, instrument online.WeightSource, share bool, fields consumer.Fields) {
 	const parts = 4
 	tm := newTwoMembers(t, topic, lines, share)
+	tm.cfgA.Fields, tm.cfgB.Fields = fields, fields
 	b, cfgA, cfgB, out, owns, produce := tm.b, tm.cfgA, tm.cfgB, tm.out, tm.owns, tm.produce
 	quarter := len(lines) / 4 // produced at each of the four assignments
 

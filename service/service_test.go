@@ -89,13 +89,43 @@ func withoutMembers(t testing.TB, lines [][]byte, names ...string) [][]byte {
 	return out
 }
 
+// renamedMembers returns lines with each member named in names renamed
+// to what it maps to.
+func renamedMembers(t testing.TB, lines [][]byte, names map[string]string) [][]byte {
+	t.Helper()
+	out := make([][]byte, len(lines))
+	for i, l := range lines {
+		var ev map[string]json.RawMessage
+		if err := json.Unmarshal(l, &ev); err != nil {
+			t.Fatal(err)
+		}
+		for from, to := range names {
+			if v, ok := ev[from]; ok {
+				delete(ev, from)
+				ev[to] = v
+			}
+		}
+		b, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = b
+	}
+	return out
+}
+
 // keyed turns lines into messages keyed by their user (as a producer
 // partitioning by user would).
-func keyed(lines [][]byte) []kafka.Message {
+func keyed(lines [][]byte) []kafka.Message { return keyedBy(consumer.Fields{}, lines) }
+
+// keyedBy is keyed for records whose fields are read from the members
+// fields names.
+func keyedBy(fields consumer.Fields, lines [][]byte) []kafka.Message {
+	dec := consumer.NewDecoder(fields)
 	msgs := make([]kafka.Message, len(lines))
 	for i, l := range lines {
 		var ev consumer.Event
-		if err := consumer.Decode(l, &ev); err == nil {
+		if err := dec.Decode(l, &ev); err == nil {
 			msgs[i].Key = []byte(ev.User)
 		}
 		msgs[i].Value = l
