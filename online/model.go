@@ -92,8 +92,10 @@ func New(cfg Config, src *rand.PCG) (*Model, error) {
 // p_u ⊙ q_i). Heads drawn apart send each partition's steps of a shared
 // row in directions of their own, and the summed rows serve none of
 // them; from the same start, the heads drift apart only as the
-// partitions' events differ. On the demo's log with 3 members, p_clean
-// ROC-AUC went from 0.796 to 0.810 (docs/design/partitions.md, stop 55).
+// partitions' events differ. With 3 members, p_clean ROC-AUC went from
+// 0.798 to 0.803 on the demo's log and from 0.723 to 0.731 on another
+// 20k-event stream, means over seeds 1–8 (docs/design/partitions.md,
+// "Built: partition models start from the same networks").
 func NewPartition(cfg Config, seed uint64, p int32) (*Model, error) {
 	if p == 0 {
 		return New(cfg, NewSource(seed))
