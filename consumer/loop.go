@@ -168,11 +168,17 @@ type Options struct {
 	// the loop (the models may have stepped later records of the batch,
 	// which are neither counted nor handed on).
 	After func(ctx context.Context, r *Result, out Flusher) error
-	// Before, if set, is called on the model goroutine before the model
-	// steps a record (one with an event to score), in input order: the
-	// replay merges the shared parameters there that the live partition
-	// model merged (service.Merges). It needs the sequential path: Run
-	// refuses it with Workers > 1 and a Partitioned model.
+	// Before, if set, is called before the model steps a record (one with
+	// an event to score), on the goroutine that steps it: the replay
+	// merges the shared parameters there that the live partition model
+	// merged (service.Merges), and the service those that a previous owner
+	// of the partition merged among the records it had emitted. On the
+	// sequential path it runs on the model goroutine, in input order; with
+	// parallel partitions (Workers) the calls for the records of one
+	// partition's model come in their input order, on one goroutine at a
+	// time, and those of different models at the same time, so Before may
+	// touch r's model and nothing another model's calls touch without a
+	// lock.
 	Before func(r *Result)
 	// Drain, if set, is called on the model goroutine when partitions are
 	// stepped in parallel (Workers), before the loop starts a batch while
@@ -284,9 +290,6 @@ func Run(ctx context.Context, src Source, model Model, sink Sink, dlq DeadLetter
 	if err := opts.Fields.Validate(); err != nil {
 		return Stats{}, fmt.Errorf("run loop: %w", err)
 	}
-	if _, ok := model.(Partitioned); ok && opts.Workers > 1 && opts.Before != nil {
-		return Stats{}, errors.New("run loop: Before needs the sequential path (Workers ≤ 1)")
-	}
 	n := opts.Buffer
 	if n <= 0 {
 		n = 256
@@ -320,7 +323,7 @@ func Run(ctx context.Context, src Source, model Model, sink Sink, dlq DeadLetter
 	}
 	l.flying = make([]*flight, 0, batchDepth)
 	if parallel {
-		l.workers = startWorkers(opts.Workers, parted, opts.Shadow, opts.Fields)
+		l.workers = startWorkers(opts.Workers, parted, opts.Shadow, opts.Fields, opts.Before)
 		defer l.workers.stop()
 	}
 
@@ -562,11 +565,12 @@ func (l *loop) step(ctx context.Context, model Model, opts Options, st *Stats) e
 		f := &l.flights[l.side]
 		if l.workers == nil {
 			if r.skip == "" && r.Reason == "" {
+				p := PartitionOf(r.Pos)
+				m := partitionModel(model, p) // made first, so that Before finds it
 				if opts.Before != nil {
 					opts.Before(r)
 				}
-				p := PartitionOf(r.Pos)
-				stepRecord(partitionModel(model, p), partitionModel(opts.Shadow, p), r)
+				stepRecord(m, partitionModel(opts.Shadow, p), r)
 			}
 			*f = flight{batch: batch}
 			if ok, err := l.land(ctx, f, opts, st, true); !ok || err != nil {

@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -312,6 +315,56 @@ func TestRunPartitionsShadowAndRejects(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRunPartitionsBefore: with parallel partitions, Before sees each
+// record that its partition's model steps, just before the step, and the
+// records of a partition in their input order, as on the sequential path;
+// not a record that is not stepped (a bad one, a refused one is).
+func TestRunPartitionsBefore(t *testing.T) {
+	msgs := mixedKafka()
+	run := func(workers, buffer int) map[int32][]string {
+		var mu sync.Mutex // different partitions' calls come at the same time
+		models := map[int32]*fakeModel{}
+		set := newPartitionSet(func(p int32) Model {
+			m := &fakeModel{}
+			mu.Lock()
+			models[p] = m
+			mu.Unlock()
+			return m
+		})
+		seen := map[int32][]string{}
+		before := func(r *Result) {
+			p := PartitionOf(r.Pos)
+			mu.Lock()
+			defer mu.Unlock()
+			seen[p] = append(seen[p], fmt.Sprintf("%d:%d", r.Pos.Offset, models[p].stepped.Load()))
+		}
+		runTranscriptWith(t, msgs, set, Options{Workers: workers, Buffer: buffer, Before: before})
+		return seen
+	}
+	base := run(1, 0)
+	if len(base) != 3 {
+		t.Fatalf("Before saw the records of %d partitions, want 3", len(base))
+	}
+	for p, calls := range base {
+		prev := -1 // the model's steps at the call before: each call comes after the one step between (none for a refused event)
+		for i, c := range calls {
+			_, s, _ := strings.Cut(c, ":")
+			if steps, _ := strconv.Atoi(s); steps != prev+1 && !(i > 0 && steps == prev) || i == 0 && steps != 0 {
+				t.Fatalf("partition %d: call %d saw %s after %d steps at the call before", p, i, c, prev)
+			} else {
+				prev = steps
+			}
+		}
+	}
+	for _, workers := range []int{2, 3} {
+		for _, buffer := range []int{1, 4, 256} {
+			if got := run(workers, buffer); !reflect.DeepEqual(got, base) {
+				t.Fatalf("workers %d, buffer %d: Before saw %v, the sequential path %v", workers, buffer, got, base)
+			}
+		}
 	}
 }
 
