@@ -138,7 +138,7 @@ type laneSet struct {
 type workers struct {
 	model  Partitioned
 	shadow Model
-	before func(*Result) // Options.Before
+	before func(*Result)       // Options.Before
 	sets   [batchDepth]laneSet // used in turn
 	cur    int                 // the set the next batch takes
 	dec    Decoder             // decodes a partition's very first record
