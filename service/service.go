@@ -183,6 +183,9 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Service, err error) 
 		if err == nil && !complete {
 			log.Warn("output topics read back as far as allowed without finding every partition's start: records older than that may be emitted again", "window", tail.Window)
 		}
+		if err == nil && s.share != nil {
+			s.share.emitted(from, found)
+		}
 		return found, err
 	}
 	s.src, err = consumer.NewKafkaSource(src)
@@ -335,12 +338,13 @@ func (s *Service) Run(ctx context.Context) error {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	steps := newTimedSet(s.set, s.m.step)
+	var before func(*consumer.Result)
 	if s.share != nil {
-		steps.track = s.share.track
+		steps.track, before = s.share.track, s.share.before
 	}
 	s.cp.evicted = steps.forget
 	st, runErr := consumer.Run(loopCtx, s.src, steps, s.sink, s.dlq, consumer.Options{
-		Buffer: s.cfg.Buffer, Fields: s.cfg.Fields, After: s.cp.after, Drain: s.cp.drain, Tasks: s.tasks, Skipped: s.m.skip, Workers: workers,
+		Buffer: s.cfg.Buffer, Fields: s.cfg.Fields, After: s.cp.after, Drain: s.cp.drain, Tasks: s.tasks, Skipped: s.m.skip, Workers: workers, Before: before,
 	})
 	s.running.Store(false)
 	close(s.loopDone)

@@ -83,6 +83,13 @@ type sharer struct {
 	pending []deltaID
 	lateAt  int64
 
+	// A new owner's windows (window.go), under wmu: by partition, and
+	// where each partition's emitted records end (the last tail scan's).
+	wmu         sync.Mutex
+	windows     map[int32]*window
+	ends        map[int32]int64
+	windowsOpen atomic.Int32 // len(windows), for the hooks to skip the lock
+
 	// The reader's, under mu.
 	mu     sync.Mutex
 	deltas []*sharedDelta  // complete, in the log's order
@@ -90,8 +97,11 @@ type sharer struct {
 	held   int             // bytes of deltas
 	chunks deltaChunks     // the reader's
 	own    map[int32]int64 // the highest seq of each partition's publications of this writer read back
+	points recentPoints    // the merge points read back
 
 	ownRead    atomic.Int64  // publications of this writer read back
+	readStarts atomic.Int64  // reads of the topic begun (caughtUp)
+	readDone   atomic.Int64  // the number of the last read that ended without error
 	ownArrived chan struct{} // signalled, without blocking, when one is
 
 	out      chan []state.SharedRecord
@@ -167,8 +177,10 @@ func (s *sharer) track(p int32, m *online.Model) {
 	s.mu.Lock()
 	seen := s.base
 	s.mu.Unlock()
-	s.parts[p] = &sharingPart{m: m, chain: s.chains, start: start, cursors: m.MergedFrom(), from: start, at: start, seen: seen}
+	part := &sharingPart{m: m, chain: s.chains, start: start, cursors: m.MergedFrom(), from: start, at: start, seen: seen}
+	s.parts[p] = part
 	s.chains++
+	s.startWindow(p, part)
 }
 
 // record counts a record of the member. At the end of a batch (batchEnd)
@@ -202,7 +214,7 @@ func (s *sharer) due(ahead int) bool {
 	end := s.base + len(s.deltas)
 	s.mu.Unlock()
 	for p, part := range s.parts {
-		if part.seen < end && s.set.Model(p) == part.m && s.next(p) != part.at {
+		if at := s.next(p); part.seen < end && s.set.Model(p) == part.m && at != part.at && !s.inWindow(p, at) {
 			return true
 		}
 	}
@@ -266,6 +278,7 @@ func (s *sharer) tick(force bool) {
 	for p, part := range s.parts {
 		if s.set.Model(p) != part.m { // evicted or replaced: a new model is tracked when it steps
 			delete(s.parts, p)
+			s.closeWindow(p)
 			continue
 		}
 		s.keys = append(s.keys, p)
@@ -435,7 +448,7 @@ func (s *sharer) records(p int32, from, seq int64) ([]state.SharedRecord, error)
 func (s *sharer) merge(p int32, deltas []*sharedDelta, base int) {
 	part := s.parts[p]
 	at := s.next(p)
-	if at == part.at {
+	if at == part.at || s.inWindow(p, at) {
 		return
 	}
 	part.at = at
@@ -508,7 +521,11 @@ func (s *sharer) read() {
 			s.lg = lg
 			close(s.ready)
 		}
+		started := s.readStarts.Add(1)
 		n, err := s.lg.Read(s.ctx, next, s.add)
+		if err == nil {
+			s.readDone.Store(started)
+		}
 		switch {
 		case err != nil && s.ctx.Err() == nil:
 			s.metrics.shared.WithLabelValues("read_failed").Inc()
@@ -540,6 +557,18 @@ func (s *sharer) waitFor(next int64) {
 
 // add takes one record of the shared topic (reader goroutine).
 func (s *sharer) add(off int64, _, value []byte) {
+	if isMergePoint(value) {
+		mp, err := parseMergePoint(value)
+		if err != nil {
+			s.metrics.shared.WithLabelValues("unreadable").Inc()
+			s.log.Warn("shared topic: merge point skipped", "offset", off, "err", err)
+			return
+		}
+		s.mu.Lock()
+		s.points.add(mp)
+		s.mu.Unlock()
+		return
+	}
 	d, err := s.chunks.add(value)
 	if err != nil {
 		s.metrics.shared.WithLabelValues("unreadable").Inc()

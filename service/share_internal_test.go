@@ -12,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"denoiser/consumer"
+	"denoiser/consumer/input"
 	"denoiser/online"
 	"denoiser/state"
 )
@@ -431,5 +433,189 @@ func TestSharerWaitsForItsPublication(t *testing.T) {
 	}
 	if m0.Merged(0) >= 0 {
 		t.Fatalf("the model merged its own partition's delta (cursor %d)", m0.Merged(0))
+	}
+}
+
+// TestSharerWindow: a new owner that restores a partition and steps again
+// the records a previous owner emitted after the checkpoint makes the
+// merges the previous owner recorded there, at the same offsets, and none
+// of its own, so that its model scores those records as the first copies
+// have them; it records those merges as the first points of its own
+// chain. Past the window it merges freely again.
+func TestSharerWindow(t *testing.T) {
+	newModel := func() (*online.Set, *online.Model) {
+		t.Helper()
+		set, err := online.NewSet(online.DefaultConfig(), 1, online.LayoutPartition)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := set.For(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return set, m
+	}
+	met, err := newMetrics(prometheus.NewRegistry(), noLag{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	neverOpen := func(ctx context.Context) (sharedLog, error) { <-ctx.Done(); return nil, ctx.Err() }
+	newSharerAt := func(set *online.Set, next *int64) *sharer {
+		s := newSharer(set, func(int32) int64 { return *next }, time.Hour, 1<<30, 0, met, logger, neverOpen, time.Second)
+		t.Cleanup(func() { s.stop(); s.wg.Wait() })
+		return s
+	}
+
+	// Partition 1's model, of a third member, publishes two deltas.
+	set1, err := online.NewSet(online.DefaultConfig(), 1, online.LayoutPartition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m1, err := set1.For(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m1.StartSharing()
+	var sc online.Score
+	delta := func(from, seq int64) []byte {
+		t.Helper()
+		for i := range 40 {
+			if err := m1.Step(online.Event{User: fmt.Sprint("v", i%5), Item: fmt.Sprint("i", i%9)}, &sc); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w := &sharer{writer: 9}
+		if err := m1.Publish(&w.pub); err != nil {
+			t.Fatal(err)
+		}
+		recs, err := w.records(1, from, seq)
+		if err != nil || len(recs) != 1 {
+			t.Fatalf("records: %v, %d", err, len(recs))
+		}
+		return recs[0].Value
+	}
+	d1, d2 := delta(0, 40), delta(40, 80)
+	event := func(off int64) online.Event {
+		return online.Event{User: fmt.Sprint("u", off%4), Item: fmt.Sprint("i", off%9)}
+	}
+	const emitted = 12 // the previous owner emitted offsets 0..11, then crashed
+
+	// The previous owner, from the partition's start: d1 arrives after
+	// offset 3 and d2 after offset 7, each merged at the batch's end.
+	setA, mA := newModel()
+	nextA := int64(0)
+	sA := newSharerAt(setA, &nextA)
+	sA.track(0, mA)
+	var first []string
+	for nextA < emitted {
+		switch nextA {
+		case 4:
+			sA.add(0, nil, d1)
+			sA.mergeArrived()
+		case 8:
+			sA.add(1, nil, d2)
+			sA.mergeArrived()
+		}
+		if err := mA.Step(event(nextA), &sc); err != nil {
+			t.Fatal(err)
+		}
+		first = append(first, fmt.Sprint(sc))
+		nextA++
+	}
+	var pointsA [][]byte
+	for len(sA.out) > 0 {
+		for _, r := range <-sA.out {
+			pointsA = append(pointsA, r.Value)
+		}
+	}
+	if len(pointsA) != 2 {
+		t.Fatalf("the previous owner recorded %d merge points, want 2", len(pointsA))
+	}
+
+	// stepAgain steps a new owner's model (restored at offset 0, the
+	// checkpoint) over the emitted records through s's hook, and returns
+	// the offsets whose scores differ from the first copies.
+	stepAgain := func(s *sharer, m *online.Model, next *int64) []int64 {
+		t.Helper()
+		var differ []int64
+		for *next < emitted {
+			s.before(&consumer.Result{Pos: input.Position{Topic: "clicks", Partition: 0, Offset: *next}, Emitted: true})
+			if err := m.Step(event(*next), &sc); err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(sc) != first[*next] {
+				differ = append(differ, *next)
+			}
+			*next++
+			s.mergeArrived() // its own merges: none in the window
+		}
+		return differ
+	}
+	readBack := func(s *sharer) {
+		s.add(0, nil, d1)
+		s.add(1, nil, d2)
+		for i, v := range pointsA {
+			s.add(int64(2+i), nil, v)
+		}
+		s.readDone.Store(1 << 40) // the reader is at the topic's end
+	}
+	offsets := map[int]map[int64]bool{0: {}}
+	for off := range int64(emitted) {
+		offsets[0][off] = true
+	}
+
+	// Without the tail scan's finding, the new owner merges when deltas
+	// arrive, not where the previous owner did: its scores differ.
+	setC, mC := newModel()
+	nextC := int64(0)
+	sC := newSharerAt(setC, &nextC)
+	readBack(sC)
+	sC.track(0, mC)
+	if differ := stepAgain(sC, mC, &nextC); len(differ) == 0 {
+		t.Fatal("a new owner merging freely scored the emitted records as the previous owner did: the test shows nothing")
+	}
+
+	setB, mB := newModel()
+	nextB := int64(0)
+	sB := newSharerAt(setB, &nextB)
+	readBack(sB)
+	sB.emitted(map[int]int64{0: 0}, offsets)
+	sB.track(0, mB)
+	var recorded []*mergePoint
+	for len(sB.out) > 0 {
+		for _, r := range <-sB.out {
+			mp, err := parseMergePoint(r.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recorded = append(recorded, mp)
+		}
+	}
+	if len(recorded) != 2 || recorded[0].at != 4 || recorded[1].at != 8 || recorded[0].k != 0 || recorded[1].k != 1 ||
+		recorded[0].chain.writer != sB.writer || len(recorded[1].ids) != 1 || recorded[1].ids[0].seq != 80 {
+		t.Fatalf("the new owner recorded %+v, want its chain's points 0 and 1 at offsets 4 and 8", recorded)
+	}
+	if differ := stepAgain(sB, mB, &nextB); len(differ) > 0 {
+		t.Fatalf("the new owner scored offsets %v of the emitted records otherwise than the previous owner", differ)
+	}
+	if len(sB.out) != 0 {
+		t.Fatalf("the new owner recorded %d merge points of its own in the window", len(sB.out))
+	}
+
+	// Past the window: the record at its end closes it, and a delta that
+	// arrives is merged there.
+	sB.before(&consumer.Result{Pos: input.Position{Topic: "clicks", Partition: 0, Offset: emitted}})
+	if sB.windowsOpen.Load() != 0 {
+		t.Fatal("the window is still open past its end")
+	}
+	sB.add(5, nil, delta(80, 120))
+	if err := mB.Step(event(nextB), &sc); err != nil {
+		t.Fatal(err)
+	}
+	nextB++
+	sB.mergeArrived()
+	if got := mB.Merged(1); got != 120 {
+		t.Fatalf("cursor of partition 1 at %d past the window, want 120", got)
 	}
 }

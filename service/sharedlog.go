@@ -243,6 +243,12 @@ type mergeChain struct {
 	first  *mergePoint // its first record read: p, start and cursors
 	order  int         // of that record in the topic
 	points []*mergePoint
+	// Of the sharer's recentPoints only: the points dropped from the
+	// front, the offset of the last of them (-1: none), and whether a
+	// point is missing between two read back.
+	dropped int
+	lowAt   int64
+	gap     bool
 }
 
 // NewSharedHistory returns an empty history.
@@ -300,6 +306,26 @@ func (h *SharedHistory) Merges(p int32) (*Merges, error) {
 			chains = append(chains, c)
 		}
 	}
+	points := resolveChains(chains)
+	ms := &Merges{points: make([]resolvedPoint, len(points))}
+	for i, mp := range points {
+		ms.points[i].at = mp.at
+		for _, id := range mp.ids {
+			d := h.deltas[id]
+			if d == nil {
+				return nil, fmt.Errorf("partition %d merged the delta of partition %d at seq %d at offset %d: it is not in the shared log", p, id.q, id.seq, mp.at)
+			}
+			ms.points[i].deltas = append(ms.points[i].deltas, d)
+		}
+	}
+	return ms, nil
+}
+
+// resolveChains returns the merge points of the model that wrote a
+// partition's latest output, given the partition's chains
+// (SharedHistory.Merges). It sorts chains by their start, then in the
+// topic's order.
+func resolveChains(chains []*mergeChain) []*mergePoint {
 	slices.SortFunc(chains, func(a, b *mergeChain) int {
 		if a.first.start != b.first.start {
 			return cmp.Compare(a.first.start, b.first.start)
@@ -314,18 +340,7 @@ func (h *SharedHistory) Merges(p int32) (*Merges, error) {
 		}
 		points = append(points[:keep], c.points...)
 	}
-	ms := &Merges{points: make([]resolvedPoint, len(points))}
-	for i, mp := range points {
-		ms.points[i].at = mp.at
-		for _, id := range mp.ids {
-			d := h.deltas[id]
-			if d == nil {
-				return nil, fmt.Errorf("partition %d merged the delta of partition %d at seq %d at offset %d: it is not in the shared log", p, id.q, id.seq, mp.at)
-			}
-			ms.points[i].deltas = append(ms.points[i].deltas, d)
-		}
-	}
-	return ms, nil
+	return points
 }
 
 // heldBy reports whether the checkpoint that a chain began from (c, its
@@ -354,6 +369,7 @@ type Merges struct {
 type resolvedPoint struct {
 	at     int64
 	deltas []*sharedDelta
+	ids    []deltaID // the deltas' (a window's points: recordWindow)
 }
 
 // Len returns the number of merge points.
