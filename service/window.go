@@ -176,6 +176,10 @@ func (s *sharer) startWindow(p int32, part *sharingPart) {
 		return
 	}
 	if len(points) > 0 {
+		if len(s.out) == cap(s.out) { // only this goroutine queues: room now is room below
+			s.log.Warn("the records a previous owner emitted are stepped again without its merges: the send queue is full (the shared topic is slow or unreachable)", "partition", p, "from", part.start, "until", until)
+			return
+		}
 		s.recordWindow(p, part, points)
 	}
 	s.wmu.Lock()
