@@ -50,26 +50,8 @@ func TestSharerMergesOnArrival(t *testing.T) {
 	s.track(0, m0)
 
 	// Partition 1's model, of another member, publishes its deltas.
-	_, m1 := partitionModel(1)
-	m1.StartSharing()
+	delta := otherPartition(t, 20, 3)
 	var sc online.Score
-	delta := func(from, seq int64) []byte {
-		t.Helper()
-		for i := range 20 {
-			if err := m1.Step(online.Event{User: fmt.Sprint("v", i%3), Item: fmt.Sprint("i", i%9)}, &sc); err != nil {
-				t.Fatal(err)
-			}
-		}
-		w := &sharer{writer: 9}
-		if err := m1.Publish(&w.pub); err != nil {
-			t.Fatal(err)
-		}
-		recs, err := w.records(1, from, seq)
-		if err != nil || len(recs) != 1 {
-			t.Fatalf("records: %v, %d", err, len(recs))
-		}
-		return recs[0].Value
-	}
 	step := func() {
 		t.Helper()
 		if err := m0.Step(online.Event{User: fmt.Sprint("u", next%7), Item: fmt.Sprint("i", next%5)}, &sc); err != nil {
@@ -117,6 +99,40 @@ func TestSharerMergesOnArrival(t *testing.T) {
 	s.record(true)
 	if got := m0.Merged(1); got != 80 {
 		t.Fatalf("cursor of partition 1 at %d after the next step, want 80", got)
+	}
+}
+
+// otherPartition returns a function that steps partition 1's model (of
+// another member, writer 9) on steps events of its users u mod users,
+// then returns its publication from..seq as the shared topic holds it.
+func otherPartition(t *testing.T, steps, users int) func(from, seq int64) []byte {
+	t.Helper()
+	set, err := online.NewSet(online.DefaultConfig(), 1, online.LayoutPartition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := set.For(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.StartSharing()
+	var sc online.Score
+	return func(from, seq int64) []byte {
+		t.Helper()
+		for i := range steps {
+			if err := m.Step(online.Event{User: fmt.Sprint("v", i%users), Item: fmt.Sprint("i", i%9)}, &sc); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w := &sharer{writer: 9}
+		if err := m.Publish(&w.pub); err != nil {
+			t.Fatal(err)
+		}
+		recs, err := w.records(1, from, seq)
+		if err != nil || len(recs) != 1 {
+			t.Fatalf("records: %v, %d", err, len(recs))
+		}
+		return recs[0].Value
 	}
 }
 
@@ -468,33 +484,8 @@ func TestSharerWindow(t *testing.T) {
 	}
 
 	// Partition 1's model, of a third member, publishes two deltas.
-	set1, err := online.NewSet(online.DefaultConfig(), 1, online.LayoutPartition)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m1, err := set1.For(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m1.StartSharing()
+	delta := otherPartition(t, 40, 5)
 	var sc online.Score
-	delta := func(from, seq int64) []byte {
-		t.Helper()
-		for i := range 40 {
-			if err := m1.Step(online.Event{User: fmt.Sprint("v", i%5), Item: fmt.Sprint("i", i%9)}, &sc); err != nil {
-				t.Fatal(err)
-			}
-		}
-		w := &sharer{writer: 9}
-		if err := m1.Publish(&w.pub); err != nil {
-			t.Fatal(err)
-		}
-		recs, err := w.records(1, from, seq)
-		if err != nil || len(recs) != 1 {
-			t.Fatalf("records: %v, %d", err, len(recs))
-		}
-		return recs[0].Value
-	}
 	d1, d2 := delta(0, 40), delta(40, 80)
 	event := func(off int64) online.Event {
 		return online.Event{User: fmt.Sprint("u", off%4), Item: fmt.Sprint("i", off%9)}
