@@ -47,6 +47,7 @@ type metrics struct {
 	changelogEvictions prometheus.Counter
 	shared             *prometheus.CounterVec
 	sharedWaits        *prometheus.CounterVec
+	sharedWindows      *prometheus.CounterVec
 	sharedWaitSeconds  prometheus.Counter
 
 	mu struct {
@@ -162,6 +163,10 @@ func newMetrics(reg prometheus.Registerer, src lagReader) (*metrics, error) {
 			Name: "denoiser_shared_deltas_total",
 			Help: "Deltas of the shared parameters (item rows) exchanged through the shared topic (state_layout partition), by outcome: published (queued for the topic), dropped (not published: the send queue was full or the delta could not be encoded), send_failed, merged (into one of this member's partition models), deferred (a merge point skipped: the send queue was full, so it could not be recorded; its deltas wait for the next), overlapping (skipped: it starts before what the model merged of that partition, after a restore), refused (not finite), unreadable (not a delta), abandoned (a delta whose chunks stopped coming, its writer having failed or crashed between two: dropped from memory once 64 MiB of later chunks have been read), read_failed (the topic could not be opened or read; retried).",
 		}, []string{"outcome"}),
+		sharedWindows: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "denoiser_shared_windows_total",
+			Help: "Restored partition models that step again records a previous owner emitted after the checkpoint (state_layout partition, sharing on), by outcome: replayed (with the merges that owner recorded there, at the same offsets), skipped (something was missing, the log says what: the model merges freely there, and a replay may not reproduce those records).",
+		}, []string{"outcome"}),
 		sharedWaits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "denoiser_shared_waits_total",
 			Help: "Publications to the shared topic after which this member waited for the topic to hand them back before stepping on (sharing.wait), by outcome: read_back (within sharing.wait), expired (not read back within it), skipped (not waited for: the topic has handed back nothing of this member's since a wait last expired).",
@@ -207,11 +212,14 @@ func newMetrics(reg prometheus.Registerer, src lagReader) (*metrics, error) {
 	for _, o := range []string{"read_back", "expired", "skipped"} {
 		m.sharedWaits.WithLabelValues(o)
 	}
+	for _, o := range []string{"replayed", "skipped"} {
+		m.sharedWindows.WithLabelValues(o)
+	}
 	for _, c := range []prometheus.Collector{
 		m.consumed, m.scored, m.emitted, m.already, m.numerical, dl, sk, m.step, m.reliability, m.weight, m.weightSources,
 		m.checkpoints, m.checkpointFailures, m.handovers, m.checkpointDuration, m.checkpointPause, m.checkpointBytes,
 		m.checkpointBase, m.checkpointDeltas, m.checkpointBases, m.checkpointWritten, m.changelogSaves, m.changelogRestores, m.changelogEvictions,
-		m.shared, m.sharedWaits, m.sharedWaitSeconds, &scrapeCollector{m: m, src: src},
+		m.shared, m.sharedWaits, m.sharedWindows, m.sharedWaitSeconds, &scrapeCollector{m: m, src: src},
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register metrics: %w", err)

@@ -562,9 +562,29 @@ func TestSharerWindow(t *testing.T) {
 	nextC := int64(0)
 	sC := newSharerAt(setC, &nextC)
 	readBack(sC)
+	replayed := counterValue(t, met.sharedWindows.WithLabelValues("replayed"))
 	sC.track(0, mC)
+	if got := counterValue(t, met.sharedWindows.WithLabelValues("replayed")) - replayed; got != 0 {
+		t.Fatalf("a window replayed without the tail scan's finding (%v)", got)
+	}
 	if differ := stepAgain(sC, mC, &nextC); len(differ) == 0 {
 		t.Fatal("a new owner merging freely scored the emitted records as the previous owner did: the test shows nothing")
+	}
+
+	// With the finding but without the deltas the points name (the reader
+	// no longer holds them), the window is not replayed, and counted.
+	setD, mD := newModel()
+	nextD := int64(0)
+	sD := newSharerAt(setD, &nextD)
+	for i, v := range pointsA {
+		sD.add(int64(i), nil, v)
+	}
+	sD.readDone.Store(1 << 40)
+	sD.emitted(map[int]int64{0: 0}, offsets)
+	skipped := counterValue(t, met.sharedWindows.WithLabelValues("skipped"))
+	sD.track(0, mD)
+	if got := counterValue(t, met.sharedWindows.WithLabelValues("skipped")) - skipped; got != 1 || sD.windowsOpen.Load() != 0 || len(sD.out) != 0 {
+		t.Fatalf("a window whose deltas are not held: skipped rose by %v, %d windows open, %d records queued; want 1, 0, 0", got, sD.windowsOpen.Load(), len(sD.out))
 	}
 
 	setB, mB := newModel()
@@ -572,7 +592,11 @@ func TestSharerWindow(t *testing.T) {
 	sB := newSharerAt(setB, &nextB)
 	readBack(sB)
 	sB.emitted(map[int]int64{0: 0}, offsets)
+	replayed = counterValue(t, met.sharedWindows.WithLabelValues("replayed"))
 	sB.track(0, mB)
+	if got := counterValue(t, met.sharedWindows.WithLabelValues("replayed")) - replayed; got != 1 {
+		t.Fatalf("denoiser_shared_windows_total{outcome=\"replayed\"} rose by %v, want 1", got)
+	}
 	var recorded []*mergePoint
 	for len(sB.out) > 0 {
 		for _, r := range <-sB.out {

@@ -161,6 +161,7 @@ func (s *sharer) startWindow(p int32, part *sharingPart) {
 		return
 	}
 	if !s.caughtUp(s.timeout) {
+		s.metrics.sharedWindows.WithLabelValues("skipped").Inc()
 		s.log.Warn("the shared topic was not read to its end in time: the records a previous owner emitted are stepped again without its merges", "partition", p, "until", until, "wait", s.timeout)
 		return
 	}
@@ -172,11 +173,13 @@ func (s *sharer) startWindow(p int32, part *sharingPart) {
 	points, err := s.points.window(p, part.start, part.cursors, until, byID)
 	s.mu.Unlock()
 	if err != nil {
+		s.metrics.sharedWindows.WithLabelValues("skipped").Inc()
 		s.log.Warn("the records a previous owner emitted are stepped again without its merges", "partition", p, "from", part.start, "until", until, "err", err)
 		return
 	}
 	if len(points) > 0 {
 		if len(s.out) == cap(s.out) { // only this goroutine queues: room now is room below
+			s.metrics.sharedWindows.WithLabelValues("skipped").Inc()
 			s.log.Warn("the records a previous owner emitted are stepped again without its merges: the send queue is full (the shared topic is slow or unreachable)", "partition", p, "from", part.start, "until", until)
 			return
 		}
@@ -189,6 +192,7 @@ func (s *sharer) startWindow(p int32, part *sharingPart) {
 	s.windows[p] = &window{m: part.m, until: until, points: points}
 	s.windowsOpen.Add(1)
 	s.wmu.Unlock()
+	s.metrics.sharedWindows.WithLabelValues("replayed").Inc()
 	s.log.Info("stepping again the records a previous owner emitted, with the merges it made there", "partition", p, "from", part.start, "until", until, "merge_points", len(points))
 }
 
