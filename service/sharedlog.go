@@ -306,19 +306,28 @@ func (h *SharedHistory) Merges(p int32) (*Merges, error) {
 			chains = append(chains, c)
 		}
 	}
-	points := resolveChains(chains)
-	ms := &Merges{points: make([]resolvedPoint, len(points))}
+	points, err := withDeltas(resolveChains(chains), h.deltas)
+	if err != nil {
+		return nil, fmt.Errorf("partition %d %w: it is not in the shared log", p, err)
+	}
+	return &Merges{points: points}, nil
+}
+
+// withDeltas returns points with the deltas they name, an error if deltas
+// lacks one.
+func withDeltas(points []*mergePoint, deltas map[deltaID]*sharedDelta) ([]resolvedPoint, error) {
+	out := make([]resolvedPoint, len(points))
 	for i, mp := range points {
-		ms.points[i].at = mp.at
+		out[i] = resolvedPoint{at: mp.at, ids: mp.ids}
 		for _, id := range mp.ids {
-			d := h.deltas[id]
+			d := deltas[id]
 			if d == nil {
-				return nil, fmt.Errorf("partition %d merged the delta of partition %d at seq %d at offset %d: it is not in the shared log", p, id.q, id.seq, mp.at)
+				return nil, fmt.Errorf("merged the delta of partition %d at seq %d at offset %d", id.q, id.seq, mp.at)
 			}
-			ms.points[i].deltas = append(ms.points[i].deltas, d)
+			out[i].deltas = append(out[i].deltas, d)
 		}
 	}
-	return ms, nil
+	return out, nil
 }
 
 // resolveChains returns the merge points of the model that wrote a
@@ -369,7 +378,7 @@ type Merges struct {
 type resolvedPoint struct {
 	at     int64
 	deltas []*sharedDelta
-	ids    []deltaID // the deltas' (a window's points: recordWindow)
+	ids    []deltaID // the deltas' (recorded again by a window: recordWindow)
 }
 
 // Len returns the number of merge points.
@@ -386,14 +395,19 @@ func (ms *Merges) Deltas() int {
 
 // Apply merges into m every merge point not applied yet at or before
 // offset, the input offset of the record m steps next, as the live model
-// did (a refused delta is refused again). m must share
-// (online.Model.StartSharing).
-func (ms *Merges) Apply(m *online.Model, offset int64) {
+// did (a refused delta is refused again), and returns how many deltas it
+// merged and refused. m must share (online.Model.StartSharing).
+func (ms *Merges) Apply(m *online.Model, offset int64) (merged, refused int) {
 	for ; ms.next < len(ms.points) && ms.points[ms.next].at <= offset; ms.next++ {
 		for _, d := range ms.points[ms.next].deltas {
-			_ = mergeDelta(m, d) // the live model's refusal, reproduced
+			if mergeDelta(m, d) != nil { // the live model's refusal, reproduced
+				refused++
+			} else {
+				merged++
+			}
 		}
 	}
+	return merged, refused
 }
 
 // sharedLine is one record of the shared topic in a file (DumpShared,

@@ -40,8 +40,7 @@ import (
 type window struct {
 	m      *online.Model
 	until  int64
-	points []resolvedPoint
-	next   int // the first point not made yet
+	points Merges
 }
 
 // Bounds of the merge points the sharer keeps (recentPoints).
@@ -104,24 +103,19 @@ func (r *recentPoints) window(p int32, start int64, cursors []online.Cursor, unt
 	for held < len(points) && heldBy(points[held], self) {
 		held++
 	}
-	var out []resolvedPoint
-	for _, mp := range points[held:] {
+	points = points[held:]
+	for i, mp := range points {
 		if mp.at >= until {
+			points = points[:i]
 			break
 		}
-		c := r.chains[mp.chain]
-		if c.gap || c.lowAt >= start {
+		if c := r.chains[mp.chain]; c.gap || c.lowAt >= start {
 			return nil, fmt.Errorf("the merge points of a previous owner from offset %d on are not all held (a send failed, or too many to keep)", start)
 		}
-		pt := resolvedPoint{at: mp.at, ids: mp.ids}
-		for _, id := range mp.ids {
-			d := deltas[id]
-			if d == nil {
-				return nil, fmt.Errorf("a previous owner merged the delta of partition %d at seq %d at offset %d, which is no longer held", id.q, id.seq, mp.at)
-			}
-			pt.deltas = append(pt.deltas, d)
-		}
-		out = append(out, pt)
+	}
+	out, err := withDeltas(points, deltas)
+	if err != nil {
+		return nil, fmt.Errorf("a previous owner %w, which is no longer held", err)
 	}
 	return out, nil
 }
@@ -189,7 +183,7 @@ func (s *sharer) startWindow(p int32, part *sharingPart) {
 	if s.windows == nil {
 		s.windows = map[int32]*window{}
 	}
-	s.windows[p] = &window{m: part.m, until: until, points: points}
+	s.windows[p] = &window{m: part.m, until: until, points: Merges{points: points}}
 	s.windowsOpen.Add(1)
 	s.wmu.Unlock()
 	s.metrics.sharedWindows.WithLabelValues("replayed").Inc()
@@ -248,15 +242,9 @@ func (s *sharer) before(r *consumer.Result) {
 		s.closeWindow(p)
 		return
 	}
-	for ; w.next < len(w.points) && w.points[w.next].at <= r.Pos.Offset; w.next++ {
-		for _, d := range w.points[w.next].deltas {
-			outcome := "merged"
-			if err := mergeDelta(w.m, d); err != nil {
-				outcome = "refused" // as the previous owner's model refused it
-			}
-			s.metrics.shared.WithLabelValues(outcome).Inc()
-		}
-	}
+	merged, refused := w.points.Apply(w.m, r.Pos.Offset) // a refusal: as the previous owner's model refused it
+	s.metrics.shared.WithLabelValues("merged").Add(float64(merged))
+	s.metrics.shared.WithLabelValues("refused").Add(float64(refused))
 }
 
 // closeWindow forgets partition p's window, if it has one.
