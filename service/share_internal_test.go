@@ -25,20 +25,7 @@ import (
 // middle of a batch (records stepped in parallel), and not by a model that
 // did not step since its last merge point.
 func TestSharerMergesOnArrival(t *testing.T) {
-	// partitionModel is a new set of partition models and its model of p.
-	partitionModel := func(p int32) (*online.Set, *online.Model) {
-		t.Helper()
-		set, err := online.NewSet(online.DefaultConfig(), 1, online.LayoutPartition)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := set.For(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return set, m
-	}
-	set, m0 := partitionModel(0)
+	set, m0 := partitionModel(t, 0)
 	met, err := newMetrics(prometheus.NewRegistry(), noLag{})
 	if err != nil {
 		t.Fatal(err)
@@ -102,19 +89,26 @@ func TestSharerMergesOnArrival(t *testing.T) {
 	}
 }
 
-// otherPartition returns a function that steps partition 1's model (of
-// another member, writer 9) on steps events of its users u mod users,
-// then returns its publication from..seq as the shared topic holds it.
-func otherPartition(t *testing.T, steps, users int) func(from, seq int64) []byte {
+// partitionModel is a new set of partition models and its model of p.
+func partitionModel(t *testing.T, p int32) (*online.Set, *online.Model) {
 	t.Helper()
 	set, err := online.NewSet(online.DefaultConfig(), 1, online.LayoutPartition)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := set.For(1)
+	m, err := set.For(p)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return set, m
+}
+
+// otherPartition returns a function that steps partition 1's model (of
+// another member, writer 9) on steps events of its users u mod users,
+// then returns its publication from..seq as the shared topic holds it.
+func otherPartition(t *testing.T, steps, users int) func(from, seq int64) []byte {
+	t.Helper()
+	_, m := partitionModel(t, 1)
 	m.StartSharing()
 	var sc online.Score
 	return func(from, seq int64) []byte {
@@ -459,18 +453,7 @@ func TestSharerWaitsForItsPublication(t *testing.T) {
 // have them; it records those merges as the first points of its own
 // chain. Past the window it merges freely again.
 func TestSharerWindow(t *testing.T) {
-	newModel := func() (*online.Set, *online.Model) {
-		t.Helper()
-		set, err := online.NewSet(online.DefaultConfig(), 1, online.LayoutPartition)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := set.For(0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return set, m
-	}
+	newModel := func() (*online.Set, *online.Model) { return partitionModel(t, 0) }
 	met, err := newMetrics(prometheus.NewRegistry(), noLag{})
 	if err != nil {
 		t.Fatal(err)
