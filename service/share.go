@@ -404,11 +404,7 @@ func (s *sharer) records(p int32, from, seq int64) ([]state.SharedRecord, error)
 		if c == 0 { // the context and the events go with the first chunk, once
 			chunk.Context, chunk.Types, chunk.Events = s.pub.Context, s.pub.Types, s.pub.Events
 		}
-		body, err := chunk.MarshalBinary()
-		if err != nil {
-			return nil, err
-		}
-		v := make([]byte, sharedHeaderBytes, sharedHeaderBytes+len(body))
+		v := make([]byte, sharedHeaderBytes)
 		copy(v, sharedMagic)
 		le := binary.LittleEndian
 		le.PutUint32(v[4:], sharedVersion)
@@ -418,9 +414,13 @@ func (s *sharer) records(p int32, from, seq int64) ([]state.SharedRecord, error)
 		le.PutUint64(v[28:], uint64(seq))
 		le.PutUint32(v[36:], uint32(c))
 		le.PutUint32(v[40:], uint32(len(cuts)))
+		v, err := chunk.AppendBinary(v)
+		if err != nil {
+			return nil, err
+		}
 		recs[c] = state.SharedRecord{
 			Key:   []byte(strconv.Itoa(int(p)) + "/" + strconv.FormatInt(seq, 10) + "/" + strconv.Itoa(c)),
-			Value: append(v, body...),
+			Value: v,
 		}
 		lo = hi
 	}
