@@ -396,8 +396,9 @@ func (s *Shared) MarshalBinary() ([]byte, error) { return s.AppendBinary(nil) }
 // AppendBinary appends MarshalBinary's encoding of s to b, growing b once
 // to the encoding's size. A publication of a sparse catalogue holds a few
 // thousand rows, about 1 MB: encoded through the model encoding's
-// buffered writer it took 12 times a copy of its bytes, written straight
-// into b about 1.5 times (docs/perf.md, "The shared deltas' codec").
+// buffered writer it took 10–12 times as long as a copy of its bytes,
+// written straight into b 1.5–2 times (docs/perf.md, "What sharing costs
+// end to end, and the shared deltas' codec").
 func (s *Shared) AppendBinary(b []byte) ([]byte, error) {
 	size := len(sharedMagic) + 3*4 + idsBytes(s.Items) + 8 + 8*len(s.Rows) + idsBytes(s.Types) + 8 + 8*len(s.Context) + 8
 	b = slices.Grow(b, size)
