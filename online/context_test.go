@@ -373,7 +373,7 @@ func TestReadModelRefusesBadDwellMixture(t *testing.T) {
 // class, the instrument recovers each feature's class separation from its
 // covariance with dwell alone (no label), signs included, and its slopes
 // are the linear discriminant's, W⁻¹Δ; p_clean's slope is kept within
-// [0, 1], and with p_clean alone the fit is the one-feature discriminant.
+// [floor, 1], and with p_clean alone the fit is the one-feature discriminant.
 func TestInstrumentKnownSlopes(t *testing.T) {
 	const share, dx = 0.8, 3.0
 	delta := [instrumented]float64{0.6, -1, 0.5, 0, 0.8} // genuine minus noise
@@ -403,7 +403,7 @@ func TestInstrumentKnownSlopes(t *testing.T) {
 		}
 		s.learn(x, v[0], [instrumented - 1]float64{v[1], v[2], v[3], v[4]}, nil)
 	}
-	f := s.fit(share, share, dx, instrumented)
+	f := s.fit(share, share, dx, instrumented, 0)
 	t.Logf("slopes %.3f want %.3f mid %.3f", f.slope, want, f.mid)
 	for i := range instrumented {
 		if math.Abs(f.slope[i]-want[i]) > 0.15 {
@@ -416,13 +416,13 @@ func TestInstrumentKnownSlopes(t *testing.T) {
 			t.Errorf("midpoint %d: %.3f, want %.3f ± 0.15", i, f.mid[i], m)
 		}
 	}
-	if one := s.fit(share, share, dx, 1); one.features != 1 || math.Abs(one.slope[0]-delta[0]) > 0.15 {
+	if one := s.fit(share, share, dx, 1, 0); one.features != 1 || math.Abs(one.slope[0]-delta[0]) > 0.15 {
 		t.Errorf("p_clean alone: %d features, slope %.3f, want 1 and %.3f ± 0.15", one.features, one.slope[0], delta[0])
 	}
 	// The level moves the midpoints only: at ½ they are the features'
 	// means (−1 + 0.8·0.6, 2 − 0.8, 0.4, 5, 3 + 0.8·0.8), and the slopes
 	// stay.
-	half := s.fit(share, 0.5, dx, instrumented)
+	half := s.fit(share, 0.5, dx, instrumented, 0)
 	for i, m := range [instrumented]float64{-0.52, 1.2, 0.4, 5, 3.64} {
 		if half.slope[i] != f.slope[i] || math.Abs(half.mid[i]-m) > 0.15 {
 			t.Errorf("level ½, feature %d: slope %.3f (want %.3f), midpoint %.3f (want %.3f ± 0.15)", i, half.slope[i], f.slope[i], half.mid[i], m)
@@ -431,8 +431,17 @@ func TestInstrumentKnownSlopes(t *testing.T) {
 	// The same separation backwards: p_clean's slope is held at 0.
 	back := s
 	back.cross[0] = -back.cross[0] + 2*back.sum[0]*back.dwell/back.mass // cov(a, x) negated
-	if f := back.fit(share, share, dx, instrumented); f.slope[0] != 0 {
+	if f := back.fit(share, share, dx, instrumented, 0); f.slope[0] != 0 {
 		t.Errorf("p_clean ranking against dwell: slope %.3f, want 0", f.slope[0])
+	}
+	// With a floor below 0 (the gap instrument's) the fit turns p_clean
+	// round: alone, by its separation (−0.6) where the floor allows it,
+	// by the floor where it does not.
+	if f := back.fit(share, share, dx, 1, -1); math.Abs(f.slope[0]+delta[0]) > 0.15 {
+		t.Errorf("p_clean backwards, floor −1: slope %.3f, want %.3f ± 0.15", f.slope[0], -delta[0])
+	}
+	if f := back.fit(share, share, dx, 1, gapPCleanFloor); f.slope[0] != gapPCleanFloor {
+		t.Errorf("p_clean backwards, floor %v: slope %.3f, want the floor", gapPCleanFloor, f.slope[0])
 	}
 }
 

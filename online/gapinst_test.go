@@ -61,7 +61,7 @@ func TestGapInstrumentEncoding(t *testing.T) {
 	instrumentRoundTrip(t, cfg, bareEvents, "GINS", func(m *Model) error {
 		if g := &m.context.gap; g.offset == 0 || g.squares == 0 {
 			return fmt.Errorf("the gap instrument has not fitted and moved: mass %.1f, offset %v", g.stats.mass, g.offset)
-		} else if _, ok := g.fit(0.8, 0.8, false); !ok {
+		} else if _, ok := g.fit(0.8, 0.8, false, gapPCleanFloor); !ok {
 			return fmt.Errorf("the gap instrument does not fit: mass %.1f", g.stats.mass)
 		}
 		return nil
@@ -128,7 +128,8 @@ func gapStream(n int, pCleanRight, gapSays bool, seed uint64) (xs []contextFeatu
 // mass, then its blend with the instrument (gapWeight), stepped as
 // Model.Step steps it. Where the gap carries the classes, the weight
 // ranks genuine events above noisy ones whichever way p_clean ranks them,
-// and above p_clean; where it carries nothing, the instrument correlates
+// and above p_clean, whose slope takes its sign from the gap (bounded
+// below by gapPCleanFloor); where it carries nothing, the instrument correlates
 // with nothing, λ stays small and the weight ranks as p_clean does. The
 // weight's mean stays near p_clean's (the level offset), and it is never
 // NaN.
@@ -139,7 +140,7 @@ func TestGapInstrumentWeighsPClean(t *testing.T) {
 		least, closeTo float64 // the weight's least ROC-AUC; within 0.01 of p_clean's if closeTo
 	}{
 		{"p_clean right, the gap says", true, true, 0.8, 0},
-		{"p_clean backwards, the gap says", false, true, 0.7, 0},
+		{"p_clean backwards, the gap says", false, true, 0.88, 0},
 		{"p_clean right, the gap says nothing", true, false, 0.7, 1},
 	} {
 		c := newContextModel(DefaultConfig())
@@ -166,6 +167,14 @@ func TestGapInstrumentWeighsPClean(t *testing.T) {
 		}
 		if c.gap.stats.mass < contextMinMass {
 			t.Fatalf("%s: the instrument did not learn", tc.name)
+		}
+		// Where the gap says, p_clean's slope takes p_clean's direction
+		// from it: positive where p_clean ranks right, negative but not
+		// below gapPCleanFloor where it ranks backwards.
+		if f, ok := c.gap.fit(c.gap.pCleanShare(), c.gap.pCleanShare(), false, gapPCleanFloor); !ok {
+			t.Errorf("%s: the instrument does not fit", tc.name)
+		} else if s := f.slope[0]; tc.says && (tc.right && !(s > 0) || !tc.right && !(s < 0 && s >= gapPCleanFloor)) {
+			t.Errorf("%s: p_clean's slope %v, want %s", tc.name, s, map[bool]string{true: "> 0", false: fmt.Sprintf("in [%v, 0)", gapPCleanFloor)}[tc.right])
 		}
 		auc, pAUC := pairsRanked(weights, genuine), pairsRanked(prior, genuine)
 		switch {
@@ -196,7 +205,7 @@ func TestGapStepDoesNotAllocate(t *testing.T) {
 	}
 	evs := bareEvents(4000, 12)
 	runScores(t, m, evs) // warm: every id known, refits done
-	if _, ok := m.context.gap.fit(0.8, 0.8, false); !ok {
+	if _, ok := m.context.gap.fit(0.8, 0.8, false, gapPCleanFloor); !ok {
 		t.Fatalf("the gap instrument has not fitted: mass %.1f", m.context.gap.stats.mass)
 	}
 	j := 0
