@@ -16,7 +16,7 @@ import (
 
 // runDemo implements
 //
-//	denoiser-lab demo [--in FILE] [--partitions N] [--members N] [--state-layout L] [--sharing=BOOL] [--truth MODE] [--report FILE.json] [--http ADDR] [--config FILE] [--log-level LEVEL]
+//	denoiser-lab demo [--in FILE] [--format jsonl|csv|auto] [--partitions N] [--members N] [--state-layout L] [--sharing=BOOL] [--truth MODE] [--report FILE.json] [--http ADDR] [--config FILE] [--log-level LEVEL]
 //
 // It runs the stream service against an embedded Kafka broker (package
 // demo) and prints the report.
@@ -24,7 +24,8 @@ func runDemo(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		in         = fs.String("in", "testdata/synthetic-20k.jsonl", "JSON-lines event `file` to produce into the input topic")
+		in         = fs.String("in", "testdata/synthetic-20k.jsonl", "event `file` to produce into the input topic, read as replay reads it (gzip too)")
+		format     = fs.String("format", "auto", "input `format`: jsonl (JSON lines), csv (with a header line), or auto: csv for a name ending in .csv or .csv.gz, else jsonl")
 		partitions = fs.Int("partitions", 3, "partitions of the input and output topics")
 		layout     = fs.String("state-layout", string(online.LayoutMember), "the services' state_layout: member or partition")
 		share      = fs.Bool("sharing", true, "with --state-layout partition: the partition models share their item rows through the shared topic (false: each learns alone)")
@@ -36,7 +37,7 @@ func runDemo(ctx context.Context, args []string, _, stderr io.Writer) error {
 		reportPath = fs.String("report", "", "write the JSON report (the fields of replay's) to `file`")
 		httpAddr   = fs.String("http", service.DefaultHTTPAddr, "listen `address` of /metrics, /healthz, /readyz while the demo runs (off: none)")
 		loadConfig = cli.ConfigFlags(fs, "demo", stderr)
-		stateDir   = fs.String("state-dir", "", "Badger state `directory` (default: a temporary one)")
+		stateDir   = fs.String("state-dir", "", "Badger state `directory`, new or empty (default: a temporary one)")
 		logLevel   = fs.String("log-level", "warn", "log level of the service: debug, info, warn or error")
 	)
 	fs.Usage = func() {
@@ -69,7 +70,7 @@ func runDemo(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return fmt.Errorf("demo: --log-level: %w: %w", err, cli.ErrUsage)
 	}
 	rep, err := demo.Run(ctx, demo.Options{
-		Input: *in, Partitions: *partitions, Truth: &truth, HTTPAddr: *httpAddr, StateDir: *stateDir,
+		Input: *in, Format: *format, Partitions: *partitions, Truth: &truth, HTTPAddr: *httpAddr, StateDir: *stateDir,
 		Seed: cfg.Seed, Model: cfg.Model, Fields: cfg.Fields, Members: *members, StateLayout: online.Layout(*layout), Sharing: sharing,
 		Logger:   slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 		Progress: stderr,

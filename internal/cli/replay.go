@@ -228,7 +228,7 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		}
 	}
 
-	src, err := openInput(*in, *format, cfg.Fields)
+	src, err := OpenInput(*in, *format, cfg.Fields)
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
@@ -364,7 +364,7 @@ func rereadable(path string) error {
 // pass, and everything the loop writes (scored records, dead letters) is
 // dropped. It notes the pass on stderr.
 func learnPass(ctx context.Context, path, format string, fields consumer.Fields, model, baseline *online.Model, pass, passes int, stderr io.Writer) error {
-	src, err := openInput(path, format, fields)
+	src, err := OpenInput(path, format, fields)
 	if err != nil {
 		return err
 	}
@@ -412,7 +412,8 @@ func isTerminal(w io.Writer) bool {
 const stdinName = "stdin"
 
 // input is an event log being read.
-type input interface {
+// Input is an event log opened by OpenInput.
+type Input interface {
 	consumer.Source
 	BytesRead() int64
 	Size() int64
@@ -422,7 +423,7 @@ type input interface {
 
 // openInput opens the event log, "-" for standard input, in format
 // (jsonl, csv or auto).
-func openInput(path, format string, fields consumer.Fields) (input, error) {
+func OpenInput(path, format string, fields consumer.Fields) (Input, error) {
 	if format == "auto" {
 		format = "jsonl"
 		if name := strings.TrimSuffix(path, ".gz"); strings.HasSuffix(name, ".csv") {

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"denoiser/consumer"
+	"denoiser/internal/cli"
 	"denoiser/internal/report"
 	"denoiser/online"
 	"denoiser/service"
@@ -33,9 +34,13 @@ const (
 
 // Options configures Run. Zero values mean the defaults in the comments.
 type Options struct {
-	// Input is the JSON-lines event file to produce into the input topic
-	// (required).
+	// Input is the event file to produce into the input topic
+	// (required), read as replay reads it (cli.OpenInput): JSON lines or
+	// CSV with a header as Format says, gzip, a byte-order mark.
 	Input string
+	// Format is the input's format: jsonl, csv, or auto (the default:
+	// csv for a name ending in .csv or .csv.gz).
+	Format string
 	// Partitions is the number of partitions of the input and output
 	// topics (default 3).
 	Partitions int
@@ -46,7 +51,9 @@ type Options struct {
 	// the demo runs (default 127.0.0.1:9464; "off" for none).
 	HTTPAddr string
 	// StateDir is the Badger state directory (default: a temporary
-	// directory, removed at the end).
+	// directory, removed at the end). It must be new or empty: the
+	// embedded broker is new on every run, so a checkpoint of an earlier
+	// run holds positions its topics do not have.
 	StateDir string
 	// Seed and Model configure the model, as in `denoiser replay`.
 	Seed  uint64
@@ -103,9 +110,17 @@ func Run(ctx context.Context, opts Options) (rep report.Report, err error) {
 	if progress == nil {
 		progress = io.Discard
 	}
-	lines, err := readLines(opts.Input)
+	if opts.Format == "" {
+		opts.Format = "auto"
+	}
+	lines, err := readLines(ctx, opts.Input, opts.Format, opts.Fields)
 	if err != nil {
 		return rep, fmt.Errorf("demo: %w", err)
+	}
+	if opts.StateDir != "" {
+		if entries, err := os.ReadDir(opts.StateDir); err == nil && len(entries) > 0 {
+			return rep, fmt.Errorf("demo: --state-dir %s is not empty: the demo's broker is new on every run, so an earlier run's checkpoint does not fit its topics; give a new or empty directory", opts.StateDir)
+		}
 	}
 
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(0), kfake.GroupMinSessionTimeout(time.Second))
@@ -235,7 +250,11 @@ func Run(ctx context.Context, opts Options) (rep report.Report, err error) {
 	want := uint64(countRecords(lines))
 	var first, last time.Time
 	tick := time.NewTicker(5 * time.Millisecond)
+	moved, seen := time.Now(), uint64(0)
 	for n := uint64(0); n < want; {
+		if time.Since(moved) > stallTimeout {
+			return rep, errors.Join(fmt.Errorf("demo: no record processed for %v, %d of %d in all: the service is stuck (run with --log-level info to see why)", stallTimeout, n, want), stopAll())
+		}
 		select {
 		case err := <-done:
 			stopped++
@@ -253,6 +272,9 @@ func Run(ctx context.Context, opts Options) (rep report.Report, err error) {
 			first = time.Now()
 		}
 		last = time.Now()
+		if n != seen {
+			moved, seen = last, n
+		}
 	}
 	tick.Stop()
 	if err := stopAll(); err != nil {
@@ -265,6 +287,9 @@ func Run(ctx context.Context, opts Options) (rep report.Report, err error) {
 	model, _ := svcs[0].ModelState()
 	fmt.Fprintf(progress, "demo: %d member(s) processed %d records (%d scored, %d dead-lettered) in %.2fs\n",
 		len(svcs), st.Records, st.Scored, st.Rejected, last.Sub(first).Seconds())
+	if st.Scored == 0 {
+		return rep, fmt.Errorf("demo: none of the %d records of %s could be scored (%d dead-lettered): is it in the event format? `denoiser replay --in %s --out /dev/null` says why, line by line", st.Records, opts.Input, st.Rejected, opts.Input)
+	}
 
 	if err := printShared(ctx, progress, cfg.WithDefaults(), len(lines)); err != nil {
 		return rep, fmt.Errorf("demo: %w", err)
@@ -292,16 +317,34 @@ func Run(ctx context.Context, opts Options) (rep report.Report, err error) {
 	}), nil
 }
 
-func readLines(path string) ([][]byte, error) {
-	b, err := os.ReadFile(path)
+// stallTimeout bounds the wait for the services: when no record has
+// been processed for this long, the demo stops with an error.
+const stallTimeout = 2 * time.Minute
+
+// readLines reads the records of the event file at path as replay reads
+// them (cli.OpenInput), each a JSON object but for lines that are not
+// (the service dead-letters those); blank lines are kept, as the
+// service counts and skips them.
+func readLines(ctx context.Context, path, format string, fields consumer.Fields) (lines [][]byte, err error) {
+	src, err := cli.OpenInput(path, format, fields)
 	if err != nil {
 		return nil, err
 	}
-	b = bytes.TrimSuffix(b, []byte("\n"))
-	if len(b) == 0 {
-		return nil, fmt.Errorf("%s is empty", path)
+	defer func() { err = errors.Join(err, src.Close()) }()
+	for {
+		m, err := src.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		lines = append(lines, bytes.Clone(m.Value))
 	}
-	return bytes.Split(b, []byte("\n")), nil
+	if countRecords(lines) == 0 {
+		return nil, fmt.Errorf("%s holds no record", path)
+	}
+	return lines, nil
 }
 
 // countRecords counts the records the service will process (it skips

@@ -2,6 +2,7 @@ package demo
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -99,5 +100,69 @@ func TestRunCancelled(t *testing.T) {
 	_, err := Run(ctx, Options{Input: writeLog(t, 50), HTTPAddr: "off", Started: func(string, string) { cancel() }})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run cancelled = %v, want context.Canceled", err)
+	}
+}
+
+// TestRunInputFormats: the demo reads its input as replay does: gzip, a
+// byte-order mark and CSV with a header score as the JSON lines they
+// stand for.
+func TestRunInputFormats(t *testing.T) {
+	const n = 200
+	dir := t.TempDir()
+	plain, err := os.ReadFile(writeLog(t, n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(append([]byte("\uFEFF"), plain...))
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var csv strings.Builder
+	csv.WriteString("user,item,ts,truth\n")
+	for i := range n {
+		fmt.Fprintf(&csv, "u%d,i%d,%d,%s\n", i%20, i%37, 1_700_000_000_000+int64(i)*1500, map[bool]string{true: "noise", false: "genuine"}[i%5 == 0])
+	}
+	for _, tc := range []struct {
+		name, file string
+		body       []byte
+		events     uint64
+	}{
+		{"gzip with a byte-order mark", "in.jsonl.gz", gz.Bytes(), n - 2},
+		{"csv", "in.csv", []byte(csv.String()), n},
+	} {
+		path := filepath.Join(dir, tc.file)
+		if err := os.WriteFile(path, tc.body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Run(context.Background(), Options{Input: path, Partitions: 2, HTTPAddr: "off", Seed: 1})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if rep.Events != tc.events {
+			t.Errorf("%s: %d events scored (%d invalid), want %d", tc.name, rep.Events, rep.Invalid, tc.events)
+		}
+	}
+}
+
+// TestRunRefuses: a state directory an earlier demo wrote is refused
+// before anything starts (its positions are not the new broker's: the
+// demo would wait for records that never come), and an input of which no
+// record can be scored is an error, not an empty report.
+func TestRunRefuses(t *testing.T) {
+	used := t.TempDir()
+	if err := os.WriteFile(filepath.Join(used, "MANIFEST"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), Options{Input: writeLog(t, 50), HTTPAddr: "off", StateDir: used}); err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Errorf("a used state directory: err = %v, want it refused as not empty", err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.jsonl")
+	if err := os.WriteFile(bad, []byte("user;item\nu1;i1\nu2;i2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), Options{Input: bad, HTTPAddr: "off"}); err == nil || !strings.Contains(err.Error(), "none of the 3 records") {
+		t.Errorf("an input of which nothing scores: err = %v, want none of the 3 records scored", err)
 	}
 }
