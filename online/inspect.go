@@ -53,9 +53,14 @@ func (m *Model) ItemEmbedding(dst []float64, i int) []float64 {
 // model has given a slot of their own (the first 15 it saw) that
 // Config.EventOrder does not list, so that they carry no rank; nil for a
 // model without an order (or without DwellDirection "long", which reads
-// none). A caller warns of them: a stream whose types are all unranked
-// goes without the rank instrument, in silence otherwise.
+// none), and nil while it has seen one type only: a stream of one type
+// (MovieLens' "rating") has nothing to rank it against. A caller warns of
+// them: a stream whose types are all unranked goes without the rank
+// instrument, in silence otherwise.
 func (m *Model) UnrankedTypes() []string {
+	if len(m.context.types) < 2 {
+		return nil
+	}
 	var out []string
 	for j, r := range m.context.slotRanks {
 		if math.IsNaN(r) {

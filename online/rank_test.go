@@ -240,6 +240,12 @@ func TestEventOrderNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A stream of one unlisted type so far (a converted MovieLens log's
+	// "rating") has nothing to rank it against: none is listed.
+	m.context.features(&Event{User: "u", Item: "i", Kind: "rating"}, cfg.Mode)
+	if got := m.UnrankedTypes(); got != nil {
+		t.Errorf("one type seen: UnrankedTypes %q, want none", got)
+	}
 	kinds := []string{"pv", "PV", "fav", "cart", "buy", "like"}
 	for k, kind := range kinds {
 		x := m.context.features(&Event{User: "u", Item: "i", Kind: kind}, cfg.Mode)
@@ -247,8 +253,8 @@ func TestEventOrderNames(t *testing.T) {
 			t.Errorf("%q ranked %v, want %v", kind, x.ranked, want)
 		}
 	}
-	if got := m.UnrankedTypes(); !slices.Equal(got, []string{"like"}) {
-		t.Errorf("UnrankedTypes %q, want [like]", got)
+	if got := m.UnrankedTypes(); !slices.Equal(got, []string{"rating", "like"}) {
+		t.Errorf("UnrankedTypes %q, want [rating like]", got)
 	}
 	if !m.context.spread {
 		t.Error("ranks 1, 3 and 4 seen, but no spread")
