@@ -796,3 +796,25 @@ func TestReplayFields(t *testing.T) {
 		t.Errorf("dead letters without fields: %.300s", d)
 	}
 }
+
+// TestReplayNothingFitsTheMode: a log of valid events without ratings,
+// replayed in rating mode, is refused by the model record by record; the
+// error says so (not that the input is not JSON lines).
+func TestReplayNothingFitsTheMode(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	var b strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&b, `{"user":"u%d","item":"i%d","ts":%d}`+"\n", i%5, i%7, 1_700_000_000_000+int64(i)*1000)
+	}
+	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	if code := run(context.Background(), []string{"replay", "--in", in, "--out", filepath.Join(dir, "out.jsonl"), "--set", "model.mode=rating"}, &bytes.Buffer{}, &stderr); code != 1 {
+		t.Fatalf("exit %d:\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "no event could be scored: the model refused all 20 records (model_rejected)") || strings.Contains(stderr.String(), "write JSON lines") {
+		t.Errorf("stderr:\n%s", stderr.String())
+	}
+}

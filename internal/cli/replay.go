@@ -315,7 +315,9 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	if st.Scored == 0 {
 		why := src.Describe()
-		if len(st.Unread) > 0 {
+		if n := st.ByReason[consumer.ReasonModelRejected]; n > 0 && n == st.Rejected {
+			why = fmt.Sprintf("the model refused all %d records (model_rejected): they do not fit model.mode %s (rating needs a rating on every event, dwell a dwell_ms); the dead letters give each one's error", n, model.Config().Mode)
+		} else if len(st.Unread) > 0 {
 			why = "the records name their fields as another format does (\"not read\" above): read them with --set fields.FIELD=MEMBER, or rename them (consumer/FORMAT.md)"
 		}
 		return fmt.Errorf("replay: %w: %s", ErrNothingScored, why)
