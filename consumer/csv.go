@@ -26,6 +26,7 @@ type CSVSource struct {
 	buf    []byte   // the current row as JSON
 	err    error    // the header's error, returned by every Next
 	fields Fields   // the columns of user and item, for the header's check
+	rows   uint64   // the rows after the header that were not blank, for Describe
 }
 
 // NewCSVSource reads CSV from lines (a FileSource: gzip and line limits as
@@ -62,8 +63,12 @@ func (s *CSVSource) Next(ctx context.Context) (Message, error) {
 	}
 	m, err := s.lines.Next(ctx)
 	if err != nil || len(bytes.TrimSpace(m.Value)) == 0 || m.Size > 0 || m.Err != nil {
+		if err == nil && len(bytes.TrimSpace(m.Value)) > 0 {
+			s.rows++ // a line too long or cut short is a row the dead letters hold
+		}
 		return m, err // end, a blank line to skip, a line too long to decode, or one cut short
 	}
+	s.rows++
 	s.cells, err = splitCSV(m.Value, s.cells[:0])
 	switch {
 	case err != nil:
@@ -107,7 +112,7 @@ func badHeader(header []string, names [numFields]string) string {
 	line := strings.Join(header, ",")
 	switch lower := strings.ToLower(line); {
 	case len(header) == 1 && strings.ContainsAny(line, "\t;|"):
-		return "its columns are not separated by commas; only commas are read (convert the separators, e.g. tr '\\t' ',')"
+		return "its columns are not separated by commas; only commas are read (convert the separators, e.g. " + separatorHint(line) + ")"
 	case strings.Contains(lower, "userid") && strings.Contains(lower, "movieid"):
 		return "it is MovieLens' ratings.csv: convert it with denoiser-lab convert movielens --in ratings.csv --out events.jsonl"
 	case slices.ContainsFunc(header, isJSONNumber):
@@ -116,16 +121,33 @@ func badHeader(header []string, names [numFields]string) string {
 		return "names are case-sensitive; the columns must be named user and item (user,item,ts,...)"
 	}
 	why := "it names no user and item column; name them user and item (user,item,ts,...)"
-	var renames []string
+	var renames, sets []string
+	var named []string // the fields a --set below reads already
 	for _, a := range Aliases {
 		if slices.Contains(header, a.Name) && !slices.Contains(header, a.Field) {
 			renames = append(renames, a.Name+" to "+a.Field)
+			if !slices.Contains(named, a.Field) {
+				named = append(named, a.Field)
+				sets = append(sets, "--set fields."+a.Field+"="+a.Name)
+			}
 		}
 	}
 	if len(renames) > 0 {
-		why += ": rename " + strings.Join(renames, ", ")
+		why += ": rename " + strings.Join(renames, ", ") + ", or read them with " + strings.Join(sets, " ")
 	}
 	return why
+}
+
+// separatorHint is the command that turns line's separator (a tab, a
+// semicolon or a bar, whichever it holds most of) into commas.
+func separatorHint(line string) string {
+	best, most := "\\t", strings.Count(line, "\t")
+	for _, sep := range []string{";", "|"} {
+		if n := strings.Count(line, sep); n > most {
+			best, most = sep, n
+		}
+	}
+	return "tr '" + best + "' ','"
 }
 
 // BytesRead and Size are the underlying file's, for progress displays.
@@ -141,6 +163,8 @@ func (s *CSVSource) Describe() string {
 		return s.err.Error()
 	case s.header == nil:
 		return s.lines.Describe()
+	case s.rows == 0:
+		return "the CSV has a header (" + strconv.Quote(clip([]byte(strings.Join(s.header, ",")))) + ") and no row after it"
 	}
 	return "no row of the CSV could be scored (header " + strconv.Quote(clip([]byte(strings.Join(s.header, ",")))) + "); the dead letters say why"
 }

@@ -19,9 +19,12 @@ func TestCSVHeader(t *testing.T) {
 	}
 	for _, tc := range []struct{ name, text, say string }{
 		{"no header", "u1,i1,1700000000\n", "has no header"},
-		{"tabs", "user\titem\tts\n", "not separated by commas"},
-		{"semicolons", "user;item\n", "not separated by commas"},
-		{"another format's names", "user_id,item_id,behavior_type,timestamp\n", "rename user_id to user, item_id to item, timestamp to ts, behavior_type to event"},
+		{"tabs", "user\titem\tts\n", "not separated by commas; only commas are read (convert the separators, e.g. tr '\\t' ',')"},
+		{"semicolons", "user;item\n", "e.g. tr ';' ',')"},
+		{"bars", "user|item|ts\n", "e.g. tr '|' ',')"},
+		{"another format's names", "user_id,item_id,behavior_type,timestamp\n", "rename user_id to user, item_id to item, timestamp to ts, behavior_type to event, " +
+			"or read them with --set fields.user=user_id --set fields.item=item_id --set fields.ts=timestamp --set fields.event=behavior_type"},
+		{"two names of one field", "user_id,uid,item_id\n", "rename user_id to user, uid to user, item_id to item, or read them with --set fields.user=user_id --set fields.item=item_id"},
 		{"capitals", "User,Item,TS\n", "case-sensitive"},
 		{"MovieLens ratings.csv", "userId,movieId,rating,timestamp\n", "convert movielens"},
 		{"other names", "uid,iid\n", "names no user and item column"},
@@ -30,6 +33,44 @@ func TestCSVHeader(t *testing.T) {
 		_, err := src.Next(context.Background())
 		if err == nil || !strings.Contains(err.Error(), tc.say) || !strings.Contains(src.Describe(), tc.say) {
 			t.Errorf("%s: %v, want an error that says %q", tc.name, err, tc.say)
+		}
+	}
+}
+
+// TestCSVHeaderFields: the fields a header error suggests reading with
+// --set fields.FIELD=COLUMN read that header's rows.
+func TestCSVHeaderFields(t *testing.T) {
+	text := "user_id,item_id,timestamp,rating\nu1,i1,1700000000,4\n"
+	src := NewCSVSource(NewFileSource(strings.NewReader(text), "in.csv"), Fields{})
+	if _, err := src.Next(context.Background()); err == nil || !strings.Contains(err.Error(), "--set fields.user=user_id --set fields.item=item_id --set fields.ts=timestamp") {
+		t.Fatalf("header error %v does not suggest the fields", err)
+	}
+	fields := Fields{User: "user_id", Item: "item_id", TS: "timestamp"}
+	src = NewCSVSource(NewFileSource(strings.NewReader(text), "in.csv"), fields)
+	m, err := src.Next(context.Background())
+	if err != nil || m.Err != nil {
+		t.Fatalf("with the suggested fields: %v, %v", err, m.Err)
+	}
+	var ev Event
+	dec := NewDecoder(fields)
+	if err := dec.Decode(m.Value, &ev); err != nil || ev.User != "u1" || ev.Item != "i1" || !ev.HasTS {
+		t.Fatalf("row %s decodes as %+v, %v", m.Value, ev, err)
+	}
+}
+
+// TestCSVHeaderOnly: a CSV of a header and no row says so, not that the
+// dead letters (there are none) say why nothing was scored; one whose
+// rows were all bad still points to the dead letters.
+func TestCSVHeaderOnly(t *testing.T) {
+	for _, tc := range []struct{ name, text, say string }{
+		{"header only", "user,item,ts\n", `the CSV has a header ("user,item,ts") and no row after it`},
+		{"header and blank lines", "user,item,ts\n\n  \n", "and no row after it"},
+		{"bad rows", "user,item,ts\nu1\n", "the dead letters say why"},
+	} {
+		src := NewCSVSource(NewFileSource(strings.NewReader(tc.text), "in.csv"), Fields{})
+		readAll(t, src)
+		if got := src.Describe(); !strings.Contains(got, tc.say) {
+			t.Errorf("%s: Describe() = %q, want it to say %q", tc.name, got, tc.say)
 		}
 	}
 }
