@@ -68,6 +68,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			flags[path] = f.Value.String()
 		}
 	})
+	if err := command.CheckSets(sets); err != nil {
+		return fmt.Errorf("run: %w: %w", err, errUsage)
+	}
 	cfg, unknownEnv, err := service.Layers{File: *configPath, Environ: os.Environ(), Flags: flags, Sets: sets}.Load()
 	if err != nil {
 		return fmt.Errorf("run: %w: %w", err, errUsage)
@@ -85,7 +88,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	log := service.NewLogger(cfg.Log, stderr)
 	for _, name := range unknownEnv {
-		log.Warn("ignoring an environment variable that names no setting", "variable", name)
+		attrs := []any{"variable", name}
+		if near := command.NearestEnv(name); near != "" {
+			attrs = append(attrs, "did_you_mean", near)
+		}
+		log.Warn("ignoring an environment variable that names no setting", attrs...)
 	}
 
 	opts := service.Options{Logger: log}

@@ -45,12 +45,15 @@ func runSharedLog(ctx context.Context, args []string, _, stderr io.Writer) error
 	case *out == "":
 		return fmt.Errorf("shared-log: --out is required: %w", errUsage)
 	}
+	if err := command.CheckSets(sets); err != nil {
+		return fmt.Errorf("shared-log: %w: %w", err, errUsage)
+	}
 	cfg, unknownEnv, err := service.Layers{File: *configPath, Environ: os.Environ(), Sets: sets}.Load()
 	if err != nil {
 		return fmt.Errorf("shared-log: %w: %w", err, errUsage)
 	}
-	for _, name := range unknownEnv {
-		fmt.Fprintf(stderr, "shared-log: ignoring %s: it names no setting\n", name)
+	if len(unknownEnv) > 0 {
+		fmt.Fprintf(stderr, "shared-log: ignoring %s\n", command.UnknownEnv(unknownEnv))
 	}
 	n := 0
 	err = atomicfile.WriteFile(*out, func(w io.Writer) error {

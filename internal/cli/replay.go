@@ -45,14 +45,19 @@ type ReplayConfig struct {
 // the same layers (service.Layers: the YAML file, "" for none, then the
 // DENOISER_* variables of environ, then the --set overrides), and keeps
 // its seed, model and fields sections. Unknown keys are errors, so that a typo
-// does not silently fall back to a default.
+// does not silently fall back to a default; so are DENOISER_* variables
+// that name no setting (UnknownEnv) and --set overrides of a section
+// (CheckSets).
 func LoadReplayConfig(path string, environ, sets []string) (ReplayConfig, error) {
+	if err := CheckSets(sets); err != nil {
+		return ReplayConfig{}, err
+	}
 	full, unknownEnv, err := service.Layers{File: path, Environ: environ, Sets: sets}.Load()
 	if err != nil {
 		return ReplayConfig{}, err
 	}
 	if len(unknownEnv) > 0 {
-		return ReplayConfig{}, fmt.Errorf("%w: %s name no setting", service.ErrConfig, strings.Join(unknownEnv, ", "))
+		return ReplayConfig{}, fmt.Errorf("%w: %s", service.ErrConfig, UnknownEnv(unknownEnv))
 	}
 	c := ReplayConfig{Seed: full.Seed, Model: full.Model, Fields: full.Fields}
 	if c.Seed == 0 {
@@ -84,7 +89,9 @@ func (s *SetFlags) Set(v string) error { *s = append(*s, v); return nil }
 
 // ConfigFlags registers --config and --set on fs and returns the function
 // that loads what they name, with the environment, and notes on stderr the
-// settings that only `denoiser run` uses.
+// settings that only `denoiser run` uses. A wrong setting, and a --config
+// file that does not exist, are usage errors (ErrUsage, exit code 2, as
+// `denoiser run` gives them); a file that cannot be read otherwise is not.
 func ConfigFlags(fs *flag.FlagSet, command string, stderr io.Writer) func() (ReplayConfig, error) {
 	path := fs.String("config", "", "YAML `file`: the configuration of denoiser run, of which "+command+" reads seed, model and fields")
 	var sets SetFlags
@@ -92,6 +99,9 @@ func ConfigFlags(fs *flag.FlagSet, command string, stderr io.Writer) func() (Rep
 	seed := SeedFlag(fs)
 	return func() (ReplayConfig, error) {
 		cfg, err := LoadReplayConfig(*path, os.Environ(), sets)
+		if errors.Is(err, service.ErrConfig) || errors.Is(err, os.ErrNotExist) {
+			return cfg, fmt.Errorf("%w: %w", err, ErrUsage)
+		}
 		if err != nil {
 			return cfg, err
 		}
@@ -189,6 +199,8 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return fmt.Errorf("replay: --first-offset %d: want an input offset: %w", *firstOff, ErrUsage)
 	case *firstOff != 0 && *sharedPath == "":
 		return fmt.Errorf("replay: --first-offset places the log among the merge points of --shared: give --shared too: %w", ErrUsage)
+	case *sharedPath != "" && !given(fs, "partition"):
+		return fmt.Errorf("replay: --shared merges what one partition's live model merged: say which with --partition N: %w", ErrUsage)
 	case *passes > 1 && *in == "-":
 		return fmt.Errorf("replay: --passes %d reads the input %d times: --in - (standard input) cannot be re-read; give a file: %w", *passes, *passes, ErrUsage)
 	}
@@ -203,7 +215,7 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	truth, err := report.ParseTruth(*truthMode)
 	if err != nil {
-		return fmt.Errorf("replay: %w", err)
+		return fmt.Errorf("replay: --truth: %w: %w", err, ErrUsage)
 	}
 	cfg, err := loadConfig()
 	if err != nil {
@@ -323,6 +335,13 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return fmt.Errorf("replay: %w: %s", ErrNothingScored, why)
 	}
 	return nil
+}
+
+// given reports whether the flag name was given on fs's command line.
+func given(fs *flag.FlagSet, name string) bool {
+	found := false
+	fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	return found
 }
 
 // replayMerges reads the shared topic's file at path and returns the
