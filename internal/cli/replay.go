@@ -308,7 +308,7 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 	rep := report.Build(report.Inputs{
 		Input: *in, Collector: collector, Stats: st,
 		Model: model.Summary(), Baseline: base, Elapsed: elapsed,
-		Passes: *passes, InputErr: cut,
+		Passes: *passes, InputErr: cut, Config: model.Config(),
 	})
 	if reportFile != nil {
 		if err := rep.WriteJSON(reportFile); err != nil {

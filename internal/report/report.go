@@ -127,6 +127,14 @@ type Report struct {
 	MeanTransition [][]float64       `json:"mean_transition"`
 	Model          online.Summary    `json:"model"`
 	Baseline       *online.Summary   `json:"baseline,omitempty"`
+
+	// mixture says why the mixture is not fitted, for the summary: it is
+	// off (model.no_gmm, plain), or the distilled events are fewer than
+	// its first fit needs (model.gmm_min_samples; 0 when unknown).
+	mixture struct {
+		off        bool
+		minSamples int
+	}
 }
 
 // Inputs gathers what Build needs.
@@ -139,6 +147,9 @@ type Inputs struct {
 	Baseline  *online.Summary     // the plain baseline at the end, if one ran
 	Elapsed   time.Duration       // wall time of the loop (the scoring pass)
 	Passes    int                 // replay's passes over the input (0 is taken as 1)
+	// Config is the model's configuration (online.Model.Config), for the
+	// summary's note on why the mixture is not fitted; zero when unknown.
+	Config online.Config
 }
 
 // Build computes the report.
@@ -164,6 +175,8 @@ func Build(in Inputs) Report {
 		Model:           in.Model,
 		Baseline:        in.Baseline,
 	}
+	r.mixture.off = in.Config.NoGMM || in.Config.Plain
+	r.mixture.minSamples = in.Config.GMMMinSamples
 	for reason, n := range in.Stats.ByReason {
 		r.InvalidByReason[string(reason)] = n
 	}
@@ -310,7 +323,7 @@ func (r *Report) PrintAs(w io.Writer, command string) error {
 	if r.NumericalErrors > 0 {
 		fmt.Fprintf(&b, "numerical errors: %d updates discarded\n", r.NumericalErrors)
 	}
-	fmt.Fprintf(&b, "distilled: %.1f%% of events; rho %.3g; %d GMM refits\n", 100*r.DistilledShare, r.Model.Rho, r.Model.Refits)
+	fmt.Fprintf(&b, "distilled: %.1f%% of events; rho %.3g; %d GMM refits%s\n", 100*r.DistilledShare, r.Model.Rho, r.Model.Refits, r.unfitted())
 	if r.Events > 0 && r.WeightSources != nil {
 		b.WriteString("weight formed by:")
 		sep := " "
@@ -331,31 +344,10 @@ func (r *Report) PrintAs(w io.Writer, command string) error {
 			fmt.Fprintf(&b, "not read: %d records have %q and no %q: rename the member, or read it with fields.%s: %s (consumer/FORMAT.md)\n", n, a.Name, a.Field, a.Field, a.Name)
 		}
 	}
-	fmt.Fprintf(&b, "truth %s: %d events (%d genuine, %d noise), %d without truth\n", r.Truth, r.WithTruth, r.Genuine, r.Noise, r.WithoutTruth)
-	if r.WithTruth == 0 && r.Events > 0 {
-		b.WriteString("  no event has a truth to evaluate by: --truth field reads a \"truth\" member (\"genuine\" or \"noise\"), rating:R a \"rating\", dwell:MS a \"dwell_ms\"\n")
-	}
-	fmt.Fprintf(&b, "  %-16s %8s %8s\n", "score", "ROC-AUC", "PR-AUC")
-	row := func(name string, auc, ap *float64) {
-		fmt.Fprintf(&b, "  %-16s %8s %8s\n", name, num(auc), num(ap))
-	}
-	calibration := ""
-	if e, ok := r.ECE["weight"]; ok {
-		calibration = fmt.Sprintf("; calibration error %.3f", e)
-	}
-	fmt.Fprintf(&b, "  %-16s %8s %8s  (recommended: train on it%s)\n", "weight", num(r.AUC.Weight), num(r.PRAUC.Weight), calibration)
-	row("p_clean", r.AUC.PClean, r.PRAUC.PClean)
-	row("reliability", r.AUC.Reliability, r.PRAUC.Reliability)
-	for _, name := range baselineNames {
-		auc, ap := *r.AUC.baseline(name), *r.PRAUC.baseline(name)
-		if auc == nil && name != BaselineLoss {
-			continue
-		}
-		tag := ""
-		if name == r.BestBaseline {
-			tag = "  (best baseline)"
-		}
-		fmt.Fprintf(&b, "  %-16s %8s %8s%s\n", name, num(auc), num(ap), tag)
+	if r.Truth == TruthNone {
+		b.WriteString("truth none: the scores are not evaluated\n")
+	} else {
+		r.printMetrics(&b)
 	}
 	if g := r.GMM; g.Fitted {
 		for i, c := range g.Components {
@@ -383,6 +375,54 @@ func (r *Report) PrintAs(w io.Writer, command string) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// printMetrics writes the truth line and the table of ROC-AUC and PR-AUC.
+func (r *Report) printMetrics(b *strings.Builder) {
+	fmt.Fprintf(b, "truth %s: %d events (%d genuine, %d noise), %d without truth\n", r.Truth, r.WithTruth, r.Genuine, r.Noise, r.WithoutTruth)
+	if r.WithTruth == 0 && r.Events > 0 {
+		b.WriteString("  no event has a truth to evaluate by: --truth field reads a \"truth\" member (\"genuine\" or \"noise\"), rating:R a \"rating\", dwell:MS a \"dwell_ms\"\n")
+	}
+	fmt.Fprintf(b, "  %-16s %8s %8s\n", "score", "ROC-AUC", "PR-AUC")
+	row := func(name string, auc, ap *float64) {
+		fmt.Fprintf(b, "  %-16s %8s %8s\n", name, num(auc), num(ap))
+	}
+	calibration := ""
+	if e, ok := r.ECE["weight"]; ok {
+		calibration = fmt.Sprintf("; calibration error %.3f", e)
+	}
+	fmt.Fprintf(b, "  %-16s %8s %8s  (recommended: train on it%s)\n", "weight", num(r.AUC.Weight), num(r.PRAUC.Weight), calibration)
+	row("p_clean", r.AUC.PClean, r.PRAUC.PClean)
+	row("reliability", r.AUC.Reliability, r.PRAUC.Reliability)
+	for _, name := range baselineNames {
+		auc, ap := *r.AUC.baseline(name), *r.PRAUC.baseline(name)
+		if auc == nil && name != BaselineLoss {
+			continue
+		}
+		tag := ""
+		if name == r.BestBaseline {
+			tag = "  (best baseline)"
+		}
+		fmt.Fprintf(b, "  %-16s %8s %8s%s\n", name, num(auc), num(ap), tag)
+	}
+}
+
+// unfitted says, after the count of refits, why the mixture is not fitted
+// ("" when it is): a refit runs every model.refit_every events, and fits
+// nothing until the mixture's window holds model.gmm_min_samples
+// distilled events.
+func (r *Report) unfitted() string {
+	switch {
+	case r.GMM.Fitted:
+		return ""
+	case r.mixture.off:
+		return " (the mixture is off: model.no_gmm or model.plain)"
+	case r.mixture.minSamples > 0 && r.Model.Distilled < uint64(r.mixture.minSamples):
+		return fmt.Sprintf(" (not fitted yet: too few distilled events, %d of the %d its first fit needs, model.gmm_min_samples)", r.Model.Distilled, r.mixture.minSamples)
+	case r.mixture.minSamples == 0 && r.Model.Refits > 0:
+		return " (not fitted yet: too few distilled events)"
+	}
+	return " (not fitted yet)"
 }
 
 func num(v *float64) string {

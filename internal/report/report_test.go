@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"math"
 	"os"
@@ -228,8 +227,42 @@ func TestCollectorWithoutTruth(t *testing.T) {
 	if rep.WithTruth != 0 || rep.WithoutTruth != 10000 || rep.Truth != TruthNone {
 		t.Fatalf("report: %d with truth, %d without, truth %q", rep.WithTruth, rep.WithoutTruth, rep.Truth)
 	}
-	if err := rep.Print(io.Discard); err != nil {
+	// The summary evaluates nothing: no hint to give a truth (it was
+	// asked for none), no table of n/a.
+	var human bytes.Buffer
+	if err := rep.Print(&human); err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(human.String(), "truth none: the scores are not evaluated") ||
+		strings.Contains(human.String(), "no event has a truth") || strings.Contains(human.String(), "ROC-AUC") {
+		t.Fatalf("summary with --truth none:\n%s", human.String())
+	}
+}
+
+// TestPrintUnfittedMixture: a summary whose mixture is not fitted says
+// why beside the count of refits, which ran and fitted nothing ("2 GMM
+// refits" beside "GMM: not fitted" read as a contradiction).
+func TestPrintUnfittedMixture(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   Inputs
+		say  string
+	}{
+		{"too few distilled", Inputs{Model: online.Summary{Refits: 2, Distilled: 80}, Config: online.Config{GMMMinSamples: 256}},
+			"2 GMM refits (not fitted yet: too few distilled events, 80 of the 256 its first fit needs, model.gmm_min_samples)"},
+		{"configuration unknown", Inputs{Model: online.Summary{Refits: 2, Distilled: 80}}, "2 GMM refits (not fitted yet: too few distilled events)"},
+		{"mixture off", Inputs{Model: online.Summary{Refits: 2}, Config: online.Config{NoGMM: true}}, "2 GMM refits (the mixture is off: model.no_gmm or model.plain)"},
+		{"fitted", Inputs{Model: online.Summary{Refits: 2, GMM: online.GMMSummary{Fitted: true}}, Config: online.Config{GMMMinSamples: 256}}, "2 GMM refits\n"},
+	} {
+		tc.in.Collector = NewCollector(Truth{Mode: TruthField}, nil)
+		rep := Build(tc.in)
+		var human bytes.Buffer
+		if err := rep.Print(&human); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(human.String(), tc.say) {
+			t.Errorf("%s: summary lacks %q:\n%s", tc.name, tc.say, human.String())
+		}
 	}
 }
 
