@@ -424,7 +424,9 @@ func (p contextPath) source() WeightSource {
 // shortClickMS (rankGapCap), takes the event type's rank's place in a
 // rankInstrument over p_clean alone, its direction stated as dwell's is:
 // a short gap is the more often noise (the rapid clicks of a bounce
-// chain, a misclick corrected). The counts are left out: a user's
+// chain, a misclick corrected). p_clean's slope may fall below 0, to
+// gapPCleanFloor, where the gap says p_clean ranks backwards (a sparse
+// catalogue). The counts are left out: a user's
 // activity and a pair's repeats move with the gap within a class (an
 // active user's events come close together), against the premise that a
 // feature and the instrument are independent given the class.
