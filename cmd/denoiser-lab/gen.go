@@ -165,7 +165,7 @@ func runConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fs := flag.NewFlagSet("convert movielens", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	in := fs.String("in", "", "input `file`, u.data or ratings.csv (required; - for stdin)")
+	in := fs.String("in", "", "input `file`, u.data or ratings.csv, gzip read as such (required; - for stdin)")
 	out := fs.String("out", "", "output `file` of JSON-lines events (required; - for stdout)")
 	fs.Usage = func() {
 		usage(fs.Output())

@@ -2,7 +2,9 @@ package movielens
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +16,11 @@ import (
 
 // ErrFormat is wrapped by the error returned for a malformed input line.
 var ErrFormat = errors.New("malformed movielens line")
+
+// ErrNoRatings is returned by Convert for an input that holds no rating
+// (an empty file, blank lines, a header alone): an empty output would
+// look like a conversion that worked.
+var ErrNoRatings = errors.New("no rating in the input")
 
 // CSVHeader is the first line of a ratings.csv (MovieLens latest, 20M,
 // 25M, 32M); Read tells the two layouts apart by it.
@@ -51,8 +58,20 @@ type Stats struct {
 
 // Read parses ratings from r in either layout: ratings.csv when its first
 // non-blank line is CSVHeader (a UTF-8 byte-order mark before it is
-// skipped), u.data otherwise. Blank lines are skipped.
+// skipped), u.data otherwise. Blank lines are skipped. Gzip, told by its
+// magic bytes, is read as what it holds (u.data.gz).
 func Read(ctx context.Context, r io.Reader) ([]Rating, error) {
+	br := bufio.NewReader(r)
+	if magic, _ := br.Peek(2); bytes.Equal(magic, []byte{0x1f, 0x8b}) {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("read ratings: gzip: %w", err)
+		}
+		defer zr.Close()
+		r = zr
+	} else {
+		r = br
+	}
 	sc := bufio.NewScanner(r)
 	var (
 		out    []Rating
@@ -142,7 +161,7 @@ func parseFields(f []string) (Rating, error) {
 	}
 	text := strings.TrimSpace(f[2])
 	rating, err := strconv.ParseFloat(text, 64)
-	if err != nil || !isDecimal(text) {
+	if err != nil || !isDecimal(strings.TrimPrefix(text, "-")) { // a negative one is out of range, below
 		return Rating{}, fmt.Errorf("%w: rating %q is not a decimal number", ErrFormat, f[2])
 	}
 	switch {
@@ -185,6 +204,9 @@ func Convert(ctx context.Context, r io.Reader, w io.Writer) (Stats, error) {
 	rs, err := Read(ctx, r)
 	if err != nil {
 		return Stats{}, err
+	}
+	if len(rs) == 0 {
+		return Stats{}, fmt.Errorf("read ratings: %w (an empty file, or a header alone)", ErrNoRatings)
 	}
 	Sort(rs)
 	st := Stats{Events: len(rs), Ratings: make(map[float64]int)}

@@ -3,6 +3,7 @@ package movielens
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -129,6 +130,7 @@ func TestConvertRejectsMalformedLines(t *testing.T) {
 		{"five fields", "1\t2\t3\t4\t5"},
 		{"word user", "alice\t2\t3\t881250949"},
 		{"zero rating", "1\t2\t0\t881250949"},
+		{"negative rating", "1\t2\t-1\t881250949"},
 		{"rating over 10", "1\t2\t10.5\t881250949"},
 		{"hex rating", "1\t2\t0x1p1\t881250949"},
 		{"exponent rating", "1\t2\t35e-1\t881250949"},
@@ -148,6 +150,61 @@ func TestConvertRejectsMalformedLines(t *testing.T) {
 				t.Errorf("err = %v, want it to name line 2", err)
 			}
 		})
+	}
+}
+
+// TestConvertRatingOutOfRange: a rating that is a number outside (0, 10]
+// says so, a negative one too (it said "not a decimal number").
+func TestConvertRatingOutOfRange(t *testing.T) {
+	for _, rating := range []string{"-1", "-0.5", "0", "11"} {
+		_, err := Convert(context.Background(), strings.NewReader("1\t2\t"+rating+"\t881250949\n"), &bytes.Buffer{})
+		if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "rating "+rating+" out of (0, 10]") {
+			t.Errorf("rating %s: %v, want it out of range", rating, err)
+		}
+	}
+	for _, rating := range []string{"-x", "--1", "-NaN", "+1"} {
+		_, err := Convert(context.Background(), strings.NewReader("1\t2\t"+rating+"\t881250949\n"), &bytes.Buffer{})
+		if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "not a decimal number") {
+			t.Errorf("rating %s: %v, want it not a decimal number", rating, err)
+		}
+	}
+}
+
+// TestConvertGzip: a gzip-compressed u.data or ratings.csv converts as the
+// file it holds (replay reads gzip; convert read its bytes as lines).
+func TestConvertGzip(t *testing.T) {
+	for _, text := range []string{"196\t242\t3\t881250949\n186\t302\t3\t891717742\n", CSVHeader + "\n1,2,3.5,1256677221\n"} {
+		var want bytes.Buffer
+		if _, err := Convert(context.Background(), strings.NewReader(text), &want); err != nil {
+			t.Fatal(err)
+		}
+		var gz bytes.Buffer
+		zw := gzip.NewWriter(&gz)
+		if _, err := zw.Write([]byte(text)); err != nil {
+			t.Fatal(err)
+		}
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		if _, err := Convert(context.Background(), bytes.NewReader(gz.Bytes()), &got); err != nil || !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Fatalf("gzip: %v\n%s\nwant\n%s", err, got.Bytes(), want.Bytes())
+		}
+		_, err := Convert(context.Background(), bytes.NewReader(gz.Bytes()[:gz.Len()-10]), &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), "unexpected EOF") {
+			t.Errorf("gzip cut short: %v, want an error", err)
+		}
+	}
+}
+
+// TestConvertEmpty: an input without a rating is an error, not an empty
+// output that looks converted.
+func TestConvertEmpty(t *testing.T) {
+	for _, text := range []string{"", "\n\n", CSVHeader + "\n", "\ufeff" + CSVHeader + "\n\n"} {
+		var out bytes.Buffer
+		if _, err := Convert(context.Background(), strings.NewReader(text), &out); !errors.Is(err, ErrNoRatings) || out.Len() != 0 {
+			t.Errorf("%q: %v, wrote %q; want ErrNoRatings and nothing", text, err, out.Bytes())
+		}
 	}
 }
 

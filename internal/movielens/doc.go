@@ -22,7 +22,9 @@
 // example "rating <= 2 is noise"). Events are sorted by (ts, user, item), so
 // the stream is chronological and the order of equal timestamps is stable.
 //
-// A malformed line is an error naming the line: a converter feeding
-// experiments should not guess. The whole file is held in memory to sort it
+// Either may be gzip-compressed (told by its magic bytes). A malformed
+// line is an error naming the line, and an input without a rating is an
+// error too (ErrNoRatings): a converter feeding experiments should not
+// guess. The whole file is held in memory to sort it
 // (ML-100k: 100,000 ratings, a few MB; ML-25M: 25 million, about 1 GB).
 package movielens
