@@ -102,28 +102,52 @@ type ImportOptions struct {
 // whose Model is ready to go on learning. Nothing is written unless the
 // snapshot is valid.
 func Import(ctx context.Context, path string, store LoadSaver, opts ImportOptions) (*Snapshot, error) {
-	if !opts.Replace {
-		_, ok, err := store.Load(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("import snapshot: %w", err)
-		}
-		if ok {
-			return nil, fmt.Errorf("import snapshot: %w (replace it explicitly)", ErrStateNotEmpty)
-		}
+	if err := checkImport(ctx, store, opts); err != nil {
+		return nil, err
 	}
 	s, err := ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("import snapshot: %w", err)
 	}
+	return s, save(ctx, s, store)
+}
+
+// ImportSnapshot commits s, a snapshot already read (ReadFile), to store
+// as Import does, for a caller that reads the file before it opens the
+// store: a file that does not read then creates no state.
+func ImportSnapshot(ctx context.Context, s *Snapshot, store LoadSaver, opts ImportOptions) error {
+	if err := checkImport(ctx, store, opts); err != nil {
+		return err
+	}
+	return save(ctx, s, store)
+}
+
+// checkImport refuses a store that holds a checkpoint unless opts replaces it.
+func checkImport(ctx context.Context, store LoadSaver, opts ImportOptions) error {
+	if opts.Replace {
+		return nil
+	}
+	_, ok, err := store.Load(ctx)
+	if err != nil {
+		return fmt.Errorf("import snapshot: %w", err)
+	}
+	if ok {
+		return fmt.Errorf("import snapshot: %w (replace it explicitly)", ErrStateNotEmpty)
+	}
+	return nil
+}
+
+// save commits s's model and positions to store as one checkpoint.
+func save(ctx context.Context, s *Snapshot, store LoadSaver) error {
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("import snapshot: %w", err)
+		return fmt.Errorf("import snapshot: %w", err)
 	}
 	cp := Checkpoint{Positions: s.Positions, Version: s.Model.Version()}
 	if err := store.SaveFrom(ctx, cp, func(w io.Writer) error {
 		_, err := s.Model.WriteTo(w)
 		return err
 	}); err != nil {
-		return nil, fmt.Errorf("import snapshot: save: %w", err)
+		return fmt.Errorf("import snapshot: save: %w", err)
 	}
-	return s, nil
+	return nil
 }

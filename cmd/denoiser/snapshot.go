@@ -148,7 +148,7 @@ func snapshotImport(ctx context.Context, args []string, stderr io.Writer) error 
 	fs := snapshotFlags("import", "import --in FILE --state DIR [--replace]", stderr)
 	var (
 		in      = fs.String("in", "", "snapshot `file` to import")
-		dir     = fs.String("state", "", "Badger state `directory` to import into (created if missing; not in use by a running instance)")
+		dir     = fs.String("state", "", "Badger state `directory` to import into (created if missing, and removed again if the import fails; not in use by a running instance)")
 		replace = fs.Bool("replace", false, "replace the checkpoint the state already holds")
 	)
 	if err := command.ParseFlags(fs, args); err != nil {
@@ -160,12 +160,24 @@ func snapshotImport(ctx context.Context, args []string, stderr io.Writer) error 
 	case *in == "" || *dir == "":
 		return fmt.Errorf("snapshot import: --in and --state are required: %w", errUsage)
 	}
-	store, err := openState(*dir)
+	// The file is read and verified before the state is opened, so that
+	// one that does not read creates nothing; a state directory this
+	// import creates is removed again if it fails.
+	s, err := snapshot.ReadFile(*in)
 	if err != nil {
 		return fmt.Errorf("snapshot import: %w", err)
 	}
-	s, err := snapshot.Import(ctx, *in, store, snapshot.ImportOptions{Replace: *replace})
-	if err = errors.Join(err, store.s.Close()); err != nil {
+	_, statErr := os.Stat(*dir)
+	created := errors.Is(statErr, os.ErrNotExist)
+	store, err := openState(*dir)
+	if err == nil {
+		err = snapshot.ImportSnapshot(ctx, s, store, snapshot.ImportOptions{Replace: *replace})
+		err = errors.Join(err, store.s.Close())
+	}
+	if err != nil {
+		if created {
+			err = errors.Join(err, os.RemoveAll(*dir))
+		}
 		if errors.Is(err, snapshot.ErrStateNotEmpty) {
 			return fmt.Errorf("snapshot import: %w: use --replace to overwrite it", err)
 		}

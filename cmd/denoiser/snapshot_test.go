@@ -281,6 +281,19 @@ func TestSnapshotCLI(t *testing.T) {
 	if b, _ := os.ReadFile(dl); !bytes.Equal(b, raw) {
 		t.Fatal("failed exports changed an existing output file")
 	}
+	// The failed import of the damaged file created no state directory
+	// (it left one, an empty Badger state), and leaves a directory that
+	// was there as it was.
+	if _, err := os.Stat(filepath.Join(dir, "s")); !os.IsNotExist(err) {
+		t.Errorf("a failed import left its state directory: %v", err)
+	}
+	existing := t.TempDir()
+	if code, _, stderr := cli(t, "snapshot", "import", "--in", damaged, "--state", existing); code != 1 {
+		t.Fatalf("import of a damaged file into a directory: exit %d: %s", code, stderr)
+	}
+	if entries, err := os.ReadDir(existing); err != nil || len(entries) != 0 {
+		t.Errorf("a failed import changed the directory that was there: %v, %v", entries, err)
+	}
 }
 
 // BenchmarkSnapshotState1M: `denoiser snapshot export --state` and
