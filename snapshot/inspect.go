@@ -1,7 +1,9 @@
 package snapshot
 
 import (
+	"encoding/json"
 	"math"
+	"reflect"
 	"slices"
 
 	"denoiser/consumer/input"
@@ -21,7 +23,7 @@ type Report struct {
 	Meta          Meta   `json:"meta"`
 	// ModelVersion is the model's version: the number of events learned.
 	ModelVersion uint64           `json:"model_version"`
-	Config       online.Config    `json:"config"`
+	Config       Settings         `json:"config"`
 	K            int              `json:"k"`
 	Dim          int              `json:"dim"`
 	Positions    []input.Position `json:"positions"`
@@ -31,6 +33,56 @@ type Report struct {
 		Users NormStats `json:"users"`
 		Items NormStats `json:"items"`
 	} `json:"embedding_norms"`
+}
+
+// Settings is a model's configuration as inspect shows it: every setting,
+// its zero value too, with classes the K the mode implies (2 in binary
+// mode, as denoiser run --print-config shows it), for a snapshot of
+// format allSettingsFrom or later. A snapshot of an earlier format shows
+// what it showed when the golden files of those formats were made
+// (testdata/v1, v2): the model's own JSON, which leaves out the zero
+// value of the settings added since (no_context, max_users, ...).
+type Settings struct {
+	online.Config
+	all bool // every setting, zeros included
+}
+
+// allSettingsFrom is the first snapshot format whose inspection shows
+// every setting (Settings).
+const allSettingsFrom = 3
+
+// settingsOf is c, of a model with k classes, as a snapshot of format
+// version shows it.
+func settingsOf(c online.Config, k int, version uint32) Settings {
+	if version < allSettingsFrom {
+		return Settings{Config: c}
+	}
+	if c.Mode != online.ModeRating && c.Classes == 0 {
+		c.Classes = k
+	}
+	return Settings{Config: c, all: true}
+}
+
+// MarshalJSON writes the configuration's JSON, with every setting when
+// s shows them all (Settings).
+func (s Settings) MarshalJSON() ([]byte, error) {
+	if !s.all {
+		return json.Marshal(s.Config)
+	}
+	v := reflect.ValueOf(s.Config)
+	out := []byte{'{'}
+	for i := range v.NumField() {
+		b, err := json.Marshal(v.Field(i).Interface())
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			out = append(out, ',')
+		}
+		name, _ := json.Marshal(jsonName(v.Type().Field(i)))
+		out = append(append(append(out, name...), ':'), b...)
+	}
+	return append(out, '}'), nil
 }
 
 // NormStats summarises the L2 norms of a set of embedding rows.
@@ -57,7 +109,7 @@ func Inspect(s *Snapshot, file string) Report {
 		Checksum:      s.ChecksumHex(),
 		Meta:          s.Meta,
 		ModelVersion:  m.Version(),
-		Config:        m.Config(),
+		Config:        settingsOf(m.Config(), m.K(), s.FormatVersion),
 		K:             m.K(),
 		Dim:           m.Dim(),
 		Positions:     s.Positions,

@@ -84,6 +84,50 @@ func TestInspect(t *testing.T) {
 	}
 }
 
+// TestInspectShowsEverySetting: inspect shows every setting of a current
+// snapshot, those at zero too (it left out no_context, max_users,
+// max_items, admit_after and admit_sketch_width), and classes as the K of
+// the mode (it showed classes=0 in binary mode), in text and JSON; a
+// snapshot of an earlier format shows what it showed (testdata/v1).
+func TestInspectShowsEverySetting(t *testing.T) {
+	m := onlinetest.New(t, onlinetest.SmallConfig(online.ModeBinary))
+	step(t, m, onlinetest.Stream(300, 3))
+	r := Inspect(readBack(t, m, nil), "")
+	var txt bytes.Buffer
+	if err := r.WriteText(&txt); err != nil {
+		t.Fatal(err)
+	}
+	js, err := json.Marshal(&r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"no_context", "max_users", "max_items", "admit_after", "admit_sketch_width", "dwell_direction"} {
+		if !strings.Contains(txt.String(), "  "+name+"=") || !strings.Contains(string(js), `"`+name+`":`) {
+			t.Errorf("inspect does not show %s:\n%s\n%s", name, txt.String(), js)
+		}
+	}
+	if !strings.Contains(txt.String(), "classes=2 ") || !strings.Contains(string(js), `"classes":2`) {
+		t.Errorf("binary mode's classes not shown as 2:\n%s\n%s", txt.String(), js)
+	}
+	var back Report
+	if err := json.Unmarshal(js, &back); err != nil || back.Config.Mode != online.ModeBinary || back.Config.Dim != r.Config.Dim {
+		t.Fatalf("JSON report does not round-trip: %v: %s", err, js)
+	}
+
+	old, err := ReadFile(golden(1, "snap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var oldTxt bytes.Buffer
+	r = Inspect(old, "")
+	if err := r.WriteText(&oldTxt); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(oldTxt.String(), "no_context=") || !strings.Contains(oldTxt.String(), "classes=0") {
+		t.Errorf("a format 1 snapshot renders otherwise than it did:\n%s", oldTxt.String())
+	}
+}
+
 // TestDiff: a snapshot against itself shows no change; against a later one
 // of the same model it shows the events, positions and drift in between.
 func TestDiff(t *testing.T) {

@@ -217,19 +217,23 @@ func origin(m Meta) string {
 	return strings.Join(parts, ", ")
 }
 
-// configPairs lists the configuration as json_name=value, in field order,
-// leaving out zero values of fields the encoding omits when empty (as the
-// model's own JSON does), so that a model from before such a field
-// renders as it did.
-func configPairs(c online.Config) []string {
-	v := reflect.ValueOf(c)
+// configPairs lists the configuration as json_name=value, in field order:
+// every setting when s shows them all (Settings), else leaving out the
+// zero values of fields the encoding omits when empty (as the model's own
+// JSON does), so that a snapshot of an earlier format renders as it did.
+func configPairs(s Settings) []string {
+	v := reflect.ValueOf(s.Config)
 	out := make([]string, 0, v.NumField())
 	for i := range v.NumField() {
 		f := v.Type().Field(i)
-		if strings.Contains(f.Tag.Get("json"), ",omitempty") && v.Field(i).IsZero() {
+		if !s.all && strings.Contains(f.Tag.Get("json"), ",omitempty") && v.Field(i).IsZero() {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s=%v", jsonName(f), v.Field(i).Interface()))
+		value := fmt.Sprint(v.Field(i).Interface())
+		if s.all && v.Field(i).Kind() == reflect.String && value == "" {
+			value = `""` // dwell_direction="", not dwell_direction=
+		}
+		out = append(out, jsonName(f)+"="+value)
 	}
 	return out
 }
