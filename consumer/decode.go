@@ -661,10 +661,10 @@ func decodeInt(field string, v []byte, lo, hi int64) (int64, error) {
 		return n, nil
 	}
 	f, err := strconv.ParseFloat(string(v), 64)
-	if err != nil || f != math.Trunc(f) {
+	if err != nil && !errors.Is(err, strconv.ErrRange) || err == nil && f != math.Trunc(f) {
 		return 0, reject(ReasonOutOfRange, field, clip(v)+" is not an integer")
 	}
-	if f < float64(lo) || f > float64(hi) {
+	if err != nil || f < float64(lo) || f > float64(hi) { // ErrRange: ±Inf
 		return 0, reject(ReasonOutOfRange, field, clip(v)+" is outside "+strconv.FormatInt(lo, 10)+".."+strconv.FormatInt(hi, 10))
 	}
 	return int64(f), nil

@@ -523,3 +523,16 @@ func TestDecodeUnread(t *testing.T) {
 func BenchmarkDecoderExtras(b *testing.B) {
 	benchDecoder(b, []byte(`{"user":"u1234","item":"i98765","ts":1700000000000,"event":"click","dwell_ms":8300,"session_id":"s-42","page":"home","position":3,"device":"ios"}`))
 }
+
+// TestDecodeHugeIntegerIsOutOfRange: a number past float64's range
+// (1e400) in an integer field is said to be outside the field's range,
+// not "not an integer" (ParseFloat's ErrRange).
+func TestDecodeHugeIntegerIsOutOfRange(t *testing.T) {
+	for _, v := range []string{"1e400", "-1e400"} {
+		var ev Event
+		err := Decode([]byte(`{"user":"u","item":"i","dwell_ms":`+v+`}`), &ev)
+		if err == nil || !strings.Contains(err.Error(), v+" is outside 0..") {
+			t.Errorf("dwell_ms %s: %v, want it outside the range", v, err)
+		}
+	}
+}
