@@ -131,6 +131,7 @@ func decode(line []byte, ev *Event, ids *interner, names *memberNames) error {
 	}
 	var user, item, ts, kind, dwell, rating, truth []byte
 	var aliases uint32 // members named as other formats name the fields (Aliases)
+	var shadowed uint8 // fields' own names, not read: Fields reads them from others
 	i := skipSpace(line, 1)
 	if at(line, i) == '}' {
 		i++
@@ -185,6 +186,9 @@ func decode(line []byte, ev *Event, ids *interner, names *memberNames) error {
 			} else {
 				var field int
 				field, carry = names.field(key)
+				if field < 0 && !carry {
+					shadowed |= 1 << names.own(key)
+				}
 				switch field {
 				case fieldUser:
 					user = val
@@ -231,6 +235,14 @@ func decode(line []byte, ev *Event, ids *interner, names *memberNames) error {
 
 	if aliases != 0 {
 		ev.Unread = aliases & missingFields(user, item, ts, kind, dwell)
+	}
+	if shadowed != 0 {
+		for i, v := range [numFields][]byte{user, item, ts, kind, dwell, rating, truth} {
+			if v != nil {
+				shadowed &^= 1 << i
+			}
+		}
+		ev.Shadowed = shadowed
 	}
 	var err error
 	if ev.User, err = decodeID("user", user, ids); err != nil {

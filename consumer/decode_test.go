@@ -536,3 +536,38 @@ func TestDecodeHugeIntegerIsOutOfRange(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeShadowed: a field read from another member (Fields) that the
+// record lacks, while it carries the field under the event format's own
+// name, is marked (Event.Shadowed): that member is not read. A record
+// with the named member, or without either, is not.
+func TestDecodeShadowed(t *testing.T) {
+	d := NewDecoder(Fields{TS: "timestamp", User: "user_id"})
+	ts, user := uint8(1)<<fieldTS, uint8(1)<<fieldUser
+	for _, tc := range []struct {
+		name, line string
+		shadowed   uint8
+		hasTS      bool
+	}{
+		{"ts, no timestamp", `{"user_id":"u","item":"i","ts":1700000000000}`, ts, false},
+		{"both", `{"user_id":"u","item":"i","ts":1,"timestamp":1700000000000}`, 0, true},
+		{"timestamp only", `{"user_id":"u","item":"i","timestamp":1700000000000}`, 0, true},
+		{"neither", `{"user_id":"u","item":"i"}`, 0, false},
+		{"user, no user_id", `{"user":"u","item":"i","ts":1700000000000}`, ts | user, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ev Event
+			err := d.Decode([]byte(tc.line), &ev)
+			if ev.Shadowed != tc.shadowed || ev.HasTS != tc.hasTS {
+				t.Errorf("Shadowed %b HasTS %v (err %v), want %b and %v", ev.Shadowed, ev.HasTS, err, tc.shadowed, tc.hasTS)
+			}
+			if tc.shadowed&user != 0 && ReasonOf(err) != ReasonMissingField {
+				t.Errorf("user read from user_id, missing: %v", err)
+			}
+		})
+	}
+	var plain Event
+	if err := Decode([]byte(`{"user":"u","item":"i","ts":1700000000000}`), &plain); err != nil || plain.Shadowed != 0 {
+		t.Errorf("the event format's own names: Shadowed %b, %v", plain.Shadowed, err)
+	}
+}

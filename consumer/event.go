@@ -47,6 +47,14 @@ type Event struct {
 	// Extra, and the model does not read them; Run counts them
 	// (Stats.Unread), so that a user learns why times or types are missing.
 	Unread uint32
+
+	// Shadowed marks, a bit per field (FieldNames' order), the fields that
+	// Fields reads from another member which the record lacks, while it
+	// carries the field under the event format's own name: that member is
+	// not read, and the output's value (none) replaces it. Run counts them
+	// (Stats.Shadowed): a setting such as fields.ts: timestamp on records
+	// that have "ts" and no "timestamp" leaves the model without times.
+	Shadowed uint8
 }
 
 // OutputFields are the names of the fields a scored record adds to its

@@ -118,13 +118,26 @@ func (m *memberNames) field(quoted []byte) (field int, carry bool) {
 			return i, m.renamed[i]
 		}
 	}
-	for i, name := range fieldNames {
-		if m.renamed[i] && len(quoted) == len(name)+2 && string(quoted[1:len(quoted)-1]) == name {
-			return -1, false
-		}
+	if m.own(quoted) >= 0 {
+		return -1, false
 	}
 	return -1, true
 }
+
+// own returns the index of the field whose event-format name the quoted
+// key is, where that field is read from another name; -1 otherwise.
+func (m *memberNames) own(quoted []byte) int {
+	for i, name := range fieldNames {
+		if m.renamed[i] && len(quoted) == len(name)+2 && string(quoted[1:len(quoted)-1]) == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// FieldNames returns the event format's names of the fields, in the
+// order of Event.Shadowed's bits.
+func FieldNames() []string { return fieldNames[:] }
 
 // hint adds to the error of a field read from another name that name.
 func (m *memberNames) hint(err *RecordError) {

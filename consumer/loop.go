@@ -228,6 +228,22 @@ type Stats struct {
 	// so named without the field it names elsewhere (Event.Unread): a
 	// "timestamp" in records without "ts" leaves the model without times.
 	Unread map[string]uint64
+	// Shadowed counts, per field, the records that lack the member Fields
+	// reads the field from and carry the field under its own name, which
+	// is not read (Event.Shadowed).
+	Shadowed map[string]uint64
+}
+
+// countShadowed counts a record's shadowed fields (Event.Shadowed).
+func (s *Stats) countShadowed(shadowed uint8) {
+	if s.Shadowed == nil {
+		s.Shadowed = map[string]uint64{}
+	}
+	for i, name := range fieldNames {
+		if shadowed&(1<<i) != 0 {
+			s.Shadowed[name]++
+		}
+	}
 }
 
 // countUnread counts a record's unread members (Event.Unread).
@@ -257,6 +273,12 @@ func (s *Stats) Add(o Stats) {
 			s.Unread = map[string]uint64{}
 		}
 		s.Unread[k] += n
+	}
+	for k, n := range o.Shadowed {
+		if s.Shadowed == nil {
+			s.Shadowed = map[string]uint64{}
+		}
+		s.Shadowed[k] += n
 	}
 	s.SkippedByReason = addCounts(s.SkippedByReason, o.SkippedByReason)
 	s.ByReason = addCounts(s.ByReason, o.ByReason)
@@ -900,6 +922,9 @@ func (l *loop) finish(ctx context.Context, r *Result, opts Options, st *Stats) (
 	}
 	if r.Emitted {
 		st.AlreadyEmitted++
+	}
+	if r.Event.Shadowed != 0 {
+		st.countShadowed(r.Event.Shadowed)
 	}
 	if r.Event.Unread != 0 {
 		st.countUnread(r.Event.Unread)

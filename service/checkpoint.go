@@ -73,8 +73,10 @@ type checkpointer struct {
 	// unranked holds the event types warned of as missing from
 	// model.event_order (warnUnranked), each warned of once.
 	unranked map[string]bool
-	// unread holds the consumer.Aliases bits warned of (warnUnread).
-	unread uint32
+	// unread holds the consumer.Aliases bits warned of (warnUnread), and
+	// shadowed the fields' (warnShadowed).
+	unread   uint32
+	shadowed uint8
 
 	positions map[partitionKey]*int64
 	lastKey   partitionKey // the partition of the previous record...
@@ -144,6 +146,9 @@ func (c *checkpointer) after(ctx context.Context, r *consumer.Result, out consum
 	if r.Event.Unread&^c.unread != 0 {
 		c.warnUnread(r.Event.Unread)
 	}
+	if r.Event.Shadowed&^c.shadowed != 0 {
+		c.warnShadowed(r.Event.Shadowed)
+	}
 	if !r.Pos.IsFile() {
 		if c.lastNext == nil || r.Pos.Partition != c.lastKey.partition || r.Pos.Topic != c.lastKey.topic {
 			k := partitionKey{r.Pos.Topic, r.Pos.Partition}
@@ -211,6 +216,20 @@ func (c *checkpointer) warnUnread(unread uint32) {
 		if news&(1<<i) != 0 {
 			c.log.Warn("records have a member named as other formats name a field, and not the field: the model does not read it; rename it, or read it with fields.FIELD: MEMBER (consumer/FORMAT.md)",
 				"member", a.Name, "field", a.Field)
+		}
+	}
+}
+
+// warnShadowed logs, once each, the fields read from another member
+// (fields.FIELD) that records lack while they carry the field's own name,
+// which is not read: a setting that names a member the stream does not
+// have.
+func (c *checkpointer) warnShadowed(shadowed uint8) {
+	news := shadowed &^ c.shadowed
+	c.shadowed |= news
+	for i, f := range consumer.FieldNames() {
+		if news&(1<<i) != 0 {
+			c.log.Warn("records lack the member fields."+f+" names and carry "+f+", which is not read while fields."+f+" is set: drop the setting, or name the member the records carry (consumer/FORMAT.md)", "field", f)
 		}
 	}
 }

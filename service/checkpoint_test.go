@@ -265,6 +265,35 @@ func TestWarnUnread(t *testing.T) {
 	}
 }
 
+// TestWarnShadowed: each field read from a member the records lack, while
+// they carry the field's own name, is warned of once, through after.
+func TestWarnShadowed(t *testing.T) {
+	var buf bytes.Buffer
+	m, err := newMetrics(prometheus.NewRegistry(), noLag{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &checkpointer{log: slog.New(slog.NewTextHandler(&buf, nil)), every: 1 << 30, positions: map[partitionKey]*int64{}, metrics: m}
+	d := consumer.NewDecoder(consumer.Fields{TS: "timestamp"})
+	for _, line := range []string{
+		`{"user":"u","item":"i","ts":1700000000000}`,
+		`{"user":"u","item":"i","ts":1700000001000}`,
+		`{"user":"u","item":"i","timestamp":1700000002000}`,
+	} {
+		r := &consumer.Result{Pos: input.Position{File: "in", Line: 1}}
+		if err := d.Decode([]byte(line), &r.Event); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.after(context.Background(), r, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], "level=WARN") || !strings.Contains(lines[0], "field=ts") || !strings.Contains(lines[0], "fields.ts") {
+		t.Errorf("log:\n%s", buf.String())
+	}
+}
+
 // TestWarnUnranked: each event type missing from model.event_order is
 // warned of once, with the types first seen since the last warning.
 func TestWarnUnranked(t *testing.T) {

@@ -823,3 +823,40 @@ func TestReplayNothingFitsTheMode(t *testing.T) {
 		t.Errorf("stderr:\n%s", stderr.String())
 	}
 }
+
+// TestReplayShadowedFields: fields.ts names a member the records lack
+// while they carry "ts": the summary and the report say that "ts" was
+// not read (the model ran without times), and where the user is read
+// from a member no record has, the error says why nothing scored.
+func TestReplayShadowedFields(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	var b strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&b, `{"user":"u%d","item":"i%d","ts":%d}`+"\n", i%5, i%7, 1_700_000_000_000+int64(i)*1000)
+	}
+	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	report := filepath.Join(dir, "r.json")
+	var stderr bytes.Buffer
+	if code := run(context.Background(), []string{"replay", "--in", in, "--out", filepath.Join(dir, "out.jsonl"), "--report", report, "--set", "fields.ts=timestamp"}, &bytes.Buffer{}, &stderr); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), `not read: 20 records lack the member fields.ts names and have "ts"`) {
+		t.Errorf("stderr:\n%s", stderr.String())
+	}
+	var rep struct {
+		Shadowed map[string]uint64 `json:"shadowed_fields"`
+	}
+	if err := json.Unmarshal([]byte(clitest.ReadFile(t, report)), &rep); err != nil || rep.Shadowed["ts"] != 20 {
+		t.Errorf("report shadowed_fields %v (%v), want ts: 20", rep.Shadowed, err)
+	}
+	stderr.Reset()
+	if code := run(context.Background(), []string{"replay", "--in", in, "--out", filepath.Join(dir, "none.jsonl"), "--set", "fields.user=user_id"}, &bytes.Buffer{}, &stderr); code != 1 {
+		t.Fatalf("exit %d with fields.user=user_id:\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "no event could be scored: the records lack the members that fields.* names") {
+		t.Errorf("stderr with fields.user=user_id:\n%s", stderr.String())
+	}
+}

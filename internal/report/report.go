@@ -71,7 +71,11 @@ type Report struct {
 	// named as other formats name a field ("timestamp" for ts) and lack
 	// the field itself: the model did not read it (consumer.Aliases).
 	Unread map[string]uint64 `json:"unread_members,omitempty"`
-	Truth  string            `json:"truth"`
+	// Shadowed counts, per field, the records that lack the member
+	// fields.FIELD names and carry the field under the event format's own
+	// name, which is then not read (consumer.Event.Shadowed).
+	Shadowed map[string]uint64 `json:"shadowed_fields,omitempty"`
+	Truth    string            `json:"truth"`
 	// Passes is how many times the input was read: the models learned
 	// from it Passes−1 times, then the last pass was scored (and is all
 	// the rest of the report counts). 1 but for replay --passes.
@@ -185,6 +189,9 @@ func Build(in Inputs) Report {
 	}
 	if len(in.Stats.Unread) > 0 {
 		r.Unread = maps.Clone(in.Stats.Unread)
+	}
+	if len(in.Stats.Shadowed) > 0 {
+		r.Shadowed = maps.Clone(in.Stats.Shadowed)
 	}
 	if r.Seconds > 0 {
 		r.EventsPerSec = float64(r.Events) / r.Seconds
@@ -338,6 +345,11 @@ func (r *Report) PrintAs(w io.Writer, command string) error {
 	if len(r.Model.UnrankedTypes) > 0 {
 		fmt.Fprintf(&b, "event types without a rank in model.event_order: %s (add them to the order, least engaged first, to rank them)\n",
 			strings.Join(r.Model.UnrankedTypes, ", "))
+	}
+	for _, f := range consumer.FieldNames() {
+		if n := r.Shadowed[f]; n > 0 {
+			fmt.Fprintf(&b, "not read: %d records lack the member fields.%s names and have %q, which is read only without fields.%s: drop the setting, or name the member the records carry (consumer/FORMAT.md)\n", n, f, f, f)
+		}
 	}
 	for _, a := range consumer.Aliases { // in the table's order
 		if n := r.Unread[a.Name]; n > 0 {
