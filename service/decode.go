@@ -84,6 +84,31 @@ func unknownKey(section, key string) string {
 	return fmt.Sprintf("unknown setting (the settings %s: %s)", where, strings.Join(keys, ", "))
 }
 
+// SectionKeys lists the keys directly under path when it names a section
+// of the configuration ("model", "kafka"), nil when it does not.
+func SectionKeys(path string) []string {
+	keys, isSection := keysUnder(path)
+	if !isSection {
+		return nil
+	}
+	return keys
+}
+
+// NearestEnv is the variable of a setting that name, a DENOISER_*
+// variable that names none, most likely means ("" if none is near): the
+// nearest by edit distance, within a third of its length.
+func NearestEnv(name string) string {
+	rest := strings.TrimPrefix(name, EnvPrefix)
+	best, bestDist := "", len(rest)/3+1
+	for _, p := range Paths() {
+		env := EnvName(p)
+		if d := editDistance(rest, strings.TrimPrefix(env, EnvPrefix)); d < bestDist {
+			best, bestDist = env, d
+		}
+	}
+	return best
+}
+
 // editDistance is the edit distance of a and b, counting a swap of two
 // neighbouring letters as one edit (optimal string alignment).
 func editDistance(a, b string) int {

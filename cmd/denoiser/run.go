@@ -89,7 +89,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	log := service.NewLogger(cfg.Log, stderr)
 	for _, name := range unknownEnv {
 		attrs := []any{"variable", name}
-		if near := command.NearestEnv(name); near != "" {
+		if near := service.NearestEnv(name); near != "" {
 			attrs = append(attrs, "did_you_mean", near)
 		}
 		log.Warn("ignoring an environment variable that names no setting", attrs...)

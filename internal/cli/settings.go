@@ -25,28 +25,13 @@ func CheckSets(sets []string) error {
 			errs = append(errs, fmt.Errorf("%w: --set %q: want PATH=VALUE, e.g. --set model.dim=16", service.ErrConfig, s))
 			continue
 		}
-		keys := sectionKeys(path)
+		keys := service.SectionKeys(path)
 		if len(keys) == 0 {
 			continue
 		}
 		errs = append(errs, fmt.Errorf("%w: --set %s: %s is a section, not a setting: %s", service.ErrConfig, s, path, setsFor(path, value, keys)))
 	}
 	return errors.Join(errs...)
-}
-
-// sectionKeys lists the keys directly under path when it names a section
-// of the configuration, nil when it does not.
-func sectionKeys(path string) []string {
-	var keys []string
-	for _, p := range service.Paths() {
-		if rest, ok := strings.CutPrefix(p, path+"."); ok {
-			key, _, _ := strings.Cut(rest, ".")
-			if !slices.Contains(keys, key) {
-				keys = append(keys, key)
-			}
-		}
-	}
-	return keys
 }
 
 // setsFor says how to set what value, given for the section path whose
@@ -78,7 +63,7 @@ func setsFor(path, value string, keys []string) string {
 func UnknownEnv(names []string) string {
 	var parts []string
 	for _, name := range names {
-		if near := NearestEnv(name); near != "" {
+		if near := service.NearestEnv(name); near != "" {
 			parts = append(parts, name+" (did you mean "+near+"?)")
 		} else {
 			parts = append(parts, name)
@@ -89,46 +74,4 @@ func UnknownEnv(names []string) string {
 		verb = "name"
 	}
 	return strings.Join(parts, ", ") + " " + verb + " no setting; a setting a.b_c is " + service.EnvPrefix + "A_B_C (model.dim: " + service.EnvName("model.dim") + ")"
-}
-
-// NearestEnv is the variable of a setting that name, a DENOISER_*
-// variable that names none, most likely means ("" if none is near): the
-// nearest by edit distance, within a third of its length.
-func NearestEnv(name string) string {
-	rest := strings.TrimPrefix(name, service.EnvPrefix)
-	best, bestDist := "", len(rest)/3+1
-	for _, p := range service.Paths() {
-		env := service.EnvName(p)
-		if d := editDistance(rest, strings.TrimPrefix(env, service.EnvPrefix)); d < bestDist {
-			best, bestDist = env, d
-		}
-	}
-	return best
-}
-
-// editDistance is the edit distance of a and b, counting a swap of two
-// neighbouring letters as one edit (optimal string alignment), as the
-// configuration's own did-you-mean counts (service).
-func editDistance(a, b string) int {
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
 }
