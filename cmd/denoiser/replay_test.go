@@ -802,19 +802,27 @@ func TestReplayFields(t *testing.T) {
 	}
 }
 
-// TestReplayNothingFitsTheMode: a log of valid events without ratings,
-// replayed in rating mode, is refused by the model record by record; the
-// error says so (not that the input is not JSON lines).
-func TestReplayNothingFitsTheMode(t *testing.T) {
-	dir := t.TempDir()
+// writeTimedEvents writes n events of (user, item, ts) to dir/in.jsonl
+// and returns its path.
+func writeTimedEvents(t *testing.T, dir string, n int) string {
+	t.Helper()
 	in := filepath.Join(dir, "in.jsonl")
 	var b strings.Builder
-	for i := range 20 {
+	for i := range n {
 		fmt.Fprintf(&b, `{"user":"u%d","item":"i%d","ts":%d}`+"\n", i%5, i%7, 1_700_000_000_000+int64(i)*1000)
 	}
 	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return in
+}
+
+// TestReplayNothingFitsTheMode: a log of valid events without ratings,
+// replayed in rating mode, is refused by the model record by record; the
+// error says so (not that the input is not JSON lines).
+func TestReplayNothingFitsTheMode(t *testing.T) {
+	dir := t.TempDir()
+	in := writeTimedEvents(t, dir, 20)
 	var stderr bytes.Buffer
 	if code := run(context.Background(), []string{"replay", "--in", in, "--out", filepath.Join(dir, "out.jsonl"), "--set", "model.mode=rating"}, &bytes.Buffer{}, &stderr); code != 1 {
 		t.Fatalf("exit %d:\n%s", code, stderr.String())
@@ -830,14 +838,7 @@ func TestReplayNothingFitsTheMode(t *testing.T) {
 // from a member no record has, the error says why nothing scored.
 func TestReplayShadowedFields(t *testing.T) {
 	dir := t.TempDir()
-	in := filepath.Join(dir, "in.jsonl")
-	var b strings.Builder
-	for i := range 20 {
-		fmt.Fprintf(&b, `{"user":"u%d","item":"i%d","ts":%d}`+"\n", i%5, i%7, 1_700_000_000_000+int64(i)*1000)
-	}
-	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	in := writeTimedEvents(t, dir, 20)
 	report := filepath.Join(dir, "r.json")
 	var stderr bytes.Buffer
 	if code := run(context.Background(), []string{"replay", "--in", in, "--out", filepath.Join(dir, "out.jsonl"), "--report", report, "--set", "fields.ts=timestamp"}, &bytes.Buffer{}, &stderr); code != 0 {
