@@ -83,6 +83,10 @@ func TestCounterUserGap(t *testing.T) {
 	if s, want := c.GapShare(), 5.0/12; math.Abs(s-want) > 1e-15 {
 		t.Errorf("gap share %v, want %v", s, want)
 	}
+	// One event (a at 1_008_000) came before its user's previous one.
+	if n := c.OutOfOrder(); n != 1 {
+		t.Errorf("%d events out of time order, want 1", n)
+	}
 }
 
 func TestBetterDirection(t *testing.T) {

@@ -75,7 +75,14 @@ type Report struct {
 	// fields.FIELD names and carry the field under the event format's own
 	// name, which is then not read (consumer.Event.Shadowed).
 	Shadowed map[string]uint64 `json:"shadowed_fields,omitempty"`
-	Truth    string            `json:"truth"`
+	// OutOfOrder counts the events whose time is earlier than their
+	// user's previous event's (Counter.OutOfOrder); the summary points
+	// it out beyond outOfOrderShare of the events with a gap.
+	OutOfOrder uint64 `json:"out_of_time_order,omitempty"`
+	// WithGap counts the events with a time whose user had an earlier
+	// event with one.
+	WithGap uint64 `json:"events_with_gap,omitempty"`
+	Truth   string `json:"truth"`
 	// Passes is how many times the input was read: the models learned
 	// from it Passes−1 times, then the last pass was scored (and is all
 	// the rest of the report counts). 1 but for replay --passes.
@@ -212,6 +219,7 @@ func Build(in Inputs) Report {
 			r.Noise++
 		}
 	}
+	r.OutOfOrder, r.WithGap = c.counter.OutOfOrder(), c.counter.withGap
 	r.RecommendedScore = RecommendedScore
 	r.AUC.Weight, r.PRAUC.Weight = metrics(c.weight, c.genuine)
 	if len(c.genuine) > 0 {
@@ -290,6 +298,12 @@ func (r *Report) WriteFile(path string) error {
 	return atomicfile.WriteFile(path, r.WriteJSON)
 }
 
+// outOfOrderShare is the share of the events with a gap whose times run
+// backwards beyond which the summary says the log may not be in time
+// order: a log in time order has next to none (producers' clocks that
+// disagree by a little), one in another order about half.
+const outOfOrderShare = 0.05
+
 // Print writes a human summary of r.
 func (r *Report) Print(w io.Writer) error { return r.PrintAs(w, "replay") }
 
@@ -345,6 +359,10 @@ func (r *Report) PrintAs(w io.Writer, command string) error {
 	if len(r.Model.UnrankedTypes) > 0 {
 		fmt.Fprintf(&b, "event types without a rank in model.event_order: %s (add them to the order, least engaged first, to rank them)\n",
 			strings.Join(r.Model.UnrankedTypes, ", "))
+	}
+	if r.WithGap > 0 && float64(r.OutOfOrder) > outOfOrderShare*float64(r.WithGap) {
+		fmt.Fprintf(&b, "out of time order: %d of the %d events after an earlier one of their user (%.0f%%) have an earlier time than it: if the log is not in time order (a file in another order, such as MovieLens' u.data), sort it by ts, for the weight reads the gap since the user's previous event (denoiser-lab convert movielens sorts u.data)\n",
+			r.OutOfOrder, r.WithGap, 100*float64(r.OutOfOrder)/float64(r.WithGap))
 	}
 	for _, f := range consumer.FieldNames() {
 		if n := r.Shadowed[f]; n > 0 {

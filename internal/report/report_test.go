@@ -319,3 +319,34 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// TestPrintOutOfOrder: a log whose times run backwards for more than
+// outOfOrderShare of its events with a gap is pointed out (sort it by
+// ts), and counted in the report; one in time order is not.
+func TestPrintOutOfOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		shuffled bool
+	}{{"in time order", false}, {"in another order", true}} {
+		c := NewCollector(Truth{Mode: TruthField}, nil)
+		for i := range 200 {
+			ts := int64(1_700_000_000_000 + i*1000)
+			if tc.shuffled && i%4 == 1 {
+				ts -= 100_000
+			}
+			ev := consumer.Event{User: fmt.Sprint("u", i%10), Item: "i", TS: ts, HasTS: true, Truth: consumer.TruthGenuine}
+			if err := c.Write(context.Background(), &consumer.Result{Event: ev, Score: online.Score{Distilled: -1}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rep := Build(Inputs{Collector: c})
+		var human bytes.Buffer
+		if err := rep.Print(&human); err != nil {
+			t.Fatal(err)
+		}
+		said := strings.Contains(human.String(), "out of time order: ")
+		if said != tc.shuffled || tc.shuffled != (rep.OutOfOrder > 0) || rep.WithGap != 190 {
+			t.Errorf("%s: said %v, %d of %d out of order:\n%s", tc.name, said, rep.OutOfOrder, rep.WithGap, human.String())
+		}
+	}
+}
