@@ -103,6 +103,11 @@ func (s *CSVSource) Next(ctx context.Context) (Message, error) {
 // item column, "" if nothing is: the usual causes, a file without a
 // header, another separator, other names (MovieLens' ratings.csv).
 func badHeader(header []string, names [numFields]string) string {
+	for i, h := range header {
+		if slices.Contains(header[:i], h) {
+			return "it names the column " + strconv.Quote(h) + " twice; a row's cells would be read into one member"
+		}
+	}
 	if slices.Contains(header, names[fieldUser]) && slices.Contains(header, names[fieldItem]) {
 		return ""
 	}

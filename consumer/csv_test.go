@@ -28,6 +28,7 @@ func TestCSVHeader(t *testing.T) {
 		{"capitals", "User,Item,TS\n", "case-sensitive"},
 		{"MovieLens ratings.csv", "userId,movieId,rating,timestamp\n", "convert movielens"},
 		{"other names", "uid,iid\n", "names no user and item column"},
+		{"a column twice", "user,item,user\n", `names the column "user" twice`},
 	} {
 		src := NewCSVSource(NewFileSource(strings.NewReader(tc.text), "in.csv"), Fields{})
 		_, err := src.Next(context.Background())
