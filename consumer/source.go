@@ -80,6 +80,9 @@ func OpenFile(path string) (*FileSource, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("stat source: %w", err), f.Close())
 	}
+	if fi.IsDir() {
+		return nil, errors.Join(fmt.Errorf("open source: %s is a directory: give the event file", path), f.Close())
+	}
 	s := NewFileSource(f, path)
 	s.closer = f
 	if !s.gzip {

@@ -161,6 +161,11 @@ func TestOpenFile(t *testing.T) {
 	if _, err := OpenFile(filepath.Join(dir, "missing")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("OpenFile(missing) = %v", err)
 	}
+	// A directory is refused when it is opened, not read as an input
+	// that ends early.
+	if _, err := OpenFile(dir); err == nil || !strings.Contains(err.Error(), "is a directory") {
+		t.Fatalf("OpenFile(a directory) = %v", err)
+	}
 }
 
 func TestFileSourceCancelled(t *testing.T) {
