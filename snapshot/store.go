@@ -102,39 +102,31 @@ type ImportOptions struct {
 // whose Model is ready to go on learning. Nothing is written unless the
 // snapshot is valid.
 func Import(ctx context.Context, path string, store LoadSaver, opts ImportOptions) (*Snapshot, error) {
-	if err := checkImport(ctx, store, opts); err != nil {
-		return nil, err
-	}
 	s, err := ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("import snapshot: %w", err)
 	}
-	return s, save(ctx, s, store)
+	if err := ImportSnapshot(ctx, s, store, opts); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // ImportSnapshot commits s, a snapshot already read (ReadFile), to store
 // as Import does, for a caller that reads the file before it opens the
-// store: a file that does not read then creates no state.
+// store: a file that does not read then creates no state. A store that
+// holds a checkpoint is refused unless opts replaces it.
 func ImportSnapshot(ctx context.Context, s *Snapshot, store LoadSaver, opts ImportOptions) error {
-	if err := checkImport(ctx, store, opts); err != nil {
-		return err
+	if !opts.Replace {
+		_, ok, err := store.Load(ctx)
+		if err != nil {
+			return fmt.Errorf("import snapshot: %w", err)
+		}
+		if ok {
+			return fmt.Errorf("import snapshot: %w (replace it explicitly)", ErrStateNotEmpty)
+		}
 	}
 	return save(ctx, s, store)
-}
-
-// checkImport refuses a store that holds a checkpoint unless opts replaces it.
-func checkImport(ctx context.Context, store LoadSaver, opts ImportOptions) error {
-	if opts.Replace {
-		return nil
-	}
-	_, ok, err := store.Load(ctx)
-	if err != nil {
-		return fmt.Errorf("import snapshot: %w", err)
-	}
-	if ok {
-		return fmt.Errorf("import snapshot: %w (replace it explicitly)", ErrStateNotEmpty)
-	}
-	return nil
 }
 
 // save commits s's model and positions to store as one checkpoint.
