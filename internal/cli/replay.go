@@ -161,7 +161,7 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		in         = fs.String("in", "", "input `file` of JSON-lines events, - for standard input (required)")
+		in         = fs.String("in", "", "input `file` of events (JSON lines, or CSV with a header: --format), - for standard input (required)")
 		out        = fs.String("out", "", "output `file` of scored events, - for standard output (required)")
 		deadLetter = fs.String("dead-letter", "", "dead-letter `file` for bad records (default: OUT with .dead-letter.jsonl for its extension, .dead-letter.jsonl.gz for .EXT.gz, /dev/null for /dev/null; required with --out -)")
 		format     = fs.String("format", "auto", "input `format`: jsonl (JSON lines), csv (with a header line), or auto: csv for a name ending in .csv or .csv.gz, else jsonl; gzip is read as such")
@@ -174,7 +174,7 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		loadConfig = ConfigFlags(fs, "replay", stderr)
 	)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: denoiser replay --in FILE --out FILE [--dead-letter FILE] [--truth MODE] [--report FILE.json] [--passes N] [--partition N [--shared FILE [--first-offset N]]] [--config FILE] [--set PATH=VALUE]... [--seed N]\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: denoiser replay --in FILE --out FILE [--format jsonl|csv|auto] [--dead-letter FILE] [--truth MODE] [--report FILE.json] [--passes N] [--partition N [--shared FILE [--first-offset N]]] [--config FILE] [--set PATH=VALUE]... [--seed N]\n\n"+
 			"Scores a recorded event log with the same pipeline as the stream service and\n"+
 			"prints a report (ROC-AUC, PR-AUC against ground truth) to stderr.\n"+
 			"With --passes N the models learn from the whole log N-1 times first (batch\n"+
