@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -511,6 +512,12 @@ func TestReplayPasses(t *testing.T) {
 		}
 	}
 
+	// A named pipe is refused before it is opened (opening it would wait
+	// for a writer).
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -518,6 +525,7 @@ func TestReplayPasses(t *testing.T) {
 	}{
 		{"stdin", []string{"--in", "-", "--out", filepath.Join(dir, "o.jsonl"), "--passes", "2"}, "cannot be re-read"},
 		{"not a regular file", []string{"--in", dir, "--out", filepath.Join(dir, "o.jsonl"), "--passes", "2"}, "not a regular file"},
+		{"a named pipe", []string{"--in", fifo, "--out", filepath.Join(dir, "o.jsonl"), "--passes", "2"}, "not a regular file"},
 		{"zero", []string{"--in", in, "--out", filepath.Join(dir, "o.jsonl"), "--passes", "0"}, "at least 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -240,6 +240,11 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		}
 	}
 
+	if *passes > 1 { // before the input is opened: opening a pipe waits for its writer
+		if err := rereadable(*in); err != nil {
+			return fmt.Errorf("replay: --passes %d: %w: %w", *passes, err, ErrUsage)
+		}
+	}
 	src, err := OpenInput(*in, *format, cfg.Fields)
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
@@ -269,9 +274,6 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	if *passes > 1 {
-		if err := rereadable(*in); err != nil {
-			return errors.Join(fmt.Errorf("replay: --passes %d: %w: %w", *passes, err, ErrUsage), abort())
-		}
 		for pass := 1; pass < *passes; pass++ {
 			if err := learnPass(ctx, *in, *format, cfg.Fields, model, baseline, pass, *passes, stderr); err != nil {
 				return errors.Join(fmt.Errorf("replay: %w", err), abort())
