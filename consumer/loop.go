@@ -268,18 +268,8 @@ func (s *Stats) Add(o Stats) {
 	s.Numerical += o.Numerical
 	s.ShadowRejected += o.ShadowRejected
 	s.ShadowNumerical += o.ShadowNumerical
-	for k, n := range o.Unread {
-		if s.Unread == nil {
-			s.Unread = map[string]uint64{}
-		}
-		s.Unread[k] += n
-	}
-	for k, n := range o.Shadowed {
-		if s.Shadowed == nil {
-			s.Shadowed = map[string]uint64{}
-		}
-		s.Shadowed[k] += n
-	}
+	s.Unread = addCounts(s.Unread, o.Unread)
+	s.Shadowed = addCounts(s.Shadowed, o.Shadowed)
 	s.SkippedByReason = addCounts(s.SkippedByReason, o.SkippedByReason)
 	s.ByReason = addCounts(s.ByReason, o.ByReason)
 }

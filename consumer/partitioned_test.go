@@ -710,4 +710,11 @@ func TestRunPartitionsFields(t *testing.T) {
 	if without.stats.Scored != 0 || without.stats.Unread["user_id"] != uint64(len(msgs)) || without.stats.Unread["timestamp"] != uint64(len(msgs)) {
 		t.Errorf("without Fields: %d scored, unread %v", without.stats.Scored, without.stats.Unread)
 	}
+	// The records in the event format's names, read with those Fields,
+	// lack the members named and carry the fields' own names: each is
+	// counted as shadowed, across the parallel lanes (Stats.Add).
+	shadow := runTranscriptWith(t, msgs, onlineSet(t, onlineConfig, seed), Options{Workers: 2, Buffer: 16, Fields: fields})
+	if n := uint64(len(msgs)); shadow.stats.Scored != 0 || shadow.stats.Shadowed["user"] != n || shadow.stats.Shadowed["item"] != n || shadow.stats.Shadowed["ts"] != n {
+		t.Errorf("event format's names read with Fields: %d scored, shadowed %v", shadow.stats.Scored, shadow.stats.Shadowed)
+	}
 }
