@@ -235,51 +235,17 @@ func TestCheckpointsWriteDeltas(t *testing.T) {
 	}
 }
 
-// TestWarnUnread: each member named as other formats name a missing
-// field is warned of once, through after, which every record passes.
-func TestWarnUnread(t *testing.T) {
+// afterLog decodes each line with d, passes it through a checkpointer's
+// after, as every record passes, and returns the lines it logged.
+func afterLog(t *testing.T, d consumer.Decoder, records ...string) []string {
+	t.Helper()
 	var buf bytes.Buffer
 	m, err := newMetrics(prometheus.NewRegistry(), noLag{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &checkpointer{log: slog.New(slog.NewTextHandler(&buf, nil)), every: 1 << 30, positions: map[partitionKey]*int64{}, metrics: m}
-	for _, line := range []string{
-		`{"user":"u","item":"i","timestamp":1700000000}`,
-		`{"user":"u","item":"i","timestamp":1700000001,"event_type":"pv"}`,
-		`{"user":"u","item":"i","timestamp":1700000002,"event_type":"pv"}`,
-		`{"user":"u","item":"i","ts":1700000002}`,
-	} {
-		r := &consumer.Result{Pos: input.Position{File: "in", Line: 1}}
-		if err := consumer.Decode([]byte(line), &r.Event); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.after(context.Background(), r, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if len(lines) != 2 || !strings.Contains(lines[0], "level=WARN") || !strings.Contains(lines[0], "member=timestamp field=ts") ||
-		!strings.Contains(lines[1], "member=event_type field=event") {
-		t.Errorf("log:\n%s", buf.String())
-	}
-}
-
-// TestWarnShadowed: each field read from a member the records lack, while
-// they carry the field's own name, is warned of once, through after.
-func TestWarnShadowed(t *testing.T) {
-	var buf bytes.Buffer
-	m, err := newMetrics(prometheus.NewRegistry(), noLag{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &checkpointer{log: slog.New(slog.NewTextHandler(&buf, nil)), every: 1 << 30, positions: map[partitionKey]*int64{}, metrics: m}
-	d := consumer.NewDecoder(consumer.Fields{TS: "timestamp"})
-	for _, line := range []string{
-		`{"user":"u","item":"i","ts":1700000000000}`,
-		`{"user":"u","item":"i","ts":1700000001000}`,
-		`{"user":"u","item":"i","timestamp":1700000002000}`,
-	} {
+	for _, line := range records {
 		r := &consumer.Result{Pos: input.Position{File: "in", Line: 1}}
 		if err := d.Decode([]byte(line), &r.Event); err != nil {
 			t.Fatal(err)
@@ -288,9 +254,34 @@ func TestWarnShadowed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	return strings.Split(strings.TrimSpace(buf.String()), "\n")
+}
+
+// TestWarnUnread: each member named as other formats name a missing
+// field is warned of once, through after, which every record passes.
+func TestWarnUnread(t *testing.T) {
+	lines := afterLog(t, consumer.Decoder{},
+		`{"user":"u","item":"i","timestamp":1700000000}`,
+		`{"user":"u","item":"i","timestamp":1700000001,"event_type":"pv"}`,
+		`{"user":"u","item":"i","timestamp":1700000002,"event_type":"pv"}`,
+		`{"user":"u","item":"i","ts":1700000002}`,
+	)
+	if len(lines) != 2 || !strings.Contains(lines[0], "level=WARN") || !strings.Contains(lines[0], "member=timestamp field=ts") ||
+		!strings.Contains(lines[1], "member=event_type field=event") {
+		t.Errorf("log:\n%s", strings.Join(lines, "\n"))
+	}
+}
+
+// TestWarnShadowed: each field read from a member the records lack, while
+// they carry the field's own name, is warned of once, through after.
+func TestWarnShadowed(t *testing.T) {
+	lines := afterLog(t, consumer.NewDecoder(consumer.Fields{TS: "timestamp"}),
+		`{"user":"u","item":"i","ts":1700000000000}`,
+		`{"user":"u","item":"i","ts":1700000001000}`,
+		`{"user":"u","item":"i","timestamp":1700000002000}`,
+	)
 	if len(lines) != 1 || !strings.Contains(lines[0], "level=WARN") || !strings.Contains(lines[0], "field=ts") || !strings.Contains(lines[0], "fields.ts") {
-		t.Errorf("log:\n%s", buf.String())
+		t.Errorf("log:\n%s", strings.Join(lines, "\n"))
 	}
 }
 
