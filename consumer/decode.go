@@ -439,6 +439,9 @@ func decodeID(field string, v []byte, ids *interner) (string, error) {
 			if len(inner) == 0 {
 				return "", reject(ReasonMissingField, field, "empty")
 			}
+			if inner[0] <= ' ' && blank(string(inner)) {
+				return "", reject(ReasonMissingField, field, "blank (white space only)")
+			}
 			if len(inner) > MaxIDBytes {
 				return "", reject(ReasonTooLarge, field, strconv.Itoa(len(inner))+" bytes, over the limit of "+strconv.Itoa(MaxIDBytes))
 			}
@@ -464,11 +467,18 @@ func decodeID(field string, v []byte, ids *interner) (string, error) {
 	if id == "" {
 		return "", reject(ReasonMissingField, field, "empty")
 	}
+	if blank(id) {
+		return "", reject(ReasonMissingField, field, "blank (white space only)")
+	}
 	if len(id) > MaxIDBytes {
 		return "", reject(ReasonTooLarge, field, strconv.Itoa(len(id))+" bytes, over the limit of "+strconv.Itoa(MaxIDBytes))
 	}
 	return id, nil
 }
+
+// blank reports whether id is white space only: a field left blank
+// (a CSV export's "  "), not an id.
+func blank(id string) bool { return strings.TrimSpace(id) == "" }
 
 // plainText reports whether the inside of a valid JSON string literal is
 // ASCII without escapes, and so is the string itself.

@@ -84,6 +84,8 @@ func TestDecode(t *testing.T) {
 		{name: "missing item", line: `{"user":"u"}`, reason: ReasonMissingField, field: "item"},
 		{name: "null user", line: `{"user":null,"item":"i"}`, reason: ReasonMissingField, field: "user"},
 		{name: "empty user", line: `{"user":"","item":"i"}`, reason: ReasonMissingField, field: "user"},
+		{name: "blank user", line: `{"user":"   ","item":"i"}`, reason: ReasonMissingField, field: "user"},
+		{name: "blank item, escaped", line: `{"user":"u","item":"\t\u0020"}`, reason: ReasonMissingField, field: "item"},
 
 		{name: "not json", line: `user=u1 item=i9`, reason: ReasonNotJSON},
 		{name: "truncated", line: `{"user":"u1","item":"i9"`, reason: ReasonNotJSON},

@@ -328,9 +328,8 @@ func (c Config) Validate() error {
 	if err := (producer.KafkaConfig{Brokers: k.Brokers, Topic: k.OutputTopic, Compression: k.Compression}).Validate(); err != nil {
 		return fieldError("kafka.compression", fmt.Sprintf("%q is not none, gzip, snappy, lz4 or zstd", k.Compression), "none")
 	}
-	if m := c.Model.WithDefaults(); m.Mode != online.ModeRating && m.Classes != 0 && m.Classes != m.K() {
-		return fieldError("model.classes", fmt.Sprintf("%d, but only rating mode reads it: %s mode has %d classes", m.Classes, m.Mode, m.K()),
-			strconv.Itoa(m.K()))
+	if err := CheckClasses(c.Model); err != nil {
+		return err
 	}
 	if err := c.Fields.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
@@ -468,4 +467,15 @@ func (c *Config) applyEnv(environ []string) (unknown, set []string, err error) {
 		set = append(set, path)
 	}
 	return unknown, set, nil
+}
+
+// CheckClasses refuses model.classes outside rating mode, where it is
+// not read: binary and dwell mode take their number of classes from the
+// mode. Replay and the demo check it as `denoiser run` does.
+func CheckClasses(m online.Config) error {
+	if m = m.WithDefaults(); m.Mode != online.ModeRating && m.Classes != 0 && m.Classes != m.K() {
+		return fieldError("model.classes", fmt.Sprintf("%d, but only rating mode reads it: %s mode has %d classes", m.Classes, m.Mode, m.K()),
+			strconv.Itoa(m.K()))
+	}
+	return nil
 }

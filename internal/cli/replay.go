@@ -66,6 +66,9 @@ func LoadReplayConfig(path string, environ, sets []string) (ReplayConfig, error)
 	if err := c.Model.Validate(); err != nil {
 		return c, fmt.Errorf("%w: model: %w", service.ErrConfig, err)
 	}
+	if err := service.CheckClasses(c.Model); err != nil {
+		return c, err
+	}
 	if err := c.Fields.Validate(); err != nil {
 		return c, fmt.Errorf("%w: %w", service.ErrConfig, err)
 	}

@@ -66,3 +66,17 @@ func TestLoadReplayConfigUnknownEnv(t *testing.T) {
 		t.Errorf("a known variable: %v", err)
 	}
 }
+
+// TestLoadReplayConfigClasses: model.classes outside rating mode is
+// refused by replay as by `denoiser run` (replay took classes 7 in binary
+// mode and scored with 2); in rating mode it is read.
+func TestLoadReplayConfigClasses(t *testing.T) {
+	_, err := LoadReplayConfig("", nil, []string{"model.classes=7"})
+	if !errors.Is(err, service.ErrConfig) || !strings.Contains(err.Error(), "model.classes: 7, but only rating mode reads it") {
+		t.Errorf("classes 7 in binary mode: %v", err)
+	}
+	c, err := LoadReplayConfig("", nil, []string{"model.mode=rating", "model.classes=7"})
+	if err != nil || c.Model.K() != 7 {
+		t.Errorf("classes 7 in rating mode: K %d, %v", c.Model.K(), err)
+	}
+}
