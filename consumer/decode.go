@@ -31,7 +31,7 @@ type Reason string
 // Reasons a record is dead-lettered.
 const (
 	ReasonNotJSON       Reason = "not_json"       // not valid JSON
-	ReasonMissingField  Reason = "missing_field"  // user or item absent, null or empty
+	ReasonMissingField  Reason = "missing_field"  // user or item absent, null, empty or white space only
 	ReasonBadType       Reason = "bad_type"       // a field, or the record, has the wrong JSON type
 	ReasonOutOfRange    Reason = "out_of_range"   // a value outside its sane range, a non-integer count, an unknown enum value
 	ReasonTooLarge      Reason = "too_large"      // the record or an id is over its size limit

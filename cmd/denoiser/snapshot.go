@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"denoiser/online"
 	"denoiser/service"
 	"denoiser/snapshot"
 	"denoiser/state"
@@ -113,7 +114,7 @@ func snapshotExport(ctx context.Context, args []string, stderr io.Writer) error 
 		if err != nil {
 			return fmt.Errorf("snapshot export: %w", err)
 		}
-		store.partition = int32(*part)
+		store.partition, store.note = int32(*part), stderr
 		s, err = snapshot.Export(ctx, store, *out, snapshot.Meta{CreatedAt: time.Now().UTC(), Source: "state " + *dir})
 		if err = errors.Join(err, store.s.Close()); err != nil {
 			return fmt.Errorf("snapshot export: %w", err)
@@ -257,6 +258,9 @@ func writeJSON(w io.Writer, v any) error {
 type stateStore struct {
 	s         *state.Store
 	partition int32
+	// note, if not nil, is told when partition names a partition of a
+	// state whose one model serves every partition (state_layout member).
+	note io.Writer
 }
 
 var _ snapshot.LoadSaver = stateStore{}
@@ -279,6 +283,9 @@ func (a stateStore) Load(ctx context.Context) (snapshot.Checkpoint, bool, error)
 	cp, ok, err := a.s.Load(ctx)
 	if err != nil || !ok {
 		return snapshot.Checkpoint{}, ok, err
+	}
+	if layout, _ := online.SetLayoutOf(cp.Model); a.partition >= 0 && layout == online.LayoutMember && a.note != nil {
+		fmt.Fprintf(a.note, "snapshot: the state holds one model (state_layout member), which serves every partition: --partition %d exports that model\n", a.partition)
 	}
 	out, err := service.CheckpointModel(ctx, cp, a.partition)
 	if err != nil {

@@ -156,6 +156,11 @@ func TestSnapshotExportImportContinues(t *testing.T) {
 	if code, _, stderr := cli(t, "snapshot", "export", "--state", stateA, "--out", file); code != 0 {
 		t.Fatalf("export exit %d: %s", code, stderr)
 	}
+	// --partition of a state whose one model serves every partition
+	// exports that model, and says so.
+	if code, _, stderr := cli(t, "snapshot", "export", "--state", stateA, "--partition", "2", "--out", filepath.Join(dir, "p2.snap")); code != 0 || !strings.Contains(stderr, "serves every partition: --partition 2 exports that model") {
+		t.Fatalf("export --partition 2 of a one-model state: exit %d: %s", code, stderr)
+	}
 	if code, _, stderr := cli(t, "snapshot", "import", "--in", file, "--state", stateB); code != 0 {
 		t.Fatalf("import exit %d: %s", code, stderr)
 	}
