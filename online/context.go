@@ -588,9 +588,12 @@ func (c *contextModel) learnGap(x *contextFeatures, pClean float64) {
 // backwards (the gap turned it round, k < 0) the direction turns with it.
 // Centred on the moments' mean p, it moves an event's log-odds, not the
 // stream's level. A model read from an encoding before this (stop 60)
-// holds no moments of p in its gap instrument and adds nothing until
-// they have a spread; its moments then fill within the instrument's
-// window (docs/design/model.md, "The item's popularity on the gap path").
+// holds no moments of p in its gap instrument (the same encoding, those
+// slots 0): it adds nothing while they have no spread, and then, until
+// they hold p for as much mass as the other moments (about contextWindow
+// events), reads p against a mean and a variance that are too small, a
+// shift of the gap path's weights within contextClamp that fades as they
+// fill (docs/design/model.md, "The item's popularity on the gap path").
 func (r *rankInstrument) popularityEvidence(k float64, x contextFeatures) float64 {
 	s := &r.stats
 	mp := s.sum[itemFeature] / s.mass
