@@ -624,9 +624,12 @@ func decodeTS(v []byte) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		t, perr := time.Parse(time.RFC3339Nano, s)
-		if perr != nil {
-			return 0, reject(ReasonBadType, "ts", clip(v)+" is neither unix milliseconds nor RFC 3339")
+		if s != "" && s[0] >= '0' && s[0] <= '9' && json.Valid([]byte(s)) {
+			return decodeTS([]byte(s)) // a unix time written as a string: a JSON number inside
+		}
+		t, ok := parseDateTime(s)
+		if !ok {
+			return 0, reject(ReasonBadType, "ts", clip(v)+" is neither a unix time (seconds, milliseconds, microseconds or nanoseconds) nor a date and time (RFC 3339, or 2006-01-02 15:04:05 with an optional zone: Z, UTC, +01:00, +0100)")
 		}
 		ms := t.UnixMilli()
 		if t.Year() < 1970 || ms < MinTS || ms > MaxTS {
@@ -661,6 +664,40 @@ func decodeTS(v []byte) (int64, error) {
 		}
 	}
 	return 0, reject(ReasonOutOfRange, "ts", clip(v)+" is outside 1970-01-01..2100-01-01 as unix milliseconds, and outside 1973-03-03..2100-01-01 as seconds, microseconds or nanoseconds")
+}
+
+// dateTimeLayouts are the layouts of a ts string (parseDateTime): RFC 3339
+// and the SQL-style date and time that exports write (REES46's
+// "2019-10-01 00:00:00 UTC", pandas' "2019-10-01 00:00:00"), with a zone
+// as Z or a numeric offset, or none, which is read as UTC. A fraction of
+// a second is accepted after the seconds in each (time.Parse).
+var dateTimeLayouts = []string{
+	time.RFC3339Nano,
+	"2006-01-02 15:04:05Z07:00",
+	"2006-01-02 15:04:05 Z07:00",
+	"2006-01-02 15:04:05 -0700",
+	"2006-01-02 15:04:05-0700",
+	"2006-01-02 15:04:05",
+	"2006-01-02T15:04:05",
+}
+
+// parseDateTime reads s in the first of dateTimeLayouts that fits; a
+// trailing " UTC" is read as the zone UTC (no other zone name is
+// accepted: time.Parse would make up a zero offset for one it does not
+// know).
+func parseDateTime(s string) (time.Time, bool) {
+	if t, ok := strings.CutSuffix(s, " UTC"); ok {
+		s = t
+		if len(s) < 19 || strings.ContainsAny(s[19:], "Z+-") { // a zone given twice
+			return time.Time{}, false
+		}
+	}
+	for _, layout := range dateTimeLayouts {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // decodeInt accepts a JSON number with an integral value in [lo, hi]

@@ -140,6 +140,18 @@ func TestEffectiveYAMLShowsTheModelsClasses(t *testing.T) {
 			t.Fatalf("%s mode: the printed config does not validate: %v", mode, err)
 		}
 	}
+	// The settings whose defaults follow the mode say so, so that a file
+	// printed in binary mode and edited to rating mode is not read with
+	// binary mode's 2 classes by surprise.
+	b, err := validConfig().EffectiveYAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"classes: 2 # follows mode", "embedding_rate: 0.3 # mode's default", "negatives: 4 # mode's default"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the printed config lacks %q", want)
+		}
+	}
 	c := validConfig()
 	c.Model.Classes = 7
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "model.classes") {

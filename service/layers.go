@@ -68,11 +68,48 @@ func (l Layers) Load() (cfg Config, unknownEnv []string, err error) {
 // EffectiveYAML is c with every default filled in, the model's included
 // (classes is the K its mode implies: 2 in binary mode), as YAML: what `denoiser run --print-config` prints.
 func (c Config) EffectiveYAML() ([]byte, error) {
-	b, err := yaml.Marshal(defaultsOf(c))
+	var doc yaml.Node
+	if err := doc.Encode(defaultsOf(c)); err != nil {
+		return nil, fmt.Errorf("encode config: %w", err)
+	}
+	noteModeDefaults(&doc)
+	b, err := yaml.Marshal(&doc)
 	if err != nil {
 		return nil, fmt.Errorf("encode config: %w", err)
 	}
 	return b, nil
+}
+
+// modeDefaults are the model settings whose defaults follow model.mode,
+// with what to say of them in a printed configuration: a file printed in
+// binary mode and edited to rating mode would otherwise keep binary
+// mode's values (classes 2 refuses every rating above 2).
+var modeDefaults = map[string]string{
+	"classes":          "follows mode: binary 2, rating 5, dwell the thresholds + 1; delete this line if you change the mode",
+	"negatives":        "mode's default: binary 4, rating and dwell 0; delete this line if you change the mode",
+	"embedding_rate":   "mode's default: binary 0.3, rating and dwell 0.05; delete this line if you change the mode",
+	"dwell_buckets_ms": "dwell mode's default [10000, 30000]; read only in dwell mode",
+}
+
+// noteModeDefaults adds modeDefaults' comments to the model section of a
+// configuration document.
+func noteModeDefaults(doc *yaml.Node) {
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
+		doc = doc.Content[0]
+	}
+	if doc.Kind != yaml.MappingNode {
+		return
+	}
+	root := doc.Content
+	for i := 0; i+1 < len(root); i += 2 {
+		if model := root[i+1]; root[i].Value == "model" && model.Kind == yaml.MappingNode {
+			for j := 0; j+1 < len(model.Content); j += 2 {
+				if note, ok := modeDefaults[model.Content[j].Value]; ok {
+					model.Content[j+1].LineComment = note
+				}
+			}
+		}
+	}
 }
 
 // NewLogger returns the process logger for c (zero fields: their

@@ -228,6 +228,9 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
+	if m := model.Config().Mode; m == online.ModeRating && truth.Mode == report.TruthRating || m == online.ModeDwell && truth.Mode == report.TruthDwell {
+		fmt.Fprintf(stderr, "replay: note: in %s mode the model's label is the %s that --truth %s reads: its scores are not label-free against that truth, as the report's baselines are; compare them in binary mode\n", m, truth.Mode, *truthMode)
+	}
 	var before func(*consumer.Result)
 	if *sharedPath != "" {
 		if before, err = replayMerges(*sharedPath, int32(*partition), *firstOff, model, stderr); err != nil {
@@ -330,10 +333,17 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if cut != nil {
 		return fmt.Errorf("replay: %w; the outputs and the report hold the %d records read", cut, st.Records)
 	}
+	reason, only := onlyReason(st)
+	if st.Scored > 0 && st.Rejected > st.Scored {
+		fmt.Fprintf(stderr, "replay: warning: %d of %d records (%.0f%%) were dead-lettered (%s); %s\n",
+			st.Rejected, st.Records, 100*float64(st.Rejected)/float64(st.Records), reasons(st), deadLetterHint(*deadLetter, model.Config()))
+	}
 	if st.Scored == 0 {
 		why := src.Describe()
 		if n := st.ByReason[consumer.ReasonModelRejected]; n > 0 && n == st.Rejected {
 			why = fmt.Sprintf("the model refused all %d records (model_rejected): they do not fit model.mode %s (rating needs a rating on every event, dwell a dwell_ms); the dead letters give each one's error", n, model.Config().Mode)
+		} else if only && st.Rejected == st.Records {
+			why = fmt.Sprintf("every record was dead-lettered as %s; %s", reason, deadLetterHint(*deadLetter, model.Config()))
 		} else if len(st.Unread) > 0 {
 			why = "the records name their fields as another format does (\"not read\" above): read them with --set fields.FIELD=MEMBER, or rename them (consumer/FORMAT.md)"
 		} else if len(st.Shadowed) > 0 {
@@ -342,6 +352,42 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return fmt.Errorf("replay: %w: %s", ErrNothingScored, why)
 	}
 	return nil
+}
+
+// onlyReason returns the reason every dead-lettered record of st has, if
+// they have one (and there is one at least).
+func onlyReason(st consumer.Stats) (consumer.Reason, bool) {
+	for r, n := range st.ByReason {
+		if n > 0 && n == st.Rejected {
+			return r, true
+		}
+	}
+	return "", false
+}
+
+// reasons lists st's dead-letter reasons with their counts, in the
+// order of consumer.Reasons.
+func reasons(st consumer.Stats) string {
+	var parts []string
+	for _, r := range consumer.Reasons() {
+		if n := st.ByReason[r]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", r, n))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// deadLetterHint says where each dead-lettered record's error is, and for
+// rating mode the setting that most often refuses records.
+func deadLetterHint(deadLetter string, cfg online.Config) string {
+	hint := "--dead-letter FILE writes each one with its field and error"
+	if deadLetter != "" && deadLetter != os.DevNull {
+		hint = "the dead letters (" + deadLetter + ") give each one's field and error"
+	}
+	if cfg.Mode == online.ModeRating {
+		hint += fmt.Sprintf("; rating mode reads ratings 1..%d (model.classes %d)", cfg.K(), cfg.K())
+	}
+	return hint
 }
 
 // given reports whether the flag name was given on fs's command line.
