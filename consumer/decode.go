@@ -258,26 +258,30 @@ func decode(line []byte, ev *Event, ids *interner, names *memberNames) error {
 		ev.HasTS = true
 	}
 	if kind != nil {
-		if kind[0] != '"' {
-			return reject(ReasonBadType, "event", "is a JSON "+kindOf(kind)+", want a string")
-		}
-		if inner := kind[1 : len(kind)-1]; plainText(inner) && len(inner) <= MaxIDBytes {
-			ev.Kind = ids.str(inner)
-		} else if ev.Kind, err = decodeString(kind); err != nil {
-			return err
+		switch c := kind[0]; {
+		case c == '-' || (c >= '0' && c <= '9'): // a numeric action code: its literal text, as an id's
+			ev.Kind = ids.str(kind)
+		case c != '"':
+			return reject(ReasonBadType, "event", "is a JSON "+kindOf(kind)+", want a string or a number")
+		case plainText(kind[1:len(kind)-1]) && len(kind)-2 <= MaxIDBytes:
+			ev.Kind = ids.str(kind[1 : len(kind)-1])
+		default:
+			if ev.Kind, err = decodeString(kind); err != nil {
+				return err
+			}
 		}
 		if len(ev.Kind) > MaxIDBytes {
 			return reject(ReasonTooLarge, "event", strconv.Itoa(len(ev.Kind))+" bytes, over the limit of "+strconv.Itoa(MaxIDBytes))
 		}
 	}
 	if dwell != nil {
-		if ev.DwellMS, err = decodeInt("dwell_ms", dwell, 0, MaxDwellMS); err != nil {
+		if ev.DwellMS, err = decodeInt("dwell_ms", quotedNumber(dwell), 0, MaxDwellMS); err != nil {
 			return err
 		}
 		ev.HasDwell = true
 	}
 	if rating != nil {
-		if ev.Rating, err = decodeRating(rating); err != nil {
+		if ev.Rating, err = decodeRating(quotedNumber(rating)); err != nil {
 			return err
 		}
 		ev.HasRating = true
@@ -286,16 +290,27 @@ func decode(line []byte, ev *Event, ids *interner, names *memberNames) error {
 		if truth[0] != '"' {
 			return reject(ReasonBadType, "truth", "is a JSON "+kindOf(truth)+", want a string")
 		}
-		switch {
-		case bytes.Equal(truth, []byte(`"`+TruthGenuine+`"`)):
+		switch inner := truth[1 : len(truth)-1]; { // case ignored: "Noise" is noise
+		case bytes.EqualFold(inner, []byte(TruthGenuine)):
 			ev.Truth = TruthGenuine
-		case bytes.Equal(truth, []byte(`"`+TruthNoise+`"`)):
+		case bytes.EqualFold(inner, []byte(TruthNoise)):
 			ev.Truth = TruthNoise
 		default:
 			return reject(ReasonOutOfRange, "truth", clip(truth)+" is not \"genuine\" or \"noise\"")
 		}
 	}
 	return nil
+}
+
+// quotedNumber returns the inside of v where v is a JSON string that
+// holds a JSON number ("5000": exports quote numbers), else v.
+func quotedNumber(v []byte) []byte {
+	if len(v) > 2 && v[0] == '"' {
+		if inner := v[1 : len(v)-1]; (inner[0] == '-' || inner[0] >= '0' && inner[0] <= '9') && json.Valid(inner) {
+			return inner
+		}
+	}
+	return v
 }
 
 // bom is the UTF-8 byte-order mark.
