@@ -36,9 +36,7 @@ func (s *Service) restore(ctx context.Context, initial Initial) ([]input.Positio
 		stored, isSet := online.SetLayoutOf(cp.Model)
 		s.log.Info("restored checkpoint", "generation", cp.Generation, "deltas", len(cp.Deltas), "model_version", cp.Version,
 			"layout", stored, "models", s.set.Len(), "saved_at", cp.SavedAt, "positions", positionsString(cp.Positions))
-		if !reflect.DeepEqual(effectiveModel(s.cfg.Model), effectiveModel(s.set.Config())) {
-			s.log.Warn("the restored model keeps its own configuration; the model section of the config is ignored (start with an empty state directory to apply it)")
-		}
+		s.warnIgnoredModel("the restored model", "start with an empty state directory to apply it")
 		if !isSet || stored != layout {
 			s.log.Info("the restored state becomes the model every partition starts from", "layout", layout)
 			return cp.Positions, 0, nil
@@ -54,6 +52,7 @@ func (s *Service) restore(ctx context.Context, initial Initial) ([]input.Positio
 			if s.set, err = online.NewSetFrom(m, s.cfg.Seed, layout); err != nil {
 				return nil, 0, fmt.Errorf("service: initial state: %w", err)
 			}
+			s.warnIgnoredModel("the initial model", "start without --from-snapshot to apply it")
 			write := func(w io.Writer) error {
 				_, err := s.set.WriteTo(w)
 				return err
@@ -74,6 +73,35 @@ func (s *Service) restore(ctx context.Context, initial Initial) ([]input.Positio
 	}
 	s.log.Info("no checkpoint: starting new models", "seed", seed, "mode", s.set.Config().WithDefaults().Mode, "layout", layout)
 	return nil, 0, nil
+}
+
+// warnIgnoredModel warns, when the model section of the config sets what
+// s.set's models, restored or initial (which: "the restored model"), do
+// not take, that it is ignored, naming each such setting with the value
+// the model keeps; hint says how to apply it.
+func (s *Service) warnIgnoredModel(which, hint string) {
+	ignored := ignoredModelSettings(s.cfg.Model, s.set.Config())
+	if len(ignored) == 0 {
+		return
+	}
+	s.log.Warn(which+" keeps its own configuration; the model section of the config is ignored ("+hint+")",
+		"ignored", strings.Join(ignored, ", "))
+}
+
+// ignoredModelSettings lists the settings of the model section cfg (its
+// defaults filled in) that differ from kept, the configuration of a model
+// restored or started from a snapshot, in declaration order, each as
+// "model.dim=16 (the model has 32)".
+func ignoredModelSettings(cfg, kept online.Config) []string {
+	want, have := reflect.ValueOf(effectiveModel(cfg)), reflect.ValueOf(effectiveModel(kept))
+	var ignored []string
+	walk(want.Type(), "model", func(path string, index []int) {
+		w, h := want.FieldByIndex(index), have.FieldByIndex(index)
+		if !reflect.DeepEqual(w.Interface(), h.Interface()) {
+			ignored = append(ignored, fmt.Sprintf("%s=%s (the model has %s)", path, formatValue(w), formatValue(h)))
+		}
+	})
+	return ignored
 }
 
 // CheckpointModel returns what a snapshot file of a loaded checkpoint

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -221,6 +224,21 @@ func Open(dir string, opts Options) (*Store, error) {
 		go s.gcLoop()
 	}
 	return s, nil
+}
+
+// Exists reports whether dir holds a store: a directory Open has made
+// (Badger's manifest is in it). Open on any other directory creates one
+// there, so a caller that only reads asks Exists first. A missing dir
+// holds none.
+func Exists(dir string) (bool, error) {
+	_, err := os.Stat(filepath.Join(dir, badger.ManifestFilename))
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	}
+	return false, fmt.Errorf("state: %w", err)
 }
 
 // Close stops the garbage collector, waits for it and for running Saves and

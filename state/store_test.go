@@ -352,3 +352,45 @@ func TestRemoveEmptyLogsLeavesAnOpenStoreAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestExists: a directory Open has made holds a store; a missing one, an
+// empty one or one of other files does not, and asking creates nothing.
+func TestExists(t *testing.T) {
+	dir := t.TempDir()
+	other := filepath.Join(dir, "other")
+	if err := os.Mkdir(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(other, "notes.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	store := filepath.Join(dir, "store")
+	s, err := Open(store, Options{GCInterval: -1, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, dir string
+		want      bool
+	}{
+		{"missing", filepath.Join(dir, "missing"), false},
+		{"empty", t.TempDir(), false},
+		{"other files", other, false},
+		{"a store", store, true},
+	} {
+		before, _ := os.ReadDir(tc.dir)
+		got, err := Exists(tc.dir)
+		if err != nil || got != tc.want {
+			t.Errorf("%s: Exists = %v, %v; want %v", tc.name, got, err, tc.want)
+		}
+		if after, _ := os.ReadDir(tc.dir); len(after) != len(before) {
+			t.Errorf("%s: Exists changed the directory: %d entries, were %d", tc.name, len(after), len(before))
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "missing")); !os.IsNotExist(err) {
+		t.Errorf("Exists created a missing directory: %v", err)
+	}
+}

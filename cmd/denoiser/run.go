@@ -39,7 +39,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fs.String(f.name, "", f.path+": "+f.usage)
 		shorthands[f.name] = f.path
 	}
-	fromSnapshot := fs.String("from-snapshot", "", "start from this snapshot `file` when the state directory holds no checkpoint")
+	fromSnapshot := fs.String("from-snapshot", "", "start from this snapshot `file` when the state directory holds no checkpoint (its model keeps the configuration it was made with)")
 	snapshotDir := fs.String("snapshot-dir", "", "`directory` for live snapshots requested at /snapshot (POST writes one there, GET downloads one)")
 	printConfig := fs.Bool("print-config", false, "print the effective configuration as YAML and exit")
 	fs.Usage = func() {

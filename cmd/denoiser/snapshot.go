@@ -11,6 +11,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +34,8 @@ commands:
                                          make a snapshot the checkpoint of a state directory
   inspect  [--json] FILE                 summarise a snapshot (FILE "-" reads stdin)
   diff     [--json] A B                  what changed from snapshot A to snapshot B
+
+Flags may come before or after the files; after "--" every argument is a file.
 
 A running instance also writes snapshots itself: POST /snapshot on its HTTP
 address (denoiser run --snapshot-dir DIR). Start a new instance warm with
@@ -72,6 +75,45 @@ func snapshotFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// parseSnapshotFlags parses args with fs, flags before, between or after
+// the positional arguments (snapshot inspect FILE --json), and returns
+// the positional ones. "--" ends the flags: every argument after it is
+// positional. A flag that takes a value takes the next argument, as the
+// flag package does; "-" is positional (stdin).
+func parseSnapshotFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var flags, positional []string
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		if arg == "--" {
+			positional = append(positional, args[i+1:]...)
+			break
+		}
+		if len(arg) < 2 || arg[0] != '-' {
+			positional = append(positional, arg)
+			continue
+		}
+		flags = append(flags, arg)
+		name := strings.TrimPrefix(arg[1:], "-")
+		if strings.Contains(name, "=") || i+1 == len(args) {
+			continue
+		}
+		if f := fs.Lookup(name); f != nil && !isBoolFlag(f) {
+			i++
+			flags = append(flags, args[i])
+		}
+	}
+	// flags holds flags and their values only: Parse consumes them all.
+	if err := command.ParseFlags(fs, flags); err != nil {
+		return nil, err
+	}
+	return positional, nil
+}
+
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
 func snapshotExport(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := snapshotFlags("export", "export (--state DIR | --url URL) --out FILE", stderr)
 	var (
@@ -80,12 +122,13 @@ func snapshotExport(ctx context.Context, args []string, stderr io.Writer) error 
 		out  = fs.String("out", "", "snapshot `file` to write (atomically)")
 		part = fs.Int("partition", -1, "where the state holds a model per input partition: export `N`'s (a snapshot holds one model; default: the only one)")
 	)
-	if err := command.ParseFlags(fs, args); err != nil {
+	rest, err := parseSnapshotFlags(fs, args)
+	if err != nil {
 		return err
 	}
 	switch {
-	case fs.NArg() > 0:
-		return fmt.Errorf("snapshot export: unexpected arguments %q: %w", fs.Args(), errUsage)
+	case len(rest) > 0:
+		return fmt.Errorf("snapshot export: unexpected arguments %q: %w", rest, errUsage)
 	case *part < -1 || *part > math.MaxInt32:
 		return fmt.Errorf("snapshot export: --partition %d: want an input partition number: %w", *part, errUsage)
 	case *out == "" || (*dir == "") == (*url == ""):
@@ -107,8 +150,9 @@ func snapshotExport(ctx context.Context, args []string, stderr io.Writer) error 
 			return fmt.Errorf("snapshot export: %w", err)
 		}
 	} else {
-		if _, err := os.Stat(*dir); err != nil {
-			return fmt.Errorf("snapshot export: state: %w", err)
+		// Opening a directory that holds no state would make one there.
+		if err := checkState(*dir); err != nil {
+			return fmt.Errorf("snapshot export: %w", err)
 		}
 		store, err := openState(*dir)
 		if err != nil {
@@ -152,12 +196,13 @@ func snapshotImport(ctx context.Context, args []string, stderr io.Writer) error 
 		dir     = fs.String("state", "", "Badger state `directory` to import into (created if missing, and removed again if the import fails; not in use by a running instance)")
 		replace = fs.Bool("replace", false, "replace the checkpoint the state already holds")
 	)
-	if err := command.ParseFlags(fs, args); err != nil {
+	rest, err := parseSnapshotFlags(fs, args)
+	if err != nil {
 		return err
 	}
 	switch {
-	case fs.NArg() > 0:
-		return fmt.Errorf("snapshot import: unexpected arguments %q: %w", fs.Args(), errUsage)
+	case len(rest) > 0:
+		return fmt.Errorf("snapshot import: unexpected arguments %q: %w", rest, errUsage)
 	case *in == "" || *dir == "":
 		return fmt.Errorf("snapshot import: --in and --state are required: %w", errUsage)
 	}
@@ -192,13 +237,14 @@ func snapshotImport(ctx context.Context, args []string, stderr io.Writer) error 
 func snapshotInspect(args []string, stdout, stderr io.Writer) error {
 	fs := snapshotFlags("inspect", "inspect [--json] FILE", stderr)
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
-	if err := command.ParseFlags(fs, args); err != nil {
+	files, err := parseSnapshotFlags(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return fmt.Errorf("snapshot inspect: want one snapshot file: %w", errUsage)
+	if len(files) != 1 {
+		return fmt.Errorf("snapshot inspect: want one snapshot file, got %q: %w", files, errUsage)
 	}
-	name := fs.Arg(0)
+	name := files[0]
 	s, err := readSnapshot(name)
 	if err != nil {
 		return fmt.Errorf("snapshot inspect: %w", err)
@@ -213,21 +259,22 @@ func snapshotInspect(args []string, stdout, stderr io.Writer) error {
 func snapshotDiff(args []string, stdout, stderr io.Writer) error {
 	fs := snapshotFlags("diff", "diff [--json] A B", stderr)
 	asJSON := fs.Bool("json", false, "print the differences as JSON")
-	if err := command.ParseFlags(fs, args); err != nil {
+	files, err := parseSnapshotFlags(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 2 {
-		return fmt.Errorf("snapshot diff: want two snapshot files: %w", errUsage)
+	if len(files) != 2 {
+		return fmt.Errorf("snapshot diff: want two snapshot files, got %q: %w", files, errUsage)
 	}
-	a, err := readSnapshot(fs.Arg(0))
+	a, err := readSnapshot(files[0])
 	if err != nil {
 		return fmt.Errorf("snapshot diff: %w", err)
 	}
-	b, err := readSnapshot(fs.Arg(1))
+	b, err := readSnapshot(files[1])
 	if err != nil {
 		return fmt.Errorf("snapshot diff: %w", err)
 	}
-	d := snapshot.Diff(a, fs.Arg(0), b, fs.Arg(1))
+	d := snapshot.Diff(a, files[0], b, files[1])
 	if *asJSON {
 		return writeJSON(stdout, &d)
 	}
@@ -251,10 +298,9 @@ func writeJSON(w io.Writer, v any) error {
 	return nil
 }
 
-// stateStore adapts *state.Store to snapshot.LoadSaver (the snapshot
-// package does not depend on Badger).
-// stateStore adapts a state directory to snapshot.LoadSaver. Load gives
-// the model of partition (-1: the only model the state holds).
+// stateStore adapts a state directory to snapshot.LoadSaver (the
+// snapshot package does not depend on Badger). Load gives the model of
+// partition (-1: the only model the state holds).
 type stateStore struct {
 	s         *state.Store
 	partition int32
@@ -264,6 +310,37 @@ type stateStore struct {
 }
 
 var _ snapshot.LoadSaver = stateStore{}
+
+// checkState returns an error saying what dir is unless it holds a
+// state, before anything opens it: state.Open makes a state in any
+// directory. Where states are in its subdirectories (a several-member
+// demo's member-N), the error names them.
+func checkState(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("state: %s is not a directory", dir)
+	}
+	if ok, err := state.Exists(dir); ok || err != nil {
+		return err
+	}
+	entries, _ := os.ReadDir(dir) // unreadable: the error says less
+	var states []string
+	for _, e := range entries {
+		if sub := filepath.Join(dir, e.Name()); e.IsDir() {
+			if ok, _ := state.Exists(sub); ok {
+				states = append(states, sub)
+			}
+		}
+	}
+	if len(states) == 0 {
+		return fmt.Errorf("%s holds no denoiser state", dir)
+	}
+	// A several-member demo keeps one state per member: DIR/member-N.
+	return fmt.Errorf("%s holds no denoiser state; directories in it do: --state %s", dir, strings.Join(states, " or --state "))
+}
 
 // openState opens a state directory for a one-off export or import, with
 // no background garbage collection.

@@ -266,7 +266,7 @@ func TestSnapshotCLI(t *testing.T) {
 		{"export without out", []string{"snapshot", "export", "--state", dir}, 2, "--out"},
 		{"export with both sources", []string{"snapshot", "export", "--state", dir, "--url", srv.URL, "--out", dl}, 2, "exactly one"},
 		{"export of a missing state", []string{"snapshot", "export", "--state", filepath.Join(dir, "nope"), "--out", dl}, 1, "no such file"},
-		{"export of an empty state", []string{"snapshot", "export", "--state", t.TempDir(), "--out", dl}, 1, "no checkpoint"},
+		{"export of an empty directory", []string{"snapshot", "export", "--state", t.TempDir(), "--out", dl}, 1, "holds no denoiser state"},
 		{"export of a missing URL", []string{"snapshot", "export", "--url", srv.URL + "/nope", "--out", dl}, 1, "404"},
 		{"export of a truncated download", []string{"snapshot", "export", "--url", srv.URL + "/broken", "--out", dl}, 1, "truncated"},
 		{"import without state", []string{"snapshot", "import", "--in", golden}, 2, "--state"},
@@ -298,6 +298,99 @@ func TestSnapshotCLI(t *testing.T) {
 	}
 	if entries, err := os.ReadDir(existing); err != nil || len(entries) != 0 {
 		t.Errorf("a failed import changed the directory that was there: %v, %v", entries, err)
+	}
+}
+
+// TestSnapshotExportNoState: export from a directory that holds no state
+// (an ordinary one, or a several-member demo's, whose states are its
+// member-N) says so, names the states in it, and leaves it as it was;
+// import into a new or empty directory still makes a state there, and
+// export reads it.
+func TestSnapshotExportNoState(t *testing.T) {
+	golden := "../../snapshot/testdata/v1.snap"
+	out := filepath.Join(t.TempDir(), "out.snap")
+	demo := t.TempDir()
+	for _, member := range []string{"member-0", "member-1"} {
+		st, err := state.Open(filepath.Join(demo, member), state.Options{GCInterval: -1, NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := t.TempDir()
+	if err := os.WriteFile(filepath.Join(other, "notes.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, dir string
+		want      string
+	}{
+		{"empty", t.TempDir(), " holds no denoiser state\n"},
+		{"other files", other, " holds no denoiser state\n"},
+		{"several-member demo", demo, " holds no denoiser state; directories in it do: --state " +
+			filepath.Join(demo, "member-0") + " or --state " + filepath.Join(demo, "member-1") + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before, _ := os.ReadDir(tc.dir)
+			code, _, stderr := cli(t, "snapshot", "export", "--state", tc.dir, "--out", out)
+			if code != 1 || !strings.Contains(stderr, tc.dir+tc.want) {
+				t.Errorf("exit %d, want 1; stderr does not say %q:\n%s", code, tc.dir+tc.want, stderr)
+			}
+			if after, _ := os.ReadDir(tc.dir); fmt.Sprint(after) != fmt.Sprint(before) {
+				t.Errorf("export changed the directory: %v, was %v", after, before)
+			}
+		})
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("a failed export wrote its file: %v", err)
+	}
+	for name, dir := range map[string]string{"new": filepath.Join(t.TempDir(), "new"), "empty": t.TempDir()} {
+		if code, _, stderr := cli(t, "snapshot", "import", "--in", golden, "--state", dir); code != 0 {
+			t.Fatalf("import into a %s directory: exit %d: %s", name, code, stderr)
+		}
+		if code, _, stderr := cli(t, "snapshot", "export", "--state", dir, "--out", out); code != 0 {
+			t.Fatalf("export of the state imported into a %s directory: exit %d: %s", name, code, stderr)
+		}
+	}
+}
+
+// TestSnapshotFlagsAfterFiles: the snapshot commands take their flags
+// before, between or after the files; after "--" every argument is a file.
+func TestSnapshotFlagsAfterFiles(t *testing.T) {
+	golden := "../../snapshot/testdata/v1.snap"
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string // in stdout, or with a failure in stderr
+	}{
+		{"inspect, flag before", []string{"inspect", "--json", golden}, 0, `"model_version": 2000`},
+		{"inspect, flag after", []string{"inspect", golden, "--json"}, 0, `"model_version": 2000`},
+		{"inspect, one dash", []string{"inspect", golden, "-json"}, 0, `"model_version": 2000`},
+		{"inspect, flag with a value", []string{"inspect", golden, "--json=false"}, 0, "mean T̂"},
+		{"diff, flag between", []string{"diff", golden, "--json", golden}, 0, `"a": "` + golden},
+		{"diff, flag after", []string{"diff", golden, golden, "--json"}, 0, `"a": "` + golden},
+		{"export, an argument between flags", []string{"export", "--url", "http://127.0.0.1:1/snapshot", "extra", "--out", filepath.Join(dir, "x.snap")}, 2,
+			`unexpected arguments ["extra"]`},
+		{"after --, a file", []string{"inspect", "--", "--json"}, 1, "open --json"},
+		{"a flag after --, a file", []string{"diff", golden, "--", "--json"}, 1, "open --json"},
+		{"two files", []string{"inspect", golden, "--json", golden}, 2, "want one snapshot file"},
+		{"unknown flag after the file", []string{"inspect", golden, "--nope"}, 2, "flag provided but not defined: -nope"},
+		{"a value missing at the end", []string{"import", "--in", golden, "--state"}, 2, "flag needs an argument: -state"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := cli(t, append([]string{"snapshot"}, tc.args...)...)
+			where := stdout
+			if tc.code != 0 {
+				where = stderr
+			}
+			if code != tc.code || !strings.Contains(where, tc.want) {
+				t.Fatalf("exit %d, want %d; output does not say %q:\n%s%s", code, tc.code, tc.want, stdout, stderr)
+			}
+		})
 	}
 }
 
