@@ -105,3 +105,23 @@ func TestCSVCutLine(t *testing.T) {
 		t.Fatalf("after the cut row: %v", err)
 	}
 }
+
+// TestFileSourceDescribe: an input that yields no event is described by
+// what its start looks like, with the fix: UTF-16 text (it was called
+// binary data), three tab-separated columns (it pointed to convert
+// movielens, which wants four) and four (MovieLens' u.data).
+func TestFileSourceDescribe(t *testing.T) {
+	for _, tc := range []struct{ name, text, say string }{
+		{"UTF-16 with a byte-order mark", "\xff\xfeu\x00s\x00e\x00r\x00\n\x00", "UTF-16 text: convert it to UTF-8, e.g. iconv"},
+		{"UTF-16 without one", "u\x00s\x00e\x00r\x00\n\x00", "UTF-16 text"},
+		{"three tab-separated columns", "196\t242\t3\n", `three columns (first line "196\t242\t3"): write JSON lines, one event object per line; for user, item, rating: awk`},
+		{"four tab-separated columns", "196\t242\t3\t881250949\n", "denoiser-lab convert movielens"},
+		{"binary", "\x01\x02\x03xx\x00\x01\x02", "binary data"},
+	} {
+		src := NewFileSource(strings.NewReader(tc.text), "in")
+		readAll(t, src)
+		if got := src.Describe(); !strings.Contains(got, tc.say) {
+			t.Errorf("%s: Describe() = %q, want it to say %q", tc.name, got, tc.say)
+		}
+	}
+}

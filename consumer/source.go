@@ -240,12 +240,16 @@ func (s *FileSource) Describe() string {
 	}
 	t := bytes.TrimSpace(h)
 	switch {
+	case bytes.HasPrefix(h, []byte{0xff, 0xfe}) || bytes.HasPrefix(h, []byte{0xfe, 0xff}) || len(h) >= 4 && (h[1] == 0 && h[3] == 0 || h[0] == 0 && h[2] == 0) && h[0]|h[1] != 0:
+		return "the input is UTF-16 text: convert it to UTF-8, e.g. iconv -f UTF-16 -t UTF-8 FILE > FILE.utf8"
 	case !utf8.Valid(h[:max(0, len(h)-utf8.UTFMax)]) || bytes.ContainsAny(h, "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x0e\x0f"):
 		return "the input is binary data, not text: write JSON lines, one event object per line (gzip is read as such)"
 	case bytes.HasPrefix(t, []byte("[")):
 		return "the input is a JSON array: write one event object per line (JSON lines), e.g. jq -c '.[]' FILE"
 	case bytes.Equal(t, []byte("{")) || (bytes.HasPrefix(t, []byte("{")) && !bytes.HasSuffix(t, []byte("}"))):
 		return "the input looks like pretty-printed JSON (an object spans lines): write one object per line, e.g. jq -c . FILE"
+	case !bytes.HasPrefix(t, []byte("{")) && bytes.Count(t, []byte("\t")) == 2:
+		return fmt.Sprintf("the input looks like tab-separated values of three columns (first line %q): write JSON lines, one event object per line; for user, item, rating: awk -F'\\t' '{printf \"{\\\"user\\\":\\\"%%s\\\",\\\"item\\\":\\\"%%s\\\",\\\"rating\\\":%%s}\\n\", $1, $2, $3}' FILE", clip(t))
 	case !bytes.HasPrefix(t, []byte("{")) && bytes.Count(t, []byte("\t")) > 0:
 		return fmt.Sprintf("the input looks like tab-separated values (first line %q): write JSON lines, one event object per line (MovieLens' u.data: denoiser-lab convert movielens --in u.data --out events.jsonl)", clip(t))
 	case !bytes.HasPrefix(t, []byte("{")) && bytes.Count(t, []byte(",")) > 0:

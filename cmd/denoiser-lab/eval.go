@@ -33,7 +33,7 @@ const evalUsage = `usage: denoiser-lab eval <transition|recommend|sensitivity|de
   detect       ROC-AUC / PR-AUC of the scores where the noise is known
   partitions   what partition models cost against one model, isolated and with merged item rows
 
-Each writes a Markdown report and PNG figures into --out (default docs/results).
+Each writes a Markdown report and PNG figures into --out (default out/results; the committed reports are in docs/results: pass --out docs/results to refresh them).
 `
 
 // runEval dispatches the eval subcommands.

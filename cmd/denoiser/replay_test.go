@@ -902,6 +902,15 @@ func TestReplayMostlyDeadLettered(t *testing.T) {
 		t.Errorf("rating mode against --truth rating:2: exit %d:\n%s", code, stderr.String())
 	}
 
+	blank := filepath.Join(dir, "blank.jsonl")
+	if err := os.WriteFile(blank, []byte("\n  \n\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stderr.Reset()
+	if code := run(context.Background(), []string{"replay", "--in", blank, "--out", filepath.Join(dir, "out4.jsonl")}, &bytes.Buffer{}, &stderr); code != 1 || !strings.Contains(stderr.String(), "all 3 lines of the input are blank") {
+		t.Errorf("blank lines only: exit %d:\n%s", code, stderr.String())
+	}
+
 	bad := filepath.Join(dir, "bad.jsonl")
 	if err := os.WriteFile(bad, []byte(`{"user":"u","item":"i","ts":"yesterday"}`+"\n"+`{"user":"v","item":"i","ts":"today"}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)

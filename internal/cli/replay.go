@@ -342,6 +342,8 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 		why := src.Describe()
 		if n := st.ByReason[consumer.ReasonModelRejected]; n > 0 && n == st.Rejected {
 			why = fmt.Sprintf("the model refused all %d records (model_rejected): they do not fit model.mode %s (rating needs a rating on every event, dwell a dwell_ms); the dead letters give each one's error", n, model.Config().Mode)
+		} else if st.Records > 0 && st.Skipped == st.Records {
+			why = fmt.Sprintf("all %d lines of the input are blank", st.Records)
 		} else if only && st.Rejected == st.Records {
 			why = fmt.Sprintf("every record was dead-lettered as %s; %s", reason, deadLetterHint(*deadLetter, model.Config()))
 		} else if len(st.Unread) > 0 {
