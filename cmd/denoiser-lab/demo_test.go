@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -88,5 +89,96 @@ func TestDemoSeed(t *testing.T) {
 		if a == nil || a == b {
 			t.Errorf("ROC-AUC of %s is %v with --seed 3 and %v with --seed 4: the seed does not reach it", k, a, b)
 		}
+	}
+}
+
+// TestDemoUsageErrors: every flag is checked before anything starts (no
+// broker, no record produced): a wrong one exits 2 with a message that
+// names it and what it allows.
+func TestDemoUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	in := clitest.WriteFile(t, filepath.Join(dir, "in.jsonl"), `{"user":"u1","item":"i1"}`+"\n")
+	used := filepath.Join(dir, "used")
+	if err := os.Mkdir(used, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	clitest.WriteFile(t, filepath.Join(used, "MANIFEST"), "x")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"zero members", []string{"--members", "0"}, "--members 0: want at least 1"},
+		{"negative members", []string{"--members", "-1"}, "--members -1: want at least 1"},
+		{"zero partitions", []string{"--partitions", "0"}, "--partitions 0: want at least 1"},
+		{"more members than partitions", []string{"--members", "4", "--partitions", "2"}, "--members 4 is more than --partitions 2"},
+		{"unknown truth", []string{"--truth", "bogus"}, "--truth: parse truth \"bogus\": use field, dwell:MS, rating:R or none"},
+		{"unknown state layout", []string{"--state-layout", "bogus"}, `--state-layout "bogus": use member or partition`},
+		{"used state directory", []string{"--state-dir", used}, "--state-dir " + used + " is not empty"},
+		{"unknown format", []string{"--format", "xml"}, `--format "xml": use jsonl, csv or auto`},
+		{"bad http address", []string{"--http", "9464"}, `--http "9464": want host:port`},
+		{"zero sharing events", []string{"--sharing-events", "0"}, "--sharing-events 0: want at least 1"},
+		{"zero sharing interval", []string{"--sharing-interval", "0s"}, "--sharing-interval 0s: want a positive duration"},
+		{"unknown log level", []string{"--log-level", "loud"}, `--log-level "loud": use debug, info, warn or error`},
+		{"report in a missing directory", []string{"--report", filepath.Join(dir, "no", "r.json")}, "its directory does not exist"},
+		{"missing input", []string{"--in", filepath.Join(dir, "none.jsonl")}, "none.jsonl"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"demo", "--in", in, "--http", "off"}, tc.args...)
+			var stderr bytes.Buffer
+			if code := run(context.Background(), args, &bytes.Buffer{}, &stderr); code != 2 || !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("exit %d, want 2 and %q:\n%s", code, tc.want, stderr.String())
+			}
+			if strings.Contains(stderr.String(), "embedded Kafka broker") {
+				t.Errorf("refused after starting:\n%s", stderr.String())
+			}
+		})
+	}
+	var stderr bytes.Buffer
+	if code := run(context.Background(), []string{"demo", "-h"}, &bytes.Buffer{}, &stderr); code != 0 || !strings.Contains(stderr.String(), "rating:R or none") {
+		t.Errorf("demo -h: exit %d, want 0 and --truth's modes with none:\n%s", code, stderr.String())
+	}
+}
+
+// TestDemoDefaultInputElsewhere: run outside the repository, the demo
+// says that its default input is relative to the repository root.
+func TestDemoDefaultInputElsewhere(t *testing.T) {
+	t.Chdir(t.TempDir())
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"demo", "--http", "off"}, &bytes.Buffer{}, &stderr)
+	if want := "testdata/synthetic-20k.jsonl not found: run from the repository root or pass --in FILE"; code != 2 || !strings.Contains(stderr.String(), want) {
+		t.Errorf("exit %d, want 2 and %q:\n%s", code, want, stderr.String())
+	}
+}
+
+// TestLabExitCodes: a flag value gen or convert refuses is a usage error
+// (exit 2), as a failure to write is not (exit 1). (gen's own test file
+// is not this change's to edit.)
+func TestLabExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "x.jsonl")
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"gen without --out", []string{"gen", "--events", "10"}, 2},
+		{"gen bad noise", []string{"gen", "--out", out, "--noise", "1.5"}, 2},
+		{"gen zero events", []string{"gen", "--out", out, "--events", "0"}, 2},
+		{"gen unknown profile", []string{"gen", "--out", out, "--profile", "v3"}, 2},
+		{"gen bad mix", []string{"gen", "--out", out, "--profile", "v2", "--mix", "spam=1"}, 2},
+		{"gen stray argument", []string{"gen", "--out", out, "extra"}, 2},
+		{"gen into a missing directory", []string{"gen", "--out", filepath.Join(dir, "no", "x"), "--events", "10"}, 1},
+		{"convert without a format", []string{"convert"}, 2},
+		{"convert unknown format", []string{"convert", "netflix"}, 2},
+		{"convert without --in", []string{"convert", "movielens", "--out", out}, 2},
+		{"convert missing input", []string{"convert", "movielens", "--in", filepath.Join(dir, "none"), "--out", out}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			if code := run(context.Background(), tc.args, &bytes.Buffer{}, &stderr); code != tc.code {
+				t.Errorf("exit %d, want %d:\n%s", code, tc.code, stderr.String())
+			}
+		})
 	}
 }

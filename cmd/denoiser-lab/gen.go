@@ -4,7 +4,6 @@ import (
 	"context"
 	"denoiser/internal/atomicfile"
 	"denoiser/internal/cli"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -59,10 +58,10 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("gen: unexpected arguments %q", fs.Args())
+		return fmt.Errorf("gen: unexpected arguments %q: %w", fs.Args(), cli.ErrUsage)
 	}
 	if *out == "" {
-		return errors.New("gen: --out is required")
+		return fmt.Errorf("gen: --out is required: %w", cli.ErrUsage)
 	}
 	cfg := synth.Config{
 		Events:         *events,
@@ -90,11 +89,12 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		BotUsers: zero(*bots), BotNoise: zero(*botNoise), LowQualityUsers: zero(*lowq), LowQualityNoise: zero(*lowqNoise),
 		TrendingItems: *trendN, TrendingPeriodMS: trendP.Milliseconds(), BounceMean: *bounce, ReturnDelayMS: retDelay.Milliseconds(),
 	}
+	// A configuration synth refuses is the flags' values: a usage error.
 	if err := parseMix(*mix, &cfg.V2); err != nil {
-		return fmt.Errorf("gen: %w", err)
+		return fmt.Errorf("gen: %w: %w", err, cli.ErrUsage)
 	}
 	if err := cfg.Resolve().Validate(); err != nil {
-		return fmt.Errorf("gen: %w", err)
+		return fmt.Errorf("gen: %w: %w", err, cli.ErrUsage)
 	}
 	var st synth.Stats
 	err := writeOutput(*out, stdout, func(w io.Writer) error {
@@ -155,13 +155,13 @@ func runConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
 		usage(stderr)
 		if len(args) == 0 {
-			return errors.New("convert: missing format (movielens)")
+			return fmt.Errorf("convert: missing format (movielens): %w", cli.ErrUsage)
 		}
 		return flag.ErrHelp
 	}
 	if args[0] != "movielens" {
 		usage(stderr)
-		return fmt.Errorf("convert: unknown format %q (want movielens)", args[0])
+		return fmt.Errorf("convert: unknown format %q (want movielens): %w", args[0], cli.ErrUsage)
 	}
 	fs := flag.NewFlagSet("convert movielens", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -175,13 +175,13 @@ func runConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("convert: unexpected arguments %q", fs.Args())
+		return fmt.Errorf("convert: unexpected arguments %q: %w", fs.Args(), cli.ErrUsage)
 	}
 	if *in == "" || *out == "" {
-		return errors.New("convert: --in and --out are required")
+		return fmt.Errorf("convert: --in and --out are required: %w", cli.ErrUsage)
 	}
 	if err := cli.DistinctPaths(*in, *out, "", ""); err != nil {
-		return fmt.Errorf("convert: %w", err) // the output would replace the ratings
+		return fmt.Errorf("convert: %w: %w", err, cli.ErrUsage) // the output would replace the ratings
 	}
 	var r io.Reader = os.Stdin
 	if *in != "-" {

@@ -7,10 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -33,27 +37,30 @@ const (
 )
 
 // Options configures Run. Zero values mean the defaults in the comments.
+// Validate names each field by its flag of `denoiser-lab demo`, given in
+// brackets.
 type Options struct {
 	// Input is the event file to produce into the input topic
-	// (required), read as replay reads it (cli.OpenInput): JSON lines or
-	// CSV with a header as Format says, gzip, a byte-order mark.
+	// (required; --in), read as replay reads it (cli.OpenInput): JSON
+	// lines or CSV with a header as Format says, gzip, a byte-order mark.
+	// A relative path is read from the working directory.
 	Input string
-	// Format is the input's format: jsonl, csv, or auto (the default:
-	// csv for a name ending in .csv or .csv.gz).
+	// Format is the input's format (--format): jsonl, csv, or auto (the
+	// default: csv for a name ending in .csv or .csv.gz).
 	Format string
 	// Partitions is the number of partitions of the input and output
-	// topics (default 3).
+	// topics (--partitions; default 3). It must be at least Members.
 	Partitions int
-	// Truth is the ground truth the report measures against (default: the
-	// events' "truth" field).
+	// Truth is the ground truth the report measures against (--truth;
+	// default: the events' "truth" field).
 	Truth *report.Truth
 	// HTTPAddr is where /metrics, /healthz and /readyz are served while
-	// the demo runs (default 127.0.0.1:9464; "off" for none).
+	// the demo runs (--http; default 127.0.0.1:9464; "off" for none).
 	HTTPAddr string
-	// StateDir is the Badger state directory (default: a temporary
-	// directory, removed at the end). It must be new or empty: the
-	// embedded broker is new on every run, so a checkpoint of an earlier
-	// run holds positions its topics do not have.
+	// StateDir is the Badger state directory (--state-dir; default: a
+	// temporary directory, removed at the end). It must be new or empty:
+	// the embedded broker is new on every run, so a checkpoint of an
+	// earlier run holds positions its topics do not have.
 	StateDir string
 	// Seed and Model configure the model, as in `denoiser replay`.
 	Seed  uint64
@@ -61,10 +68,12 @@ type Options struct {
 	// Fields names the members the fields are read from (service.Config).
 	Fields consumer.Fields
 	// Members is the number of service instances in the consumer group
-	// (default 1); the first serves HTTPAddr, each has a state directory
-	// of its own.
+	// (--members; default 1, at most Partitions: a member with no
+	// partition would wait for records forever); the first serves
+	// HTTPAddr, each has a state directory of its own.
 	Members int
-	// StateLayout and Sharing are the services' (service.Config).
+	// StateLayout and Sharing are the services' (service.Config;
+	// --state-layout, --sharing-interval, --sharing-events, --sharing-wait).
 	StateLayout online.Layout
 	Sharing     service.SharingConfig
 	// Logger receives the service's log (default: discard).
@@ -76,28 +85,135 @@ type Options struct {
 	Started func(broker, httpAddr string)
 }
 
+// withDefaults returns o with every zero field set to its default.
+func (o Options) withDefaults() Options {
+	if o.Format == "" {
+		o.Format = "auto"
+	}
+	if o.Partitions == 0 {
+		o.Partitions = 3
+	}
+	if o.Members == 0 {
+		o.Members = 1
+	}
+	if o.HTTPAddr == "" {
+		o.HTTPAddr = service.DefaultHTTPAddr
+	}
+	return o
+}
+
+// Validate checks o, with its defaults applied, without starting
+// anything, and returns the first problem, naming the field by its flag.
+// Run calls it first; a command calls it to tell a wrong flag (a usage
+// error) from a failure of the run.
+func (o Options) Validate() error {
+	o = o.withDefaults()
+	switch {
+	case o.Input == "":
+		return errors.New("--in: no input file")
+	case o.Format != "auto" && o.Format != "jsonl" && o.Format != "csv":
+		return fmt.Errorf("--format %q: use jsonl, csv or auto", o.Format)
+	case o.Partitions < 1:
+		return fmt.Errorf("--partitions %d: want at least 1", o.Partitions)
+	case o.Members < 1:
+		return fmt.Errorf("--members %d: want at least 1", o.Members)
+	case o.Members > o.Partitions:
+		return fmt.Errorf("--members %d is more than --partitions %d: a member without a partition would wait for records forever; give at most %d members or more partitions",
+			o.Members, o.Partitions, o.Partitions)
+	case o.StateLayout != "" && o.StateLayout.Validate() != nil:
+		return fmt.Errorf("--state-layout %q: use %s or %s", o.StateLayout, online.LayoutMember, online.LayoutPartition)
+	case o.Sharing.Interval < 0:
+		return fmt.Errorf("--sharing-interval %v: want a positive duration", o.Sharing.Interval)
+	case o.Sharing.EveryEvents < 0:
+		return fmt.Errorf("--sharing-events %d: want at least 1", o.Sharing.EveryEvents)
+	}
+	if o.HTTPAddr != service.HTTPOff {
+		if _, _, err := net.SplitHostPort(o.HTTPAddr); err != nil {
+			return fmt.Errorf("--http %q: want host:port (port 0: any free one) or off", o.HTTPAddr)
+		}
+	}
+	if o.Input != "-" {
+		if _, err := os.Stat(o.Input); errors.Is(err, fs.ErrNotExist) && !filepath.IsAbs(o.Input) {
+			wd, _ := os.Getwd()
+			return fmt.Errorf("--in %s: %w in the working directory %s", o.Input, fs.ErrNotExist, wd)
+		} else if err != nil {
+			return fmt.Errorf("--in: %w", err)
+		}
+	}
+	if o.StateDir != "" {
+		entries, err := os.ReadDir(o.StateDir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist): // the service makes it
+		case err != nil:
+			return fmt.Errorf("--state-dir: %w", err)
+		case len(entries) > 0:
+			return fmt.Errorf("--state-dir %s is not empty: the demo's broker is new on every run, so an earlier run's checkpoint does not fit its topics; give a new or empty directory", o.StateDir)
+		}
+	}
+	// What the service itself checks (the model and fields of --config,
+	// the sharing settings), with a stand-in for the broker's address,
+	// which is not known before it starts.
+	return o.serviceConfig([]string{"127.0.0.1:9092"}, "state").Validate()
+}
+
+// serviceConfig is the configuration of the demo's services, with its
+// state in dir.
+func (o Options) serviceConfig(brokers []string, dir string) service.Config {
+	return service.Config{
+		Kafka: service.KafkaConfig{
+			Brokers: brokers, InputTopic: InputTopic, Group: group, OutputTopic: OutputTopic, DeadLetterTopic: DeadLetterTopic,
+			SourceConfig: service.SourceConfig{
+				SessionTimeout: 6 * time.Second, HeartbeatInterval: 500 * time.Millisecond, RebalanceTimeout: 5 * time.Second,
+				FetchMaxWait: 100 * time.Millisecond,
+			},
+		},
+		Checkpoint:  service.CheckpointConfig{Dir: dir, EveryEvents: 5000, Interval: 2 * time.Second, NoSync: true},
+		HTTP:        service.HTTPConfig{Addr: o.HTTPAddr},
+		Seed:        o.Seed,
+		StateLayout: o.StateLayout,
+		Sharing:     o.Sharing,
+		Model:       o.Model,
+		Fields:      o.Fields,
+	}
+}
+
+// Limits of the embedded broker and of the producer that fills it. A
+// record the demo produces is at most consumer.MaxLineBytes+1 bytes (the
+// input's reader keeps no more of a longer line), so that a line the
+// service rejects as too_large reaches it and is dead-lettered, as replay
+// does, rather than stopping the producer.
+const (
+	// batchBytes bounds a batch of the producer: room for one record of
+	// the largest with its framing.
+	batchBytes = 2 * consumer.MaxLineBytes
+	// brokerMaxBytes is the broker's message.max.bytes: room for a batch
+	// of batchBytes with its framing.
+	brokerMaxBytes = 2 * batchBytes
+)
+
+// Clock of the throughput figures: the members' processed counts are
+// polled every pollInterval, so a span is known to within two polls; a
+// rate is reported only over a span of at least minRateSpan (50 ms),
+// where that error is under a tenth of it.
+const (
+	pollInterval = 2 * time.Millisecond
+	minRateSpan  = 25 * pollInterval
+)
+
 // Run runs the demo: an embedded Kafka broker, the topics, the input file
 // produced into the input topic (keyed by user), the stream service as a
 // member of a consumer group until every record is processed, then the
 // scored topic read back and turned into a report with the same fields as
-// `denoiser replay`'s. Seconds and events/s measure the service, from its
-// first processed record to its last.
+// `denoiser replay`'s. Seconds measure the service: from the later of the
+// first record produced and the last poll at which no member had processed
+// one, to the poll at which they had processed every record. Events/s is
+// Events over Seconds when Seconds is at least minRateSpan (50 ms), and
+// 0 (not measured) under it, as the progress line says.
 func Run(ctx context.Context, opts Options) (rep report.Report, err error) {
-	if opts.Input == "" {
-		return rep, errors.New("demo: no input file")
+	if err := opts.Validate(); err != nil {
+		return rep, fmt.Errorf("demo: %w", err)
 	}
-	if opts.Partitions == 0 {
-		opts.Partitions = 3
-	}
-	if opts.Partitions < 0 {
-		return rep, fmt.Errorf("demo: %d partitions", opts.Partitions)
-	}
-	if opts.Members == 0 {
-		opts.Members = 1
-	}
-	if opts.Members < 0 {
-		return rep, fmt.Errorf("demo: %d members", opts.Members)
-	}
+	opts = opts.withDefaults()
 	truth := opts.Truth
 	if truth == nil {
 		t, err := report.ParseTruth("field")
@@ -110,20 +226,24 @@ func Run(ctx context.Context, opts Options) (rep report.Report, err error) {
 	if progress == nil {
 		progress = io.Discard
 	}
-	if opts.Format == "" {
-		opts.Format = "auto"
+	// The address is tried before anything starts: taken, it would stop
+	// the demo once the input is produced.
+	if opts.HTTPAddr != service.HTTPOff {
+		ln, err := net.Listen("tcp", opts.HTTPAddr)
+		if err != nil {
+			return rep, fmt.Errorf("demo: %w", httpError(err))
+		}
+		if err := ln.Close(); err != nil {
+			return rep, fmt.Errorf("demo: %w", err)
+		}
 	}
 	lines, err := readLines(ctx, opts.Input, opts.Format, opts.Fields)
 	if err != nil {
 		return rep, fmt.Errorf("demo: %w", err)
 	}
-	if opts.StateDir != "" {
-		if entries, err := os.ReadDir(opts.StateDir); err == nil && len(entries) > 0 {
-			return rep, fmt.Errorf("demo: --state-dir %s is not empty: the demo's broker is new on every run, so an earlier run's checkpoint does not fit its topics; give a new or empty directory", opts.StateDir)
-		}
-	}
 
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(0), kfake.GroupMinSessionTimeout(time.Second))
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(0), kfake.GroupMinSessionTimeout(time.Second),
+		kfake.BrokerConfigs(map[string]string{"message.max.bytes": strconv.Itoa(brokerMaxBytes)}))
 	if err != nil {
 		return rep, fmt.Errorf("demo: start embedded broker: %w", err)
 	}
@@ -162,26 +282,7 @@ func Run(ctx context.Context, opts Options) (rep report.Report, err error) {
 		}
 		defer os.RemoveAll(dir)
 	}
-	httpAddr := opts.HTTPAddr
-	if httpAddr == "" {
-		httpAddr = service.DefaultHTTPAddr
-	}
-	cfg := service.Config{
-		Kafka: service.KafkaConfig{
-			Brokers: brokers, InputTopic: InputTopic, Group: group, OutputTopic: OutputTopic, DeadLetterTopic: DeadLetterTopic,
-			SourceConfig: service.SourceConfig{
-				SessionTimeout: 6 * time.Second, HeartbeatInterval: 500 * time.Millisecond, RebalanceTimeout: 5 * time.Second,
-				FetchMaxWait: 100 * time.Millisecond,
-			},
-		},
-		Checkpoint:  service.CheckpointConfig{Dir: dir, EveryEvents: 5000, Interval: 2 * time.Second, NoSync: true},
-		HTTP:        service.HTTPConfig{Addr: httpAddr},
-		Seed:        opts.Seed,
-		StateLayout: opts.StateLayout,
-		Sharing:     opts.Sharing,
-		Model:       opts.Model,
-		Fields:      opts.Fields,
-	}
+	cfg := opts.serviceConfig(brokers, dir)
 	svcs := make([]*service.Service, opts.Members)
 	defer func() {
 		for _, svc := range svcs {
@@ -199,6 +300,9 @@ func Run(ctx context.Context, opts Options) (rep report.Report, err error) {
 			c.HTTP.Addr = service.HTTPOff
 		}
 		if svcs[i], err = service.New(ctx, c, service.Options{Logger: opts.Logger}); err != nil {
+			if errors.Is(err, syscall.EADDRINUSE) { // taken since it was tried
+				err = httpError(err)
+			}
 			return rep, fmt.Errorf("demo: %w", err)
 		}
 	}
@@ -223,6 +327,10 @@ func Run(ctx context.Context, opts Options) (rep report.Report, err error) {
 		}
 		return errors.Join(errs...)
 	}
+	// from starts the clock: one member has the input from the start; for
+	// several, it starts with the first record produced. Either way a poll
+	// that finds nothing processed yet moves it on.
+	from := time.Now()
 	for _, svc := range svcs {
 		go func() { done <- svc.Run(runCtx) }()
 	}
@@ -243,13 +351,14 @@ func Run(ctx context.Context, opts Options) (rep report.Report, err error) {
 			}
 		}
 		fmt.Fprintf(progress, "demo: %d members share the %d partitions after %.2fs\n", len(svcs), opts.Partitions, time.Since(joined).Seconds())
+		from = time.Now()
 		if err := produceInput(); err != nil {
 			return rep, errors.Join(err, stopAll())
 		}
 	}
 	want := uint64(countRecords(lines))
-	var first, last time.Time
-	tick := time.NewTicker(5 * time.Millisecond)
+	tick := time.NewTicker(pollInterval)
+	var to time.Time
 	moved, seen := time.Now(), uint64(0)
 	for n := uint64(0); n < want; {
 		if time.Since(moved) > stallTimeout {
@@ -268,12 +377,12 @@ func Run(ctx context.Context, opts Options) (rep report.Report, err error) {
 		for _, svc := range svcs {
 			n += svc.Processed()
 		}
-		if n > 0 && first.IsZero() {
-			first = time.Now()
+		to = time.Now()
+		if n == 0 {
+			from = to
 		}
-		last = time.Now()
 		if n != seen {
-			moved, seen = last, n
+			moved, seen = to, n
 		}
 	}
 	tick.Stop()
@@ -285,8 +394,13 @@ func Run(ctx context.Context, opts Options) (rep report.Report, err error) {
 		st.Add(svc.Stats())
 	}
 	model, _ := svcs[0].ModelState()
-	fmt.Fprintf(progress, "demo: %d member(s) processed %d records (%d scored, %d dead-lettered) in %.2fs\n",
-		len(svcs), st.Records, st.Scored, st.Rejected, last.Sub(first).Seconds())
+	elapsed := to.Sub(from)
+	rate := fmt.Sprintf("%.0f events/s", float64(st.Scored)/elapsed.Seconds())
+	if elapsed < minRateSpan {
+		rate = fmt.Sprintf("too short a span to measure a rate (under %v): events/s is left 0", minRateSpan)
+	}
+	fmt.Fprintf(progress, "demo: %d member(s) processed %d records (%d scored, %d dead-lettered, %d blank) in %.3fs, %s\n",
+		len(svcs), st.Records, st.Scored, st.Rejected, st.Skipped, elapsed.Seconds(), rate)
 	if st.Scored == 0 {
 		return rep, fmt.Errorf("demo: none of the %d records of %s could be scored (%d dead-lettered): is it in the event format? `denoiser replay --in %s --out /dev/null` says why, line by line", st.Records, opts.Input, st.Rejected, opts.Input)
 	}
@@ -307,14 +421,24 @@ func Run(ctx context.Context, opts Options) (rep report.Report, err error) {
 		return rep, fmt.Errorf("demo: %w", err)
 	}
 	fmt.Fprintf(progress, "demo: read %d scored records back from %q\n", collector.Scored(), OutputTopic)
-	return report.Build(report.Inputs{
+	rep = report.Build(report.Inputs{
 		Input:     fmt.Sprintf("kafka topic %s (embedded broker), from %s", InputTopic, opts.Input),
 		Collector: collector,
 		Stats:     st,
 		Model:     model.Summary(),
 		Baseline:  ptr(baseline.Summary()),
-		Elapsed:   last.Sub(first),
-	}), nil
+		Elapsed:   elapsed,
+	})
+	if elapsed < minRateSpan {
+		rep.EventsPerSec = 0
+	}
+	return rep, nil
+}
+
+// httpError is err, from listening on the HTTP address, with what to do
+// about it.
+func httpError(err error) error {
+	return fmt.Errorf("serve /metrics: %w: another demo or service may hold the address; pass --http off, or --http 127.0.0.1:0 for any free port", err)
 }
 
 // stallTimeout bounds the wait for the services: when no record has
@@ -382,7 +506,7 @@ func createTopics(ctx context.Context, c *kafka.Client, partitions int) error {
 func produce(ctx context.Context, brokers []string, tr *kafka.Transport, lines [][]byte, fields consumer.Fields) error {
 	w := &kafka.Writer{
 		Addr: kafka.TCP(brokers...), Topic: InputTopic, Transport: tr, Balancer: kafka.Murmur2Balancer{},
-		BatchSize: 1000, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll,
+		BatchSize: 1000, BatchBytes: batchBytes, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll,
 	}
 	msgs := make([]kafka.Message, 0, 5000)
 	var ev consumer.Event

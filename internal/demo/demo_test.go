@@ -6,11 +6,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"denoiser/consumer"
 	"denoiser/online"
 	"denoiser/service"
 
@@ -146,17 +149,64 @@ func TestRunInputFormats(t *testing.T) {
 	}
 }
 
-// TestRunRefuses: a state directory an earlier demo wrote is refused
-// before anything starts (its positions are not the new broker's: the
-// demo would wait for records that never come), and an input of which no
-// record can be scored is an error, not an empty report.
+// TestRunRefuses: options that cannot work are refused before anything
+// starts (no broker, no record produced), each naming its flag: among
+// them a state directory an earlier demo wrote (its positions are not
+// the new broker's: the demo would wait for records that never come),
+// more members than partitions (one would wait for a partition forever)
+// and a taken HTTP address, with what to do about it. An input of which
+// no record can be scored is an error, not an empty report.
 func TestRunRefuses(t *testing.T) {
 	used := t.TempDir()
 	if err := os.WriteFile(filepath.Join(used, "MANIFEST"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Run(context.Background(), Options{Input: writeLog(t, 50), HTTPAddr: "off", StateDir: used}); err == nil || !strings.Contains(err.Error(), "not empty") {
-		t.Errorf("a used state directory: err = %v, want it refused as not empty", err)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	in := writeLog(t, 50)
+	for _, tc := range []struct {
+		name string
+		opts Options
+		want []string
+	}{
+		{"used state directory", Options{StateDir: used}, []string{"--state-dir", "not empty"}},
+		{"state directory is a file", Options{StateDir: in}, []string{"--state-dir"}},
+		{"more members than partitions", Options{Members: 4, Partitions: 2}, []string{"--members 4 is more than --partitions 2", "at most 2 members"}},
+		{"negative members", Options{Members: -1}, []string{"--members -1: want at least 1"}},
+		{"negative partitions", Options{Partitions: -2}, []string{"--partitions -2: want at least 1"}},
+		{"unknown state layout", Options{StateLayout: "bogus"}, []string{`--state-layout "bogus": use member or partition`}},
+		{"unknown format", Options{Format: "xml"}, []string{`--format "xml": use jsonl, csv or auto`}},
+		{"bad http address", Options{HTTPAddr: "9464"}, []string{`--http "9464"`, "or off"}},
+		{"missing input", Options{Input: "no/such.jsonl"}, []string{"--in no/such.jsonl: file does not exist in the working directory"}},
+		{"negative sharing events", Options{Sharing: service.SharingConfig{EveryEvents: -1}}, []string{"--sharing-events -1"}},
+		{"taken http address", Options{HTTPAddr: taken.Addr().String()}, []string{"address already in use", "--http off", "--http 127.0.0.1:0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := tc.opts
+			if opts.Input == "" {
+				opts.Input = in
+			}
+			if opts.HTTPAddr == "" {
+				opts.HTTPAddr = "off"
+			}
+			var progress strings.Builder
+			opts.Progress = &progress
+			_, err := Run(context.Background(), opts)
+			if err == nil {
+				t.Fatal("Run succeeded, want it refused")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("err = %v, want it to say %q", err, w)
+				}
+			}
+			if progress.Len() > 0 {
+				t.Errorf("refused after starting:\n%s", progress.String())
+			}
+		})
 	}
 	bad := filepath.Join(t.TempDir(), "bad.jsonl")
 	if err := os.WriteFile(bad, []byte("user;item\nu1;i1\nu2;i2\n"), 0o644); err != nil {
@@ -164,5 +214,73 @@ func TestRunRefuses(t *testing.T) {
 	}
 	if _, err := Run(context.Background(), Options{Input: bad, HTTPAddr: "off"}); err == nil || !strings.Contains(err.Error(), "none of the 3 records") {
 		t.Errorf("an input of which nothing scores: err = %v, want none of the 3 records scored", err)
+	}
+}
+
+// TestRunTooLarge: a line over consumer.MaxLineBytes does not stop the
+// producer: it reaches the service, which dead-letters it as too_large as
+// replay does, and every line of the input is accounted for.
+func TestRunTooLarge(t *testing.T) {
+	const n = 100
+	plain, err := os.ReadFile(writeLog(t, n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(plain, []byte("\n"))
+	var b bytes.Buffer
+	for i, l := range lines {
+		if i == n/2 {
+			fmt.Fprintf(&b, `{"user":"u1","item":"i1","pad":"%s"}`+"\n", strings.Repeat("x", 2*consumer.MaxLineBytes))
+			b.WriteString("\n") // a blank line, counted as such
+		}
+		b.Write(l)
+	}
+	path := filepath.Join(t.TempDir(), "big.jsonl")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), Options{Input: path, Partitions: 2, HTTPAddr: "off", Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.InvalidByReason["too_large"] != 1 {
+		t.Errorf("invalid by reason %v, want too_large 1", rep.InvalidByReason)
+	}
+	if rep.Events != n-2 || rep.Invalid != 3 || rep.Blank != 1 || rep.Records != n+2 {
+		t.Errorf("report: %d records, %d events, %d invalid, %d blank; want %d, %d, 3, 1", rep.Records, rep.Events, rep.Invalid, rep.Blank, n+2, n-2)
+	}
+}
+
+// TestRunThroughput: the span the demo measures covers the processing,
+// however small the input and however many members, and a rate is given
+// only over a span long enough to measure.
+func TestRunThroughput(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		events              int
+		members, partitions int
+	}{
+		{"one member, 14 events", 14, 1, 1},
+		{"two members", 400, 2, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var progress strings.Builder
+			rep, err := Run(context.Background(), Options{
+				Input: writeLog(t, tc.events), Members: tc.members, Partitions: tc.partitions, HTTPAddr: "off", Seed: 1, Progress: &progress,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Seconds < pollInterval.Seconds()/2 {
+				t.Errorf("%d events in %g s: the span misses the processing", rep.Events, rep.Seconds)
+			}
+			short := rep.Seconds < minRateSpan.Seconds()
+			if short && (rep.EventsPerSec != 0 || !strings.Contains(progress.String(), "too short a span")) {
+				t.Errorf("%g events/s over %g s, want none and a note:\n%s", rep.EventsPerSec, rep.Seconds, progress.String())
+			}
+			if !short && math.Abs(rep.EventsPerSec-float64(rep.Events)/rep.Seconds) > 1e-6*rep.EventsPerSec {
+				t.Errorf("%g events/s, want %d events over %g s", rep.EventsPerSec, rep.Events, rep.Seconds)
+			}
+		})
 	}
 }
