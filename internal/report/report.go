@@ -333,7 +333,11 @@ func (r *Report) PrintAs(w io.Writer, command string) error {
 	if r.Blank > 0 {
 		fmt.Fprintf(&b, ", %d blank", r.Blank)
 	}
-	fmt.Fprintf(&b, "; %.1f s, %.0f events/s\n", r.Seconds, r.EventsPerSec)
+	if r.EventsPerSec > 0 || r.Events == 0 {
+		fmt.Fprintf(&b, "; %.1f s, %.0f events/s\n", r.Seconds, r.EventsPerSec)
+	} else { // a span too short to measure a rate over (the demo's, under 50 ms)
+		fmt.Fprintf(&b, "; %.3f s, too short to measure a rate\n", r.Seconds)
+	}
 	if r.Passes > 1 {
 		times := "once"
 		if r.Passes > 2 {

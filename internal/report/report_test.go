@@ -350,3 +350,25 @@ func TestPrintOutOfOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestPrintRate: a rate is printed where one was measured; events over a
+// span too short to measure it (the demo gives none under 50 ms) say so
+// instead of "0 events/s".
+func TestPrintRate(t *testing.T) {
+	for _, tc := range []struct {
+		rep  Report
+		want string
+	}{
+		{Report{Events: 20000, Seconds: 0.2, EventsPerSec: 100000}, "; 0.2 s, 100000 events/s\n"},
+		{Report{Events: 14, Seconds: 0.002}, "; 0.002 s, too short to measure a rate\n"},
+		{Report{}, "; 0.0 s, 0 events/s\n"},
+	} {
+		var b bytes.Buffer
+		if err := tc.rep.Print(&b); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), tc.want) {
+			t.Errorf("%+v prints:\n%s\nwant %q in it", tc.rep, b.String(), tc.want)
+		}
+	}
+}
