@@ -581,7 +581,8 @@ func (c *contextModel) learnGap(x *contextFeatures, pClean float64) {
 // the other way). The weight already reads it, through the classifier's
 // item bias, which grows with the item's events against uniform
 // negatives, and through T̂'s item offset; that reading lags and is
-// noisy, and the count is exact. So the weight's own regression on p,
+// noisy, where p follows the item's events as they come. So the weight's
+// own regression on p,
 // k·cov(logit p_clean, p)/var(p) with k the weight's slope in logit
 // p_clean (gapWeight), is added again popularityGain times: the stream's
 // direction as the weight reads it, and where the weight reads p_clean
