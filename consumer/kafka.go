@@ -32,9 +32,14 @@ var ErrSourceClosed = errors.New("source closed")
 // session timeout; the message says why.
 var ErrNotJoined = errors.New("could not join the consumer group")
 
-// maxJoinBackoff bounds the wait between two failed attempts to reach the
-// brokers and join the group; the waits start at 1s and double.
-const maxJoinBackoff = 30 * time.Second
+// joinBackoff is the wait between two failed attempts to reach the brokers
+// and join the group: kafka-go's (JoinGroupBackoff), which it sleeps after
+// handing Next a failure. Next is called again at once: an extra wait here
+// (doubling up to 30 s, until stop 60) held kafka-go's next result,
+// failed while the broker was still down, until it ended, so a member came
+// back up to a minute after its broker, its partitions assigned and
+// unread (an operator's trial). The warnings are thinned instead.
+const joinBackoff = time.Second
 
 // KafkaConfig configures a KafkaSource. Zero values mean the default written
 // in each field's comment; WithDefaults applies them.
@@ -244,6 +249,9 @@ type KafkaSource struct {
 		fetching  int // fetchers that may still send
 		generated int // generations joined
 		live      int // the generation whose records Next returns (s.mu.generated), 0 during a handover
+		// outOfGroup is the error of the latest failed attempt to join,
+		// nil once a join succeeds (OutOfGroup).
+		outOfGroup error
 	}
 }
 
@@ -325,7 +333,7 @@ func NewKafkaSource(cfg KafkaConfig) (*KafkaSource, error) {
 		HeartbeatInterval: cfg.HeartbeatInterval,
 		SessionTimeout:    cfg.SessionTimeout,
 		RebalanceTimeout:  cfg.RebalanceTimeout,
-		JoinGroupBackoff:  time.Second,
+		JoinGroupBackoff:  joinBackoff,
 		// Partitions added to the topic trigger a rebalance.
 		WatchPartitionChanges:  true,
 		PartitionWatchInterval: 10 * time.Second,
@@ -368,9 +376,8 @@ func NewKafkaSource(cfg KafkaConfig) (*KafkaSource, error) {
 }
 
 // run follows the group's generations until Close. A failed join is
-// retried after a wait that doubles from 1s up to maxJoinBackoff: kafka-go
-// tries again 1s after a failure but holds the result until Next is
-// called, so the wait here paces the attempts.
+// retried by kafka-go joinBackoff after Next returns it; Next is called
+// again at once, and the warnings thin out (attempts 1, 2, 4, ...).
 func (s *KafkaSource) run() {
 	defer s.wg.Done()
 	joinCtx, cancel := s.ctx, context.CancelFunc(func() {})
@@ -378,7 +385,6 @@ func (s *KafkaSource) run() {
 		joinCtx, cancel = context.WithTimeout(s.ctx, s.cfg.StartupTimeout)
 	}
 	defer func() { cancel() }()
-	var wait time.Duration
 	var lastErr error
 	for attempt := 1; ; attempt++ {
 		gen, err := s.group.Next(joinCtx)
@@ -399,18 +405,22 @@ func (s *KafkaSource) run() {
 		}
 		if err != nil {
 			lastErr = err
-			wait = min(max(2*wait, time.Second), maxJoinBackoff)
-			s.log.Warn("consumer group: cannot reach the brokers or join the group; retrying", "err", err, "attempt", attempt, "retry_in", wait)
-			select {
-			case <-time.After(wait):
-			case <-joinCtx.Done():
+			s.mu.Lock()
+			s.mu.outOfGroup = err
+			s.mu.Unlock()
+			// Warned at attempts 1, 2, 4, 8, ...: an outage of an hour
+			// logs a dozen lines, not 3,600.
+			level := slog.LevelDebug
+			if attempt&(attempt-1) == 0 {
+				level = slog.LevelWarn
 			}
+			s.log.Log(s.ctx, level, "consumer group: cannot reach the brokers or join the group; retrying", "err", err, "attempt", attempt, "retry_in", joinBackoff)
 			continue
 		}
-		if wait > 0 || attempt > 1 {
+		if attempt > 1 {
 			s.log.Info("consumer group: joined", "attempts", attempt)
 		}
-		wait, attempt = 0, 0
+		attempt = 0
 		cancel() // the startup timeout is for the first join only
 		joinCtx, cancel = s.ctx, func() {}
 		var parts []int
@@ -420,6 +430,7 @@ func (s *KafkaSource) run() {
 		slices.Sort(parts)
 		s.mu.Lock()
 		s.mu.gen, s.mu.assigned = gen, parts
+		s.mu.outOfGroup = nil
 		s.mu.generated++
 		seq := s.mu.generated
 		s.mu.live = seq
@@ -1043,6 +1054,16 @@ func (s *KafkaSource) Assignment() (partitions []int, joined bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.mu.assigned), s.mu.generated > 0
+}
+
+// OutOfGroup returns why the source is out of the consumer group: the
+// error of its latest failed attempt to join, since its last generation
+// ended (a broker outage, a group it cannot rejoin); nil while it is in a
+// generation, and before its first attempt has failed.
+func (s *KafkaSource) OutOfGroup() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.outOfGroup
 }
 
 // Lag returns the state of every assigned partition.

@@ -500,6 +500,9 @@ func (s *Service) Ready() (bool, string) {
 	if _, joined := s.src.Assignment(); !joined {
 		return false, "not yet a member of the consumer group"
 	}
+	if err := s.src.OutOfGroup(); err != nil {
+		return false, "out of the consumer group, rejoining: " + err.Error()
+	}
 	if why := s.cp.failed(); why != "" {
 		return false, "the last checkpoint failed: " + why
 	}
