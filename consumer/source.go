@@ -255,5 +255,8 @@ func (s *FileSource) Describe() string {
 	case !bytes.HasPrefix(t, []byte("{")) && bytes.Count(t, []byte(",")) > 0:
 		return fmt.Sprintf("the input looks like CSV (first line %q): read it with --format csv (a header line user,item,ts,...)", clip(t))
 	}
+	if bytes.HasPrefix(t, []byte("{")) && bytes.HasSuffix(t, []byte("}")) {
+		return "the lines are JSON objects, and the decoder or the model refused each one"
+	}
 	return fmt.Sprintf("the first line is %q: write JSON lines, one event object per line (consumer/FORMAT.md)", clip(t))
 }

@@ -874,8 +874,9 @@ func TestReplayShadowedFields(t *testing.T) {
 // says so beside the summary, with where each one's error is and, in
 // rating mode, the classes it reads (a config printed in binary mode and
 // edited to rating mode kept classes 2, and 82 % of MovieLens went to
-// the dead letters with exit 0); a run whose records all fail one check
-// names it instead of describing the input's shape.
+// the dead letters with exit 0); a run of JSON objects that all fail a
+// check says so, with the reasons and where the dead letters are, not
+// "write JSON lines"; a file of blank lines says that.
 func TestReplayMostlyDeadLettered(t *testing.T) {
 	dir := t.TempDir()
 	var lines []string
@@ -919,7 +920,7 @@ func TestReplayMostlyDeadLettered(t *testing.T) {
 	if code := run(context.Background(), []string{"replay", "--in", bad, "--out", filepath.Join(dir, "out2.jsonl"), "--dead-letter", filepath.Join(dir, "dl.jsonl")}, &bytes.Buffer{}, &stderr); code != 1 {
 		t.Fatalf("exit %d:\n%s", code, stderr.String())
 	}
-	if want := "every record was dead-lettered as bad_type; the dead letters (" + filepath.Join(dir, "dl.jsonl") + ") give each one's field and error"; !strings.Contains(stderr.String(), want) || strings.Contains(stderr.String(), "write JSON lines") {
+	if want := "the lines are JSON objects, and the decoder or the model refused each one (dead-lettered: bad_type 2; the dead letters (" + filepath.Join(dir, "dl.jsonl") + ") give each one's field and error)"; !strings.Contains(stderr.String(), want) || strings.Contains(stderr.String(), "write JSON lines") {
 		t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
 	}
 }

@@ -333,7 +333,6 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if cut != nil {
 		return fmt.Errorf("replay: %w; the outputs and the report hold the %d records read", cut, st.Records)
 	}
-	reason, only := onlyReason(st)
 	if st.Scored > 0 && st.Rejected > st.Scored {
 		fmt.Fprintf(stderr, "replay: warning: %d of %d records (%.0f%%) were dead-lettered (%s); %s\n",
 			st.Rejected, st.Records, 100*float64(st.Rejected)/float64(st.Records), reasons(st), deadLetterHint(*deadLetter, model.Config()))
@@ -344,27 +343,17 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 			why = fmt.Sprintf("the model refused all %d records (model_rejected): they do not fit model.mode %s (rating needs a rating on every event, dwell a dwell_ms); the dead letters give each one's error", n, model.Config().Mode)
 		} else if st.Records > 0 && st.Skipped == st.Records {
 			why = fmt.Sprintf("all %d lines of the input are blank", st.Records)
-		} else if only && st.Rejected == st.Records {
-			why = fmt.Sprintf("every record was dead-lettered as %s; %s", reason, deadLetterHint(*deadLetter, model.Config()))
 		} else if len(st.Unread) > 0 {
 			why = "the records name their fields as another format does (\"not read\" above): read them with --set fields.FIELD=MEMBER, or rename them (consumer/FORMAT.md)"
 		} else if len(st.Shadowed) > 0 {
 			why = "the records lack the members that fields.* names and carry the event format's own names, which are then not read (\"not read\" above): drop those settings, or name the members the records carry"
 		}
+		if st.Rejected > 0 {
+			why += fmt.Sprintf(" (dead-lettered: %s; %s)", reasons(st), deadLetterHint(*deadLetter, model.Config()))
+		}
 		return fmt.Errorf("replay: %w: %s", ErrNothingScored, why)
 	}
 	return nil
-}
-
-// onlyReason returns the reason every dead-lettered record of st has, if
-// they have one (and there is one at least).
-func onlyReason(st consumer.Stats) (consumer.Reason, bool) {
-	for r, n := range st.ByReason {
-		if n > 0 && n == st.Rejected {
-			return r, true
-		}
-	}
-	return "", false
 }
 
 // reasons lists st's dead-letter reasons with their counts, in the
