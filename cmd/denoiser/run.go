@@ -76,6 +76,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("run: %w: %w", err, errUsage)
 	}
 	if *printConfig {
+		if len(unknownEnv) > 0 { // what a run would warn of (below)
+			fmt.Fprintf(stderr, "run: warning: ignored: %s\n", command.UnknownEnv(unknownEnv))
+		}
 		b, err := cfg.EffectiveYAML()
 		if err != nil {
 			return fmt.Errorf("run: %w", err)

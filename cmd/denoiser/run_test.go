@@ -65,10 +65,14 @@ func TestRunPrintConfigLayers(t *testing.T) {
 	cfg := clitest.WriteFile(t, filepath.Join(t.TempDir(), "c.yaml"), "kafka:\n  input_topic: from-file\n  group: file-group\nmodel:\n  dim: 8\n")
 	t.Setenv("DENOISER_KAFKA_GROUP", "env-group")
 	t.Setenv("DENOISER_CHECKPOINT_INTERVAL", "3s")
+	t.Setenv("DENOISER_KAFKA_GRUOP", "typo") // pointed out, as a run would
 	var stdout, stderr bytes.Buffer
 	args := []string{"run", "--config", cfg, "--group", "flag-group", "--set", "kafka.batch_size=7", "--print-config"}
 	if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "DENOISER_KAFKA_GRUOP (did you mean DENOISER_KAFKA_GROUP?) names no setting") {
+		t.Errorf("stderr does not point out the misspelt variable:\n%s", stderr.String())
 	}
 	for _, want := range []string{"input_topic: from-file", "group: flag-group", "interval: 3s", "batch_size: 7", "dim: 8", "output_topic: from-file.scored"} {
 		if !strings.Contains(stdout.String(), want) {
