@@ -509,12 +509,16 @@ func (w *kafkaWriter) write(b *batch) {
 			w.finish(b.seq, fmt.Errorf("%w: %d records of %s not written", ErrWriterClosed, len(msgs), w.cfg.Topic))
 			return
 		}
+		missing := ""
+		if errors.Is(err, kafka.UnknownTopicOrPartition) {
+			missing = "; the topic " + w.cfg.Topic + " does not exist on the brokers: create it (docs/operations.md, \"Try it\")"
+		}
 		if permanent || time.Since(start)+backoff > w.cfg.RetryFor {
-			w.finish(b.seq, fmt.Errorf("%w: write %d records to %s (attempt %d, %v): %w",
-				ErrWriterFailed, len(msgs), w.cfg.Topic, attempt, time.Since(start).Round(time.Millisecond), err))
+			w.finish(b.seq, fmt.Errorf("%w: write %d records to %s (attempt %d, %v): %w%s",
+				ErrWriterFailed, len(msgs), w.cfg.Topic, attempt, time.Since(start).Round(time.Millisecond), err, missing))
 			return
 		}
-		w.log.Warn("write failed, retrying", "err", err, "attempt", attempt, "records", len(msgs), "retry_in", backoff)
+		w.log.Warn("write failed, retrying"+missing, "err", err, "attempt", attempt, "records", len(msgs), "retry_in", backoff)
 		select {
 		case <-time.After(backoff):
 		case <-w.ctx.Done():

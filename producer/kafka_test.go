@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -178,4 +179,30 @@ func TestKafkaWriterBackpressure(t *testing.T) {
 	}
 	// Let the abandoned kafka-go goroutines end before goleak looks.
 	time.Sleep(time.Second)
+}
+
+// TestKafkaWriterMissingTopic: a write to a topic the brokers do not have
+// gives up after RetryFor saying the topic does not exist and to create
+// it (an operator read "Unknown Topic Or Partition" retried for a minute
+// and then a crash, with no word of what to do).
+func TestKafkaWriterMissingTopic(t *testing.T) {
+	b := kafkatest.New(t)
+	sink, err := producer.NewKafkaSink(producer.KafkaConfig{
+		Brokers: b.Addrs, Topic: "no-such-topic-" + strconv.FormatInt(time.Now().UnixNano(), 36), RetryFor: 2 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := sink.Write(ctx, producertest.Scored(1)); err != nil {
+		t.Fatalf("first Write: %v", err)
+	}
+	err = sink.Flush(ctx)
+	if !errors.Is(err, producer.ErrWriterFailed) || !strings.Contains(err.Error(), "does not exist on the brokers: create it") {
+		t.Fatalf("Flush = %v, want ErrWriterFailed saying the topic does not exist", err)
+	}
+	if err := sink.Close(ctx); err != nil {
+		t.Fatalf("Close after failure: %v", err)
+	}
 }
