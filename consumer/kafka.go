@@ -336,7 +336,7 @@ func NewKafkaSource(cfg KafkaConfig) (*KafkaSource, error) {
 		JoinGroupBackoff:  joinBackoff,
 		// Partitions added to the topic trigger a rebalance.
 		WatchPartitionChanges:  true,
-		PartitionWatchInterval: 10 * time.Second,
+		PartitionWatchInterval: partitionWatch,
 		Timeout:                cfg.RequestTimeout,
 		StartOffset:            kafka.FirstOffset, // replaced by Start where no offset is committed
 		// The group's own lines are at Debug: what matters is logged here.
@@ -437,6 +437,9 @@ func (s *KafkaSource) run() {
 		clear(s.mu.start)
 		s.mu.Unlock()
 		s.log.Info("partitions assigned", "generation", gen.ID, "member", gen.MemberID, "partitions", parts)
+		if len(parts) == 0 {
+			gen.Start(s.watchUnassigned)
+		}
 		// The restore, the start offsets and the tail scan run on the
 		// generation, not in this loop: a slow restore or scan delays
 		// this member's fetching, never its next join, and the end of the
@@ -1054,6 +1057,85 @@ func (s *KafkaSource) Assignment() (partitions []int, joined bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.mu.assigned), s.mu.generated > 0
+}
+
+// partitionWatch is how often kafka-go reads the topic's partition count
+// to rebalance when it changes, and how often a member given no partition
+// checks that some member holds each (watchUnassigned).
+const partitionWatch = 10 * time.Second
+
+// watchUnassigned runs in a generation that gave this member no
+// partition, and ends it (so that kafka-go joins again and the group's
+// leader assigns anew) once the topic has partitions that no member of
+// the stable group holds. A topic the broker creates on first use (its
+// auto.create.topics.enable) is created by the join itself: the leader
+// can assign from metadata read before the topic had partitions while
+// kafka-go's partition watcher starts from metadata read after, sees no
+// change and never rebalances. An operator's trial left a member ready
+// with no partition and the topic unread in 3 of 5 starts. A member that
+// has none because the group has more members than the topic partitions
+// finds every partition held and stays.
+func (s *KafkaSource) watchUnassigned(ctx context.Context) {
+	t := time.NewTicker(partitionWatch)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, held, err := s.coverage(ctx)
+		switch {
+		case err != nil:
+			s.log.Debug("consumer group: cannot tell which partitions the group holds", "err", err)
+		case held < n:
+			s.log.Info("consumer group: the topic has partitions no member holds; joining again so that the group assigns them", "partitions", n, "held", held)
+			return
+		}
+	}
+}
+
+// coverage returns the number of partitions of the topic and how many of
+// them the members of the group hold, when the group is stable (held =
+// n otherwise: a rebalance is under way and will assign them).
+func (s *KafkaSource) coverage(ctx context.Context) (n, held int, err error) {
+	md, err := s.client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{s.cfg.Topic}})
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, t := range md.Topics {
+		if t.Name == s.cfg.Topic && t.Error == nil {
+			n = len(t.Partitions)
+		}
+	}
+	if n == 0 {
+		return 0, 0, nil
+	}
+	resp, err := s.client.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{s.cfg.Group}})
+	if err != nil {
+		return 0, 0, err
+	}
+	held = n
+	for _, g := range resp.Groups {
+		if g.Error != nil {
+			return 0, 0, g.Error
+		}
+		if g.GroupID != s.cfg.Group || g.GroupState != "Stable" {
+			continue
+		}
+		seen := map[int]bool{}
+		for _, m := range g.Members {
+			for _, a := range m.MemberAssignments.Topics {
+				if a.Topic == s.cfg.Topic {
+					for _, p := range a.Partitions {
+						seen[p] = true
+					}
+				}
+			}
+		}
+		held = len(seen)
+	}
+	return n, held, nil
 }
 
 // OutOfGroup returns why the source is out of the consumer group: the
