@@ -37,6 +37,9 @@ func (s *Service) restore(ctx context.Context, initial Initial) ([]input.Positio
 		s.log.Info("restored checkpoint", "generation", cp.Generation, "deltas", len(cp.Deltas), "model_version", cp.Version,
 			"layout", stored, "models", s.set.Len(), "saved_at", cp.SavedAt, "positions", positionsString(cp.Positions))
 		s.warnIgnoredModel("the restored model", "start with an empty state directory to apply it")
+		if initial != nil {
+			s.log.Warn("the state directory holds a checkpoint, which the service resumes from; the initial state (--from-snapshot) is not read (start with an empty state directory to use it)")
+		}
 		if !isSet || stored != layout {
 			s.log.Info("the restored state becomes the model every partition starts from", "layout", layout)
 			return cp.Positions, 0, nil

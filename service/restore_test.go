@@ -111,6 +111,10 @@ func TestRestoreWarnsIgnoredModel(t *testing.T) {
 			if got := s.set.Config().Dim; got != 8 {
 				t.Fatalf("the model has dim %d, want the snapshot's 8", got)
 			}
+			// A checkpoint wins over --from-snapshot, and the log says so.
+			if said := strings.Contains(logs.String(), "the initial state (--from-snapshot) is not read"); said != tc.checkpoint {
+				t.Errorf("checkpoint %v, the log says the snapshot is not read: %v:\n%s", tc.checkpoint, said, logs.String())
+			}
 			if len(tc.want) == 0 {
 				if strings.Contains(logs.String(), ignored) {
 					t.Fatalf("a warning for a config that matches the model:\n%s", logs.String())
