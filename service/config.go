@@ -160,11 +160,16 @@ type SharingConfig struct {
 	Retention time.Duration `yaml:"retention"`
 }
 
-// HTTPConfig configures the HTTP server of /metrics, /healthz, /readyz.
+// HTTPConfig configures the HTTP server of /metrics, /healthz, /readyz
+// and /snapshot.
 type HTTPConfig struct {
 	// Addr is the listen address (default "127.0.0.1:9464"; ":9464" for
 	// every interface; "off" for no server).
 	Addr string `yaml:"addr"`
+	// SnapshotDir is the directory of the live snapshots /snapshot
+	// writes (POST) and serves (GET); empty (the default): /snapshot
+	// answers that none is configured.
+	SnapshotDir string `yaml:"snapshot_dir"`
 }
 
 // LogConfig configures the log.

@@ -34,13 +34,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		{"group", "kafka.group", "consumer group `id`"},
 		{"state-dir", "checkpoint.dir", "Badger state `directory`"},
 		{"http", "http.addr", "listen `address` of /metrics, /healthz, /readyz (off: none)"},
+		{"snapshot-dir", "http.snapshot_dir", "`directory` for live snapshots requested at /snapshot (POST writes one there, GET downloads one)"},
 		{"log-level", "log.level", "debug, info, warn or error"},
 	} {
 		fs.String(f.name, "", f.path+": "+f.usage)
 		shorthands[f.name] = f.path
 	}
 	fromSnapshot := fs.String("from-snapshot", "", "start from this snapshot `file` when the state directory holds no checkpoint (its model keeps the configuration it was made with)")
-	snapshotDir := fs.String("snapshot-dir", "", "`directory` for live snapshots requested at /snapshot (POST writes one there, GET downloads one)")
 	printConfig := fs.Bool("print-config", false, "print the effective configuration as YAML and exit")
 	fs.Usage = func() {
 		w := fs.Output()
@@ -102,7 +102,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *fromSnapshot != "" {
 		opts.Initial = service.FromSnapshot(*fromSnapshot, log)
 	}
-	opts.LiveSnapshots = &service.LiveSnapshotOptions{Dir: *snapshotDir}
+	opts.LiveSnapshots = &service.LiveSnapshotOptions{Dir: cfg.HTTP.SnapshotDir}
 
 	svc, err := service.New(ctx, cfg, opts)
 	if err != nil {

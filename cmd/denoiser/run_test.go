@@ -65,7 +65,8 @@ func TestRunPrintConfigLayers(t *testing.T) {
 	cfg := clitest.WriteFile(t, filepath.Join(t.TempDir(), "c.yaml"), "kafka:\n  input_topic: from-file\n  group: file-group\nmodel:\n  dim: 8\n")
 	t.Setenv("DENOISER_KAFKA_GROUP", "env-group")
 	t.Setenv("DENOISER_CHECKPOINT_INTERVAL", "3s")
-	t.Setenv("DENOISER_KAFKA_GRUOP", "typo") // pointed out, as a run would
+	t.Setenv("DENOISER_KAFKA_GRUOP", "typo")                              // pointed out, as a run would
+	t.Setenv("DENOISER_HTTP_SNAPSHOT_DIR", "/var/lib/denoiser/snapshots") // --snapshot-dir, from the environment
 	var stdout, stderr bytes.Buffer
 	args := []string{"run", "--config", cfg, "--group", "flag-group", "--set", "kafka.batch_size=7", "--print-config"}
 	if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
@@ -74,7 +75,7 @@ func TestRunPrintConfigLayers(t *testing.T) {
 	if !strings.Contains(stderr.String(), "DENOISER_KAFKA_GRUOP (did you mean DENOISER_KAFKA_GROUP?) names no setting") {
 		t.Errorf("stderr does not point out the misspelt variable:\n%s", stderr.String())
 	}
-	for _, want := range []string{"input_topic: from-file", "group: flag-group", "interval: 3s", "batch_size: 7", "dim: 8", "output_topic: from-file.scored"} {
+	for _, want := range []string{"input_topic: from-file", "group: flag-group", "interval: 3s", "batch_size: 7", "dim: 8", "output_topic: from-file.scored", "snapshot_dir: /var/lib/denoiser/snapshots"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("effective config lacks %q:\n%s", want, stdout.String())
 		}
