@@ -513,14 +513,19 @@ func (w *kafkaWriter) write(b *batch) {
 		if errors.Is(err, kafka.UnknownTopicOrPartition) {
 			missing = "; the topic " + w.cfg.Topic + " does not exist on the brokers: create it (docs/operations.md, \"Try it\")"
 		}
-		if permanent || time.Since(start)+backoff > w.cfg.RetryFor {
+		elapsed := time.Since(start)
+		if permanent || elapsed >= w.cfg.RetryFor {
 			w.finish(b.seq, fmt.Errorf("%w: write %d records to %s (attempt %d, %v): %w%s",
-				ErrWriterFailed, len(msgs), w.cfg.Topic, attempt, time.Since(start).Round(time.Millisecond), err, missing))
+				ErrWriterFailed, len(msgs), w.cfg.Topic, attempt, elapsed.Round(time.Millisecond), err, missing))
 			return
 		}
-		w.log.Warn("write failed, retrying"+missing, "err", err, "attempt", attempt, "records", len(msgs), "retry_in", backoff)
+		// The last wait ends at RetryFor, with an attempt then: a batch is
+		// retried for all of RetryFor (it gave up at 3.1 s of 5 s when a
+		// wait that would pass RetryFor ended the retries).
+		wait := min(backoff, w.cfg.RetryFor-elapsed)
+		w.log.Warn("write failed, retrying"+missing, "err", err, "attempt", attempt, "records", len(msgs), "retry_in", wait)
 		select {
-		case <-time.After(backoff):
+		case <-time.After(wait):
 		case <-w.ctx.Done():
 		}
 		backoff = min(2*backoff, 2*time.Second)

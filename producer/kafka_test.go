@@ -138,7 +138,7 @@ func TestKafkaWriterGivesUp(t *testing.T) {
 	if err := sink.Flush(ctx); !errors.Is(err, producer.ErrWriterFailed) {
 		t.Fatalf("Flush = %v, want ErrWriterFailed", err)
 	}
-	if d := time.Since(start); d > 10*time.Second {
+	if d := time.Since(start); d > 10*time.Second || d < 300*time.Millisecond {
 		t.Errorf("gave up after %v, RetryFor is 300ms", d)
 	}
 	if err := sink.Write(ctx, producertest.Scored(2)); !errors.Is(err, producer.ErrWriterFailed) {
@@ -182,7 +182,7 @@ func TestKafkaWriterBackpressure(t *testing.T) {
 }
 
 // TestKafkaWriterMissingTopic: a write to a topic the brokers do not have
-// gives up after RetryFor saying the topic does not exist and to create
+// is retried for RetryFor, then gives up saying the topic does not exist and to create
 // it (an operator read "Unknown Topic Or Partition" retried for a minute
 // and then a crash, with no word of what to do).
 func TestKafkaWriterMissingTopic(t *testing.T) {
@@ -190,6 +190,7 @@ func TestKafkaWriterMissingTopic(t *testing.T) {
 	sink, err := producer.NewKafkaSink(producer.KafkaConfig{
 		Brokers: b.Addrs, Topic: "no-such-topic-" + strconv.FormatInt(time.Now().UnixNano(), 36), RetryFor: 2 * time.Second,
 	})
+	start := time.Now()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,6 +202,11 @@ func TestKafkaWriterMissingTopic(t *testing.T) {
 	err = sink.Flush(ctx)
 	if !errors.Is(err, producer.ErrWriterFailed) || !strings.Contains(err.Error(), "does not exist on the brokers: create it") {
 		t.Fatalf("Flush = %v, want ErrWriterFailed saying the topic does not exist", err)
+	}
+	// Retried for all of RetryFor (it gave up at about 1.5 s of 2 s when a
+	// wait that would pass RetryFor ended the retries).
+	if d := time.Since(start); d < 2*time.Second {
+		t.Errorf("gave up after %v, before RetryFor (2s)", d)
 	}
 	if err := sink.Close(ctx); err != nil {
 		t.Fatalf("Close after failure: %v", err)
