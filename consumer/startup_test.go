@@ -29,6 +29,21 @@ func closedPort(t *testing.T) string {
 	return addr
 }
 
+// openSource starts a source of cfg, closed (within 10 s) when t ends.
+func openSource(t *testing.T, cfg consumer.KafkaConfig) *consumer.KafkaSource {
+	t.Helper()
+	src, err := consumer.NewKafkaSource(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = src.Close(ctx)
+	})
+	return src
+}
+
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
@@ -53,22 +68,14 @@ func (b *syncBuffer) String() string {
 func TestKafkaSourceUnreachableBrokers(t *testing.T) {
 	var log syncBuffer
 	addr := closedPort(t)
-	src, err := consumer.NewKafkaSource(consumer.KafkaConfig{
+	src := openSource(t, consumer.KafkaConfig{
 		Brokers: []string{addr}, Topic: "t", Group: "g", RequestTimeout: time.Second,
 		StartupTimeout: 7 * time.Second, Logger: slog.New(slog.NewTextHandler(&log, nil)),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = src.Close(ctx)
-	}()
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, err = src.Next(ctx)
+	_, err := src.Next(ctx)
 	took := time.Since(start)
 	if !errors.Is(err, consumer.ErrNotJoined) || !strings.Contains(err.Error(), "kafka.startup_timeout (7s)") || !strings.Contains(err.Error(), addr) {
 		t.Fatalf("Next = %v after %v, want ErrNotJoined naming kafka.startup_timeout and the broker", err, took)
@@ -103,18 +110,10 @@ func TestKafkaSourceSessionTimeoutBelowBrokerFloor(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cluster.Close()
-	src, err := consumer.NewKafkaSource(consumer.KafkaConfig{
+	src := openSource(t, consumer.KafkaConfig{
 		Brokers: cluster.ListenAddrs(), Topic: "t", Group: "g",
 		SessionTimeout: 2 * time.Second, HeartbeatInterval: 200 * time.Millisecond,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = src.Close(ctx)
-	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	_, err = src.Next(ctx)
@@ -136,19 +135,11 @@ func TestKafkaSourceOutOfGroupDuringOutage(t *testing.T) {
 	}
 	addrs := cluster.ListenAddrs()
 	var log syncBuffer
-	src, err := consumer.NewKafkaSource(consumer.KafkaConfig{
+	src := openSource(t, consumer.KafkaConfig{
 		Brokers: addrs, Topic: "t", Group: "g", RequestTimeout: time.Second,
 		SessionTimeout: 6 * time.Second, HeartbeatInterval: 300 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(&log, nil)),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = src.Close(ctx)
-	}()
 	// waitFor polls cond every 50 ms for at most limit.
 	waitFor := func(what string, limit time.Duration, cond func() bool) time.Duration {
 		t.Helper()

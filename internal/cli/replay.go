@@ -335,7 +335,7 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	if st.Scored > 0 && st.Rejected > st.Scored {
 		fmt.Fprintf(stderr, "replay: warning: %d of %d records (%.0f%%) were dead-lettered (%s); %s\n",
-			st.Rejected, st.Records, 100*float64(st.Rejected)/float64(st.Records), reasons(st), deadLetterHint(*deadLetter, model.Config()))
+			st.Rejected, st.Records, 100*float64(st.Rejected)/float64(st.Records), rep.InvalidReasons(), deadLetterHint(*deadLetter, model.Config()))
 	}
 	if st.Scored == 0 {
 		why := src.Describe()
@@ -349,23 +349,11 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 			why = "the records lack the members that fields.* names and carry the event format's own names, which are then not read (\"not read\" above): drop those settings, or name the members the records carry"
 		}
 		if st.Rejected > 0 {
-			why += fmt.Sprintf(" (dead-lettered: %s; %s)", reasons(st), deadLetterHint(*deadLetter, model.Config()))
+			why += fmt.Sprintf(" (dead-lettered: %s; %s)", rep.InvalidReasons(), deadLetterHint(*deadLetter, model.Config()))
 		}
 		return fmt.Errorf("replay: %w: %s", ErrNothingScored, why)
 	}
 	return nil
-}
-
-// reasons lists st's dead-letter reasons with their counts, in the
-// order of consumer.Reasons.
-func reasons(st consumer.Stats) string {
-	var parts []string
-	for _, r := range consumer.Reasons() {
-		if n := st.ByReason[r]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d", r, n))
-		}
-	}
-	return strings.Join(parts, ", ")
 }
 
 // deadLetterHint says where each dead-lettered record's error is, and for

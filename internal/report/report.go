@@ -304,6 +304,20 @@ func (r *Report) WriteFile(path string) error {
 // disagree by a little), one in another order about half.
 const outOfOrderShare = 0.05
 
+// InvalidReasons lists the dead-letter reasons with their counts, by
+// name: "bad_type 2, model_rejected 18".
+func (r *Report) InvalidReasons() string {
+	reasons := make([]string, 0, len(r.InvalidByReason))
+	for k := range r.InvalidByReason {
+		reasons = append(reasons, k)
+	}
+	slices.Sort(reasons)
+	for i, k := range reasons {
+		reasons[i] = fmt.Sprintf("%s %d", k, r.InvalidByReason[k])
+	}
+	return strings.Join(reasons, ", ")
+}
+
 // Print writes a human summary of r.
 func (r *Report) Print(w io.Writer) error { return r.PrintAs(w, "replay") }
 
@@ -316,19 +330,7 @@ func (r *Report) PrintAs(w io.Writer, command string) error {
 	}
 	fmt.Fprintf(&b, "%s: %d %s scored, %d invalid", command, r.Events, events, r.Invalid)
 	if r.Invalid > 0 {
-		reasons := make([]string, 0, len(r.InvalidByReason))
-		for k := range r.InvalidByReason {
-			reasons = append(reasons, k)
-		}
-		slices.Sort(reasons)
-		for i, k := range reasons {
-			sep := ", "
-			if i == 0 {
-				sep = " ("
-			}
-			fmt.Fprintf(&b, "%s%s %d", sep, k, r.InvalidByReason[k])
-		}
-		b.WriteString(")")
+		fmt.Fprintf(&b, " (%s)", r.InvalidReasons())
 	}
 	if r.Blank > 0 {
 		fmt.Fprintf(&b, ", %d blank", r.Blank)
