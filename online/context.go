@@ -1183,6 +1183,8 @@ func (s *instrumentStats) fit(share, level, dx float64, n int, floor float64) in
 	f := instrumentFit{features: n}
 	q := share * (1 - share) // the classes' part of a variance, per Δ²
 	var mean, delta [instrumented]float64
+	// w's lower triangle, the diagonal's included, is all that
+	// solveSymmetric reads; the upper one is left at 0.
 	var w [instrumented][instrumented]float64
 	mx := s.dwell / s.mass
 	for i := range n {
@@ -1191,17 +1193,16 @@ func (s *instrumentStats) fit(share, level, dx float64, n int, floor float64) in
 	for i := range n {
 		delta[i] = (s.cross[i]/s.mass - mean[i]*mx) / (q * dx)
 	}
-	k := 0
-	for i := range instrumented {
-		for j := i; j < instrumented; j++ {
-			if i < n && j < n {
-				c := s.squares[k]/s.mass - mean[i]*mean[j]
-				w[i][j], w[j][i] = c, c
-			}
-			k++
+	for i := range n {
+		// squares is the upper triangle row by row: (j, i) for j ≤ i is
+		// read down column i, from index i at row 0.
+		k := i
+		for j := 0; j <= i; j++ {
+			w[i][j] = s.squares[k]/s.mass - mean[j]*mean[i]
+			k += instrumented - 1 - j
 		}
 	}
-	var total [instrumented]float64
+	var total, qDelta [instrumented]float64
 	for i := range n {
 		total[i] = w[i][i]
 		if total[i] <= 0 {
@@ -1209,10 +1210,14 @@ func (s *instrumentStats) fit(share, level, dx float64, n int, floor float64) in
 		}
 	}
 	for i := range n {
-		for j := range n {
-			w[i][j] -= q * delta[i] * delta[j]
+		qDelta[i] = q * delta[i]
+	}
+	for i := range n {
+		row := &w[i]
+		for j := 0; j <= i; j++ {
+			row[j] -= qDelta[i] * delta[j]
 		}
-		w[i][i] = max(w[i][i], instrumentWithinFloor*total[i])
+		row[i] = max(row[i], instrumentWithinFloor*total[i])
 	}
 	if !solveSymmetric(&w, &delta, &f.slope, n) {
 		for i := range n {
@@ -1245,28 +1250,31 @@ func (f *instrumentFit) evidence(a float64, z [instrumented - 1]float64) float64
 func solveSymmetric(w *[instrumented][instrumented]float64, b, x *[instrumented]float64, n int) bool {
 	var l [instrumented][instrumented]float64
 	for i := range n {
+		li := &l[i]
 		for j := 0; j <= i; j++ {
+			lj := &l[j]
 			v := w[i][j]
 			for k := range j {
-				v -= l[i][k] * l[j][k]
+				v -= li[k] * lj[k]
 			}
 			if i == j {
 				if v <= 0 {
 					return false
 				}
-				l[i][i] = math.Sqrt(v)
+				li[i] = math.Sqrt(v)
 			} else {
-				l[i][j] = v / l[j][j]
+				li[j] = v / lj[j]
 			}
 		}
 	}
 	var y [instrumented]float64
 	for i := range n {
+		li := &l[i]
 		v := b[i]
 		for k := range i {
-			v -= l[i][k] * y[k]
+			v -= li[k] * y[k]
 		}
-		y[i] = v / l[i][i]
+		y[i] = v / li[i]
 	}
 	for i := n - 1; i >= 0; i-- {
 		v := y[i]

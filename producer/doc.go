@@ -42,8 +42,9 @@
 // formats, field by field, with the Kafka keys and headers: FORMAT.md.
 //
 // Invariants: the encoding is deterministic, the same record gives the same
-// bytes (floats are formatted by strconv 'g' with the shortest exact
-// representation, non-finite floats as null); file outputs appear atomically
+// bytes (scores at the nearest multiple of 10⁻⁹ in at most 9 decimals,
+// other floats in strconv's shortest exact form, non-finite floats as
+// null); file outputs appear atomically
 // (written to a temporary file in the same directory, fsynced and renamed on
 // Close), so a failed run never leaves a half-written file under the final
 // name.

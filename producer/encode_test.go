@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,7 +29,7 @@ func TestAppendScored(t *testing.T) {
 				Score: online.Score{Weight: 0.25, Reliability: 0.93, PClean: 1.0 / 3, Posterior: []float64{2.0 / 3, 1.0 / 3}, Label: 1, Distilled: -1, Version: 41},
 			},
 			want: `{"user":"u1","item":"i9","ts":1700000000000,"event":"click","dwell_ms":8300,"rating":4,"truth":"noise",` +
-				`"weight":0.25,"reliability":0.93,"p_clean":0.3333333333333333,"clean_posterior":[0.6666666666666666,0.3333333333333333],` +
+				`"weight":0.25,"reliability":0.93,"p_clean":0.333333333,"clean_posterior":[0.666666667,0.333333333],` +
 				`"label":1,"distilled":null,"model_version":41,"source":{"file":"in.jsonl","line":42}}`,
 		},
 		{
@@ -38,7 +39,7 @@ func TestAppendScored(t *testing.T) {
 				Event: consumer.Event{User: "u", Item: "i", HasTS: true, HasDwell: true, HasRating: true},
 				Score: online.Score{Weight: 1e-7, Reliability: 1, PClean: 1e-7, Posterior: []float64{0, 1, 0}, Label: 2, Distilled: 0},
 			},
-			want: `{"user":"u","item":"i","ts":0,"dwell_ms":0,"rating":0,"weight":1e-07,"reliability":1,"p_clean":1e-07,"clean_posterior":[0,1,0],` +
+			want: `{"user":"u","item":"i","ts":0,"dwell_ms":0,"rating":0,"weight":0.0000001,"reliability":1,"p_clean":0.0000001,"clean_posterior":[0,1,0],` +
 				`"label":2,"distilled":0,"model_version":0,"source":{"topic":"clicks","partition":3,"offset":1234}}`,
 		},
 		{
@@ -190,5 +191,66 @@ func TestAppendFloatAsStrconv(t *testing.T) {
 		if got := appendFloat(nil, f); string(got) != "null" {
 			t.Errorf("appendFloat(%v) = %s, want null", f, got)
 		}
+	}
+}
+
+// TestAppendProbability: a probability is written at the nearest multiple
+// of 10⁻⁹ in as few decimals as that takes, and reads back within half of
+// one; a value outside [0, 1] as appendFloat writes it.
+func TestAppendProbability(t *testing.T) {
+	for _, tc := range []struct {
+		p    float64
+		want string
+	}{
+		{0, "0"}, {math.Copysign(0, -1), "0"}, {1, "1"}, {0.5, "0.5"}, {0.25, "0.25"},
+		{0.9824763424086344, "0.982476342"}, {0.9824763425086344, "0.982476343"},
+		{1e-9, "0.000000001"}, {4e-10, "0"}, {6e-10, "0.000000001"}, {1 - 4e-10, "1"},
+		{0.1, "0.1"}, {0.123456789, "0.123456789"}, {0.1000000004, "0.1"},
+		{2, "2"}, {-0.5, "-0.5"}, {math.NaN(), "null"}, {math.Inf(1), "null"},
+	} {
+		if got := string(appendProbability([]byte("x"), tc.p)); got != "x"+tc.want {
+			t.Errorf("appendProbability(%v) = %s, want %s", tc.p, got[1:], tc.want)
+		}
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 100000 {
+		p := r.Float64()
+		if r.IntN(4) == 0 {
+			p = math.Pow(p, 20) // small values, where the decimals run out
+		}
+		got := appendProbability(nil, p)
+		back, err := strconv.ParseFloat(string(got), 64)
+		if err != nil || math.Abs(back-p) > 0.5000001e-9 {
+			t.Fatalf("appendProbability(%v) = %s, reads back as %v (%v)", p, got, back, err)
+		}
+		if s := string(got); len(s) > 2+probabilityDecimals || (strings.Contains(s, ".") && strings.HasSuffix(s, "0")) {
+			t.Fatalf("appendProbability(%v) = %s: too long or a trailing zero", p, s)
+		}
+	}
+}
+
+// BenchmarkAppendProbability: a score as the output writes it, against
+// the shortest round-trip form it was written in until stop 61, in the
+// same run.
+func BenchmarkAppendProbability(b *testing.B) {
+	r := rand.New(rand.NewPCG(7, 8))
+	ps := make([]float64, 1024)
+	for i := range ps {
+		ps[i] = r.Float64()
+	}
+	for _, c := range []struct {
+		name string
+		f    func([]byte, float64) []byte
+	}{
+		{"probability", appendProbability},
+		{"shortest", func(d []byte, p float64) []byte { return strconv.AppendFloat(d, p, 'g', -1, 64) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			buf := make([]byte, 0, 32)
+			for i := 0; i < b.N; i++ {
+				buf = c.f(buf[:0], ps[i&1023])
+			}
+		})
 	}
 }
