@@ -208,7 +208,9 @@ func decode(line []byte, ev *Event, ids *interner, names *memberNames) error {
 			}
 			if carry {
 				aliases |= aliasBit(key)
-				if !isOutputField(key) {
+				if f := outputField(key); f >= 0 {
+					ev.Replaced |= 1 << f
+				} else {
 					if len(ev.Extra) > 0 {
 						ev.Extra = append(ev.Extra, ',')
 					}
@@ -430,14 +432,15 @@ func unreadHint(err error, unread uint32, field string) error {
 	return err
 }
 
-// isOutputField reports whether the quoted key names one of OutputFields.
-func isOutputField(quoted []byte) bool {
-	for _, f := range OutputFields {
+// outputField is the index in OutputFields of the field the quoted key
+// names, -1 for none.
+func outputField(quoted []byte) int {
+	for i, f := range OutputFields {
 		if len(quoted) == len(f)+2 && string(quoted[1:len(quoted)-1]) == f {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 // decodeID accepts a non-empty string or a JSON number, whose literal text

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -584,5 +585,26 @@ func TestDecodeShadowed(t *testing.T) {
 	var plain Event
 	if err := Decode([]byte(`{"user":"u","item":"i","ts":1700000000000}`), &plain); err != nil || plain.Shadowed != 0 {
 		t.Errorf("the event format's own names: Shadowed %b, %v", plain.Shadowed, err)
+	}
+}
+
+// TestDecodeMarksReplaced: members named like an output field are left
+// out of Extra and marked, a bit per OutputFields entry, whatever the
+// Fields setting.
+func TestDecodeMarksReplaced(t *testing.T) {
+	line := []byte(`{"user":"u","item":"i","p_clean":0.3,"source":{"file":"f"},"weight":2,"x":1}`)
+	want := uint8(1<<slices.Index(OutputFields, "p_clean") | 1<<slices.Index(OutputFields, "source") | 1<<slices.Index(OutputFields, "weight"))
+	named := NewDecoder(Fields{TS: "when"})
+	for _, d := range []*Decoder{{}, &named} {
+		var ev Event
+		if err := d.Decode(line, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Replaced != want || string(ev.Extra) != `"x":1` {
+			t.Errorf("Replaced %08b, Extra %s; want %08b and \"x\":1", ev.Replaced, ev.Extra, want)
+		}
+		if err := d.Decode([]byte(`{"user":"u","item":"i"}`), &ev); err != nil || ev.Replaced != 0 {
+			t.Errorf("a record without them: Replaced %08b (%v)", ev.Replaced, err)
+		}
 	}
 }

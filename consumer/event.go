@@ -55,6 +55,12 @@ type Event struct {
 	// (Stats.Shadowed): a setting such as fields.ts: timestamp on records
 	// that have "ts" and no "timestamp" leaves the model without times.
 	Shadowed uint8
+
+	// Replaced marks, a bit per OutputFields entry, the members named like
+	// a field the output writes ("source", "label", "weight"), which are
+	// left out of Extra: the output's value replaces them. Run counts them
+	// (Stats.Replaced), so that a column so named is not lost unseen.
+	Replaced uint8
 }
 
 // OutputFields are the names of the fields a scored record adds to its
@@ -74,9 +80,11 @@ func (e *Event) Model() online.Event {
 }
 
 // Equal reports whether e and o hold the same fields (Extra compared by
-// its bytes).
+// its bytes). Replaced is not compared: a scored record decoded again
+// has the output's fields, which an input need not have had.
 func (e *Event) Equal(o *Event) bool {
 	a, b := *e, *o
 	a.Extra, b.Extra = nil, nil // nil and empty are the same
+	a.Replaced, b.Replaced = 0, 0
 	return reflect.DeepEqual(a, b) && bytes.Equal(e.Extra, o.Extra)
 }

@@ -232,6 +232,22 @@ type Stats struct {
 	// reads the field from and carry the field under its own name, which
 	// is not read (Event.Shadowed).
 	Shadowed map[string]uint64
+	// Replaced counts, per name of OutputFields, the records that carried
+	// a member so named, which the output's own field replaced
+	// (Event.Replaced).
+	Replaced map[string]uint64
+}
+
+// countReplaced counts a record's replaced members (Event.Replaced).
+func (s *Stats) countReplaced(replaced uint8) {
+	if s.Replaced == nil {
+		s.Replaced = map[string]uint64{}
+	}
+	for i, name := range OutputFields {
+		if replaced&(1<<i) != 0 {
+			s.Replaced[name]++
+		}
+	}
 }
 
 // countShadowed counts a record's shadowed fields (Event.Shadowed).
@@ -270,6 +286,7 @@ func (s *Stats) Add(o Stats) {
 	s.ShadowNumerical += o.ShadowNumerical
 	s.Unread = addCounts(s.Unread, o.Unread)
 	s.Shadowed = addCounts(s.Shadowed, o.Shadowed)
+	s.Replaced = addCounts(s.Replaced, o.Replaced)
 	s.SkippedByReason = addCounts(s.SkippedByReason, o.SkippedByReason)
 	s.ByReason = addCounts(s.ByReason, o.ByReason)
 }
@@ -918,6 +935,9 @@ func (l *loop) finish(ctx context.Context, r *Result, opts Options, st *Stats) (
 	}
 	if r.Event.Unread != 0 {
 		st.countUnread(r.Event.Unread)
+	}
+	if r.Event.Replaced != 0 {
+		st.countReplaced(r.Event.Replaced)
 	}
 	pos := r.Pos
 	l.pending = r

@@ -73,10 +73,12 @@ type checkpointer struct {
 	// unranked holds the event types warned of as missing from
 	// model.event_order (warnUnranked), each warned of once.
 	unranked map[string]bool
-	// unread holds the consumer.Aliases bits warned of (warnUnread), and
-	// shadowed the fields' (warnShadowed).
+	// unread holds the consumer.Aliases bits warned of (warnUnread),
+	// shadowed the fields' (warnShadowed) and replaced the output
+	// fields' (warnReplaced).
 	unread   uint32
 	shadowed uint8
+	replaced uint8
 
 	positions map[partitionKey]*int64
 	lastKey   partitionKey // the partition of the previous record...
@@ -148,6 +150,9 @@ func (c *checkpointer) after(ctx context.Context, r *consumer.Result, out consum
 	}
 	if r.Event.Shadowed&^c.shadowed != 0 {
 		c.warnShadowed(r.Event.Shadowed)
+	}
+	if r.Event.Replaced&^c.replaced != 0 {
+		c.warnReplaced(r.Event.Replaced)
 	}
 	if !r.Pos.IsFile() {
 		if c.lastNext == nil || r.Pos.Partition != c.lastKey.partition || r.Pos.Topic != c.lastKey.topic {
@@ -230,6 +235,18 @@ func (c *checkpointer) warnShadowed(shadowed uint8) {
 	for i, f := range consumer.FieldNames() {
 		if news&(1<<i) != 0 {
 			c.log.Warn("records lack the member fields."+f+" names and carry "+f+", which is not read while fields."+f+" is set: drop the setting, or name the member the records carry (consumer/FORMAT.md)", "field", f)
+		}
+	}
+}
+
+// warnReplaced logs, once each, the members named like a field the
+// output writes, whose value the output's replaces.
+func (c *checkpointer) warnReplaced(replaced uint8) {
+	news := replaced &^ c.replaced
+	c.replaced |= news
+	for i, f := range consumer.OutputFields {
+		if news&(1<<i) != 0 {
+			c.log.Warn("records have a member named like a field the output writes: the output's value replaces it, and its own is not carried; rename the member to keep it (consumer/FORMAT.md)", "member", f)
 		}
 	}
 }

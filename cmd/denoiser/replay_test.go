@@ -872,6 +872,43 @@ func TestReplayShadowedFields(t *testing.T) {
 	}
 }
 
+// TestReplayReplacedMembers: input members named like fields the output
+// writes ("source", "label", "weight": common column names) are replaced
+// by the output's own; the summary and the report count them per name,
+// so that the loss is not silent, and the other members are carried.
+func TestReplayReplacedMembers(t *testing.T) {
+	dir := t.TempDir()
+	var lines strings.Builder
+	for i := range 12 {
+		fmt.Fprintf(&lines, `{"user":"u%d","item":"i%d","source":"mobile_app","page":%d`, i%3, i%5, i)
+		if i%2 == 0 {
+			lines.WriteString(`,"label":"promo","weight":2.5`)
+		}
+		lines.WriteString("}\n")
+	}
+	in := clitest.WriteFile(t, filepath.Join(dir, "in.jsonl"), lines.String())
+	out, report := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "r.json")
+	var stderr bytes.Buffer
+	if code := run(context.Background(), []string{"replay", "--in", in, "--out", out, "--report", report, "--truth", "none"}, &bytes.Buffer{}, &stderr); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr.String())
+	}
+	for _, want := range []string{`replaced: 12 records have "source"`, `replaced: 6 records have "label"`, `replaced: 6 records have "weight"`} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	var rep struct {
+		Replaced map[string]uint64 `json:"replaced_members"`
+	}
+	if err := json.Unmarshal([]byte(clitest.ReadFile(t, report)), &rep); err != nil || rep.Replaced["source"] != 12 || rep.Replaced["label"] != 6 || rep.Replaced["weight"] != 6 || len(rep.Replaced) != 3 {
+		t.Errorf("report replaced_members %v (%v), want source 12, label 6, weight 6", rep.Replaced, err)
+	}
+	scored := clitest.ReadFile(t, out)
+	if strings.Contains(scored, "mobile_app") || strings.Contains(scored, "promo") || strings.Count(scored, `"page":`) != 12 {
+		t.Errorf("scored output:\n%s", scored)
+	}
+}
+
 // TestReplayMostlyDeadLettered: a run whose records are mostly refused
 // says so beside the summary, with where each one's error is and, in
 // rating mode, the classes it reads (a config printed in binary mode and

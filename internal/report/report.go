@@ -75,6 +75,10 @@ type Report struct {
 	// fields.FIELD names and carry the field under the event format's own
 	// name, which is then not read (consumer.Event.Shadowed).
 	Shadowed map[string]uint64 `json:"shadowed_fields,omitempty"`
+	// Replaced counts, per output field, the records that carried a
+	// member so named, which the output's own field replaced
+	// (consumer.Event.Replaced).
+	Replaced map[string]uint64 `json:"replaced_members,omitempty"`
 	// OutOfOrder counts the events whose time is earlier than their
 	// user's previous event's (Counter.OutOfOrder); the summary points
 	// it out beyond outOfOrderShare of the events with a gap.
@@ -196,6 +200,9 @@ func Build(in Inputs) Report {
 	}
 	if len(in.Stats.Unread) > 0 {
 		r.Unread = maps.Clone(in.Stats.Unread)
+	}
+	if len(in.Stats.Replaced) > 0 {
+		r.Replaced = maps.Clone(in.Stats.Replaced)
 	}
 	if len(in.Stats.Shadowed) > 0 {
 		r.Shadowed = maps.Clone(in.Stats.Shadowed)
@@ -373,6 +380,11 @@ func (r *Report) PrintAs(w io.Writer, command string) error {
 	for _, f := range consumer.FieldNames() {
 		if n := r.Shadowed[f]; n > 0 {
 			fmt.Fprintf(&b, "not read: %d records lack the member fields.%s names and have %q, which is read only without fields.%s: drop the setting, or name the member the records carry (consumer/FORMAT.md)\n", n, f, f, f)
+		}
+	}
+	for _, f := range consumer.OutputFields {
+		if n := r.Replaced[f]; n > 0 {
+			fmt.Fprintf(&b, "replaced: %d records have %q, a field the output writes itself, so their own value is not in the output: rename the member to keep it (consumer/FORMAT.md)\n", n, f)
 		}
 	}
 	for _, a := range consumer.Aliases { // in the table's order
