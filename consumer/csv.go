@@ -77,6 +77,10 @@ func (s *CSVSource) Next(ctx context.Context) (Message, error) {
 	case len(s.cells) != len(s.header):
 		m.Err = reject(ReasonNotJSON, "", strconv.Itoa(len(s.cells))+" cells, the header has "+strconv.Itoa(len(s.header)))
 		return m, nil
+	case s.isHeader(s.cells):
+		// Files joined with their headers: the column names are no event.
+		m.Err = reject(ReasonNotJSON, "", "the header again (files joined with their first lines?), not an event")
+		return m, nil
 	}
 	s.buf = append(s.buf[:0], '{')
 	for i, cell := range s.cells {
@@ -97,6 +101,16 @@ func (s *CSVSource) Next(ctx context.Context) (Message, error) {
 	}
 	m.Value = append(s.buf, '}')
 	return m, nil
+}
+
+// isHeader reports whether cells are the header's names again.
+func (s *CSVSource) isHeader(cells []string) bool {
+	for i, c := range cells {
+		if strings.TrimSpace(c) != s.header[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // badHeader says what is wrong with a CSV header that names no user or

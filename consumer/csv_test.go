@@ -87,6 +87,32 @@ func TestFileSourceByteOrderMark(t *testing.T) {
 	}
 }
 
+// TestCSVRepeatedHeader: files joined with their headers repeat the
+// header within the data; that row is dead-lettered, not scored as the
+// event of user "user" and item "item".
+func TestCSVRepeatedHeader(t *testing.T) {
+	text := "user,item,event\nu1,i1,click\nuser, item ,event\nu3,i3,click\n"
+	src := NewCSVSource(NewFileSource(strings.NewReader(text), "cat.csv"), Fields{})
+	var got []Message
+	for {
+		m, err := src.Next(context.Background())
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Value = bytes.Clone(m.Value) // the next Next reuses its buffer
+		got = append(got, m)
+	}
+	if len(got) != 3 || got[0].Err != nil || got[2].Err != nil || string(got[2].Value) != `{"user":"u3","item":"i3","event":"click"}` {
+		t.Fatalf("read %+v", got)
+	}
+	if m := got[1]; ReasonOf(m.Err) != ReasonNotJSON || !strings.Contains(m.Err.Error(), "the header again") || m.Pos.Line != 3 || string(m.Value) != "user, item ,event" {
+		t.Fatalf("the repeated header: line %d %q, %v", m.Pos.Line, m.Value, m.Err)
+	}
+}
+
 // TestCSVCutLine: a row that a read error cut short is dead-lettered, not
 // read as a row, though its cells would pass ("u2,i2,17000" is a time in
 // 1970), and the error follows it.
