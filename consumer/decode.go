@@ -130,6 +130,7 @@ func decode(line []byte, ev *Event, ids *interner, names *memberNames) error {
 		return reject(ReasonBadType, "", "record is a JSON "+kindOf(line)+", want an object")
 	}
 	var user, item, ts, kind, dwell, rating, truth []byte
+	var truthMember []byte // the member truth came in, carried if not read
 	var aliases uint32 // members named as other formats name the fields (Aliases)
 	var shadowed uint8 // fields' own names, not read: Fields reads them from others
 	i := skipSpace(line, 1)
@@ -179,7 +180,7 @@ func decode(line []byte, ev *Event, ids *interner, names *memberNames) error {
 				case `"rating"`:
 					rating = val
 				case `"truth"`:
-					truth = val
+					truth, truthMember = val, member
 				default:
 					carry = true
 				}
@@ -203,7 +204,7 @@ func decode(line []byte, ev *Event, ids *interner, names *memberNames) error {
 				case fieldRating:
 					rating = val
 				case fieldTruth:
-					truth = val
+					truth, truthMember = val, member
 				}
 			}
 			if carry {
@@ -289,16 +290,23 @@ func decode(line []byte, ev *Event, ids *interner, names *memberNames) error {
 		ev.HasRating = true
 	}
 	if truth != nil {
-		if truth[0] != '"' {
-			return reject(ReasonBadType, "truth", "is a JSON "+kindOf(truth)+", want a string")
+		var inner []byte // a string's inside; nil for any other value
+		if truth[0] == '"' {
+			inner = truth[1 : len(truth)-1]
 		}
-		switch inner := truth[1 : len(truth)-1]; { // case ignored: "Noise" is noise
-		case bytes.EqualFold(inner, []byte(TruthGenuine)):
+		switch { // case ignored: "Noise" is noise
+		case inner != nil && bytes.EqualFold(inner, []byte(TruthGenuine)):
 			ev.Truth = TruthGenuine
-		case bytes.EqualFold(inner, []byte(TruthNoise)):
+		case inner != nil && bytes.EqualFold(inner, []byte(TruthNoise)):
 			ev.Truth = TruthNoise
 		default:
-			return reject(ReasonOutOfRange, "truth", clip(truth)+" is not \"genuine\" or \"noise\"")
+			// Evaluation only: an event is not lost for it. The member
+			// goes on as it came, and the record is marked.
+			ev.TruthUnread = true
+			if len(ev.Extra) > 0 {
+				ev.Extra = append(ev.Extra, ',')
+			}
+			ev.Extra = append(ev.Extra, bytes.ToValidUTF8(truthMember, []byte("\uFFFD"))...)
 		}
 	}
 	return nil

@@ -117,7 +117,11 @@ func TestDecode(t *testing.T) {
 		{name: "a number string out of range", line: `{"user":"u","item":"i","ts":"99999999999999999999999"}`, reason: ReasonOutOfRange, field: "ts"},
 		{name: "bool ts", line: `{"user":"u","item":"i","ts":true}`, reason: ReasonBadType, field: "ts"},
 		{name: "boolean event", line: `{"user":"u","item":"i","event":true}`, reason: ReasonBadType, field: "event"},
-		{name: "bool truth", line: `{"user":"u","item":"i","truth":true}`, reason: ReasonBadType, field: "truth"},
+		{name: "bool truth, carried", line: `{"user":"u","item":"i","truth":true,"x":1}`, want: Event{User: "u", Item: "i", TruthUnread: true, Extra: []byte(`"x":1,"truth":true`)}},
+		{name: "numeric truth, carried", line: `{"user":"u","item":"i","truth":1}`, want: Event{User: "u", Item: "i", TruthUnread: true, Extra: []byte(`"truth":1`)}},
+		{name: "unknown truth, carried", line: `{"user":"u","item":"i","truth" : "maybe"}`, want: Event{User: "u", Item: "i", TruthUnread: true, Extra: []byte(`"truth" : "maybe"`)}},
+		{name: "empty truth, carried", line: `{"user":"u","item":"i","truth":""}`, want: Event{User: "u", Item: "i", TruthUnread: true, Extra: []byte(`"truth":""`)}},
+		{name: "null truth is none", line: `{"user":"u","item":"i","truth":null}`, want: Event{User: "u", Item: "i"}},
 
 		{name: "negative dwell", line: `{"user":"u","item":"i","dwell_ms":-5}`, reason: ReasonOutOfRange, field: "dwell_ms"},
 		{name: "dwell over a day", line: `{"user":"u","item":"i","dwell_ms":86400001}`, reason: ReasonOutOfRange, field: "dwell_ms"},
@@ -135,7 +139,6 @@ func TestDecode(t *testing.T) {
 		{name: "ns after 2100", line: `{"user":"u","item":"i","ts":4102444900000000000}`, reason: ReasonOutOfRange, field: "ts"},
 		{name: "ts after 2100", line: `{"user":"u","item":"i","ts":4102444800001}`, reason: ReasonOutOfRange, field: "ts"},
 		{name: "rfc3339 before 1970", line: `{"user":"u","item":"i","ts":"1969-12-31T23:59:59Z"}`, reason: ReasonOutOfRange, field: "ts"},
-		{name: "unknown truth", line: `{"user":"u","item":"i","truth":"maybe"}`, reason: ReasonOutOfRange, field: "truth"},
 
 		{name: "long user", line: `{"user":"` + long + `","item":"i"}`, reason: ReasonTooLarge, field: "user"},
 		{name: "long numeric item", line: `{"user":"u","item":` + strings.Repeat("9", MaxIDBytes+1) + `}`, reason: ReasonTooLarge, field: "item"},

@@ -56,6 +56,13 @@ type Event struct {
 	// that have "ts" and no "timestamp" leaves the model without times.
 	Shadowed uint8
 
+	// TruthUnread marks a record whose truth is neither "genuine" nor
+	// "noise" (1, true, "clean"): the event is scored without a truth, the
+	// member carried in Extra as it came, and Run counts it
+	// (Stats.TruthUnread). Until stop 61 the record was dead-lettered, so
+	// that a field for evaluation only cost the event.
+	TruthUnread bool
+
 	// Replaced marks, a bit per OutputFields entry, the members named like
 	// a field the output writes ("source", "label", "weight"), which are
 	// left out of Extra: the output's value replaces them. Run counts them

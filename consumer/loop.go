@@ -236,6 +236,9 @@ type Stats struct {
 	// a member so named, which the output's own field replaced
 	// (Event.Replaced).
 	Replaced map[string]uint64
+	// TruthUnread counts the records whose truth was neither "genuine"
+	// nor "noise", scored without it (Event.TruthUnread).
+	TruthUnread uint64
 }
 
 // countReplaced counts a record's replaced members (Event.Replaced).
@@ -287,6 +290,7 @@ func (s *Stats) Add(o Stats) {
 	s.Unread = addCounts(s.Unread, o.Unread)
 	s.Shadowed = addCounts(s.Shadowed, o.Shadowed)
 	s.Replaced = addCounts(s.Replaced, o.Replaced)
+	s.TruthUnread += o.TruthUnread
 	s.SkippedByReason = addCounts(s.SkippedByReason, o.SkippedByReason)
 	s.ByReason = addCounts(s.ByReason, o.ByReason)
 }
@@ -938,6 +942,9 @@ func (l *loop) finish(ctx context.Context, r *Result, opts Options, st *Stats) (
 	}
 	if r.Event.Replaced != 0 {
 		st.countReplaced(r.Event.Replaced)
+	}
+	if r.Event.TruthUnread {
+		st.TruthUnread++
 	}
 	pos := r.Pos
 	l.pending = r

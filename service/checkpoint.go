@@ -79,6 +79,8 @@ type checkpointer struct {
 	unread   uint32
 	shadowed uint8
 	replaced uint8
+	// truthUnread is set once a record's unreadable truth was warned of.
+	truthUnread bool
 
 	positions map[partitionKey]*int64
 	lastKey   partitionKey // the partition of the previous record...
@@ -153,6 +155,10 @@ func (c *checkpointer) after(ctx context.Context, r *consumer.Result, out consum
 	}
 	if r.Event.Replaced&^c.replaced != 0 {
 		c.warnReplaced(r.Event.Replaced)
+	}
+	if r.Event.TruthUnread && !c.truthUnread {
+		c.truthUnread = true
+		c.log.Warn("records have a truth that is neither \"genuine\" nor \"noise\": they are scored without one, the member carried as it came (consumer/FORMAT.md)", "position", r.Pos.String())
 	}
 	if !r.Pos.IsFile() {
 		if c.lastNext == nil || r.Pos.Partition != c.lastKey.partition || r.Pos.Topic != c.lastKey.topic {

@@ -909,6 +909,40 @@ func TestReplayReplacedMembers(t *testing.T) {
 	}
 }
 
+// TestReplayTruthUnread: a truth that is neither "genuine" nor "noise"
+// (a CSV's 1/0 column) costs no event: every row is scored, the truth
+// goes on as it came, the summary and the report count the records, and
+// --truth field evaluates only the readable ones.
+func TestReplayTruthUnread(t *testing.T) {
+	dir := t.TempDir()
+	var lines strings.Builder
+	lines.WriteString("user,item,truth\n")
+	for i := range 40 {
+		truth := []string{"genuine", "noise", "1", "0"}[i%4]
+		fmt.Fprintf(&lines, "u%d,i%d,%s\n", i%7, i%5, truth)
+	}
+	in := clitest.WriteFile(t, filepath.Join(dir, "in.csv"), lines.String())
+	out, report := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "r.json")
+	var stderr bytes.Buffer
+	if code := run(context.Background(), []string{"replay", "--in", in, "--out", out, "--report", report, "--truth", "field"}, &bytes.Buffer{}, &stderr); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr.String())
+	}
+	for _, want := range []string{"40 events scored, 0 invalid", "truth not read: 20 records", "20 events (10 genuine, 10 noise), 20 without truth"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	var rep struct {
+		TruthUnread uint64 `json:"truth_unread"`
+	}
+	if err := json.Unmarshal([]byte(clitest.ReadFile(t, report)), &rep); err != nil || rep.TruthUnread != 20 {
+		t.Errorf("report truth_unread %d (%v), want 20", rep.TruthUnread, err)
+	}
+	if scored := clitest.ReadFile(t, out); strings.Count(scored, `"truth":1,`) != 10 || strings.Count(scored, `"truth":0,`) != 10 {
+		t.Errorf("the unread truths are not carried:\n%s", scored)
+	}
+}
+
 // TestReplayMostlyDeadLettered: a run whose records are mostly refused
 // says so beside the summary, with where each one's error is and, in
 // rating mode, the classes it reads (a config printed in binary mode and

@@ -79,6 +79,9 @@ type Report struct {
 	// member so named, which the output's own field replaced
 	// (consumer.Event.Replaced).
 	Replaced map[string]uint64 `json:"replaced_members,omitempty"`
+	// TruthUnread counts the records whose truth was neither "genuine"
+	// nor "noise", scored without one (consumer.Event.TruthUnread).
+	TruthUnread uint64 `json:"truth_unread,omitempty"`
 	// OutOfOrder counts the events whose time is earlier than their
 	// user's previous event's (Counter.OutOfOrder); the summary points
 	// it out beyond outOfOrderShare of the events with a gap.
@@ -201,6 +204,7 @@ func Build(in Inputs) Report {
 	if len(in.Stats.Unread) > 0 {
 		r.Unread = maps.Clone(in.Stats.Unread)
 	}
+	r.TruthUnread = in.Stats.TruthUnread
 	if len(in.Stats.Replaced) > 0 {
 		r.Replaced = maps.Clone(in.Stats.Replaced)
 	}
@@ -381,6 +385,9 @@ func (r *Report) PrintAs(w io.Writer, command string) error {
 		if n := r.Shadowed[f]; n > 0 {
 			fmt.Fprintf(&b, "not read: %d records lack the member fields.%s names and have %q, which is read only without fields.%s: drop the setting, or name the member the records carry (consumer/FORMAT.md)\n", n, f, f, f)
 		}
+	}
+	if r.TruthUnread > 0 {
+		fmt.Fprintf(&b, "truth not read: %d records have a truth that is neither \"genuine\" nor \"noise\" (case ignored): they are scored without one, the member carried as it came (consumer/FORMAT.md)\n", r.TruthUnread)
 	}
 	for _, f := range consumer.OutputFields {
 		if n := r.Replaced[f]; n > 0 {
