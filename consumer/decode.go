@@ -131,8 +131,8 @@ func decode(line []byte, ev *Event, ids *interner, names *memberNames) error {
 	}
 	var user, item, ts, kind, dwell, rating, truth []byte
 	var truthMember []byte // the member truth came in, carried if not read
-	var aliases uint32 // members named as other formats name the fields (Aliases)
-	var shadowed uint8 // fields' own names, not read: Fields reads them from others
+	var aliases uint32     // members named as other formats name the fields (Aliases)
+	var shadowed uint8     // fields' own names, not read: Fields reads them from others
 	i := skipSpace(line, 1)
 	if at(line, i) == '}' {
 		i++
