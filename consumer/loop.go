@@ -212,6 +212,9 @@ type Stats struct {
 	SkippedByReason map[SkipReason]uint64
 	Scored          uint64 // records scored and written to the sink (unless AlreadyEmitted)
 	Rejected        uint64 // records dead-lettered (unless AlreadyEmitted)
+	// FirstRejected is the first dead-lettered record's position and
+	// error, "" before one: the example an operator reads first.
+	FirstRejected string
 	// AlreadyEmitted counts the records of Scored and Rejected that were
 	// not written again because they already had output (Result.Emitted).
 	AlreadyEmitted uint64
@@ -283,6 +286,9 @@ func (s *Stats) Add(o Stats) {
 	s.Skipped += o.Skipped
 	s.Scored += o.Scored
 	s.Rejected += o.Rejected
+	if s.FirstRejected == "" {
+		s.FirstRejected = o.FirstRejected
+	}
 	s.AlreadyEmitted += o.AlreadyEmitted
 	s.Numerical += o.Numerical
 	s.ShadowRejected += o.ShadowRejected
@@ -929,6 +935,9 @@ func (l *loop) finish(ctx context.Context, r *Result, opts Options, st *Stats) (
 		}
 	} else {
 		st.Rejected++
+		if st.FirstRejected == "" && r.Err != nil {
+			st.FirstRejected = r.Pos.String() + ": " + r.Err.Error()
+		}
 		st.ByReason[r.Reason]++
 	}
 	if r.Emitted {

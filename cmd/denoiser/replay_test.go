@@ -993,7 +993,7 @@ func TestReplayMostlyDeadLettered(t *testing.T) {
 	if code := run(context.Background(), []string{"replay", "--in", bad, "--out", filepath.Join(dir, "out2.jsonl"), "--dead-letter", filepath.Join(dir, "dl.jsonl")}, &bytes.Buffer{}, &stderr); code != 1 {
 		t.Fatalf("exit %d:\n%s", code, stderr.String())
 	}
-	if want := "the lines are JSON objects, and the decoder or the model refused each one (dead-lettered: bad_type 2; the dead letters (" + filepath.Join(dir, "dl.jsonl") + ") give each one's field and error)"; !strings.Contains(stderr.String(), want) || strings.Contains(stderr.String(), "write JSON lines") {
+	if want := "the lines are JSON objects, and the decoder or the model refused each one (dead-lettered: bad_type 2; the first, " + filepath.Join(dir, "bad.jsonl") + ":1: ts: \"yesterday\" is neither a unix time"; !strings.Contains(stderr.String(), want) || !strings.Contains(stderr.String(), "; the dead letters ("+filepath.Join(dir, "dl.jsonl")+") give each one's field and error)") || strings.Contains(stderr.String(), "write JSON lines") {
 		t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
 	}
 }

@@ -343,13 +343,13 @@ func Replay(ctx context.Context, args []string, _, stderr io.Writer) error {
 			why = fmt.Sprintf("the model refused all %d records (model_rejected): they do not fit model.mode %s (rating needs a rating on every event, dwell a dwell_ms); the dead letters give each one's error", n, model.Config().Mode)
 		} else if st.Records > 0 && st.Skipped == st.Records {
 			why = fmt.Sprintf("all %d lines of the input are blank", st.Records)
-		} else if len(st.Unread) > 0 {
+		} else if len(st.Unread) > 0 && st.ByReason[consumer.ReasonMissingField] > 0 {
 			why = "the records name their fields as another format does (\"not read\" above): read them with --set fields.FIELD=MEMBER, or rename them (consumer/FORMAT.md)"
 		} else if len(st.Shadowed) > 0 {
 			why = "the records lack the members that fields.* names and carry the event format's own names, which are then not read (\"not read\" above): drop those settings, or name the members the records carry"
 		}
 		if st.Rejected > 0 {
-			why += fmt.Sprintf(" (dead-lettered: %s; %s)", rep.InvalidReasons(), deadLetterHint(*deadLetter, model.Config()))
+			why += fmt.Sprintf(" (dead-lettered: %s; the first, %s; %s)", rep.InvalidReasons(), st.FirstRejected, deadLetterHint(*deadLetter, model.Config()))
 		}
 		return fmt.Errorf("replay: %w: %s", ErrNothingScored, why)
 	}
