@@ -138,7 +138,7 @@ func TestRunRoutesBadRecords(t *testing.T) {
 			want := Stats{Records: 10, Skipped: 2, SkippedByReason: map[SkipReason]uint64{SkipEmpty: 1, SkipBlank: 1},
 				Scored: 3, Rejected: 5, Numerical: 1, ByReason: map[Reason]uint64{
 					ReasonNotJSON: 1, ReasonMissingField: 1, ReasonModelRejected: 1, ReasonOutOfRange: 1, ReasonBadType: 1,
-				}}
+				}, FirstRejected: "in.jsonl:2: not valid JSON: invalid character 'o' in literal null (expecting 'u') at byte 2"}
 			if fmt.Sprint(st) != fmt.Sprint(want) {
 				t.Errorf("Stats = %+v, want %+v", st, want)
 			}
