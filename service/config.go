@@ -3,6 +3,7 @@ package service
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"reflect"
 	"slices"
@@ -251,6 +252,17 @@ func fieldError(path, problem, example string) error {
 		ErrConfig, path, problem, EnvName(path), path, example)
 }
 
+// validListenAddr reports whether addr is host:port (the host may be
+// empty: every interface) with a port number net.Listen takes.
+func validListenAddr(addr string) bool {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	n, err := strconv.ParseUint(port, 10, 16)
+	return err == nil && n <= 65535
+}
+
 // Validate checks c (with defaults applied) and returns an error naming
 // the first wrong field and how to fix it.
 func (c Config) Validate() error {
@@ -277,8 +289,13 @@ func (c Config) Validate() error {
 		return fieldError("kafka.fetch_max_wait", "must be in [0, 1m]", "250ms")
 	case k.SessionTimeout < time.Second:
 		return fieldError("kafka.session_timeout", "must be at least 1s", "10s")
-	case k.HeartbeatInterval <= 0 || k.HeartbeatInterval >= k.SessionTimeout:
-		return fieldError("kafka.heartbeat_interval", "must be positive and shorter than kafka.session_timeout", "1s")
+	case k.HeartbeatInterval <= 0:
+		return fieldError("kafka.heartbeat_interval", "must be positive", "1s")
+	case k.HeartbeatInterval >= k.SessionTimeout:
+		// Kafka's consumers default to a third of the session timeout
+		// (heartbeat.interval.ms 3 s against session.timeout.ms 45 s).
+		return fieldError("kafka.heartbeat_interval", fmt.Sprintf("%s is not shorter than kafka.session_timeout %s; a third of it or less is usual", k.HeartbeatInterval, k.SessionTimeout),
+			(k.SessionTimeout / 3).Round(time.Millisecond).String())
 	case k.RebalanceTimeout < time.Second:
 		return fieldError("kafka.rebalance_timeout", "must be at least 1s", "10s")
 	case k.StartupTimeout < 0:
@@ -297,6 +314,8 @@ func (c Config) Validate() error {
 		return fieldError("kafka.required_acks", fmt.Sprintf("%q is not all or leader", k.RequiredAcks), "all")
 	case k.WriteTimeout < 100*time.Millisecond:
 		return fieldError("kafka.write_timeout", "must be at least 100ms", "10s")
+	case c.HTTP.Addr != HTTPOff && !validListenAddr(c.HTTP.Addr):
+		return fieldError("http.addr", fmt.Sprintf("%q is not host:port with a port in 0..65535 (%q turns the endpoint off)", c.HTTP.Addr, HTTPOff), DefaultHTTPAddr)
 	case c.Checkpoint.Dir == "":
 		return fieldError("checkpoint.dir", "required (a directory for the Badger state)", "/var/lib/denoiser")
 	case c.Checkpoint.EveryEvents < 1:

@@ -53,6 +53,10 @@ func TestConfigValidateNamesTheFieldAndTheFix(t *testing.T) {
 			c.StateLayout, c.Sharing.Topic = online.LayoutPartition, service.DefaultGroup+".clicks.state"
 		}, "sharing.topic"},
 		{"short sharing interval", func(c *service.Config) { c.Sharing.Interval = time.Millisecond }, "sharing.interval"},
+		// The fix suggested is a heartbeat the session allows (1s did not).
+		{"short session", func(c *service.Config) { c.Kafka.SessionTimeout = time.Second }, "kafka.heartbeat_interval=333ms"},
+		{"http addr without a port", func(c *service.Config) { c.HTTP.Addr = "9464" }, "http.addr"},
+		{"http port out of range", func(c *service.Config) { c.HTTP.Addr = ":99999" }, "http.addr"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := validConfig()
@@ -64,8 +68,8 @@ func TestConfigValidateNamesTheFieldAndTheFix(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.field) {
 				t.Fatalf("error %q does not name %s", err, tc.field)
 			}
-			if tc.field != "model:" {
-				for _, fix := range []string{service.EnvName(tc.field), "--set " + tc.field + "="} {
+			if field, _, _ := strings.Cut(tc.field, "="); tc.field != "model:" {
+				for _, fix := range []string{service.EnvName(field), "--set " + field + "="} {
 					if !strings.Contains(err.Error(), fix) {
 						t.Errorf("error %q does not say how to set it (%s)", err, fix)
 					}
@@ -320,5 +324,17 @@ func TestDwellDirectionLongByDefault(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), "dwell_direction") {
 		t.Errorf("dwell_direction short: %v, want an error naming the setting", err)
+	}
+}
+
+// TestConfigHTTPAddrAccepted: the listen addresses a deployment uses pass
+// the check that http.addr is host:port.
+func TestConfigHTTPAddrAccepted(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:9464", ":9464", "0.0.0.0:0", "[::1]:9464", "localhost:65535", service.HTTPOff} {
+		c := validConfig()
+		c.HTTP.Addr = addr
+		if err := c.Validate(); err != nil {
+			t.Errorf("http.addr %q: %v", addr, err)
+		}
 	}
 }
