@@ -83,8 +83,15 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if err != nil {
 			return fmt.Errorf("run: %w", err)
 		}
-		_, err = stdout.Write(b)
-		return err
+		if _, err = stdout.Write(b); err != nil {
+			return err
+		}
+		// Printed, not refused: the defaults alone lack the brokers and
+		// the input topic, and printing them is what the flag is for.
+		if err := cfg.Validate(); err != nil {
+			fmt.Fprintf(stderr, "run: warning: this configuration would not start: %v\n", err)
+		}
+		return nil
 	}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("run: %w: %w", err, errUsage)

@@ -80,6 +80,19 @@ func TestRunPrintConfigLayers(t *testing.T) {
 			t.Errorf("effective config lacks %q:\n%s", want, stdout.String())
 		}
 	}
+	// Printed as asked, with what a run would refuse of it.
+	if !strings.Contains(stderr.String(), "would not start") || !strings.Contains(stderr.String(), "kafka.brokers") {
+		t.Errorf("stderr does not say the config lacks the brokers:\n%s", stderr.String())
+	}
+	stdout.Reset()
+	stderr.Reset()
+	args = append(args, "--set", "kafka.brokers=127.0.0.1:9092", "--set", "kafka.start=beginning")
+	if code := run(context.Background(), args, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "start: beginning") {
+		t.Fatalf("exit %d: %s\n%s", code, stderr.String(), stdout.String())
+	}
+	if !strings.Contains(stderr.String(), `would not start: configuration: kafka.start: "beginning" is not earliest or latest`) {
+		t.Errorf("stderr does not name the bad value:\n%s", stderr.String())
+	}
 }
 
 // child is a `denoiser run` process: the test binary run as the command.
