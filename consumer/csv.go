@@ -49,6 +49,10 @@ func (s *CSVSource) Next(ctx context.Context) (Message, error) {
 		if err != nil {
 			return Message{}, err
 		}
+		if why := unreadableText(m.Value); why != "" {
+			s.err = fmt.Errorf("read %s: %s", s.lines.name, why)
+			return Message{}, s.err
+		}
 		if s.header, err = splitCSV(m.Value, nil); err != nil || len(bytes.TrimSpace(m.Value)) == 0 {
 			s.err = fmt.Errorf("read %s: the first line is not a CSV header (user,item,...): %q", s.lines.name, clip(m.Value))
 			return Message{}, s.err

@@ -143,11 +143,21 @@ func TestFileSourceDescribe(t *testing.T) {
 		{"three tab-separated columns", "196\t242\t3\n", `three columns (first line "196\t242\t3"): write JSON lines, one event object per line; for user, item, rating: awk`},
 		{"four tab-separated columns", "196\t242\t3\t881250949\n", "denoiser-lab convert movielens"},
 		{"binary", "\x01\x02\x03xx\x00\x01\x02", "binary data"},
+		{"bzip2", "BZh91AY&SY\x8a\x00\x01", "bzip2-compressed (gzip is read as such): decompress it, or pipe it in: bzcat FILE"},
+		{"xz", "\xfd7zXZ\x00\x00\x04\xe6", "xz-compressed"},
+		{"zstd", "\x28\xb5\x2f\xfd\x04\x58", "zstd-compressed"},
+		{"zip", "PK\x03\x04\x14\x00", "zip-compressed"},
 	} {
 		src := NewFileSource(strings.NewReader(tc.text), "in")
 		readAll(t, src)
 		if got := src.Describe(); !strings.Contains(got, tc.say) {
 			t.Errorf("%s: Describe() = %q, want it to say %q", tc.name, got, tc.say)
+		}
+		// A CSV's header is checked for the same, before its names.
+		csv := NewCSVSource(NewFileSource(strings.NewReader(tc.text), "in.csv"), Fields{})
+		if _, err := csv.Next(context.Background()); tc.name != "binary" && !strings.HasPrefix(tc.name, "three") && !strings.HasPrefix(tc.name, "four") &&
+			(err == nil || !strings.Contains(err.Error(), tc.say)) {
+			t.Errorf("%s as CSV: %v, want it to say %q", tc.name, err, tc.say)
 		}
 	}
 }

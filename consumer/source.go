@@ -229,6 +229,33 @@ func (s *FileSource) Close() error {
 	return nil
 }
 
+// compressed are the leading bytes of the compressed formats a log may
+// come in, other than gzip (which is read as such).
+var compressed = []struct{ magic, name, cat string }{
+	{"BZh", "bzip2", "bzcat"},
+	{"\xfd7zXZ\x00", "xz", "xzcat"},
+	{"\x28\xb5\x2f\xfd", "zstd", "zstdcat"},
+	{"PK\x03\x04", "zip", "unzip -p"},
+}
+
+// unreadableText says why the input's first bytes h are not text the sources
+// read (UTF-16, a compressed format other than gzip, binary data), ""
+// when they are.
+func unreadableText(h []byte) string {
+	for _, c := range compressed {
+		if bytes.HasPrefix(h, []byte(c.magic)) {
+			return "the input is " + c.name + "-compressed (gzip is read as such): decompress it, or pipe it in: " + c.cat + " FILE | denoiser replay --in - ..."
+		}
+	}
+	switch {
+	case bytes.HasPrefix(h, []byte{0xff, 0xfe}) || bytes.HasPrefix(h, []byte{0xfe, 0xff}) || len(h) >= 4 && (h[1] == 0 && h[3] == 0 || h[0] == 0 && h[2] == 0) && h[0]|h[1] != 0:
+		return "the input is UTF-16 text: convert it to UTF-8, e.g. iconv -f UTF-16 -t UTF-8 FILE > FILE.utf8"
+	case !utf8.Valid(h[:max(0, len(h)-utf8.UTFMax)]) || bytes.ContainsAny(h, "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x0e\x0f"):
+		return "the input is binary data, not text: write JSON lines, one event object per line (gzip is read as such)"
+	}
+	return ""
+}
+
 // Describe says what the start of the input looks like, for a user whose
 // input yielded no event: the usual mistakes (a JSON array, pretty-printed
 // JSON, CSV, binary data) and how to fix them. It is
@@ -239,11 +266,10 @@ func (s *FileSource) Describe() string {
 		return "the input is empty"
 	}
 	t := bytes.TrimSpace(h)
+	if why := unreadableText(h); why != "" {
+		return why
+	}
 	switch {
-	case bytes.HasPrefix(h, []byte{0xff, 0xfe}) || bytes.HasPrefix(h, []byte{0xfe, 0xff}) || len(h) >= 4 && (h[1] == 0 && h[3] == 0 || h[0] == 0 && h[2] == 0) && h[0]|h[1] != 0:
-		return "the input is UTF-16 text: convert it to UTF-8, e.g. iconv -f UTF-16 -t UTF-8 FILE > FILE.utf8"
-	case !utf8.Valid(h[:max(0, len(h)-utf8.UTFMax)]) || bytes.ContainsAny(h, "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x0e\x0f"):
-		return "the input is binary data, not text: write JSON lines, one event object per line (gzip is read as such)"
 	case bytes.HasPrefix(t, []byte("[")):
 		return "the input is a JSON array: write one event object per line (JSON lines), e.g. jq -c '.[]' FILE"
 	case bytes.Equal(t, []byte("{")) || (bytes.HasPrefix(t, []byte("{")) && !bytes.HasSuffix(t, []byte("}"))):
