@@ -170,7 +170,13 @@ func separatorHint(line string) string {
 			best, most = sep, n
 		}
 	}
-	return "tr '" + best + "' ','"
+	hint := "tr '" + best + "' ','"
+	if best == ";" {
+		// Semicolons mostly separate where a comma is the decimal mark
+		// (3,5): turn those into points first, or the rows gain cells.
+		hint = "sed 's/,/./g; s/;/,/g' (a decimal comma, 3,5, becomes 3.5 first; quote cells that hold commas of their own)"
+	}
+	return hint
 }
 
 // BytesRead and Size are the underlying file's, for progress displays.

@@ -20,7 +20,7 @@ func TestCSVHeader(t *testing.T) {
 	for _, tc := range []struct{ name, text, say string }{
 		{"no header", "u1,i1,1700000000\n", "has no header"},
 		{"tabs", "user\titem\tts\n", "not separated by commas; only commas are read (convert the separators, e.g. tr '\\t' ',')"},
-		{"semicolons", "user;item\n", "e.g. tr ';' ',')"},
+		{"semicolons", "user;item\n", "e.g. sed 's/,/./g; s/;/,/g' (a decimal comma, 3,5, becomes 3.5 first"},
 		{"bars", "user|item|ts\n", "e.g. tr '|' ',')"},
 		{"another format's names", "user_id,item_id,behavior_type,timestamp\n", "rename user_id to user, item_id to item, timestamp to ts, behavior_type to event, " +
 			"or read them with --set fields.user=user_id --set fields.item=item_id --set fields.ts=timestamp --set fields.event=behavior_type"},
