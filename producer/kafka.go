@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -169,6 +170,10 @@ func (s *KafkaSink) Write(ctx context.Context, r *consumer.Result) error {
 // acknowledged every record written so far.
 func (s *KafkaSink) Flush(ctx context.Context) error { return s.w.flush(ctx) }
 
+// Failing returns, while a batch is being retried, its topic and the
+// latest attempt's error; "" once an attempt succeeds.
+func (s *KafkaSink) Failing() string { return s.w.failingNow() }
+
 // Close flushes, then releases the writer. It returns when done or when
 // ctx is done. It is idempotent.
 func (s *KafkaSink) Close(ctx context.Context) error { return s.w.close(ctx) }
@@ -205,6 +210,9 @@ func (d *KafkaDeadLetter) Reject(ctx context.Context, r *consumer.Result) error 
 // Flush sends the partial batch and waits until the broker has
 // acknowledged every record rejected so far.
 func (d *KafkaDeadLetter) Flush(ctx context.Context) error { return d.w.flush(ctx) }
+
+// Failing is KafkaSink.Failing for the dead-letter topic.
+func (d *KafkaDeadLetter) Failing() string { return d.w.failingNow() }
 
 // Close flushes, then releases the writer. It is idempotent.
 func (d *KafkaDeadLetter) Close(ctx context.Context) error { return d.w.close(ctx) }
@@ -290,6 +298,10 @@ type kafkaWriter struct {
 	closeOnce sync.Once
 	closeErr  error
 	closed    chan struct{}
+
+	// failing is the error of the latest failed write attempt, nil once an
+	// attempt succeeds: what readiness reports while batches are retried.
+	failing atomic.Pointer[string]
 
 	mu struct {
 		sync.Mutex
@@ -468,6 +480,15 @@ func (w *kafkaWriter) send() {
 	}
 }
 
+// failingNow returns the latest failed attempt's topic and error, "" when
+// the latest attempt succeeded (or none failed).
+func (w *kafkaWriter) failingNow() string {
+	if p := w.failing.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
 // write sends one batch, retrying its failed records until RetryFor has
 // passed, then marks it done (or the writer failed) and frees it.
 func (w *kafkaWriter) write(b *batch) {
@@ -482,6 +503,7 @@ func (w *kafkaWriter) write(b *batch) {
 	for attempt := 1; ; attempt++ {
 		err := w.kw.WriteMessages(w.ctx, msgs...)
 		if err == nil {
+			w.failing.Store(nil)
 			if w.cfg.OnDelivered != nil {
 				w.cfg.OnDelivered(len(b.msgs))
 			}
@@ -523,6 +545,8 @@ func (w *kafkaWriter) write(b *batch) {
 		// retried for all of RetryFor (it gave up at 3.1 s of 5 s when a
 		// wait that would pass RetryFor ended the retries).
 		wait := min(backoff, w.cfg.RetryFor-elapsed)
+		why := fmt.Sprintf("%s: %v%s", w.cfg.Topic, err, missing)
+		w.failing.Store(&why)
 		w.log.Warn("write failed, retrying"+missing, "err", err, "attempt", attempt, "records", len(msgs), "retry_in", wait)
 		select {
 		case <-time.After(wait):

@@ -170,6 +170,14 @@ func TestKafkaWriterBackpressure(t *testing.T) {
 			t.Fatalf("Write %d: %v", i, err)
 		}
 	}
+	// While the batches are retried, the sink says so (readiness).
+	deadline := time.Now().Add(10 * time.Second)
+	for sink.Failing() == "" && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if why := sink.Failing(); !strings.HasPrefix(why, "t: ") {
+		t.Errorf("Failing() = %q while the broker is unreachable, want the topic and the error", why)
+	}
 	short, cancelShort := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancelShort()
 	if err := sink.Write(short, producertest.Scored(3)); !errors.Is(err, context.DeadlineExceeded) {
@@ -186,6 +194,38 @@ func TestKafkaWriterBackpressure(t *testing.T) {
 	}
 	// Let the abandoned kafka-go goroutines end before goleak looks.
 	time.Sleep(time.Second)
+}
+
+// TestKafkaWriterFailingClears: while a batch to a missing topic is
+// retried the sink reports it (Failing: the service's readiness), and
+// once the topic exists and the batch is written it no longer does.
+func TestKafkaWriterFailingClears(t *testing.T) {
+	b := kafkatest.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	topic := "late-topic-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	sink, err := producer.NewKafkaSink(producer.KafkaConfig{Brokers: b.Addrs, Topic: topic, BatchSize: 1, RetryFor: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close(ctx)
+	if err := sink.Write(ctx, producertest.Scored(1)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for sink.Failing() == "" && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if why := sink.Failing(); !strings.Contains(why, "does not exist on the brokers") {
+		t.Fatalf("Failing() = %q while the topic is missing", why)
+	}
+	b.CreateTopic(t, topic, 1)
+	if err := sink.Flush(ctx); err != nil {
+		t.Fatalf("Flush once the topic exists: %v", err)
+	}
+	if why := sink.Failing(); why != "" {
+		t.Errorf("Failing() = %q after the batch was written", why)
+	}
 }
 
 // TestKafkaWriterMissingTopic: a write to a topic the brokers do not have

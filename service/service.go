@@ -491,8 +491,10 @@ func (s *Service) HTTPAddr() string {
 }
 
 // Ready reports whether the service is ready: its state restored, the loop
-// running, a member of the group with an assignment, and its last
-// checkpoint (if any) succeeded. The reason says what is missing.
+// running, a member of the group with an assignment, its last checkpoint
+// (if any) succeeded, and no batch of the output or the dead letters is
+// being retried (a missing topic, brokers that refuse writes). The reason
+// says what is missing.
 func (s *Service) Ready() (bool, string) {
 	if !s.running.Load() {
 		return false, "model loop not running"
@@ -505,6 +507,12 @@ func (s *Service) Ready() (bool, string) {
 	}
 	if why := s.cp.failed(); why != "" {
 		return false, "the last checkpoint failed: " + why
+	}
+	if why := s.sink.Failing(); why != "" {
+		return false, "writes to the output topic fail, retrying: " + why
+	}
+	if why := s.dlq.Failing(); why != "" {
+		return false, "writes to the dead-letter topic fail, retrying: " + why
 	}
 	return true, "ready"
 }
