@@ -361,7 +361,11 @@ func (r *Report) PrintAs(w io.Writer, command string) error {
 	if r.NumericalErrors > 0 {
 		fmt.Fprintf(&b, "numerical errors: %d updates discarded\n", r.NumericalErrors)
 	}
-	fmt.Fprintf(&b, "distilled: %.1f%% of events; rho %.3g; %d GMM refits%s\n", 100*r.DistilledShare, r.Model.Rho, r.Model.Refits, r.unfitted())
+	refits := fmt.Sprintf("%d GMM refits", r.Model.Refits)
+	if !r.GMM.Fitted && r.Model.Refits > 0 {
+		refits = fmt.Sprintf("%d GMM refit runs, none fitted", r.Model.Refits)
+	}
+	fmt.Fprintf(&b, "distilled: %.1f%% of events; rho %.3g; %s%s\n", 100*r.DistilledShare, r.Model.Rho, refits, r.unfitted())
 	if r.Events > 0 && r.WeightSources != nil {
 		b.WriteString("weight formed by:")
 		sep := " "
@@ -473,9 +477,9 @@ func (r *Report) unfitted() string {
 	case r.mixture.off:
 		return " (the mixture is off: model.no_gmm or model.plain)"
 	case r.mixture.minSamples > 0 && r.Model.Distilled < uint64(r.mixture.minSamples):
-		return fmt.Sprintf(" (not fitted yet: too few distilled events, %d of the %d its first fit needs, model.gmm_min_samples)", r.Model.Distilled, r.mixture.minSamples)
+		return fmt.Sprintf(" (each found too few distilled events to fit: %d of the %d the first fit needs, model.gmm_min_samples)", r.Model.Distilled, r.mixture.minSamples)
 	case r.mixture.minSamples == 0 && r.Model.Refits > 0:
-		return " (not fitted yet: too few distilled events)"
+		return " (each found too few distilled events to fit)"
 	}
 	return " (not fitted yet)"
 }

@@ -249,9 +249,9 @@ func TestPrintUnfittedMixture(t *testing.T) {
 		say  string
 	}{
 		{"too few distilled", Inputs{Model: online.Summary{Refits: 2, Distilled: 80}, Config: online.Config{GMMMinSamples: 256}},
-			"2 GMM refits (not fitted yet: too few distilled events, 80 of the 256 its first fit needs, model.gmm_min_samples)"},
-		{"configuration unknown", Inputs{Model: online.Summary{Refits: 2, Distilled: 80}}, "2 GMM refits (not fitted yet: too few distilled events)"},
-		{"mixture off", Inputs{Model: online.Summary{Refits: 2}, Config: online.Config{NoGMM: true}}, "2 GMM refits (the mixture is off: model.no_gmm or model.plain)"},
+			"2 GMM refit runs, none fitted (each found too few distilled events to fit: 80 of the 256 the first fit needs, model.gmm_min_samples)"},
+		{"configuration unknown", Inputs{Model: online.Summary{Refits: 2, Distilled: 80}}, "2 GMM refit runs, none fitted (each found too few distilled events to fit)"},
+		{"mixture off", Inputs{Model: online.Summary{Refits: 2}, Config: online.Config{NoGMM: true}}, "2 GMM refit runs, none fitted (the mixture is off: model.no_gmm or model.plain)"},
 		{"fitted", Inputs{Model: online.Summary{Refits: 2, GMM: online.GMMSummary{Fitted: true}}, Config: online.Config{GMMMinSamples: 256}}, "2 GMM refits\n"},
 	} {
 		tc.in.Collector = NewCollector(Truth{Mode: TruthField}, nil)
