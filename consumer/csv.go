@@ -64,6 +64,14 @@ func (s *CSVSource) Next(ctx context.Context) (Message, error) {
 			s.err = fmt.Errorf("read %s: the first line %q is not a CSV header of the event format: %s", s.lines.name, clip(m.Value), why)
 			return Message{}, s.err
 		}
+		// A setting that names a column the header lacks (a misspelling:
+		// fields.ts=timestmp) would leave that field unread on every row.
+		for i, name := range s.fields.names() {
+			if name != fieldNames[i] && !slices.Contains(s.header, name) {
+				s.err = fmt.Errorf("read %s: fields.%s names the column %q, which the header %q lacks: name one of its columns", s.lines.name, fieldNames[i], name, clip(m.Value))
+				return Message{}, s.err
+			}
+		}
 	}
 	m, err := s.lines.Next(ctx)
 	if err != nil || len(bytes.TrimSpace(m.Value)) == 0 || m.Size > 0 || m.Err != nil {
@@ -96,8 +104,8 @@ func (s *CSVSource) Next(ctx context.Context) (Message, error) {
 		}
 		s.buf = strconv.AppendQuote(s.buf, s.header[i])
 		s.buf = append(s.buf, ':')
-		if isJSONNumber(cell) {
-			s.buf = append(s.buf, cell...)
+		if n := strings.TrimSpace(cell); isJSONNumber(n) { // " 4 ": spaces around a number
+			s.buf = append(s.buf, n...)
 		} else {
 			q, _ := json.Marshal(cell) // valid JSON for any string
 			s.buf = append(s.buf, q...)

@@ -87,6 +87,23 @@ func TestFileSourceByteOrderMark(t *testing.T) {
 	}
 }
 
+// TestCSVFieldsNameColumns: a fields.* setting that names a column the
+// header lacks (a misspelling) stops the read naming it, where the field
+// would have gone unread on every row; a cell with spaces about a number
+// is the number.
+func TestCSVFieldsNameColumns(t *testing.T) {
+	text := "uid,iid,timestamp,rating\nu1,i1,1700000000000, 4 \n"
+	src := NewCSVSource(NewFileSource(strings.NewReader(text), "t.csv"), Fields{User: "uid", Item: "iid", TS: "timestmp"})
+	if _, err := src.Next(context.Background()); err == nil || !strings.Contains(err.Error(), `fields.ts names the column "timestmp", which the header "uid,iid,timestamp,rating" lacks`) {
+		t.Fatalf("misspelt fields.ts: %v", err)
+	}
+	src = NewCSVSource(NewFileSource(strings.NewReader(text), "t.csv"), Fields{User: "uid", Item: "iid", TS: "timestamp"})
+	m, err := src.Next(context.Background())
+	if err != nil || m.Err != nil || string(m.Value) != `{"uid":"u1","iid":"i1","timestamp":1700000000000,"rating":4}` {
+		t.Fatalf("read %q, %v, %v", m.Value, m.Err, err)
+	}
+}
+
 // TestCSVRepeatedHeader: files joined with their headers repeat the
 // header within the data; that row is dead-lettered, not scored as the
 // event of user "user" and item "item".
