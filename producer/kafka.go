@@ -533,7 +533,7 @@ func (w *kafkaWriter) write(b *batch) {
 		}
 		missing := ""
 		if errors.Is(err, kafka.UnknownTopicOrPartition) {
-			missing = "; the topic " + w.cfg.Topic + " does not exist on the brokers: create it (docs/operations.md, \"Try it\")"
+			missing = "; the topic " + w.cfg.Topic + " does not exist on the brokers: create it (denoiser topics creates the missing ones; docs/operations.md, \"Try it\")"
 		}
 		elapsed := time.Since(start)
 		if permanent || elapsed >= w.cfg.RetryFor {

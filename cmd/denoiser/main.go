@@ -30,6 +30,7 @@ var commands = map[string]command.Command{
 	"replay":     command.Replay,
 	"shared-log": runSharedLog,
 	"snapshot":   runSnapshot,
+	"topics":     runTopics,
 	"version":    command.Version,
 }
 
@@ -39,6 +40,7 @@ commands:
   run         the stream service: Kafka topic in, scored topic out, checkpoints, metrics
   replay      score a recorded JSON-lines event log, file to file, and report
   snapshot    export, import, inspect and diff portable model snapshots
+  topics      create the input, output and dead-letter topics run needs, where missing
   shared-log  copy the shared topic (the merges of state_layout partition) to a file, for replay --shared
   version     print the commit and Go version this binary was built from
 
