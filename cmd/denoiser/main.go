@@ -7,6 +7,7 @@
 //	denoiser replay --in FILE --out FILE [--dead-letter FILE] [--truth MODE] [--report FILE.json] [--passes N] [--partition N [--shared FILE [--first-offset N]]] [--config FILE] [--seed N]
 //	denoiser snapshot export|import|inspect|diff [flags]
 //	denoiser shared-log [--config FILE] [--set PATH=VALUE]... --out FILE
+//	denoiser topics [--config FILE] [--set PATH=VALUE]... [--brokers B] [--input-topic T] [--partitions N]
 //
 // The lab (demo, eval, gen, convert) is the separate binary
 // cmd/denoiser-lab, so that this one links neither plotting nor the
@@ -16,12 +17,14 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
 	command "denoiser/internal/cli"
+	"denoiser/service"
 )
 
 // commands maps a subcommand to its entry point.
@@ -62,3 +65,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // errUsage marks an error in how a command was called.
 var errUsage = command.ErrUsage
+
+// loadLayers loads the service's configuration as the command name reads
+// it: the file, DENOISER_* variables, the shorthand flags (paths to
+// values) and --set; errors are usage errors.
+func loadLayers(name, configPath string, sets command.SetFlags, flags map[string]string) (service.Config, []string, error) {
+	if err := command.CheckSets(sets); err != nil {
+		return service.Config{}, nil, fmt.Errorf("%s: %w: %w", name, err, errUsage)
+	}
+	cfg, unknownEnv, err := service.Layers{File: configPath, Environ: os.Environ(), Flags: flags, Sets: sets}.Load()
+	if err != nil {
+		return cfg, unknownEnv, fmt.Errorf("%s: %w: %w", name, err, errUsage)
+	}
+	return cfg, unknownEnv, nil
+}

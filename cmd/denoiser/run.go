@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"denoiser/service"
@@ -68,12 +67,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			flags[path] = f.Value.String()
 		}
 	})
-	if err := command.CheckSets(sets); err != nil {
-		return fmt.Errorf("run: %w: %w", err, errUsage)
-	}
-	cfg, unknownEnv, err := service.Layers{File: *configPath, Environ: os.Environ(), Flags: flags, Sets: sets}.Load()
+	cfg, unknownEnv, err := loadLayers("run", *configPath, sets, flags)
 	if err != nil {
-		return fmt.Errorf("run: %w: %w", err, errUsage)
+		return err
 	}
 	if *printConfig {
 		if len(unknownEnv) > 0 { // what a run would warn of (below)

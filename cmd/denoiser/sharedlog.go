@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 
 	"denoiser/internal/atomicfile"
 	command "denoiser/internal/cli"
@@ -45,12 +44,9 @@ func runSharedLog(ctx context.Context, args []string, _, stderr io.Writer) error
 	case *out == "":
 		return fmt.Errorf("shared-log: --out is required: %w", errUsage)
 	}
-	if err := command.CheckSets(sets); err != nil {
-		return fmt.Errorf("shared-log: %w: %w", err, errUsage)
-	}
-	cfg, unknownEnv, err := service.Layers{File: *configPath, Environ: os.Environ(), Sets: sets}.Load()
+	cfg, unknownEnv, err := loadLayers("shared-log", *configPath, sets, nil)
 	if err != nil {
-		return fmt.Errorf("shared-log: %w: %w", err, errUsage)
+		return err
 	}
 	if len(unknownEnv) > 0 {
 		fmt.Fprintf(stderr, "shared-log: ignoring %s\n", command.UnknownEnv(unknownEnv))

@@ -7,12 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/segmentio/kafka-go"
-
-	"denoiser/service"
 )
 
 // runTopics implements
@@ -54,9 +51,6 @@ func runTopics(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *partitions < 0 || *replication == 0 || *replication < -1 {
 		return fmt.Errorf("topics: --partitions must be at least 1 and --replication at least 1 (or -1): %w", errUsage)
 	}
-	if err := command.CheckSets(sets); err != nil {
-		return fmt.Errorf("topics: %w: %w", err, errUsage)
-	}
 	flags := map[string]string{}
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
@@ -66,9 +60,9 @@ func runTopics(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			flags["kafka.input_topic"] = *input
 		}
 	})
-	cfg, _, err := service.Layers{File: *configPath, Environ: os.Environ(), Flags: flags, Sets: sets}.Load()
+	cfg, _, err := loadLayers("topics", *configPath, sets, flags)
 	if err != nil {
-		return fmt.Errorf("topics: %w: %w", err, errUsage)
+		return err
 	}
 	k := cfg.WithDefaults().Kafka
 	if len(k.Brokers) == 0 || k.InputTopic == "" {
