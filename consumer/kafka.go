@@ -825,12 +825,35 @@ func (s *KafkaSource) fetch(genCtx context.Context, seq, p int, off int64, from 
 		if resp.Error != nil {
 			if errors.Is(resp.Error, kafka.OffsetOutOfRange) {
 				// The position is gone (retention) or beyond the end: the
-				// records in between cannot be read by anyone.
-				next := resp.LogStartOffset
-				if off > resp.HighWatermark {
-					next = resp.HighWatermark
+				// records in between cannot be read by anyone. Apache Kafka
+				// answers this error with -1 for the log's start and end
+				// (kfake with both), so they are listed then: with -1 the
+				// partition retried for ever, and stalled.
+				first, last := resp.LogStartOffset, resp.HighWatermark
+				if first < 0 || last < 0 {
+					f, ferr := s.resolve(ctx, p, kafka.FirstOffset)
+					l, lerr := s.resolve(ctx, p, kafka.LastOffset)
+					if ferr == nil && lerr == nil {
+						first, last = f, l
+					}
 				}
-				log.Error("offset out of range: records were deleted before they were read", "offset", off, "log_start", resp.LogStartOffset, "high_watermark", resp.HighWatermark, "resume", next)
+				next := first
+				if off > last {
+					next = last
+				}
+				log.Error("offset out of range: records were deleted before they were read, or the topic was recreated", "offset", off, "log_start", first, "high_watermark", last, "resume", next)
+				if next >= 0 && next < off {
+					// Next skips what lies below the partition's position
+					// (staleLocked): the position moves back with the read.
+					s.mu.Lock()
+					if s.mu.live == seq {
+						if n, ok := s.mu.next[p]; ok && n > next {
+							s.mu.next[p] = next
+						}
+						s.mu.start[p] = next
+					}
+					s.mu.Unlock()
+				}
 				if next < 0 || next == off {
 					if !retry("offset out of range", resp.Error) {
 						return

@@ -305,3 +305,44 @@ func TestKafkaSourceTopicCreatedByTheJoin(t *testing.T) {
 		}
 	}
 }
+
+// TestKafkaSourceOffsetBeyondTheLog: a checkpoint's position beyond the
+// log's end (a topic deleted and created again) is out of range. The
+// partition resumes at the log's end and goes on reading, where on Apache
+// Kafka, which answers that error with -1 for the log's start and end, it
+// retried the position for ever and read nothing more.
+func TestKafkaSourceOffsetBeyondTheLog(t *testing.T) {
+	b := kafkatest.New(t)
+	if !b.Real {
+		t.Skip("the embedded broker waits at an offset beyond the log's end instead of refusing it")
+	}
+	topic := b.Topic(t, "beyond", 1)
+	b.Produce(t, topic, kafkatest.Values([]byte(`{"user":"u","item":"i0"}`), []byte(`{"user":"u","item":"i1"}`))...)
+	src := newKafkaSource(t, b, topic, topic+"-g", func(c *consumer.KafkaConfig) {
+		c.Positions = []input.Position{{Topic: topic, Partition: 0, Offset: 50}}
+	})
+	// Records keep coming (at most 150, one every 100 ms) until the source
+	// reads one: it resumed wherever the log ended when it found its
+	// position out of range.
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 150 {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			if err := b.ProduceErr(topic, kafkatest.Values([]byte(fmt.Sprintf(`{"user":"u","item":"j%d"}`, i)))...); err != nil {
+				return
+			}
+		}
+	}()
+	got := readN(t, src, 1)
+	close(stop)
+	<-done
+	if off := got[0].Pos.Offset; off < 2 || off >= 50 {
+		t.Fatalf("read %s first, want an offset from the log's end (2 or later) below the stale position 50", got[0].Pos)
+	}
+}
