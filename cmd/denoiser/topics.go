@@ -94,7 +94,11 @@ func runTopics(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		{Topic: k.DeadLetterTopic, NumPartitions: 1},
 	} {
 		if p, ok := existing[t.Topic]; ok {
-			fmt.Fprintf(stdout, "%s: exists (%s)\n", t.Topic, partitionCount(p))
+			note := ""
+			if *partitions > 0 && t.NumPartitions != 1 && p != *partitions {
+				note = fmt.Sprintf("; --partitions %d not applied: topics changes no existing topic", *partitions)
+			}
+			fmt.Fprintf(stdout, "%s: exists (%s%s)\n", t.Topic, partitionCount(p), note)
 			continue
 		}
 		t.ReplicationFactor = *replication

@@ -46,6 +46,12 @@ func TestTopicsCreatesWhatRunNeeds(t *testing.T) {
 	if code := run(context.Background(), args, &stdout, &stderr); code != 0 || strings.Count(stdout.String(), ": exists") != 3 {
 		t.Errorf("second call: exit %d\n%s%s", code, stdout.String(), stderr.String())
 	}
+	stdout.Reset()
+	if code := run(context.Background(), append(args, "--partitions", "8"), &stdout, &stderr); code != 0 ||
+		!strings.Contains(stdout.String(), in+": exists (3 partitions; --partitions 8 not applied: topics changes no existing topic)") ||
+		!strings.Contains(stdout.String(), in+".dead-letter: exists (1 partition)\n") {
+		t.Errorf("--partitions 8 on existing topics: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
 	if code := run(context.Background(), []string{"topics", "--brokers", strings.Join(b.Addrs, ",")}, &stdout, &stderr); code != 2 {
 		t.Errorf("without an input topic: exit %d, want 2", code)
 	}
