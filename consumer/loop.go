@@ -244,28 +244,18 @@ type Stats struct {
 	TruthUnread uint64
 }
 
-// countReplaced counts a record's replaced members (Event.Replaced).
-func (s *Stats) countReplaced(replaced uint8) {
-	if s.Replaced == nil {
-		s.Replaced = map[string]uint64{}
+// countNamed adds 1 to counts[names[i]] for each bit i set in bits, and
+// returns counts (made if nil): the per-name counts of Stats.
+func countNamed(counts map[string]uint64, bits uint8, names []string) map[string]uint64 {
+	if counts == nil {
+		counts = map[string]uint64{}
 	}
-	for i, name := range OutputFields {
-		if replaced&(1<<i) != 0 {
-			s.Replaced[name]++
+	for i, name := range names {
+		if bits&(1<<i) != 0 {
+			counts[name]++
 		}
 	}
-}
-
-// countShadowed counts a record's shadowed fields (Event.Shadowed).
-func (s *Stats) countShadowed(shadowed uint8) {
-	if s.Shadowed == nil {
-		s.Shadowed = map[string]uint64{}
-	}
-	for i, name := range fieldNames {
-		if shadowed&(1<<i) != 0 {
-			s.Shadowed[name]++
-		}
-	}
+	return counts
 }
 
 // countUnread counts a record's unread members (Event.Unread).
@@ -944,13 +934,13 @@ func (l *loop) finish(ctx context.Context, r *Result, opts Options, st *Stats) (
 		st.AlreadyEmitted++
 	}
 	if r.Event.Shadowed != 0 {
-		st.countShadowed(r.Event.Shadowed)
+		st.Shadowed = countNamed(st.Shadowed, r.Event.Shadowed, fieldNames[:])
 	}
 	if r.Event.Unread != 0 {
 		st.countUnread(r.Event.Unread)
 	}
 	if r.Event.Replaced != 0 {
-		st.countReplaced(r.Event.Replaced)
+		st.Replaced = countNamed(st.Replaced, r.Event.Replaced, OutputFields)
 	}
 	if r.Event.TruthUnread {
 		st.TruthUnread++
