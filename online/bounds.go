@@ -202,6 +202,9 @@ func (t *userTable) place(id string, rnd *rand.Rand, scale float64, epoch, now u
 	if t.times != nil {
 		t.times[u] = noTime
 	}
+	if t.prior != nil {
+		clear(t.prior[int(u)*userPriorWidth : int(u+1)*userPriorWidth])
+	}
 	ring := t.recentOf(u)
 	for j := range ring {
 		ring[j] = -1
@@ -446,7 +449,7 @@ func (c Config) RowBytes() (user, item int) {
 	row := c.Dim*f64 + f64 + u64 + str // vector, step sum, stamp, id
 	user = row + recentItems*i32 + u32 // recent items, pushed
 	if c.DwellDirection == DwellLong {
-		user += i64 // latest event time
+		user += i64 + userPriorWidth*f64 // latest event time, prior
 	}
 	if c.TransitionUserOffset {
 		user += c.K() * c.K() * f64 // transition offsets
@@ -490,6 +493,9 @@ func (m *Model) reserve() {
 		m.users.pushed = reserveRows(m.users.pushed, n)
 		if m.users.times != nil {
 			m.users.times = reserveRows(m.users.times, n)
+		}
+		if m.users.prior != nil {
+			m.users.prior = reserveRows(m.users.prior, n*userPriorWidth)
 		}
 		if m.transition.perUser {
 			m.transition.userOffsets = reserveRows(m.transition.userOffsets, n*m.k*m.k)

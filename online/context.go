@@ -182,6 +182,9 @@ type contextModel struct {
 	// countGap is the scale of the gaps counted in events, on streams
 	// without time (countgap.go). The partition model's own, as level.
 	countGap countGapStats
+	// prior is the stream's mean weight behind the users' priors
+	// (userprior.go). The partition model's own, as level.
+	prior priorLevel
 }
 
 // newContextModel is the context part of a model of configuration cfg.

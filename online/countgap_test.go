@@ -18,12 +18,12 @@ func untimedEvents(n int, seed uint64) []Event {
 	return evs
 }
 
-// withoutCountGap rewrites a model encoding of version 17 or a delta of
-// version 13 into the given older version without the counted gaps'
-// scale: CGAP (the last context section) left out.
+// withoutCountGap rewrites a model encoding of version 18 or a delta of
+// version 14 into the given older version without the users' priors and
+// the counted gaps' scale (withoutPrior, then CGAP left out).
 func withoutCountGap(t *testing.T, b []byte, version uint32) []byte {
 	t.Helper()
-	return withoutSection(t, b, "CGAP", version)
+	return withoutSection(t, withoutPrior(t, b, version), "CGAP", version)
 }
 
 // TestCountGapScale: the scale is the geometric mean of (1 + count) over
@@ -153,6 +153,7 @@ func TestCountGapEncoding(t *testing.T) {
 		t.Fatalf("scale read from version 16: %+v, want empty", got.context.countGap)
 	}
 	got.context.countGap = m.context.countGap
+	withPriorOf(got, m)
 	if !bytes.Equal(encode(t, got), base) {
 		t.Fatal("version 16 read back with other parts than the model's")
 	}

@@ -47,7 +47,11 @@ import (
 // is version 12 with the scale of the counted gaps (CGAP after LEVL, as
 // encoding version 17 has it), written exactly for models with the dwell
 // mixture; a delta of version 12 leaves the scale as the base had it.
-const DeltaVersion = 13
+// Version 14 is version 13 with the users' priors (three f64 per changed
+// user after the times in USER, and PRIR after CGAP, as encoding version
+// 18 has them: userprior.go), written exactly for models with the dwell
+// mixture; a delta of version 13 leaves the priors as the base had them.
+const DeltaVersion = 14
 
 // deltaCursorVersion is the first delta version with merge cursors,
 // deltaTypesVersion the first with event types, deltaDwellMixVersion the
@@ -65,6 +69,7 @@ const (
 	deltaGapInstVersion    = 11
 	deltaLevelVersion      = 12
 	deltaCountGapVersion   = 13
+	deltaPriorVersion      = 14
 )
 
 // deltaVersionFor is the delta version of a model with merge cursors or
@@ -73,7 +78,7 @@ const (
 func deltaVersionFor(cursors, types, dwellMix, clock bool) uint32 {
 	switch {
 	case dwellMix:
-		return deltaCountGapVersion
+		return deltaPriorVersion
 	case clock:
 		return deltaClockVersion
 	case types:
@@ -222,6 +227,9 @@ func (m *Model) encodeDelta(e *encoder, confCRC uint32) {
 		}
 		if m.users.times != nil {
 			eachSpan(users, 1, func(lo, hi int) { e.int64s(m.users.times[lo:hi]) })
+		}
+		if m.users.prior != nil {
+			eachSpan(users, userPriorWidth, func(lo, hi int) { e.floats(m.users.prior[lo:hi]) })
 		}
 	})
 	e.section("ITEM", func(e *encoder) {
@@ -489,6 +497,10 @@ func (m *Model) applyDelta(r io.Reader, confCRC uint32) error {
 	}
 	if m.users.times != nil && version >= deltaGapVersion {
 		eachSpan(users, 1, func(lo, hi int) { d.int64sInto(m.users.times[lo:hi]) })
+	}
+	if m.users.prior != nil && version >= deltaPriorVersion {
+		eachSpan(users, userPriorWidth, func(lo, hi int) { d.floatsInto(m.users.prior[lo:hi]) })
+		m.users.checkPrior(d)
 	}
 	d.section("ITEM")
 	items := d.spans(ni, fromItems)

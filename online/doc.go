@@ -25,10 +25,11 @@
 //  1. Score with the model as it is (test-then-train): f(x), T̂(x), p_clean,
 //     the reliability, the distilled label, then the weight (p_clean with
 //     the context's evidence, calibrated towards the mixture's reliable
-//     share: calibration.go).
+//     share: calibration.go; then moved to the user's prior, the user's
+//     genuine share as the user's earlier weights tell it: userprior.go).
 //  2. Learn: the observed pair, then (binary mode) m sampled negatives;
 //     then the context statistics, from the event's posterior (the weight
-//     before calibration).
+//     before calibration); then the user's prior, from the weight.
 //  3. Every RefitEvery events: refit the mixture, advance the ρ schedule.
 //
 // # Invariants

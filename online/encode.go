@@ -61,11 +61,15 @@ import (
 // starts from the events that follow; version 17 is version 16 with the
 // scale of the gaps counted in events on streams without time (a CGAP
 // section after LEVL: countgap.go), written exactly for models with the
-// dwell mixture, which read version 16 with an empty scale. So a model without
+// dwell mixture, which read version 16 with an empty scale; version 18 is
+// version 17 with the users' priors (userprior.go: three f64 per user after
+// the times in USER, and a PRIR section after CGAP), written exactly for
+// models with the dwell mixture, which read version 17 with no prior
+// learned. So a model without
 // per-user offsets, cursors, event types, the dwell mixture, merged
 // events or an event order encodes as it did before they existed
 // (encodingFor).
-const EncodingVersion = 17
+const EncodingVersion = 18
 
 // userOffsetVersion is the first encoding version with per-user
 // transition offsets; cursorVersion the first with merge cursors.
@@ -83,12 +87,13 @@ const (
 	gapInstVersion    = 15
 	levelVersion      = 16
 	countGapVersion   = 17
+	userPriorVersion  = 18
 )
 
 // encodingFor is the encoding version of a model with per-user transition
 // offsets or not, merge cursors or not, event types or not, the dwell
 // mixture or not and merged events (a clock) or not (the rank instrument,
-// version 12, comes only with the dwell mixture): 17 with the dwell
+// version 12, comes only with the dwell mixture): 18 with the dwell
 // mixture, else 11 with a clock, else 7 with event types, else
 // 6 with cursors (from 6 on, the USER section holds the offsets exactly
 // when the configuration asks for them), else 5 with offsets, else 4. WriteTo writes it; ReadModel checks a version before 6
@@ -96,7 +101,7 @@ const (
 func encodingFor(userOffsets, cursors, types, dwellMix, clock bool) uint32 {
 	switch {
 	case dwellMix:
-		return countGapVersion
+		return userPriorVersion
 	case clock:
 		return clockVersion
 	case types:
@@ -109,7 +114,7 @@ func encodingFor(userOffsets, cursors, types, dwellMix, clock bool) uint32 {
 	return userOffsetVersion - 1
 }
 
-// Encoding is the encoding version WriteTo writes for m (encodingFor): 17
+// Encoding is the encoding version WriteTo writes for m (encodingFor): 18
 // with the dwell mixture, else 11 with merged events, else 7 with event
 // types, else 6 with merge cursors, else 5 with per-user transition
 // offsets, else 4.
@@ -150,6 +155,9 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 		m.transition.encodeUserOffsets(e)
 		if m.users.times != nil {
 			e.int64s(m.users.times)
+		}
+		if m.users.prior != nil {
+			e.floats(m.users.prior)
 		}
 	})
 	e.section("ITEM", func(e *encoder) { m.items.encode(e); m.transition.encodeOffsets(e) })
@@ -194,6 +202,7 @@ func (m *Model) encodeContext(e *encoder) {
 		e.section("GINS", m.context.gap.encode)
 		e.section("LEVL", m.context.level.encode)
 		e.section("CGAP", m.context.countGap.encode)
+		e.section("PRIR", m.context.prior.encode)
 	}
 }
 
@@ -204,13 +213,13 @@ func (m *Model) encodeContext(e *encoder) {
 // capped at shortClickMS, the gap instrument, the posterior's level and
 // the counted gaps' scale.
 type contextVersions struct {
-	types, mix, inst, gate, ranks, gap, shortGap, gapInst, level, countGap uint32
+	types, mix, inst, gate, ranks, gap, shortGap, gapInst, level, countGap, prior uint32
 }
 
 // modelContext and deltaContext are a model's and a delta's.
 var (
-	modelContext = contextVersions{typesVersion, dwellMixVersion, instrumentVersion, gateVersion, rankVersion, gapVersion, shortGapVersion, gapInstVersion, levelVersion, countGapVersion}
-	deltaContext = contextVersions{deltaTypesVersion, deltaDwellMixVersion, deltaInstrumentVersion, deltaGateVersion, deltaRankVersion, deltaGapVersion, deltaShortGapVersion, deltaGapInstVersion, deltaLevelVersion, deltaCountGapVersion}
+	modelContext = contextVersions{typesVersion, dwellMixVersion, instrumentVersion, gateVersion, rankVersion, gapVersion, shortGapVersion, gapInstVersion, levelVersion, countGapVersion, userPriorVersion}
+	deltaContext = contextVersions{deltaTypesVersion, deltaDwellMixVersion, deltaInstrumentVersion, deltaGateVersion, deltaRankVersion, deltaGapVersion, deltaShortGapVersion, deltaGapInstVersion, deltaLevelVersion, deltaCountGapVersion, deltaPriorVersion}
 )
 
 // decodeContextAfter reads the context's sections after CTXT of an
@@ -277,6 +286,10 @@ func (m *Model) decodeContextAfter(d *decoder, version uint32, v contextVersions
 	if version >= v.countGap {
 		d.section("CGAP")
 		m.context.countGap.decode(d)
+	}
+	if version >= v.prior {
+		d.section("PRIR")
+		m.context.prior.decode(d)
 	}
 }
 
@@ -365,6 +378,7 @@ func ReadModel(r io.Reader) (*Model, error) {
 	m.users.decode(d)
 	m.transition.decodeUserOffsets(d, m.users.len())
 	m.users.decodeTimes(d, version >= gapVersion)
+	m.users.decodePrior(d, version >= userPriorVersion)
 	d.section("ITEM")
 	m.items.decode(d)
 	m.transition.decodeOffsets(d, m.items.len())

@@ -49,8 +49,9 @@ type Score struct {
 	// evidence of the event's dwell and type, or, with neither, of the gap
 	// since the user's previous event (context.go), calibrated once
 	// the mixture is fitted: its log-odds drawn towards the mixture's
-	// share of reliable events (calibration.go). In a Plain model it
-	// equals PClean.
+	// share of reliable events (calibration.go), then moved from the
+	// stream's genuine share to the user's, as the user's earlier
+	// weights tell it (userprior.go). In a Plain model it equals PClean.
 	Weight float64
 	// Posterior is f(x), the clean-class posterior (K values). Step reuses
 	// its backing array when its capacity is at least K.

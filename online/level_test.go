@@ -139,6 +139,7 @@ func TestReadModelVersion15(t *testing.T) {
 		t.Fatalf("level read from version 15: %+v, want the burn-in done and no mean", l)
 	}
 	got.context.level, got.context.countGap = m.context.level, m.context.countGap
+	withPriorOf(got, m)
 	if !bytes.Equal(encode(t, got), base) {
 		t.Fatal("version 15 read back with other parts than the model's")
 	}

@@ -156,6 +156,7 @@ func newModel(cfg Config, src *rand.PCG) *Model {
 	}
 	if cfg.DwellDirection == DwellLong {
 		m.users.times = []int64{}
+		m.users.prior = []float64{}
 	}
 	if cfg.Cooccurrence == CoocExact {
 		m.cooc = &exactCooc{}
@@ -287,8 +288,18 @@ func (m *Model) Step(ev Event, sc *Score) error {
 		}
 	}
 
+	// The user's prior (userprior.go): from the stream's genuine share to
+	// the user's, as the user's earlier weights tell it.
+	prior, before := m.useContext() && m.users.prior != nil && u >= m.users.base, sc.Weight
+	if prior {
+		sc.Weight = m.userPrior(u, sc.Weight)
+	}
+
 	// 2. Learn. The context learns from its posterior, not the weight.
 	ok := m.learnEvent(u, i, y, ev.Weight, sc, x0, x1)
+	if ok && prior {
+		m.learnUserPrior(u, before, sc.Weight)
+	}
 	if ok && m.useContext() {
 		m.context.learn(context, posterior, sc.PClean, path)
 		if gapped {

@@ -125,6 +125,10 @@ type userTable struct {
 	// (instrumentFeatures). Kept and encoded only in a model with the
 	// instrument (Config.DwellDirection "long"); nil else.
 	times []int64
+	// prior is each user's mean weight and its count (userPriorWidth
+	// slots a user: userprior.go). Kept and encoded as times is; nil
+	// else.
+	prior []float64
 }
 
 // noTime is a user's latest event time before any event with a time.
@@ -141,6 +145,9 @@ func (t *userTable) growRing() {
 	t.pushed = append(t.pushed, 0)
 	if t.times != nil {
 		t.times = append(t.times, noTime)
+	}
+	if t.prior != nil {
+		t.prior = append(t.prior, make([]float64, userPriorWidth)...)
 	}
 	for j := 0; j < recentItems; j++ {
 		t.recent = append(t.recent, -1)
@@ -187,6 +194,20 @@ func (t *userTable) decodeTimes(d *decoder, has bool) {
 	}
 }
 
+// decodePrior reads the users' prior rows where the model keeps them
+// (prior not nil): from the encoding if it has them (has), else none
+// learned.
+func (t *userTable) decodePrior(d *decoder, has bool) {
+	switch {
+	case t.prior == nil:
+	case has:
+		t.prior = d.floats(t.len() * userPriorWidth)
+		t.checkPrior(d)
+	default:
+		t.prior = make([]float64, t.len()*userPriorWidth)
+	}
+}
+
 // checkRecent fails d unless every recent item is -1 or below items.
 func (t *userTable) checkRecent(d *decoder, items int) {
 	for _, v := range t.recent {
@@ -203,6 +224,9 @@ func (t *userTable) copyFrom(src *userTable, spans []rowSpan, n int) {
 	t.pushed = syncRows(t.pushed, src.pushed, 1, spans, n)
 	if src.times != nil {
 		t.times = syncRows(t.times, src.times, 1, spans, n)
+	}
+	if src.prior != nil {
+		t.prior = syncRows(t.prior, src.prior, userPriorWidth, spans, n)
 	}
 }
 

@@ -1,0 +1,150 @@
+package online
+
+// The user's prior: how much of a user's traffic is genuine, learned from
+// the user's own events. Noise is often a user's, not an event's: a bot,
+// a careless or compulsive clicker, a shared account. The weight of each
+// event is a posterior formed with the stream's prior, the genuine share
+// of all events; a user whose earlier events were mostly weighed as noise
+// is the more likely to send noise again. So the weight is moved from the
+// stream's prior to the user's (empirical Bayes, each user's genuine
+// share shrunk towards the stream's):
+//
+//	π_u = (n_u·m_u + k·g) / (n_u + k)
+//	logit(w′) = logit(w) + logit(π_u) − logit(g)
+//
+// where w is the weight before, g the running mean of the weights w′ of
+// all the model's events, m_u the mean of w′ over the user's events so
+// far (n_u of them, counted up to userPriorWindow, after which the mean
+// is a moving one that follows a user who changes), and k the prior's
+// strength in events, estimated from the stream (priorLevel.strength):
+// large where the users' genuine shares hardly differ, small where a few
+// users send most of the noise. A new user's π_u is g: the weight does
+// not move. m_u is of the weights w′ themselves, so π_u is the fixed
+// point of the user's share given the events' evidence, as an EM step
+// for a mixing proportion finds it; it stays within (0, 1) and cannot run
+// away, where a mean of log-odds would (its fixed point grows with n_u).
+//
+// It states a premise: a user's events are independent given the user's
+// genuine share. Where the weight's errors are the user's (a user whose
+// taste the classifier reads badly has every event's p_clean low), the
+// prior counts them again, and the estimate of k, which reads the same
+// covariance, is the smaller for it.
+//
+// Only models with the context instrument (Config.DwellDirection "long")
+// keep it; the user's means and count are rows of the user table
+// (userTable.prior, encoded from version 18 and delta version 14), the
+// stream's side is the partition model's own (contextModel.prior, PRIR),
+// not merged, as the posterior's level is not (mergecontext.go).
+// docs/design/model.md, "The user's prior", has what was measured.
+
+const (
+	// userPriorMin and userPriorMax bound k, the prior's strength in
+	// events (priorLevel.strength): a user's share is never taken from
+	// fewer than 2 of the stream's events, and at 1000 the prior moves
+	// no weight of a user with fewer than about 100 events by more than
+	// a tenth of the user's difference.
+	userPriorMin = 2.0
+	userPriorMax = 1000.0
+	// userPriorMinMass is the events of users seen before (the pairs of
+	// the covariance) the estimate of k needs; until then k is
+	// userPriorMax.
+	userPriorMinMass = 1000.0
+	// userPriorWindow is the most events a user's means count: after it,
+	// each event moves them by 1/userPriorWindow of its difference.
+	userPriorWindow = 1000.0
+	// priorLevelWindow is the same for the stream's means and the
+	// covariance.
+	priorLevelWindow = 100000.0
+	// userPriorWidth is a user's slots in userTable.prior: the mean of
+	// the weights after the prior (m_u), the mean of the weights before
+	// it, and the count n_u.
+	userPriorWidth = 3
+)
+
+// priorLevel is the stream's side of the users' priors: g, the running
+// mean of the weights after the prior, g₀ that of the weights before it,
+// the events they count (up to priorLevelWindow), and the covariance
+// between an event's weight before the prior and its user's mean of the
+// earlier ones, with the events it counts.
+type priorLevel struct {
+	mean, mean0, n float64
+	cov, pairs     float64
+}
+
+// strength is k: how many of the stream's events a user's prior counts,
+// from the spread of the users' genuine shares. If events are independent
+// given their user's share π_u, an event's weight w and the mean of its
+// user's earlier weights covary by var(π_u), the users' spread; a beta
+// prior of mean g₀ and that variance has strength k = g₀(1 − g₀)/var − 1
+// (the method of moments of the beta-binomial model). A stream whose
+// noise is the events', not the users' (a misclick is anybody's), has
+// little spread, a large k, and the prior moves little; one whose noise
+// is a few users' (bots) has a small k. The weight before the prior is
+// read, not after, so that the prior does not feed its own estimate.
+func (g *priorLevel) strength() float64 {
+	if g.pairs < userPriorMinMass || !(g.cov > 0) {
+		return userPriorMax
+	}
+	return min(max(g.mean0*(1-g.mean0)/g.cov-1, userPriorMin), userPriorMax)
+}
+
+// userPrior returns the weight w of an event of user u moved from the
+// stream's prior to the user's. u must be an admitted user's row and the
+// model keep the prior (userTable.prior not nil).
+func (m *Model) userPrior(u int32, w float64) float64 {
+	g := &m.context.prior
+	if g.n == 0 {
+		return w
+	}
+	row := m.users.prior[int(u)*userPriorWidth:]
+	k := g.strength()
+	pu := (row[2]*row[0] + k*g.mean) / (row[2] + k)
+	return sigmoid(logOdds(w) + clampAbs(logOdds(pu)-logOdds(g.mean), contextClamp))
+}
+
+// learnUserPrior adds an event of user u, of weight w0 before the prior
+// and w after it, to the user's means and to the stream's.
+func (m *Model) learnUserPrior(u int32, w0, w float64) {
+	row := m.users.prior[int(u)*userPriorWidth:]
+	g := &m.context.prior
+	if row[2] > 0 {
+		g.pairs = min(g.pairs+1, priorLevelWindow)
+		g.cov += ((w0-g.mean0)*(row[1]-g.mean0) - g.cov) / g.pairs
+	}
+	row[2] = min(row[2]+1, userPriorWindow)
+	row[0] += (w - row[0]) / row[2]
+	row[1] += (w0 - row[1]) / row[2]
+	g.n = min(g.n+1, priorLevelWindow)
+	g.mean += (w - g.mean) / g.n
+	g.mean0 += (w0 - g.mean0) / g.n
+}
+
+func (g *priorLevel) encode(e *encoder) {
+	for _, v := range [...]float64{g.mean, g.mean0, g.n, g.cov, g.pairs} {
+		e.f64(v)
+	}
+}
+
+// decode reads what encode writes, refusing means outside [0, 1], counts
+// outside [0, priorLevelWindow] or a covariance beyond ±1/4.
+func (g *priorLevel) decode(d *decoder) {
+	g.mean, g.mean0, g.n, g.cov, g.pairs = d.f64(), d.f64(), d.f64(), d.f64(), d.f64()
+	if !(unit(g.mean) && unit(g.mean0) && g.n >= 0 && g.n <= priorLevelWindow &&
+		g.cov >= -0.25 && g.cov <= 0.25 && g.pairs >= 0 && g.pairs <= priorLevelWindow) {
+		d.fail("user prior level: means %v, %v over %v events, covariance %v over %v", g.mean, g.mean0, g.n, g.cov, g.pairs)
+	}
+}
+
+// checkPrior fails d unless every user's means lie in [0, 1] and count
+// in [0, userPriorWindow].
+func (t *userTable) checkPrior(d *decoder) {
+	for r := 0; r+userPriorWidth <= len(t.prior); r += userPriorWidth {
+		if m, m0, n := t.prior[r], t.prior[r+1], t.prior[r+2]; !(unit(m) && unit(m0) && n >= 0 && n <= userPriorWindow) {
+			d.fail("user prior: means %v, %v over %v events", m, m0, n)
+			return
+		}
+	}
+}
+
+// unit reports whether v lies in [0, 1] (NaN does not).
+func unit(v float64) bool { return v >= 0 && v <= 1 }

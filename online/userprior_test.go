@@ -1,0 +1,272 @@
+package online
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// withoutPrior rewrites a model encoding of version 18 or a delta of
+// version 14 into the given older version without the users' priors: the
+// prior rows at the end of USER and PRIR (the last context section) left
+// out.
+func withoutPrior(t *testing.T, b []byte, version uint32) []byte {
+	t.Helper()
+	at, start, end := section(t, b, "USER")
+	rows := int(binary.LittleEndian.Uint32(b[start:])) // a model's: its users
+	if bytes.Equal(b[:8], deltaMagic[:]) {             // a delta's: its spans
+		rows = 0
+		for k := range int(binary.LittleEndian.Uint32(b[start:])) {
+			lo := binary.LittleEndian.Uint32(b[start+4+8*k:])
+			rows += int(binary.LittleEndian.Uint32(b[start+8+8*k:]) - lo)
+		}
+	}
+	b = withBody(b, at, start, end, b[start:end-8*userPriorWidth*rows])
+	return withoutSection(t, b, "PRIR", version)
+}
+
+// TestUserPriorStrength: where each user's events are genuine with the
+// user's own probability, drawn from a beta distribution, the strength
+// read from the covariance of a user's events is the beta's α + β (the
+// method of moments); where every user's probability is the same, there
+// is no spread and the prior keeps its largest strength.
+func TestUserPriorStrength(t *testing.T) {
+	for _, tc := range []struct {
+		alpha, beta float64
+		lo, hi      float64
+	}{
+		{4, 1, 4, 6},                             // k = 5: a few users send most of the noise
+		{16, 4, 16, 25},                          // k = 20
+		{1e6, 2.5e5, userPriorMax, userPriorMax}, // one share for all
+	} {
+		r := rand.New(rand.NewPCG(3, 7))
+		m := &Model{}
+		users := 400
+		m.users.prior = make([]float64, users*userPriorWidth)
+		share := make([]float64, users)
+		for u := range share {
+			share[u] = betaDraw(r, tc.alpha, tc.beta)
+		}
+		for range 250 * users {
+			u := r.IntN(users)
+			w := 0.0
+			if r.Float64() < share[u] {
+				w = 1
+			}
+			m.learnUserPrior(int32(u), w, w)
+		}
+		if k := m.context.prior.strength(); k < tc.lo || k > tc.hi {
+			t.Errorf("Beta(%v, %v): strength %.2f, want within [%v, %v]", tc.alpha, tc.beta, k, tc.lo, tc.hi)
+		}
+	}
+}
+
+// betaDraw draws from Beta(a, b) as X/(X+Y) of two gamma draws (a and b
+// large or integers here: the sum of exponentials, or a normal).
+func betaDraw(r *rand.Rand, a, b float64) float64 {
+	gamma := func(k float64) float64 {
+		if k > 1000 {
+			return k + math.Sqrt(k)*r.NormFloat64()
+		}
+		s := 0.0
+		for range int(k) {
+			s += r.ExpFloat64()
+		}
+		return s
+	}
+	x, y := gamma(a), gamma(b)
+	return x / (x + y)
+}
+
+// TestUserPriorKnownValues: a new user's weight does not move; a user
+// whose earlier weights lie below the stream's is moved down, by the
+// log-odds of the shrunk share less the stream's, and one above, up.
+func TestUserPriorKnownValues(t *testing.T) {
+	m := &Model{}
+	m.users.prior = []float64{
+		0, 0, 0, // a new user
+		0.2, 0.2, 30, // a user weighed as noise
+		0.95, 0.95, 30,
+	}
+	m.context.prior = priorLevel{mean: 0.8, mean0: 0.8, n: 5000, cov: 0.16 / 11, pairs: 5000} // k = 0.16/cov − 1 = 10
+	if k := m.context.prior.strength(); math.Abs(k-10) > 1e-9 {
+		t.Fatalf("strength %v, want 10", k)
+	}
+	if got := m.userPrior(0, 0.7); math.Abs(got-0.7) > 1e-12 {
+		t.Errorf("a new user's weight 0.7 became %v", got)
+	}
+	for _, tc := range []struct {
+		u    int32
+		mean float64
+	}{{1, 0.2}, {2, 0.95}} {
+		pu := (30*tc.mean + 10*0.8) / 40
+		want := sigmoid(logOdds(0.7) + logOdds(pu) - logOdds(0.8))
+		if got := m.userPrior(tc.u, 0.7); math.Abs(got-want) > 1e-12 {
+			t.Errorf("user %d (mean %v): 0.7 became %v, want %v", tc.u, tc.mean, got, want)
+		}
+	}
+	if got := m.userPrior(1, 0.7); got >= 0.7 {
+		t.Errorf("a user weighed as noise: 0.7 became %v", got)
+	}
+	if got := m.userPrior(2, 0.7); got <= 0.7 {
+		t.Errorf("a user weighed as genuine: 0.7 became %v", got)
+	}
+	m.context.prior.pairs = userPriorMinMass - 1
+	if k := m.context.prior.strength(); k != userPriorMax {
+		t.Errorf("strength %v before the covariance has the mass, want %v", k, userPriorMax)
+	}
+}
+
+// botEvents is a timed stream of 200 users who click the items of their
+// topic or, 40 % of the time, any item (genuine) and, where bots is true,
+// 12 users who click any item (noise), a fifth of the events; otherwise a
+// fifth of every user's events are such random clicks, noise. So an event
+// alone tells little; its user tells which. The gaps are 1 to 120 s
+// whoever clicks.
+func botEvents(n int, seed uint64, bots bool) ([]Event, []bool) {
+	r := rand.New(rand.NewPCG(seed, 41))
+	evs, genuine := make([]Event, n), make([]bool, n)
+	now := int64(1_700_000_000_000)
+	for j := range evs {
+		now += 1000 + r.Int64N(119_000)
+		u := r.IntN(200)
+		noise := r.Float64() < 0.2
+		if noise && bots {
+			u = 200 + r.IntN(12)
+		}
+		item := (u%10)*50 + r.IntN(50)
+		if noise || r.Float64() < 0.4 {
+			item = r.IntN(500) // noise, or a genuine click off the topic
+		}
+		evs[j] = Event{User: fmt.Sprint("u", u), Item: fmt.Sprint("i", item), TimeMS: now, HasTime: true}
+		genuine[j] = !noise
+	}
+	return evs, genuine
+}
+
+// TestUserPriorFindsNoisyUsers: where a few users send the noise, the
+// prior's strength is small and the weight ranks the second half's events
+// better than the same model's weight without the prior; where the noise
+// is every user's, the strength is large and the weight moves little.
+func TestUserPriorFindsNoisyUsers(t *testing.T) {
+	cfg := smallConfig(ModeBinary)
+	cfg.DwellDirection = DwellLong
+	for _, tc := range []struct {
+		name   string
+		bots   bool
+		kLo    float64
+		kHi    float64
+		minWin float64
+		maxWin float64
+	}{
+		{"bots", true, userPriorMin, 300, 0.02, 1},
+		{"everybody's noise", false, 500, userPriorMax, -0.002, 0.002},
+	} {
+		evs, genuine := botEvents(30000, 9, tc.bots)
+		with, _ := New(cfg, NewSource(5))
+		without, _ := New(cfg, NewSource(5))
+		without.users.prior = nil // a model without the prior, the rest the same
+		a, b := runScores(t, with, evs), runScores(t, without, evs)
+		half := len(evs) / 2
+		wa, wb := make([]float64, 0, half), make([]float64, 0, half)
+		for j := half; j < len(evs); j++ {
+			wa, wb = append(wa, a[j].Weight), append(wb, b[j].Weight)
+			if a[j].PClean != b[j].PClean {
+				t.Fatalf("%s: event %d: p_clean %v with the prior, %v without: the prior changed what the model learns", tc.name, j, a[j].PClean, b[j].PClean)
+			}
+		}
+		k := with.context.prior.strength()
+		rankWith, rankWithout := pairsRanked(wa, genuine[half:]), pairsRanked(wb, genuine[half:])
+		t.Logf("%s: strength %.1f; the second half's weight ranks %.4f with the prior, %.4f without", tc.name, k, rankWith, rankWithout)
+		if k < tc.kLo || k > tc.kHi {
+			t.Errorf("%s: strength %.1f, want within [%v, %v]", tc.name, k, tc.kLo, tc.kHi)
+		}
+		if gain := rankWith - rankWithout; gain < tc.minWin || gain > tc.maxWin {
+			t.Errorf("%s: the prior moved the weight's ranking by %+.4f, want within [%v, %v]", tc.name, gain, tc.minWin, tc.maxWin)
+		}
+	}
+}
+
+// TestUserPriorEncoding: a model's priors read back as they were; a
+// model encoded in version 17 (no priors) loads with none learned and
+// everything else as it was, and a delta of version 13 leaves the base's
+// priors as they were; ReadModel refuses a prior no stream gives.
+func TestUserPriorEncoding(t *testing.T) {
+	cfg := smallConfig(ModeBinary)
+	cfg.DwellDirection = DwellLong
+	m, _ := New(cfg, NewSource(5))
+	evs, _ := botEvents(4000, 3, true)
+	runScores(t, m, evs[:3000])
+	if m.context.prior.n == 0 || m.users.prior[userPriorWidth*int(m.users.base)+2] == 0 {
+		t.Fatal("nothing learned into the priors")
+	}
+	cp := m.FrozenCopy(nil)
+	base := encode(t, cp)
+	cp.MarkSaved()
+	got, err := ReadModel(bytes.NewReader(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.context.prior != m.context.prior || !equalFloats(got.users.prior, m.users.prior) {
+		t.Fatal("the priors read back differ")
+	}
+
+	old, err := ReadModel(bytes.NewReader(withoutPrior(t, base, countGapVersion)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old.context.prior != (priorLevel{}) || len(old.users.prior) != len(m.users.prior) {
+		t.Fatalf("version 17 read with a prior level %+v and %d prior slots", old.context.prior, len(old.users.prior))
+	}
+	for _, v := range old.users.prior {
+		if v != 0 {
+			t.Fatal("version 17 read with a user's prior learned")
+		}
+	}
+	withPriorOf(old, m)
+	if !bytes.Equal(encode(t, old), base) {
+		t.Fatal("version 17 read back with other parts than the model's")
+	}
+
+	priors := append([]float64(nil), cp.users.prior...)
+	runScores(t, m, evs[3000:])
+	delta := withoutPrior(t, writeDelta(t, m.FrozenCopy(cp)), deltaCountGapVersion)
+	applied, err := ReadModelDeltas(bytes.NewReader(base), []io.Reader{bytes.NewReader(delta)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equalFloats(applied.users.prior[:len(priors)], priors) {
+		t.Error("a version-13 delta changed the base's priors")
+	}
+
+	refusesFields(t, base, "PRIR", []badField{
+		{0, 1.5, "user prior level"},
+		{1, math.NaN(), "user prior level"},
+		{2, -1, "user prior level"},
+		{3, 0.3, "user prior level"},
+		{4, 2 * priorLevelWindow, "user prior level"},
+	})
+}
+
+// withPriorOf gives got the priors of m: what an encoding before version
+// 18 lacks.
+func withPriorOf(got, m *Model) {
+	got.context.prior, got.users.prior = m.context.prior, append([]float64(nil), m.users.prior...)
+}
+
+// equalFloats reports whether a and b hold the same values bit for bit.
+func equalFloats(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for j := range a {
+		if math.Float64bits(a[j]) != math.Float64bits(b[j]) {
+			return false
+		}
+	}
+	return true
+}
