@@ -1,5 +1,7 @@
 package online
 
+import "math"
+
 // The user's prior: how much of a user's traffic is genuine, learned from
 // the user's own events. Noise is often a user's, not an event's: a bot,
 // a careless or compulsive clicker, a shared account. The weight of each
@@ -93,14 +95,21 @@ func (g *priorLevel) strength() float64 {
 // model keep the prior (userTable.prior not nil).
 func (m *Model) userPrior(u int32, w float64) float64 {
 	g := &m.context.prior
-	if g.n == 0 {
-		return w
-	}
 	row := m.users.prior[int(u)*userPriorWidth:]
+	if row[2] == 0 || !(g.mean > 0 && g.mean < 1) {
+		return w // a new user's π_u is g
+	}
 	k := g.strength()
 	pu := (row[2]*row[0] + k*g.mean) / (row[2] + k)
-	return sigmoid(logOdds(w) + clampAbs(logOdds(pu)-logOdds(g.mean), contextClamp))
+	// The odds ratio of π_u to g, within e^±contextClamp, times w's odds:
+	// the log-odds' sum without a logarithm.
+	r := min(max(pu*(1-g.mean)/((1-pu)*g.mean), priorRatioMin), priorRatioMax)
+	return w * r / (w*r + 1 - w)
 }
+
+// priorRatioMin and priorRatioMax bound the odds ratio by which the prior
+// moves a weight, as contextClamp bounds a feature's evidence.
+var priorRatioMin, priorRatioMax = math.Exp(-contextClamp), math.Exp(contextClamp)
 
 // learnUserPrior adds an event of user u, of weight w0 before the prior
 // and w after it, to the user's means and to the stream's.

@@ -84,13 +84,15 @@ func betaDraw(r *rand.Rand, a, b float64) float64 {
 
 // TestUserPriorKnownValues: a new user's weight does not move; a user
 // whose earlier weights lie below the stream's is moved down, by the
-// log-odds of the shrunk share less the stream's, and one above, up.
+// log-odds of the shrunk share less the stream's, and one above, up; by
+// at most contextClamp in log-odds.
 func TestUserPriorKnownValues(t *testing.T) {
 	m := &Model{}
 	m.users.prior = []float64{
 		0, 0, 0, // a new user
 		0.2, 0.2, 30, // a user weighed as noise
 		0.95, 0.95, 30,
+		0, 0, userPriorWindow, // a bot: the prior's odds ratio is bounded
 	}
 	m.context.prior = priorLevel{mean: 0.8, mean0: 0.8, n: 5000, cov: 0.16 / 11, pairs: 5000} // k = 0.16/cov − 1 = 10
 	if k := m.context.prior.strength(); math.Abs(k-10) > 1e-9 {
@@ -104,7 +106,7 @@ func TestUserPriorKnownValues(t *testing.T) {
 		mean float64
 	}{{1, 0.2}, {2, 0.95}} {
 		pu := (30*tc.mean + 10*0.8) / 40
-		want := sigmoid(logOdds(0.7) + logOdds(pu) - logOdds(0.8))
+		want := sigmoid(math.Log(0.7/0.3) + math.Log(pu/(1-pu)) - math.Log(0.8/0.2))
 		if got := m.userPrior(tc.u, 0.7); math.Abs(got-want) > 1e-12 {
 			t.Errorf("user %d (mean %v): 0.7 became %v, want %v", tc.u, tc.mean, got, want)
 		}
@@ -114,6 +116,9 @@ func TestUserPriorKnownValues(t *testing.T) {
 	}
 	if got := m.userPrior(2, 0.7); got <= 0.7 {
 		t.Errorf("a user weighed as genuine: 0.7 became %v", got)
+	}
+	if got, want := m.userPrior(3, 0.7), sigmoid(math.Log(0.7/0.3)-contextClamp); math.Abs(got-want) > 1e-12 {
+		t.Errorf("a user of weights 0: 0.7 became %v, want %v (the bound)", got, want)
 	}
 	m.context.prior.pairs = userPriorMinMass - 1
 	if k := m.context.prior.strength(); k != userPriorMax {
