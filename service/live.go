@@ -35,7 +35,8 @@ var _ ModelOwner = (*Service)(nil)
 type LiveSnapshotOptions struct {
 	// Dir is where snapshots requested without a path (POST /snapshot,
 	// signals) are written, as snapshot-<model version>-<UTC time>.snap.
-	// Default "": such requests fail.
+	// Default "": such requests fail with ErrNoSnapshotDir, and GET
+	// /snapshot stages its download in the system's temporary directory.
 	Dir string
 	// Source is written to snapshot.Meta.Source (default "live").
 	Source string
@@ -61,6 +62,10 @@ type LiveSnapshots struct {
 
 // ErrSnapshotsClosed is returned by LiveSnapshots.Export after Close.
 var ErrSnapshotsClosed = errors.New("live snapshots closed")
+
+// ErrNoSnapshotDir is returned by LiveSnapshots.Export for a snapshot
+// without a path when no LiveSnapshotOptions.Dir is configured.
+var ErrNoSnapshotDir = errors.New("no snapshot directory configured: start denoiser run with --snapshot-dir DIR (http.snapshot_dir), or download one with GET /snapshot (denoiser snapshot export --url)")
 
 // NewLiveSnapshots returns the live snapshots of the model that owner owns.
 func NewLiveSnapshots(owner ModelOwner, opts LiveSnapshotOptions) (*LiveSnapshots, error) {
@@ -178,7 +183,7 @@ func (l *LiveSnapshots) run(ctx context.Context, out consumer.Flusher, path stri
 	}
 	if res.Path == "" {
 		if l.opts.Dir == "" {
-			fail(errors.New("no snapshot directory configured"))
+			fail(ErrNoSnapshotDir)
 			return
 		}
 		res.Path = filepath.Join(l.opts.Dir, fmt.Sprintf("snapshot-%d-%s.snap",
@@ -215,9 +220,13 @@ func (l *LiveSnapshots) Close() error {
 //
 //	POST /snapshot   write a snapshot into LiveSnapshotOptions.Dir; the
 //	                 response is the SnapshotResult as JSON
-//	GET  /snapshot   write one to a temporary file in Dir and stream it as
-//	                 the response body (application/octet-stream), then
-//	                 remove it: `denoiser snapshot export --url` uses this
+//	GET  /snapshot   write one to a temporary file in Dir (without Dir,
+//	                 in the system's temporary directory) and stream it
+//	                 as the response body (application/octet-stream),
+//	                 then remove it: `denoiser snapshot export --url`
+//	                 uses this
+//
+// POST without Dir answers 409 Conflict with ErrNoSnapshotDir's fix.
 func (l *LiveSnapshots) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	partition := int32(-1)
 	if v := r.URL.Query().Get("partition"); v != "" {
@@ -230,6 +239,10 @@ func (l *LiveSnapshots) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.Method {
 	case http.MethodPost:
+		if l.opts.Dir == "" {
+			http.Error(w, "POST /snapshot: "+ErrNoSnapshotDir.Error(), http.StatusConflict)
+			return
+		}
 		res, err := l.Export(r.Context(), "", partition)
 		if err != nil {
 			http.Error(w, err.Error(), snapshotStatus(err))
@@ -238,11 +251,7 @@ func (l *LiveSnapshots) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(res)
 	case http.MethodGet:
-		if l.opts.Dir == "" {
-			http.Error(w, "export live snapshot: no snapshot directory configured", http.StatusServiceUnavailable)
-			return
-		}
-		f, err := os.CreateTemp(l.opts.Dir, ".download-*.snap")
+		f, err := os.CreateTemp(l.opts.Dir, ".download-*.snap") // Dir "": os.TempDir()
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
@@ -277,6 +286,8 @@ func snapshotStatus(err error) int {
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrSnapshotsClosed):
 		return http.StatusServiceUnavailable
+	case errors.Is(err, ErrNoSnapshotDir):
+		return http.StatusConflict
 	default:
 		return http.StatusInternalServerError
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -288,5 +289,55 @@ func TestLiveSnapshotHTTP(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Fatalf("PUT: %d", resp.StatusCode)
+	}
+}
+
+// TestLiveSnapshotHTTPWithoutDir: with no snapshot directory, GET still
+// downloads a snapshot (staged in the system's temporary directory, and
+// removed), and POST answers 409 with the setting that fixes it.
+func TestLiveSnapshotHTTPWithoutDir(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	o := &owner{m: onlinetest.New(t, onlinetest.SmallConfig(online.ModeBinary)), tasks: make(chan service.Task)}
+	onlinetest.Step(t, o.m, onlinetest.Stream(400, 12))
+	o.next = 400
+	live, err := service.NewLiveSnapshots(o, service.LiveSnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); o.run(ctx, t, nil, 1, nil) }()
+	defer func() { live.Close(); cancel(); <-stopped }()
+	srv := httptest.NewServer(live)
+	defer srv.Close()
+
+	resp, err := http.Get(srv.URL + "/snapshot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET without a directory: %d %v %q", resp.StatusCode, err, body)
+	}
+	if s, err := snapshot.Read(bytes.NewReader(body)); err != nil || s.Model.Version() != 400 {
+		t.Fatalf("downloaded snapshot: %v", err)
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
+		t.Fatalf("the temporary directory holds %d entries after a download", len(entries))
+	}
+
+	resp, err = http.Post(srv.URL+"/snapshot", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(string(body), "--snapshot-dir") {
+		t.Fatalf("POST without a directory: %d %q, want 409 naming --snapshot-dir", resp.StatusCode, body)
+	}
+	if _, err := live.Export(context.Background(), "", -1); !errors.Is(err, service.ErrNoSnapshotDir) {
+		t.Fatalf("Export without a path or a directory: %v, want ErrNoSnapshotDir", err)
 	}
 }
