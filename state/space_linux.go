@@ -1,6 +1,7 @@
 package state
 
 import (
+	"fmt"
 	"os"
 	"syscall"
 
@@ -15,8 +16,13 @@ var errReadOnly error = unix.EROFS
 // mounted read-only.
 func statFree(path string) (free int64, readOnly bool, err error) {
 	var st unix.Statfs_t
-	if err := unix.Statfs(existingAncestor(path), &st); err != nil {
+	dir := existingAncestor(path)
+	if err := unix.Statfs(dir, &st); err != nil {
 		return 0, false, err
+	}
+	if st.Blocks == 0 {
+		// /proc, /sys and their kind: not full, but no disk at all.
+		return 0, false, fmt.Errorf("%s is on a filesystem with no storage (type %#x, such as /proc or /sys): put the state directory on a disk", dir, st.Type)
 	}
 	return int64(st.Bavail) * int64(st.Bsize), st.Flags&unix.ST_RDONLY != 0, nil
 }

@@ -274,3 +274,17 @@ func TestSmallModelDirectoryBound(t *testing.T) {
 		t.Errorf("the directory reached %.2f × the model, want at most 3 ×", ratio)
 	}
 }
+
+// TestPseudoFilesystemIsNotFull: a store under /proc is refused as a
+// directory on no disk at all, not as a full disk (ErrNoSpace), whose
+// fix (free some space) would not help.
+func TestPseudoFilesystemIsNotFull(t *testing.T) {
+	err := ensureSpace("/proc/denoiser-state", 1<<20, 1<<20)
+	if err == nil || errors.Is(err, ErrNoSpace) || !strings.Contains(err.Error(), "no storage") {
+		t.Fatalf("ensureSpace under /proc: %v, want the filesystem named as having no storage", err)
+	}
+	if err := ensureSpace(t.TempDir(), 1, 0); err != nil {
+		t.Fatalf("ensureSpace in a temporary directory: %v", err)
+	}
+}
+
