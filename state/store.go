@@ -432,7 +432,9 @@ func (s *Store) dropSupersededLocked() (int, error) {
 }
 
 // badgerLogger routes Badger's logger to slog. Badger's Info lines (table
-// and compaction chatter) go to Debug.
+// and compaction chatter) go to Debug. Its lines carry library=badger: the
+// store's logger has a component of its own (the service's is "state"),
+// and a second one would repeat the key in a JSON line.
 type badgerLogger struct{ l *slog.Logger }
 
 func (b badgerLogger) emit(level slog.Level, format string, args ...any) {
@@ -443,7 +445,7 @@ func (b badgerLogger) emit(level slog.Level, format string, args ...any) {
 	if msg == "" {
 		return
 	}
-	b.l.Log(context.Background(), level, msg, "component", "badger")
+	b.l.Log(context.Background(), level, msg, "library", "badger")
 }
 
 func (b badgerLogger) Errorf(f string, a ...any)   { b.emit(slog.LevelError, f, a...) }

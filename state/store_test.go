@@ -134,7 +134,7 @@ func TestBadgerLogsRouted(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if out := buf.String(); !strings.Contains(out, "component=badger") {
+	if out := buf.String(); !strings.Contains(out, "library=badger") {
 		t.Fatalf("no Badger log line reached the logger; got:\n%s", out)
 	}
 }
@@ -394,3 +394,16 @@ func TestExists(t *testing.T) {
 		t.Errorf("Exists created a missing directory: %v", err)
 	}
 }
+
+// TestBadgerLogLinesKeepOneComponent: Badger's lines, through a logger
+// that has a component already, carry it once, with library=badger.
+func TestBadgerLogLinesKeepOneComponent(t *testing.T) {
+	var buf bytes.Buffer
+	l := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})).With("component", "state")
+	badgerLogger{l}.Warningf("value log %d truncated\n", 3)
+	line := buf.String()
+	if strings.Count(line, `"component"`) != 1 || !strings.Contains(line, `"library":"badger"`) || !strings.Contains(line, `"msg":"value log 3 truncated"`) {
+		t.Fatalf("Badger's line: %s", line)
+	}
+}
+
