@@ -75,7 +75,17 @@ func loadLayers(name, configPath string, sets command.SetFlags, flags map[string
 	}
 	cfg, unknownEnv, err := service.Layers{File: configPath, Environ: os.Environ(), Flags: flags, Sets: sets}.Load()
 	if err != nil {
-		return cfg, unknownEnv, fmt.Errorf("%s: %w: %w", name, err, errUsage)
+		return cfg, unknownEnv, fmt.Errorf("%s: %w%s: %w", name, err, ignoredEnv(unknownEnv), errUsage)
 	}
 	return cfg, unknownEnv, nil
+}
+
+// ignoredEnv is what an error adds of the DENOISER_* variables that named
+// no setting, "" for none: a misspelt variable is often why a setting is
+// missing or wrong, so the refusal names it, not only a later warning.
+func ignoredEnv(unknownEnv []string) string {
+	if len(unknownEnv) == 0 {
+		return ""
+	}
+	return " (ignored: " + command.UnknownEnv(unknownEnv) + ")"
 }

@@ -90,7 +90,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return nil
 	}
 	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("run: %w: %w", err, errUsage)
+		return fmt.Errorf("run: %w%s: %w", err, ignoredEnv(unknownEnv), errUsage)
 	}
 	log := service.NewLogger(cfg.Log, stderr)
 	for _, name := range unknownEnv {

@@ -95,6 +95,25 @@ func TestRunPrintConfigLayers(t *testing.T) {
 	}
 }
 
+// TestRunRefusalNamesMisspeltEnv: a run refused for a missing setting
+// names the DENOISER_* variable that was most likely meant to give it
+// (the did-you-mean came only in the log of a run that started); so does
+// topics.
+func TestRunRefusalNamesMisspeltEnv(t *testing.T) {
+	t.Setenv("DENOISER_KAFKA_BROKER", "127.0.0.1:9092")
+	t.Setenv("DENOISER_KAFKA_INPUT_TOPIC", "clicks")
+	want := "DENOISER_KAFKA_BROKER (did you mean DENOISER_KAFKA_BROKERS?)"
+	for _, args := range [][]string{{"run"}, {"topics"}} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), args, &stdout, &stderr); code != 2 {
+			t.Fatalf("%s: exit %d, want 2; stderr:\n%s", args[0], code, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "kafka.brokers") || !strings.Contains(stderr.String(), want) {
+			t.Errorf("%s: the refusal does not name the misspelt variable:\n%s", args[0], stderr.String())
+		}
+	}
+}
+
 // child is a `denoiser run` process: the test binary run as the command.
 type child struct {
 	cmd  *exec.Cmd

@@ -60,13 +60,16 @@ func runTopics(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			flags["kafka.input_topic"] = *input
 		}
 	})
-	cfg, _, err := loadLayers("topics", *configPath, sets, flags)
+	cfg, unknownEnv, err := loadLayers("topics", *configPath, sets, flags)
 	if err != nil {
 		return err
 	}
 	k := cfg.WithDefaults().Kafka
 	if len(k.Brokers) == 0 || k.InputTopic == "" {
-		return fmt.Errorf("topics: kafka.brokers and kafka.input_topic are needed (--brokers, --input-topic, or the config): %w", errUsage)
+		return fmt.Errorf("topics: kafka.brokers and kafka.input_topic are needed (--brokers, --input-topic, or the config)%s: %w", ignoredEnv(unknownEnv), errUsage)
+	}
+	if len(unknownEnv) > 0 {
+		fmt.Fprintf(stderr, "topics: ignoring %s\n", command.UnknownEnv(unknownEnv))
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
