@@ -124,10 +124,17 @@ func (c KafkaConfig) Validate() error {
 	case c.RequiredAcks != "" && c.RequiredAcks != "all" && c.RequiredAcks != "leader":
 		return fmt.Errorf("kafka writer: RequiredAcks = %q: want \"all\" or \"leader\"", c.RequiredAcks)
 	}
-	if _, ok := compressions[c.Compression]; c.Compression != "" && !ok {
+	if !ValidCompression(c.Compression) {
 		return fmt.Errorf("kafka writer: Compression = %q: want none, gzip, snappy, lz4 or zstd", c.Compression)
 	}
 	return nil
+}
+
+// ValidCompression reports whether name is a KafkaConfig.Compression the
+// writer knows ("" is none).
+func ValidCompression(name string) bool {
+	_, ok := compressions[name]
+	return name == "" || ok
 }
 
 var (

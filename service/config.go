@@ -264,104 +264,141 @@ func validListenAddr(addr string) bool {
 }
 
 // Validate checks c (with defaults applied) and returns an error naming
-// the first wrong field and how to fix it.
+// every wrong field and how to fix it, one line each (errors.Join): a
+// new configuration is fixed in one round, not one setting a run.
 func (c Config) Validate() error {
 	c = c.WithDefaults()
 	k := c.Kafka
-	switch {
-	case len(k.Brokers) == 0:
-		return fieldError("kafka.brokers", "required (host:port of at least one broker)", "127.0.0.1:9092")
-	case slices.Contains(k.Brokers, ""):
-		return fieldError("kafka.brokers", "contains an empty address", "127.0.0.1:9092")
-	case k.InputTopic == "":
-		return fieldError("kafka.input_topic", "required", "clicks")
-	case k.OutputTopic == k.InputTopic || k.DeadLetterTopic == k.InputTopic:
-		return fieldError("kafka.output_topic", "the output and dead-letter topics must differ from the input topic", k.InputTopic+".scored")
-	case k.OutputTopic == k.DeadLetterTopic:
-		return fieldError("kafka.dead_letter_topic", "must differ from the output topic", k.InputTopic+".dead-letter")
-	case k.Start != consumer.StartEarliest && k.Start != consumer.StartLatest:
-		return fieldError("kafka.start", fmt.Sprintf("%q is not earliest or latest", k.Start), "earliest")
-	case k.FetchMaxBytes < 1024:
-		return fieldError("kafka.fetch_max_bytes", "must be at least 1024", "1048576")
-	case k.Buffer < 1:
-		return fieldError("kafka.fetch_buffer", "must be at least 1", "1024")
-	case k.FetchMaxWait < 0 || k.FetchMaxWait > time.Minute:
-		return fieldError("kafka.fetch_max_wait", "must be in [0, 1m]", "250ms")
-	case k.SessionTimeout < time.Second:
-		return fieldError("kafka.session_timeout", "must be at least 1s", "10s")
-	case k.HeartbeatInterval <= 0:
-		return fieldError("kafka.heartbeat_interval", "must be positive", "1s")
-	case k.HeartbeatInterval >= k.SessionTimeout:
+	var errs []error
+	if len(k.Brokers) == 0 {
+		errs = append(errs, fieldError("kafka.brokers", "required (host:port of at least one broker)", "127.0.0.1:9092"))
+	}
+	if slices.Contains(k.Brokers, "") {
+		errs = append(errs, fieldError("kafka.brokers", "contains an empty address", "127.0.0.1:9092"))
+	}
+	if k.InputTopic == "" {
+		errs = append(errs, fieldError("kafka.input_topic", "required", "clicks"))
+	}
+	if k.InputTopic != "" && (k.OutputTopic == k.InputTopic || k.DeadLetterTopic == k.InputTopic) {
+		errs = append(errs, fieldError("kafka.output_topic", "the output and dead-letter topics must differ from the input topic", k.InputTopic+".scored"))
+	}
+	if k.InputTopic != "" && k.OutputTopic == k.DeadLetterTopic {
+		errs = append(errs, fieldError("kafka.dead_letter_topic", "must differ from the output topic", k.InputTopic+".dead-letter"))
+	}
+	if k.Start != consumer.StartEarliest && k.Start != consumer.StartLatest {
+		errs = append(errs, fieldError("kafka.start", fmt.Sprintf("%q is not earliest or latest", k.Start), "earliest"))
+	}
+	if k.FetchMaxBytes < 1024 {
+		errs = append(errs, fieldError("kafka.fetch_max_bytes", "must be at least 1024", "1048576"))
+	}
+	if k.Buffer < 1 {
+		errs = append(errs, fieldError("kafka.fetch_buffer", "must be at least 1", "1024"))
+	}
+	if k.FetchMaxWait < 0 || k.FetchMaxWait > time.Minute {
+		errs = append(errs, fieldError("kafka.fetch_max_wait", "must be in [0, 1m]", "250ms"))
+	}
+	if k.SessionTimeout < time.Second {
+		errs = append(errs, fieldError("kafka.session_timeout", "must be at least 1s", "10s"))
+	}
+	if k.HeartbeatInterval <= 0 {
+		errs = append(errs, fieldError("kafka.heartbeat_interval", "must be positive", "1s"))
+	} else if k.HeartbeatInterval >= k.SessionTimeout {
 		// Kafka's consumers default to a third of the session timeout
 		// (heartbeat.interval.ms 3 s against session.timeout.ms 45 s).
-		return fieldError("kafka.heartbeat_interval", fmt.Sprintf("%s is not shorter than kafka.session_timeout %s; a third of it or less is usual", k.HeartbeatInterval, k.SessionTimeout),
-			(k.SessionTimeout / 3).Round(time.Millisecond).String())
-	case k.RebalanceTimeout < time.Second:
-		return fieldError("kafka.rebalance_timeout", "must be at least 1s", "10s")
-	case k.StartupTimeout < 0:
-		return fieldError("kafka.startup_timeout", "must not be negative (0s: keep trying)", "2m")
-	case k.RequestTimeout < 100*time.Millisecond:
-		return fieldError("kafka.request_timeout", "must be at least 100ms", "5s")
-	case k.BatchSize < 1:
-		return fieldError("kafka.batch_size", "must be at least 1", "1000")
-	case k.BatchTimeout < 0:
-		return fieldError("kafka.batch_timeout", "must not be negative", "10ms")
-	case k.MaxBatches < 1:
-		return fieldError("kafka.max_batches", "must be at least 1", "4")
-	case k.RetryFor < 0:
-		return fieldError("kafka.retry_for", "must not be negative", "1m")
-	case k.RequiredAcks != "all" && k.RequiredAcks != "leader":
-		return fieldError("kafka.required_acks", fmt.Sprintf("%q is not all or leader", k.RequiredAcks), "all")
-	case k.WriteTimeout < 100*time.Millisecond:
-		return fieldError("kafka.write_timeout", "must be at least 100ms", "10s")
-	case c.HTTP.Addr != HTTPOff && !validListenAddr(c.HTTP.Addr):
-		return fieldError("http.addr", fmt.Sprintf("%q is not host:port with a port in 0..65535 (%q turns the endpoint off)", c.HTTP.Addr, HTTPOff), DefaultHTTPAddr)
-	case c.Checkpoint.Dir == "":
-		return fieldError("checkpoint.dir", "required (a directory for the Badger state)", "/var/lib/denoiser")
-	case c.Checkpoint.EveryEvents < 1:
-		return fieldError("checkpoint.every_events", "must be at least 1", "50000")
-	case c.Checkpoint.Interval < 10*time.Millisecond:
-		return fieldError("checkpoint.interval", "must be at least 10ms", "10s")
-	case c.Checkpoint.GCInterval < 0:
-		return fieldError("checkpoint.gc_interval", "must not be negative", "1m")
-	case !slices.Contains([]string{"debug", "info", "warn", "error"}, c.Log.Level):
-		return fieldError("log.level", fmt.Sprintf("%q is not debug, info, warn or error", c.Log.Level), "info")
-	case c.Log.Format != "text" && c.Log.Format != "json":
-		return fieldError("log.format", fmt.Sprintf("%q is not text or json", c.Log.Format), "json")
-	case c.ShutdownTimeout < time.Second:
-		return fieldError("shutdown_timeout", "must be at least 1s", "10s")
-	case c.Buffer < 1:
-		return fieldError("buffer", "must be at least 1", "256")
-	case c.StateLayout.Validate() != nil:
-		return fieldError("state_layout", fmt.Sprintf("%q is not %s or %s", c.StateLayout, online.LayoutMember, online.LayoutPartition), string(online.LayoutPartition))
-	case c.StateLayout != online.LayoutPartition && c.Checkpoint.ChangelogTopic != "" && c.Checkpoint.ChangelogTopic != ChangelogOff:
-		return fieldError("checkpoint.changelog_topic", "only state_layout partition keeps state per partition, to restore from a changelog; set state_layout: partition or remove it", ChangelogOff)
-	case c.Checkpoint.ChangelogTopic != "" && slices.Contains([]string{k.InputTopic, k.OutputTopic, k.DeadLetterTopic}, c.Checkpoint.ChangelogTopic):
-		return fieldError("checkpoint.changelog_topic", "must differ from the input, output and dead-letter topics", k.Group+"."+k.InputTopic+".state")
-	case c.StateLayout != online.LayoutPartition && c.Sharing.Topic != "" && c.Sharing.Topic != SharingOff:
-		return fieldError("sharing.topic", "only the models of state_layout partition share what they learn; set state_layout: partition or remove it", SharingOff)
-	case c.Sharing.Topic != "" && c.Sharing.Topic != SharingOff && slices.Contains([]string{k.InputTopic, k.OutputTopic, k.DeadLetterTopic, c.Checkpoint.ChangelogTopic}, c.Sharing.Topic):
-		return fieldError("sharing.topic", "must differ from the input, output, dead-letter and changelog topics", k.Group+"."+k.InputTopic+".shared")
-	case c.Sharing.Interval < 10*time.Millisecond:
-		return fieldError("sharing.interval", "must be at least 10ms", "5s")
-	case c.Sharing.EveryEvents < 1:
-		return fieldError("sharing.every_events", "must be at least 1", "1000")
-	case c.Sharing.Retention < time.Second:
-		return fieldError("sharing.retention", "must be at least 1s", "1h")
+		errs = append(errs, fieldError("kafka.heartbeat_interval", fmt.Sprintf("%s is not shorter than kafka.session_timeout %s; a third of it or less is usual", k.HeartbeatInterval, k.SessionTimeout),
+			(k.SessionTimeout / 3).Round(time.Millisecond).String()))
 	}
-	if err := (producer.KafkaConfig{Brokers: k.Brokers, Topic: k.OutputTopic, Compression: k.Compression}).Validate(); err != nil {
-		return fieldError("kafka.compression", fmt.Sprintf("%q is not none, gzip, snappy, lz4 or zstd", k.Compression), "none")
+	if k.RebalanceTimeout < time.Second {
+		errs = append(errs, fieldError("kafka.rebalance_timeout", "must be at least 1s", "10s"))
+	}
+	if k.StartupTimeout < 0 {
+		errs = append(errs, fieldError("kafka.startup_timeout", "must not be negative (0s: keep trying)", "2m"))
+	}
+	if k.RequestTimeout < 100*time.Millisecond {
+		errs = append(errs, fieldError("kafka.request_timeout", "must be at least 100ms", "5s"))
+	}
+	if k.BatchSize < 1 {
+		errs = append(errs, fieldError("kafka.batch_size", "must be at least 1", "1000"))
+	}
+	if k.BatchTimeout < 0 {
+		errs = append(errs, fieldError("kafka.batch_timeout", "must not be negative", "10ms"))
+	}
+	if k.MaxBatches < 1 {
+		errs = append(errs, fieldError("kafka.max_batches", "must be at least 1", "4"))
+	}
+	if k.RetryFor < 0 {
+		errs = append(errs, fieldError("kafka.retry_for", "must not be negative", "1m"))
+	}
+	if k.RequiredAcks != "all" && k.RequiredAcks != "leader" {
+		errs = append(errs, fieldError("kafka.required_acks", fmt.Sprintf("%q is not all or leader", k.RequiredAcks), "all"))
+	}
+	if k.WriteTimeout < 100*time.Millisecond {
+		errs = append(errs, fieldError("kafka.write_timeout", "must be at least 100ms", "10s"))
+	}
+	if c.HTTP.Addr != HTTPOff && !validListenAddr(c.HTTP.Addr) {
+		errs = append(errs, fieldError("http.addr", fmt.Sprintf("%q is not host:port with a port in 0..65535 (%q turns the endpoint off)", c.HTTP.Addr, HTTPOff), DefaultHTTPAddr))
+	}
+	if c.Checkpoint.Dir == "" {
+		errs = append(errs, fieldError("checkpoint.dir", "required (a directory for the Badger state)", "/var/lib/denoiser"))
+	}
+	if c.Checkpoint.EveryEvents < 1 {
+		errs = append(errs, fieldError("checkpoint.every_events", "must be at least 1", "50000"))
+	}
+	if c.Checkpoint.Interval < 10*time.Millisecond {
+		errs = append(errs, fieldError("checkpoint.interval", "must be at least 10ms", "10s"))
+	}
+	if c.Checkpoint.GCInterval < 0 {
+		errs = append(errs, fieldError("checkpoint.gc_interval", "must not be negative", "1m"))
+	}
+	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.Log.Level) {
+		errs = append(errs, fieldError("log.level", fmt.Sprintf("%q is not debug, info, warn or error", c.Log.Level), "info"))
+	}
+	if c.Log.Format != "text" && c.Log.Format != "json" {
+		errs = append(errs, fieldError("log.format", fmt.Sprintf("%q is not text or json", c.Log.Format), "json"))
+	}
+	if c.ShutdownTimeout < time.Second {
+		errs = append(errs, fieldError("shutdown_timeout", "must be at least 1s", "10s"))
+	}
+	if c.Buffer < 1 {
+		errs = append(errs, fieldError("buffer", "must be at least 1", "256"))
+	}
+	if c.StateLayout.Validate() != nil {
+		errs = append(errs, fieldError("state_layout", fmt.Sprintf("%q is not %s or %s", c.StateLayout, online.LayoutMember, online.LayoutPartition), string(online.LayoutPartition)))
+	}
+	if c.StateLayout != online.LayoutPartition && c.Checkpoint.ChangelogTopic != "" && c.Checkpoint.ChangelogTopic != ChangelogOff {
+		errs = append(errs, fieldError("checkpoint.changelog_topic", "only state_layout partition keeps state per partition, to restore from a changelog; set state_layout: partition or remove it", ChangelogOff))
+	}
+	if c.Checkpoint.ChangelogTopic != "" && slices.Contains([]string{k.InputTopic, k.OutputTopic, k.DeadLetterTopic}, c.Checkpoint.ChangelogTopic) {
+		errs = append(errs, fieldError("checkpoint.changelog_topic", "must differ from the input, output and dead-letter topics", k.Group+"."+k.InputTopic+".state"))
+	}
+	if c.StateLayout != online.LayoutPartition && c.Sharing.Topic != "" && c.Sharing.Topic != SharingOff {
+		errs = append(errs, fieldError("sharing.topic", "only the models of state_layout partition share what they learn; set state_layout: partition or remove it", SharingOff))
+	}
+	if c.Sharing.Topic != "" && c.Sharing.Topic != SharingOff && slices.Contains([]string{k.InputTopic, k.OutputTopic, k.DeadLetterTopic, c.Checkpoint.ChangelogTopic}, c.Sharing.Topic) {
+		errs = append(errs, fieldError("sharing.topic", "must differ from the input, output, dead-letter and changelog topics", k.Group+"."+k.InputTopic+".shared"))
+	}
+	if c.Sharing.Interval < 10*time.Millisecond {
+		errs = append(errs, fieldError("sharing.interval", "must be at least 10ms", "5s"))
+	}
+	if c.Sharing.EveryEvents < 1 {
+		errs = append(errs, fieldError("sharing.every_events", "must be at least 1", "1000"))
+	}
+	if c.Sharing.Retention < time.Second {
+		errs = append(errs, fieldError("sharing.retention", "must be at least 1s", "1h"))
+	}
+	if !producer.ValidCompression(k.Compression) {
+		errs = append(errs, fieldError("kafka.compression", fmt.Sprintf("%q is not none, gzip, snappy, lz4 or zstd", k.Compression), "none"))
 	}
 	if err := CheckClasses(c.Model); err != nil {
-		return err
+		errs = append(errs, err)
 	}
 	if err := c.Fields.Validate(); err != nil {
-		return fmt.Errorf("%w: %w", ErrConfig, err)
+		errs = append(errs, fmt.Errorf("%w: %w", ErrConfig, err))
 	}
 	if err := c.Model.Validate(); err != nil {
-		return fmt.Errorf("%w: model: %w; fix the model section of the config file, the DENOISER_MODEL_* variable or --set model.FIELD=VALUE", ErrConfig, err)
+		errs = append(errs, fmt.Errorf("%w: model: %w; fix the model section of the config file, the DENOISER_MODEL_* variable or --set model.FIELD=VALUE", ErrConfig, err))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // BaseConfig is the Config that the file and the other layers are applied

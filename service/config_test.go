@@ -23,6 +23,26 @@ func validConfig() service.Config {
 	}
 }
 
+// TestConfigValidateNamesEveryWrongField: a configuration wrong in
+// several settings is refused once, with a line for each.
+func TestConfigValidateNamesEveryWrongField(t *testing.T) {
+	c := validConfig()
+	c.Kafka.Brokers, c.Kafka.InputTopic, c.Log.Level, c.Model.Mode = nil, "", "loud", "stars"
+	err := c.Validate()
+	if !errors.Is(err, service.ErrConfig) {
+		t.Fatalf("Validate = %v, want ErrConfig", err)
+	}
+	lines := strings.Split(err.Error(), "\n")
+	for j, want := range []string{"kafka.brokers", "kafka.input_topic", "log.level", "model:"} {
+		if j >= len(lines) || !strings.Contains(lines[j], want) {
+			t.Errorf("line %d of the refusal does not name %s:\n%v", j+1, want, err)
+		}
+	}
+	if len(lines) != 4 {
+		t.Errorf("%d lines, want 4:\n%v", len(lines), err)
+	}
+}
+
 func TestConfigValidateNamesTheFieldAndTheFix(t *testing.T) {
 	if err := validConfig().Validate(); err != nil {
 		t.Fatalf("minimal config: %v", err)
@@ -67,6 +87,9 @@ func TestConfigValidateNamesTheFieldAndTheFix(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tc.field) {
 				t.Fatalf("error %q does not name %s", err, tc.field)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("one wrong setting gave more than one error:\n%v", err)
 			}
 			if field, _, _ := strings.Cut(tc.field, "="); tc.field != "model:" {
 				for _, fix := range []string{service.EnvName(field), "--set " + field + "="} {
