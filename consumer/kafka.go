@@ -404,6 +404,7 @@ func (s *KafkaSource) run() {
 			continue
 		}
 		if err != nil {
+			err = ExplainBrokerError(err)
 			lastErr = err
 			s.mu.Lock()
 			s.mu.outOfGroup = err
@@ -1260,4 +1261,17 @@ func (s *KafkaSource) Close(ctx context.Context) error {
 		return fmt.Errorf("close kafka source: %w", ctx.Err())
 	}
 	return s.closeErr
+}
+
+// ExplainBrokerError adds to an error whose connection ended without an
+// answer (io.EOF, io.ErrUnexpectedEOF) what most often causes it: an
+// address that is not a broker's plain-text client listener. Kafka's
+// KRaft controller listener, and a listener that expects TLS or SASL,
+// close a client's connection so; the bare "EOF" said nothing of it.
+// Other errors are returned as they are.
+func ExplainBrokerError(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%w (the broker closed the connection without an answer: is the address a broker's plain-text listener for clients? A KRaft controller's listener, or one that expects TLS or SASL, closes it so)", err)
+	}
+	return err
 }

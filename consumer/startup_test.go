@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"strconv"
@@ -178,5 +179,42 @@ func TestKafkaSourceOutOfGroupDuringOutage(t *testing.T) {
 	t.Logf("back in the group %v after the broker", took)
 	if took > 4*time.Second {
 		t.Errorf("rejoined %v after the broker was back, want within joinBackoff (1 s) and a join or two", took)
+	}
+}
+
+// TestKafkaSourceClosedAtOnce: an address that closes every connection
+// without an answer, as a KRaft controller's listener does to a client,
+// is refused after StartupTimeout with the likely cause, not a bare EOF.
+func TestKafkaSourceClosedAtOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for range 1000 {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			// Read the request, then close: the client reads EOF (closed
+			// unread, it would get a reset).
+			_ = c.SetReadDeadline(time.Now().Add(time.Second))
+			_, _ = c.Read(make([]byte, 1<<16))
+			c.Close()
+		}
+	}()
+	src := openSource(t, consumer.KafkaConfig{
+		Brokers: []string{ln.Addr().String()}, Topic: "t", Group: "g", RequestTimeout: time.Second,
+		StartupTimeout: 2 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err = src.Next(ctx)
+	if !errors.Is(err, consumer.ErrNotJoined) || !strings.Contains(err.Error(), "controller") {
+		t.Fatalf("Next = %v, want ErrNotJoined with the likely cause of the closed connection", err)
+	}
+	if got := consumer.ExplainBrokerError(context.Canceled); got != context.Canceled {
+		t.Errorf("ExplainBrokerError changed another error: %v", got)
 	}
 }

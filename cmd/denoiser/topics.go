@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
-	command "denoiser/internal/cli"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"time"
+
+	"denoiser/consumer"
+	command "denoiser/internal/cli"
 
 	"github.com/segmentio/kafka-go"
 )
@@ -78,7 +80,7 @@ func runTopics(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	c := &kafka.Client{Addr: kafka.TCP(k.Brokers...), Transport: tr}
 	meta, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{k.InputTopic, k.OutputTopic, k.DeadLetterTopic}})
 	if err != nil {
-		return fmt.Errorf("topics: metadata of %v: %w", k.Brokers, err)
+		return fmt.Errorf("topics: metadata of %v: %w", k.Brokers, consumer.ExplainBrokerError(err))
 	}
 	existing := map[string]int{}
 	for _, t := range meta.Topics {
