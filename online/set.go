@@ -222,8 +222,9 @@ func (s *Set) Version() uint64 {
 	return n
 }
 
-// Summary sums the counts of the set's models; the mixture, ρ and the
-// mean transition are those of the model that learned from the most
+// Summary sums the counts of the set's models; the mixture, ρ, the
+// mean transition and the users' prior's strength are those of the model
+// that learned from the most
 // events (the lowest key among equals); the unranked types are every
 // model's, each once. An empty set's is the zero
 // Summary.
@@ -235,7 +236,7 @@ func (s *Set) Summary() Summary {
 		ms := m.Summary()
 		if top == nil || m.Version() > top.Version() {
 			top = m
-			sum.Rho, sum.GMM, sum.MeanTransition = ms.Rho, ms.GMM, ms.MeanTransition
+			sum.Rho, sum.GMM, sum.MeanTransition, sum.UserPriorStrength = ms.Rho, ms.GMM, ms.MeanTransition, ms.UserPriorStrength
 		}
 		sum.Events += ms.Events
 		sum.Users += ms.Users

@@ -28,6 +28,12 @@ type Summary struct {
 	// UnrankedTypes are the event types seen, on slots of their own, that
 	// Config.EventOrder does not list (Model.UnrankedTypes).
 	UnrankedTypes []string `json:"unranked_types,omitempty"`
+	// UserPriorStrength is k of the users' priors (userprior.go): how
+	// many of the stream's events a user's prior counts, small where a
+	// few users send most of the noise, 1000 where the users do not
+	// differ (or before it has the events to tell); 0 in a model without
+	// the prior.
+	UserPriorStrength float64 `json:"user_prior_strength,omitempty"`
 }
 
 // GMMSummary describes the fitted two-component mixture over the

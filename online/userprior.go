@@ -40,16 +40,9 @@ import "math"
 // docs/design/model.md, "The user's prior", has what was measured.
 
 const (
-	// userPriorMin and userPriorMax bound k, the prior's strength in
-	// events (priorLevel.strength): a user's share is never taken from
-	// fewer than 2 of the stream's events, and at 1000 the prior moves
-	// no weight of a user with fewer than about 100 events by more than
-	// a tenth of the user's difference.
-	userPriorMin = 2.0
-	userPriorMax = 1000.0
 	// userPriorMinMass is the events of users seen before (the pairs of
 	// the covariance) the estimate of k needs; until then k is
-	// userPriorMax.
+	// UserPriorMax.
 	userPriorMinMass = 1000.0
 	// userPriorWindow is the most events a user's means count: after it,
 	// each event moves them by 1/userPriorWindow of its difference.
@@ -61,6 +54,16 @@ const (
 	// the weights after the prior (m_u), the mean of the weights before
 	// it, and the count n_u.
 	userPriorWidth = 3
+)
+
+// UserPriorMin and UserPriorMax bound k, the users' prior's strength in
+// events (priorLevel.strength, Summary.UserPriorStrength): a user's share
+// is never taken from fewer than 2 of the stream's events, and at 1000
+// the prior moves no weight of a user with fewer than about 100 events by
+// more than a tenth of the user's difference.
+const (
+	UserPriorMin = 2.0
+	UserPriorMax = 1000.0
 )
 
 // priorLevel is the stream's side of the users' priors: g, the running
@@ -85,9 +88,9 @@ type priorLevel struct {
 // read, not after, so that the prior does not feed its own estimate.
 func (g *priorLevel) strength() float64 {
 	if g.pairs < userPriorMinMass || !(g.cov > 0) {
-		return userPriorMax
+		return UserPriorMax
 	}
-	return min(max(g.mean0*(1-g.mean0)/g.cov-1, userPriorMin), userPriorMax)
+	return min(max(g.mean0*(1-g.mean0)/g.cov-1, UserPriorMin), UserPriorMax)
 }
 
 // userPrior returns the weight w of an event of user u moved from the

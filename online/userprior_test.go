@@ -41,7 +41,7 @@ func TestUserPriorStrength(t *testing.T) {
 	}{
 		{4, 1, 4, 6},                             // k = 5: a few users send most of the noise
 		{16, 4, 16, 25},                          // k = 20
-		{1e6, 2.5e5, userPriorMax, userPriorMax}, // one share for all
+		{1e6, 2.5e5, UserPriorMax, UserPriorMax}, // one share for all
 	} {
 		r := rand.New(rand.NewPCG(3, 7))
 		m := &Model{}
@@ -121,8 +121,8 @@ func TestUserPriorKnownValues(t *testing.T) {
 		t.Errorf("a user of weights 0: 0.7 became %v, want %v (the bound)", got, want)
 	}
 	m.context.prior.pairs = userPriorMinMass - 1
-	if k := m.context.prior.strength(); k != userPriorMax {
-		t.Errorf("strength %v before the covariance has the mass, want %v", k, userPriorMax)
+	if k := m.context.prior.strength(); k != UserPriorMax {
+		t.Errorf("strength %v before the covariance has the mass, want %v", k, UserPriorMax)
 	}
 }
 
@@ -168,8 +168,8 @@ func TestUserPriorFindsNoisyUsers(t *testing.T) {
 		minWin float64
 		maxWin float64
 	}{
-		{"bots", true, userPriorMin, 300, 0.02, 1},
-		{"everybody's noise", false, 500, userPriorMax, -0.002, 0.002},
+		{"bots", true, UserPriorMin, 300, 0.02, 1},
+		{"everybody's noise", false, 500, UserPriorMax, -0.002, 0.002},
 	} {
 		evs, genuine := botEvents(30000, 9, tc.bots)
 		with, _ := New(cfg, NewSource(5))
@@ -185,6 +185,12 @@ func TestUserPriorFindsNoisyUsers(t *testing.T) {
 			}
 		}
 		k := with.context.prior.strength()
+		if got := with.Summary().UserPriorStrength; got != k {
+			t.Errorf("%s: Summary's strength %v, the prior's %v", tc.name, got, k)
+		}
+		if got := without.Summary().UserPriorStrength; got != 0 {
+			t.Errorf("%s: a model without the prior summarises a strength of %v", tc.name, got)
+		}
 		rankWith, rankWithout := pairsRanked(wa, genuine[half:]), pairsRanked(wb, genuine[half:])
 		t.Logf("%s: strength %.1f; the second half's weight ranks %.4f with the prior, %.4f without", tc.name, k, rankWith, rankWithout)
 		if k < tc.kLo || k > tc.kHi {
