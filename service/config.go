@@ -306,7 +306,7 @@ func (c Config) Validate() error {
 		// Kafka's consumers default to a third of the session timeout
 		// (heartbeat.interval.ms 3 s against session.timeout.ms 45 s).
 		errs = append(errs, fieldError("kafka.heartbeat_interval", fmt.Sprintf("%s is not shorter than kafka.session_timeout %s; a third of it or less is usual", k.HeartbeatInterval, k.SessionTimeout),
-			(k.SessionTimeout / 3).Round(time.Millisecond).String()))
+			(k.SessionTimeout/3).Round(time.Millisecond).String()))
 	}
 	if k.RebalanceTimeout < time.Second {
 		errs = append(errs, fieldError("kafka.rebalance_timeout", "must be at least 1s", "10s"))

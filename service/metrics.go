@@ -313,6 +313,8 @@ var (
 		"Share of learned events that received a distilled label.", nil, nil)
 	descRho = prometheus.NewDesc("denoiser_rho",
 		"Current rho of the distillation threshold (1+rho)/2.", nil, nil)
+	descPrior = prometheus.NewDesc("denoiser_user_prior_strength",
+		"k of the users' priors, in events: 1000 where the users' genuine shares do not differ, the smaller the more a few users send the noise.", nil, nil)
 	descRefits = prometheus.NewDesc("denoiser_gmm_refits_total",
 		"GMM refits of the model (restored with the model).", nil, nil)
 	descFitted = prometheus.NewDesc("denoiser_gmm_fitted",
@@ -331,7 +333,7 @@ var (
 
 func (c *scrapeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLag, descNext, descAssigned, descReady, descAge, descVersion, descUsers, descItems,
-		descCapacity, descAdmitted, descEvicted, descCold, descShare, descRho, descRefits, descFitted, descReliable, descWeight, descMean, descTransition} {
+		descCapacity, descAdmitted, descEvicted, descCold, descShare, descRho, descPrior, descRefits, descFitted, descReliable, descWeight, descMean, descTransition} {
 		ch <- d
 	}
 }
@@ -393,6 +395,9 @@ func (c *scrapeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descShare, s.DistilledShare)
 	gauge(descRho, s.Rho)
+	if s.UserPriorStrength > 0 {
+		gauge(descPrior, s.UserPriorStrength)
+	}
 	counter(descRefits, s.Refits)
 	fitted := 0.0
 	if s.GMM.Fitted {
