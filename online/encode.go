@@ -184,7 +184,8 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 // encodeContext writes the context's sections, which a model and a delta
 // both hold whole: CTXT, then TYPE when the model has event types, then
 // DMIX, DINS and DGAT when it reads dwell as longer-is-genuine, then RINS
-// when it has an event order as well, then GINS, LEVL and CGAP with DMIX.
+// when it has an event order as well, then GINS, LEVL, CGAP and PRIR with
+// DMIX.
 func (m *Model) encodeContext(e *encoder) {
 	e.section("CTXT", m.context.encode)
 	if len(m.context.types) > 0 {
@@ -210,8 +211,8 @@ func (m *Model) encodeContext(e *encoder) {
 // or a delta's) with each part of the context after CTXT: event types,
 // the dwell mixture, the instrument, the dwell gate, the rank instrument,
 // the gap as the instruments' fifth feature, the rank instrument's gap
-// capped at shortClickMS, the gap instrument, the posterior's level and
-// the counted gaps' scale.
+// capped at shortClickMS, the gap instrument, the posterior's level, the
+// counted gaps' scale and the users' priors.
 type contextVersions struct {
 	types, mix, inst, gate, ranks, gap, shortGap, gapInst, level, countGap, prior uint32
 }
@@ -236,9 +237,9 @@ var (
 // v.shortGap, whose gap was capped at sessionGapMS (instrumentStats.forgetGap),
 // GINS with DMIX from v.gapInst on (before, the gap instrument starts
 // empty), LEVL with DMIX from v.level on (before, a delta leaves the
-// level as it was, and ReadModel starts it) and CGAP with DMIX from
+// level as it was, and ReadModel starts it), CGAP with DMIX from
 // v.countGap on (before, a delta leaves the scale as it was, and a model's
-// starts empty).
+// starts empty) and PRIR with DMIX from v.prior on (before, the same).
 func (m *Model) decodeContextAfter(d *decoder, version uint32, v contextVersions) {
 	switch {
 	case version >= v.mix && d.has("TYPE"), version >= v.types && version < v.mix:
