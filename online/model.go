@@ -483,7 +483,7 @@ func (m *Model) Summary() Summary {
 	if sch.events > 0 {
 		s.DistilledShare = float64(sch.distilled) / float64(sch.events)
 	}
-	if m.users.prior != nil {
+	if m.useContext() && m.users.prior != nil {
 		s.UserPriorStrength = m.context.prior.strength()
 	}
 	return s

@@ -125,9 +125,9 @@ type userTable struct {
 	// (instrumentFeatures). Kept and encoded only in a model with the
 	// instrument (Config.DwellDirection "long"); nil else.
 	times []int64
-	// prior is each user's mean weight and its count (userPriorWidth
-	// slots a user: userprior.go). Kept and encoded as times is; nil
-	// else.
+	// prior is each user's means of the weight, after the user's prior
+	// and before it, and the events they count (userPriorWidth slots a
+	// user: userprior.go). Kept and encoded as times is; nil else.
 	prior []float64
 }
 
