@@ -110,15 +110,7 @@ func withoutGap(t *testing.T, b []byte, version uint32) []byte {
 	t.Helper()
 	b = withoutGapInstrument(t, b, version)
 	at, start, end := section(t, b, "USER")
-	rows := int(binary.LittleEndian.Uint32(b[start:])) // a model's: its users
-	if bytes.Equal(b[:8], deltaMagic[:]) {             // a delta's: its spans
-		rows = 0
-		for k := range int(binary.LittleEndian.Uint32(b[start:])) {
-			lo := binary.LittleEndian.Uint32(b[start+4+8*k:])
-			rows += int(binary.LittleEndian.Uint32(b[start+8+8*k:]) - lo)
-		}
-	}
-	b = withBody(b, at, start, end, b[start:end-8*rows])
+	b = withBody(b, at, start, end, b[start:end-8*userRows(b, start)])
 	full := 8 * len(new(instrumentStats).fields())
 	at, start, end = section(t, b, "DINS")
 	if end-start != full {
@@ -131,6 +123,20 @@ func withoutGap(t *testing.T, b []byte, version uint32) []byte {
 	}
 	binary.LittleEndian.PutUint32(b[8:], version)
 	return b
+}
+
+// userRows is the number of user rows in the USER section whose body
+// starts at start of b: a model's users, or the rows of a delta's spans.
+func userRows(b []byte, start int) int {
+	if !bytes.Equal(b[:8], deltaMagic[:]) {
+		return int(binary.LittleEndian.Uint32(b[start:]))
+	}
+	rows := 0
+	for k := range int(binary.LittleEndian.Uint32(b[start:])) {
+		lo := binary.LittleEndian.Uint32(b[start+4+8*k:])
+		rows += int(binary.LittleEndian.Uint32(b[start+8+8*k:]) - lo)
+	}
+	return rows
 }
 
 // gapMoments reports whether instrument statistics hold moments of the

@@ -2,7 +2,6 @@ package online
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
@@ -17,15 +16,7 @@ import (
 func withoutPrior(t *testing.T, b []byte, version uint32) []byte {
 	t.Helper()
 	at, start, end := section(t, b, "USER")
-	rows := int(binary.LittleEndian.Uint32(b[start:])) // a model's: its users
-	if bytes.Equal(b[:8], deltaMagic[:]) {             // a delta's: its spans
-		rows = 0
-		for k := range int(binary.LittleEndian.Uint32(b[start:])) {
-			lo := binary.LittleEndian.Uint32(b[start+4+8*k:])
-			rows += int(binary.LittleEndian.Uint32(b[start+8+8*k:]) - lo)
-		}
-	}
-	b = withBody(b, at, start, end, b[start:end-8*userPriorWidth*rows])
+	b = withBody(b, at, start, end, b[start:end-8*userPriorWidth*userRows(b, start)])
 	return withoutSection(t, b, "PRIR", version)
 }
 

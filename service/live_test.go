@@ -232,24 +232,31 @@ func TestLiveSnapshotFailures(t *testing.T) {
 	}
 }
 
-// TestLiveSnapshotHTTP: POST writes a snapshot into the directory and answers its
-// description; GET streams one and leaves nothing behind; other methods
-// are refused.
-func TestLiveSnapshotHTTP(t *testing.T) {
-	dir := t.TempDir()
+// serveLive serves the live snapshots of a model that learned events
+// events of a stream, with opts, until the test ends.
+func serveLive(t *testing.T, events int, opts service.LiveSnapshotOptions) (*httptest.Server, *service.LiveSnapshots) {
+	t.Helper()
 	o := &owner{m: onlinetest.New(t, onlinetest.SmallConfig(online.ModeBinary)), tasks: make(chan service.Task)}
-	onlinetest.Step(t, o.m, onlinetest.Stream(800, 12))
-	o.next = 800
-	live, err := service.NewLiveSnapshots(o, service.LiveSnapshotOptions{Dir: dir})
+	onlinetest.Step(t, o.m, onlinetest.Stream(events, 12))
+	o.next = int64(events)
+	live, err := service.NewLiveSnapshots(o, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() { defer close(stopped); o.run(ctx, t, nil, 1, nil) }()
-	defer func() { live.Close(); cancel(); <-stopped }()
 	srv := httptest.NewServer(live)
-	defer srv.Close()
+	t.Cleanup(func() { srv.Close(); live.Close(); cancel(); <-stopped })
+	return srv, live
+}
+
+// TestLiveSnapshotHTTP: POST writes a snapshot into the directory and answers its
+// description; GET streams one and leaves nothing behind; other methods
+// are refused.
+func TestLiveSnapshotHTTP(t *testing.T) {
+	dir := t.TempDir()
+	srv, _ := serveLive(t, 800, service.LiveSnapshotOptions{Dir: dir})
 
 	resp, err := http.Post(srv.URL+"/snapshot", "", nil)
 	if err != nil {
@@ -298,19 +305,7 @@ func TestLiveSnapshotHTTP(t *testing.T) {
 func TestLiveSnapshotHTTPWithoutDir(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	o := &owner{m: onlinetest.New(t, onlinetest.SmallConfig(online.ModeBinary)), tasks: make(chan service.Task)}
-	onlinetest.Step(t, o.m, onlinetest.Stream(400, 12))
-	o.next = 400
-	live, err := service.NewLiveSnapshots(o, service.LiveSnapshotOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	go func() { defer close(stopped); o.run(ctx, t, nil, 1, nil) }()
-	defer func() { live.Close(); cancel(); <-stopped }()
-	srv := httptest.NewServer(live)
-	defer srv.Close()
+	srv, live := serveLive(t, 400, service.LiveSnapshotOptions{})
 
 	resp, err := http.Get(srv.URL + "/snapshot")
 	if err != nil {
