@@ -140,6 +140,9 @@ func editDistance(a, b string) int {
 func (c *Config) decodeYAML(b []byte) (set []string, err error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
+		if line, why := misindented(b); line > 0 {
+			return nil, fmt.Errorf("%w (line %d %s)", err, line, why)
+		}
 		return nil, err
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
@@ -433,4 +436,61 @@ func checkExplicitZeros(c Config, explicit []string) error {
 		errs = append(errs, fmt.Errorf("%w: %s: %s", ErrConfig, path, msg))
 	}
 	return errors.Join(errs...)
+}
+
+// misindented returns the first line of a YAML text that is indented as
+// no key before it is, and how, or 0. The YAML parser reports such a
+// line as "did not find expected key" on a line before it (the line
+// above, or the start of the block), where nothing is wrong. Lines of
+// block lists ("- "), comments, blank lines, and the lines of a block
+// scalar ("|" or ">") are passed over; a tab in the indentation is named
+// as such.
+func misindented(b []byte) (line int, why string) {
+	indents := []int{0} // the indentation of each open block
+	opens := false      // the line before opens a block
+	scalar := -1        // the indentation of a block scalar's key, -1 outside one
+	for n, text := range strings.Split(string(b), "\n") {
+		body := strings.TrimLeft(text, " ")
+		indent := len(text) - len(body)
+		trimmed := strings.TrimSpace(body)
+		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
+			continue
+		}
+		if scalar >= 0 {
+			if indent > scalar {
+				continue
+			}
+			scalar = -1
+		}
+		if strings.HasPrefix(body, "\t") {
+			return n + 1, "is indented with a tab: YAML indents with spaces"
+		}
+		top := indents[len(indents)-1]
+		switch {
+		case indent > top && opens:
+			indents = append(indents, indent)
+		case indent > top:
+			return n + 1, fmt.Sprintf("is indented by %s, more than the line before it, which opens no block", spaces(indent))
+		case indent < top:
+			for len(indents) > 1 && indents[len(indents)-1] > indent {
+				indents = indents[:len(indents)-1]
+			}
+			if indents[len(indents)-1] != indent {
+				return n + 1, fmt.Sprintf("is indented by %s, as no key above it is", spaces(indent))
+			}
+		}
+		value := strings.TrimSpace(strings.SplitN(trimmed, " #", 2)[0])
+		opens = strings.HasSuffix(value, ":") || strings.HasPrefix(value, "- ") || value == "-"
+		if strings.HasSuffix(value, "|") || strings.HasSuffix(value, ">") || strings.HasSuffix(value, "|-") || strings.HasSuffix(value, ">-") {
+			scalar = indent
+		}
+	}
+	return 0, ""
+}
+
+func spaces(n int) string {
+	if n == 1 {
+		return "1 space"
+	}
+	return fmt.Sprintf("%d spaces", n)
 }
