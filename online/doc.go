@@ -28,8 +28,9 @@
 //     share: calibration.go; then moved to the user's prior, the user's
 //     genuine share as the user's earlier weights tell it: userprior.go).
 //  2. Learn: the observed pair, then (binary mode) m sampled negatives;
-//     then the context statistics, from the event's posterior (the weight
-//     before calibration); then the user's prior, from the weight.
+//     then the user's prior, from the weight before and after it; then
+//     the context statistics, from the event's posterior (the weight
+//     before calibration).
 //  3. Every RefitEvery events: refit the mixture, advance the ρ schedule.
 //
 // # Invariants
