@@ -458,7 +458,7 @@ func (c *contextModel) gapWeight(level, pClean float64, x contextFeatures, share
 	}
 	t, ok := c.gap.fit(share, share, false, gapPCleanFloor)
 	if !ok {
-		return 0, 0, 0, false
+		return c.gap.flatGap(level, share, x)
 	}
 	s := &c.gap.stats
 	ma, mg := s.sum[0]/s.mass, s.dwell/s.mass
@@ -477,6 +477,23 @@ func (c *contextModel) gapWeight(level, pClean float64, x contextFeatures, share
 	k := (1-lambda)*weightTemper + lambda*pCleanTemper*t.slope[0]
 	w = sigmoid((1-lambda)*logOdds(level) + lambda*logOdds(g) + c.gap.activityEvidence(share, mg, vg, x) + c.gap.popularityEvidence(k, x))
 	return w, g, lambda, true
+}
+
+// flatGap is gapWeight where the gap instrument has its moments but the
+// gap no spread to weigh p_clean with: a log without time whose users'
+// events come in bursts (MovieLens in time order, its times removed) has
+// nearly every counted gap 0, read as the same few seconds. The gap then
+// says nothing, as where λ is 0, and the weight is the level with the
+// item's popularity (popularityEvidence), which does not read the gap;
+// before stop 62 the weight was the level alone there, and the
+// popularity's reading came and went with the gap's spread. g is the
+// level, so the instrument's level offset does not move (followGap).
+// ok is false, as before, until the moments have the mass.
+func (r *rankInstrument) flatGap(level, share float64, x contextFeatures) (w, g, lambda float64, ok bool) {
+	if r.stats.mass < contextMinMass || !(share > 0 && share < 1) {
+		return 0, 0, 0, false
+	}
+	return sigmoid(logOdds(level) + r.popularityEvidence(weightTemper, x)), level, 0, true
 }
 
 // activityEvidence is the evidence of the user's activity so far, a =

@@ -378,3 +378,47 @@ func TestForgetTimes(t *testing.T) {
 		t.Errorf("gaps after ForgetTimes differ from the first pass's")
 	}
 }
+
+// TestFlatGapKeepsPopularity: where the gap instrument has its moments
+// but every gap is the same (a log without time whose users' events come
+// in bursts), the weight is the level with the item's popularity, λ 0,
+// and the instrument's level offset stays; before the moments have the
+// mass, there is no gap weight.
+func TestFlatGapKeepsPopularity(t *testing.T) {
+	cfg := smallConfig(ModeBinary)
+	cfg.DwellDirection = DwellLong
+	c := newContextModel(cfg)
+	x := contextFeatures{hasZ: true, hasGap: true}
+	x.z[gapFeature] = math.Log1p(22)
+	if _, _, _, ok := c.gapWeight(0.8, 0.8, x, 0.8); ok {
+		t.Fatal("a gap weight before the instrument has any moments")
+	}
+	r := rand.New(rand.NewPCG(4, 4))
+	for k := 0; c.gap.stats.mass < 2*contextMinMass; k++ {
+		if k > 20*contextWindow {
+			t.Fatalf("the moments' mass is %v after %d events", c.gap.stats.mass, k)
+		}
+		p := r.Float64() * 3 // the item's popularity, log(1 + step)
+		var z [instrumented - 1]float64
+		z[itemFeature-1] = p
+		c.gap.learn(math.Log1p(22), 0.5*p+r.NormFloat64()*0.3, z, nil) // p_clean rises with it
+	}
+	if _, ok := c.gap.fit(0.8, 0.8, false, gapPCleanFloor); ok {
+		t.Fatal("the instrument fitted a gap without spread")
+	}
+	for _, p := range []float64{0.5, 2.5} {
+		x.z[itemFeature-1] = p
+		w, g, lambda, ok := c.gapWeight(0.8, 0.8, x, 0.8)
+		want := sigmoid(logOdds(0.8) + c.gap.popularityEvidence(weightTemper, x))
+		if !ok || lambda != 0 || g != 0.8 || math.Abs(w-want) > 1e-12 {
+			t.Errorf("popularity %v: w %v g %v λ %v ok %v, want w %v, g the level, λ 0", p, w, g, lambda, ok, want)
+		}
+	}
+	x.z[itemFeature-1] = 2.5
+	hi, _, _, _ := c.gapWeight(0.8, 0.8, x, 0.8)
+	x.z[itemFeature-1] = 0.5
+	if lo, _, _, _ := c.gapWeight(0.8, 0.8, x, 0.8); !(hi > lo) {
+		t.Errorf("where p_clean rises with popularity the popular item weighs %v, the other %v", hi, lo)
+	}
+}
+
