@@ -421,4 +421,3 @@ func TestFlatGapKeepsPopularity(t *testing.T) {
 		t.Errorf("where p_clean rises with popularity the popular item weighs %v, the other %v", hi, lo)
 	}
 }
-
