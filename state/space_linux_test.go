@@ -287,4 +287,3 @@ func TestPseudoFilesystemIsNotFull(t *testing.T) {
 		t.Fatalf("ensureSpace in a temporary directory: %v", err)
 	}
 }
-

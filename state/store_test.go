@@ -406,4 +406,3 @@ func TestBadgerLogLinesKeepOneComponent(t *testing.T) {
 		t.Fatalf("Badger's line: %s", line)
 	}
 }
-
