@@ -796,6 +796,7 @@ func (s *KafkaSource) fetch(genCtx context.Context, seq, p int, off int64, from 
 		}
 	}
 	log.Info("fetching partition", "offset", off, "from", from)
+	saidEmpty := false
 	s.mu.Lock()
 	if s.mu.live == seq {
 		s.mu.start[p] = off
@@ -873,6 +874,14 @@ func (s *KafkaSource) fetch(genCtx context.Context, seq, p int, off int64, from 
 		s.mu.Lock()
 		s.mu.hwm[p] = resp.HighWatermark
 		s.mu.Unlock()
+		if resp.HighWatermark == 0 && !saidEmpty {
+			// A partition never written to. Said once a fetcher: a
+			// misspelt kafka.input_topic on a broker that creates topics
+			// on first use (auto.create.topics.enable, scripts/kafka.sh's
+			// too) gives a member that is ready and reads nothing.
+			saidEmpty = true
+			log.Info("the input partition has never held a record; waiting for records (if none come, check kafka.input_topic: a broker that creates topics on first use makes a misspelt one, empty)")
+		}
 		var values arena
 		for {
 			rec, err := resp.Records.ReadRecord()

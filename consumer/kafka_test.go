@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -344,5 +346,35 @@ func TestKafkaSourceOffsetBeyondTheLog(t *testing.T) {
 	<-done
 	if off := got[0].Pos.Offset; off < 2 || off >= 50 {
 		t.Fatalf("read %s first, want an offset from the log's end (2 or later) below the stale position 50", got[0].Pos)
+	}
+}
+
+// TestKafkaSourceSaysEmptyPartition: a partition that has never held a
+// record is said once, with the likely cause if nothing comes (a misspelt
+// input topic that the broker created on first use); a partition with
+// records is not.
+func TestKafkaSourceSaysEmptyPartition(t *testing.T) {
+	b := kafkatest.New(t)
+	topic := b.Topic(t, "empty-part", 2)
+	b.Produce(t, topic, kafka.Message{Value: []byte("{}")})
+	var log syncBuffer
+	src := newKafkaSource(t, b, topic, topic+"-group", func(c *consumer.KafkaConfig) {
+		c.FetchMaxWait = 50 * time.Millisecond
+		c.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	})
+	empty := fmt.Sprintf("partition=%d", 1-readN(t, src, 1)[0].Pos.Partition)
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(log.String(), "never held a record") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond) // more fetches of the empty partition
+	var said []string
+	for _, line := range strings.Split(log.String(), "\n") {
+		if strings.Contains(line, "never held a record") {
+			said = append(said, line)
+		}
+	}
+	if len(said) != 1 || !strings.HasSuffix(said[0], empty) || !strings.Contains(said[0], "kafka.input_topic") {
+		t.Fatalf("said an empty partition %d times, want once, %s:\n%s", len(said), empty, log.String())
 	}
 }
