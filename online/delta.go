@@ -499,8 +499,10 @@ func (m *Model) applyDelta(r io.Reader, confCRC uint32) error {
 		eachSpan(users, 1, func(lo, hi int) { d.int64sInto(m.users.times[lo:hi]) })
 	}
 	if m.users.prior != nil && version >= deltaPriorVersion {
-		eachSpan(users, userPriorWidth, func(lo, hi int) { d.floatsInto(m.users.prior[lo:hi]) })
-		m.users.checkPrior(d)
+		eachSpan(users, userPriorWidth, func(lo, hi int) {
+			d.floatsInto(m.users.prior[lo:hi])
+			checkPrior(d, m.users.prior[lo:hi])
+		})
 	}
 	d.section("ITEM")
 	items := d.spans(ni, fromItems)

@@ -147,11 +147,12 @@ func (g *priorLevel) decode(d *decoder) {
 	}
 }
 
-// checkPrior fails d unless every user's means lie in [0, 1] and count
-// in [0, userPriorWindow].
-func (t *userTable) checkPrior(d *decoder) {
-	for r := 0; r+userPriorWidth <= len(t.prior); r += userPriorWidth {
-		if m, m0, n := t.prior[r], t.prior[r+1], t.prior[r+2]; !(unit(m) && unit(m0) && n >= 0 && n <= userPriorWindow) {
+// checkPrior fails d unless every user's means in rows (whole prior
+// rows: those a model or a delta read) lie in [0, 1] and count in [0,
+// userPriorWindow].
+func checkPrior(d *decoder, rows []float64) {
+	for r := 0; r+userPriorWidth <= len(rows); r += userPriorWidth {
+		if m, m0, n := rows[r], rows[r+1], rows[r+2]; !(unit(m) && unit(m0) && n >= 0 && n <= userPriorWindow) {
 			d.fail("user prior: means %v, %v over %v events", m, m0, n)
 			return
 		}

@@ -2,10 +2,12 @@ package online
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -243,6 +245,27 @@ func TestUserPriorEncoding(t *testing.T) {
 	}
 	if !equalFloats(applied.users.prior[:len(priors)], priors) {
 		t.Error("a version-13 delta changed the base's priors")
+	}
+
+	// A user's count beyond the window (the last f64 of USER), in a
+	// model and in a delta.
+	for _, enc := range []struct {
+		name string
+		b    []byte
+		read func([]byte) error
+	}{
+		{"model", base, func(b []byte) error { _, err := ReadModel(bytes.NewReader(b)); return err }},
+		{"delta", writeDelta(t, m.FrozenCopy(cp)), func(b []byte) error {
+			_, err := ReadModelDeltas(bytes.NewReader(base), []io.Reader{bytes.NewReader(b)})
+			return err
+		}},
+	} {
+		_, _, end := section(t, enc.b, "USER")
+		c := bytes.Clone(enc.b)
+		binary.LittleEndian.PutUint64(c[end-8:], math.Float64bits(2*userPriorWindow))
+		if err := enc.read(c); err == nil || !strings.Contains(err.Error(), "user prior") {
+			t.Errorf("a %s with a user's prior count of %v: %v, want a refusal", enc.name, 2*userPriorWindow, err)
+		}
 	}
 
 	refusesFields(t, base, "PRIR", []badField{
