@@ -114,6 +114,11 @@ func (l *LiveSnapshots) Export(ctx context.Context, path string, partition int32
 		l.mu.Unlock()
 		return SnapshotResult{}, fmt.Errorf("export live snapshot: %w", ErrSnapshotsClosed)
 	}
+	if path == "" && l.opts.Dir == "" {
+		// Refused before the stream is held for a copy with nowhere to go.
+		l.mu.Unlock()
+		return SnapshotResult{}, fmt.Errorf("export live snapshot: %w", ErrNoSnapshotDir)
+	}
 	l.wg.Add(1) // released by the task's commit, or below if it never runs
 	l.mu.Unlock()
 
@@ -182,10 +187,6 @@ func (l *LiveSnapshots) run(ctx context.Context, out consumer.Flusher, path stri
 		c.Model = c.Model.FrozenCopy(nil)
 	}
 	if res.Path == "" {
-		if l.opts.Dir == "" {
-			fail(ErrNoSnapshotDir)
-			return
-		}
 		res.Path = filepath.Join(l.opts.Dir, fmt.Sprintf("snapshot-%d-%s.snap",
 			res.ModelVersion, c.Meta.CreatedAt.Format("20060102T150405.000Z")))
 	}
@@ -239,10 +240,6 @@ func (l *LiveSnapshots) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.Method {
 	case http.MethodPost:
-		if l.opts.Dir == "" {
-			http.Error(w, "POST /snapshot: "+ErrNoSnapshotDir.Error(), http.StatusConflict)
-			return
-		}
 		res, err := l.Export(r.Context(), "", partition)
 		if err != nil {
 			http.Error(w, err.Error(), snapshotStatus(err))

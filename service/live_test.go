@@ -200,9 +200,14 @@ func TestLiveSnapshotFailures(t *testing.T) {
 		}
 	}
 
-	go serveOne()
-	if _, err := live.Export(ctx, "", -1); err == nil {
-		t.Fatal("export without a directory succeeded")
+	// Refused at once: no task holds the stream for it.
+	if _, err := live.Export(ctx, "", -1); !errors.Is(err, service.ErrNoSnapshotDir) {
+		t.Fatalf("export without a directory: %v, want ErrNoSnapshotDir", err)
+	}
+	select {
+	case <-o.tasks:
+		t.Fatal("an export without a directory submitted a task")
+	default:
 	}
 	o.flushErr = errors.New("broker gone")
 	go serveOne()
