@@ -185,6 +185,9 @@ type contextModel struct {
 	// prior is the stream's mean weight behind the users' priors
 	// (userprior.go). The partition model's own, as level.
 	prior priorLevel
+	// reach is the running mean of the gap path's blend (gapreach.go).
+	// The partition model's own, as level.
+	reach gapReach
 }
 
 // newContextModel is the context part of a model of configuration cfg.
@@ -416,6 +419,14 @@ func (p contextPath) source() WeightSource {
 	return SourceContext
 }
 
+// gapReading is what gapWeight gives for an event: the weight w, the gap
+// instrument's posterior g, λ (the correlation's blend of the moments as
+// they are, which gapReach learns) and the blend b used, the larger of λ
+// and its running mean.
+type gapReading struct {
+	w, g, lambda, blend float64
+}
+
 // gapWeight is the weight of an event that neither instrument reads: a
 // stream whose events carry neither dwell nor an event type the order
 // ranks apart (none at all, or clicks only). Until stop 43 its weight was
@@ -437,11 +448,12 @@ func (p contextPath) source() WeightSource {
 // An instrument that covaries with nothing cannot say how much p_clean
 // carries, and the separation it assumes (rankSeparation) would then give
 // p_clean no weight. So the instrument's posterior g is blended with the
-// level by λ = min(1, |corr(logit p_clean, gap)| / gapCorrelationScale):
+// level by b, the larger of λ = min(1, |corr(logit p_clean, gap)| /
+// gapCorrelationScale) and λ's running mean over the stream (gapReach):
 //
-//	logit(w) = (1 − λ)·logit(level) + λ·logit(g)
+//	logit(w) = (1 − b)·logit(level) + b·logit(g)
 //
-// share is the instrument's own mean p_clean (pCleanShare), 0 (no fit)
+// The reading holds λ for the running mean to learn (Step). share is the instrument's own mean p_clean (pCleanShare), 0 (no fit)
 // before it has the mass. Until stop 46 it was the mixture's reliable
 // share, which on a sparse catalogue is no genuine share at all: the
 // mixture's reliable component held 0.38 of the events of the sparse v2
@@ -452,9 +464,9 @@ func (p contextPath) source() WeightSource {
 // instrument); the caller then keeps the level, and after learning moves
 // the instrument's level offset (rankInstrument.followGap) from g
 // towards the level.
-func (c *contextModel) gapWeight(level, pClean float64, x contextFeatures, share float64) (w, g, lambda float64, ok bool) {
+func (c *contextModel) gapWeight(level, pClean float64, x contextFeatures, share float64) (r gapReading, ok bool) {
 	if !c.long {
-		return 0, 0, 0, false
+		return gapReading{}, false
 	}
 	t, ok := c.gap.fit(share, share, false, gapPCleanFloor)
 	if !ok {
@@ -464,19 +476,20 @@ func (c *contextModel) gapWeight(level, pClean float64, x contextFeatures, share
 	ma, mg := s.sum[0]/s.mass, s.dwell/s.mass
 	va, vg := s.squares[0]/s.mass-ma*ma, c.gap.squares/s.mass-mg*mg // vg ≥ rankMinVariance (fit)
 	if !(va > 0) {
-		return 0, 0, 0, false
+		return gapReading{}, false
 	}
-	lambda = min(1, math.Abs(s.cross[0]/s.mass-ma*mg)/math.Sqrt(va*vg)/gapCorrelationScale)
+	lambda := min(1, math.Abs(s.cross[0]/s.mass-ma*mg)/math.Sqrt(va*vg)/gapCorrelationScale)
 	evidence := t.evidence(logOdds(pClean), x.z)
 	if x.hasGap {
 		evidence += clampAbs(t.rankSlope*(min(x.z[gapFeature], rankGapCap)-t.rankMid), contextClamp)
 	}
-	g = sigmoid(c.gap.offset + pCleanTemper*evidence)
+	g := sigmoid(c.gap.offset + pCleanTemper*evidence)
 	// The weight's slope in logit(p_clean): the level's (calibrateTo) and
 	// the instrument's, blended as the weight is.
-	k := (1-lambda)*weightTemper + lambda*pCleanTemper*t.slope[0]
-	w = sigmoid((1-lambda)*logOdds(level) + lambda*logOdds(g) + c.gap.activityEvidence(share, mg, vg, x) + c.gap.popularityEvidence(k, x))
-	return w, g, lambda, true
+	b := c.reach.blend(lambda)
+	k := (1-b)*weightTemper + b*pCleanTemper*t.slope[0]
+	w := sigmoid((1-b)*logOdds(level) + b*logOdds(g) + c.gap.activityEvidence(share, mg, vg, x) + c.gap.popularityEvidence(k, x))
+	return gapReading{w: w, g: g, lambda: lambda, blend: b}, true
 }
 
 // flatGap is gapWeight where the gap instrument has its moments but the
@@ -487,13 +500,14 @@ func (c *contextModel) gapWeight(level, pClean float64, x contextFeatures, share
 // item's popularity (popularityEvidence), which does not read the gap;
 // before stop 62 the weight was the level alone there, and the
 // popularity's reading came and went with the gap's spread. g is the
-// level, so the instrument's level offset does not move (followGap).
-// ok is false, as before, until the moments have the mass.
-func (r *rankInstrument) flatGap(level, share float64, x contextFeatures) (w, g, lambda float64, ok bool) {
+// level, so the instrument's level offset does not move (followGap), and
+// λ and the blend are 0: the running mean learns that the gap says
+// nothing. ok is false, as before, until the moments have the mass.
+func (r *rankInstrument) flatGap(level, share float64, x contextFeatures) (gapReading, bool) {
 	if r.stats.mass < contextMinMass || !(share > 0 && share < 1) {
-		return 0, 0, 0, false
+		return gapReading{}, false
 	}
-	return sigmoid(logOdds(level) + r.popularityEvidence(weightTemper, x)), level, 0, true
+	return gapReading{w: sigmoid(logOdds(level) + r.popularityEvidence(weightTemper, x)), g: level}, true
 }
 
 // activityEvidence is the evidence of the user's activity so far, a =

@@ -51,7 +51,11 @@ import (
 // user after the times in USER, and PRIR after CGAP, as encoding version
 // 18 has them: userprior.go), written exactly for models with the dwell
 // mixture; a delta of version 13 leaves the priors as the base had them.
-const DeltaVersion = 14
+// Version 15 is version 14 with the gap's reach (GLAM after PRIR, as
+// encoding version 19 has it: gapreach.go), written exactly for models
+// with the dwell mixture; a delta of version 14 leaves the reach as the
+// base had it.
+const DeltaVersion = 15
 
 // deltaCursorVersion is the first delta version with merge cursors,
 // deltaTypesVersion the first with event types, deltaDwellMixVersion the
@@ -70,6 +74,7 @@ const (
 	deltaLevelVersion      = 12
 	deltaCountGapVersion   = 13
 	deltaPriorVersion      = 14
+	deltaGapReachVersion   = 15
 )
 
 // deltaVersionFor is the delta version of a model with merge cursors or
@@ -78,7 +83,7 @@ const (
 func deltaVersionFor(cursors, types, dwellMix, clock bool) uint32 {
 	switch {
 	case dwellMix:
-		return deltaPriorVersion
+		return deltaGapReachVersion
 	case clock:
 		return deltaClockVersion
 	case types:

@@ -65,11 +65,14 @@ import (
 // version 17 with the users' priors (userprior.go: three f64 per user after
 // the times in USER, and a PRIR section after CGAP), written exactly for
 // models with the dwell mixture, which read version 17 with no prior
-// learned. So a model without
+// learned; version 19 is version 18 with the gap's reach (gapreach.go: a
+// GLAM section after PRIR), written exactly for models with the dwell
+// mixture, which read version 18 with a reach that starts from the
+// events that follow. So a model without
 // per-user offsets, cursors, event types, the dwell mixture, merged
 // events or an event order encodes as it did before they existed
 // (encodingFor).
-const EncodingVersion = 18
+const EncodingVersion = 19
 
 // userOffsetVersion is the first encoding version with per-user
 // transition offsets; cursorVersion the first with merge cursors.
@@ -88,12 +91,13 @@ const (
 	levelVersion      = 16
 	countGapVersion   = 17
 	userPriorVersion  = 18
+	gapReachVersion   = 19
 )
 
 // encodingFor is the encoding version of a model with per-user transition
 // offsets or not, merge cursors or not, event types or not, the dwell
 // mixture or not and merged events (a clock) or not (the rank instrument,
-// version 12, comes only with the dwell mixture): 18 with the dwell
+// version 12, comes only with the dwell mixture): 19 with the dwell
 // mixture, else 11 with a clock, else 7 with event types, else
 // 6 with cursors (from 6 on, the USER section holds the offsets exactly
 // when the configuration asks for them), else 5 with offsets, else 4. WriteTo writes it; ReadModel checks a version before 6
@@ -101,7 +105,7 @@ const (
 func encodingFor(userOffsets, cursors, types, dwellMix, clock bool) uint32 {
 	switch {
 	case dwellMix:
-		return userPriorVersion
+		return gapReachVersion
 	case clock:
 		return clockVersion
 	case types:
@@ -114,7 +118,7 @@ func encodingFor(userOffsets, cursors, types, dwellMix, clock bool) uint32 {
 	return userOffsetVersion - 1
 }
 
-// Encoding is the encoding version WriteTo writes for m (encodingFor): 18
+// Encoding is the encoding version WriteTo writes for m (encodingFor): 19
 // with the dwell mixture, else 11 with merged events, else 7 with event
 // types, else 6 with merge cursors, else 5 with per-user transition
 // offsets, else 4.
@@ -184,8 +188,8 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 // encodeContext writes the context's sections, which a model and a delta
 // both hold whole: CTXT, then TYPE when the model has event types, then
 // DMIX, DINS and DGAT when it reads dwell as longer-is-genuine, then RINS
-// when it has an event order as well, then GINS, LEVL, CGAP and PRIR with
-// DMIX.
+// when it has an event order as well, then GINS, LEVL, CGAP, PRIR and
+// GLAM with DMIX.
 func (m *Model) encodeContext(e *encoder) {
 	e.section("CTXT", m.context.encode)
 	if len(m.context.types) > 0 {
@@ -204,6 +208,7 @@ func (m *Model) encodeContext(e *encoder) {
 		e.section("LEVL", m.context.level.encode)
 		e.section("CGAP", m.context.countGap.encode)
 		e.section("PRIR", m.context.prior.encode)
+		e.section("GLAM", m.context.reach.encode)
 	}
 }
 
@@ -212,15 +217,15 @@ func (m *Model) encodeContext(e *encoder) {
 // the dwell mixture, the instrument, the dwell gate, the rank instrument,
 // the gap as the instruments' fifth feature, the rank instrument's gap
 // capped at shortClickMS, the gap instrument, the posterior's level, the
-// counted gaps' scale and the users' priors.
+// counted gaps' scale, the users' priors and the gap's reach.
 type contextVersions struct {
-	types, mix, inst, gate, ranks, gap, shortGap, gapInst, level, countGap, prior uint32
+	types, mix, inst, gate, ranks, gap, shortGap, gapInst, level, countGap, prior, reach uint32
 }
 
 // modelContext and deltaContext are a model's and a delta's.
 var (
-	modelContext = contextVersions{typesVersion, dwellMixVersion, instrumentVersion, gateVersion, rankVersion, gapVersion, shortGapVersion, gapInstVersion, levelVersion, countGapVersion, userPriorVersion}
-	deltaContext = contextVersions{deltaTypesVersion, deltaDwellMixVersion, deltaInstrumentVersion, deltaGateVersion, deltaRankVersion, deltaGapVersion, deltaShortGapVersion, deltaGapInstVersion, deltaLevelVersion, deltaCountGapVersion, deltaPriorVersion}
+	modelContext = contextVersions{typesVersion, dwellMixVersion, instrumentVersion, gateVersion, rankVersion, gapVersion, shortGapVersion, gapInstVersion, levelVersion, countGapVersion, userPriorVersion, gapReachVersion}
+	deltaContext = contextVersions{deltaTypesVersion, deltaDwellMixVersion, deltaInstrumentVersion, deltaGateVersion, deltaRankVersion, deltaGapVersion, deltaShortGapVersion, deltaGapInstVersion, deltaLevelVersion, deltaCountGapVersion, deltaPriorVersion, deltaGapReachVersion}
 )
 
 // decodeContextAfter reads the context's sections after CTXT of an
@@ -239,7 +244,8 @@ var (
 // empty), LEVL with DMIX from v.level on (before, a delta leaves the
 // level as it was, and ReadModel starts it), CGAP with DMIX from
 // v.countGap on (before, a delta leaves the scale as it was, and a model's
-// starts empty) and PRIR with DMIX from v.prior on (before, the same).
+// starts empty), PRIR with DMIX from v.prior on and GLAM with DMIX from
+// v.reach on (before, the same).
 func (m *Model) decodeContextAfter(d *decoder, version uint32, v contextVersions) {
 	switch {
 	case version >= v.mix && d.has("TYPE"), version >= v.types && version < v.mix:
@@ -291,6 +297,10 @@ func (m *Model) decodeContextAfter(d *decoder, version uint32, v contextVersions
 	if version >= v.prior {
 		d.section("PRIR")
 		m.context.prior.decode(d)
+	}
+	if version >= v.reach {
+		d.section("GLAM")
+		m.context.reach.decode(d)
 	}
 }
 

@@ -390,7 +390,7 @@ func TestFlatGapKeepsPopularity(t *testing.T) {
 	c := newContextModel(cfg)
 	x := contextFeatures{hasZ: true, hasGap: true}
 	x.z[gapFeature] = math.Log1p(22)
-	if _, _, _, ok := c.gapWeight(0.8, 0.8, x, 0.8); ok {
+	if _, ok := c.gapWeight(0.8, 0.8, x, 0.8); ok {
 		t.Fatal("a gap weight before the instrument has any moments")
 	}
 	r := rand.New(rand.NewPCG(4, 4))
@@ -408,16 +408,17 @@ func TestFlatGapKeepsPopularity(t *testing.T) {
 	}
 	for _, p := range []float64{0.5, 2.5} {
 		x.z[itemFeature-1] = p
-		w, g, lambda, ok := c.gapWeight(0.8, 0.8, x, 0.8)
+		r, ok := c.gapWeight(0.8, 0.8, x, 0.8)
+		w, g := r.w, r.g
 		want := sigmoid(logOdds(0.8) + c.gap.popularityEvidence(weightTemper, x))
-		if !ok || lambda != 0 || g != 0.8 || math.Abs(w-want) > 1e-12 {
-			t.Errorf("popularity %v: w %v g %v λ %v ok %v, want w %v, g the level, λ 0", p, w, g, lambda, ok, want)
+		if !ok || r.lambda != 0 || r.blend != 0 || g != 0.8 || math.Abs(w-want) > 1e-12 {
+			t.Errorf("popularity %v: %+v ok %v, want w %v, g the level, λ and the blend 0", p, r, ok, want)
 		}
 	}
 	x.z[itemFeature-1] = 2.5
-	hi, _, _, _ := c.gapWeight(0.8, 0.8, x, 0.8)
+	hi, _ := c.gapWeight(0.8, 0.8, x, 0.8)
 	x.z[itemFeature-1] = 0.5
-	if lo, _, _, _ := c.gapWeight(0.8, 0.8, x, 0.8); !(hi > lo) {
+	if lo, _ := c.gapWeight(0.8, 0.8, x, 0.8); !(hi.w > lo.w) {
 		t.Errorf("where p_clean rises with popularity the popular item weighs %v, the other %v", hi, lo)
 	}
 }

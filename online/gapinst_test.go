@@ -148,7 +148,8 @@ func TestGapInstrumentWeighsPClean(t *testing.T) {
 		var weights []float64
 		var mean, meanPrior float64
 		for i, x := range xs {
-			w, g, _, ok := c.gapWeight(prior[i], prior[i], x, c.gap.pCleanShare())
+			r, ok := c.gapWeight(prior[i], prior[i], x, c.gap.pCleanShare())
+			w, g := r.w, r.g
 			if !ok {
 				w = prior[i]
 			}
@@ -162,6 +163,7 @@ func TestGapInstrumentWeighsPClean(t *testing.T) {
 			}
 			if ok {
 				c.gap.followGap(g, prior[i])
+				c.reach.learn(r.lambda)
 			}
 			c.learnGap(&x, prior[i])
 		}
@@ -303,7 +305,8 @@ func TestActivityEvidence(t *testing.T) {
 		}
 		var with, without []float64
 		for i, x := range xs {
-			w, g, _, ok := c.gapWeight(prior[i], prior[i], x, c.gap.pCleanShare())
+			r, ok := c.gapWeight(prior[i], prior[i], x, c.gap.pCleanShare())
+			w, g := r.w, r.g
 			if ok {
 				with = append(with, w)
 				without = append(without, sigmoid(logOdds(w)-c.gap.activityEvidence(c.gap.pCleanShare(), gapMean(&c.gap), gapVariance(&c.gap), x)))
@@ -385,10 +388,11 @@ func TestPopularityEvidence(t *testing.T) {
 		var scored []bool
 		var slope float64
 		for i, x := range xs {
-			w, g, lambda, ok := c.gapWeight(prior[i], prior[i], x, c.gap.pCleanShare())
+			r, ok := c.gapWeight(prior[i], prior[i], x, c.gap.pCleanShare())
+			w, g, b := r.w, r.g, r.blend
 			if ok {
 				f, _ := c.gap.fit(c.gap.pCleanShare(), c.gap.pCleanShare(), false, gapPCleanFloor)
-				k := (1-lambda)*weightTemper + lambda*pCleanTemper*f.slope[0]
+				k := (1-b)*weightTemper + b*pCleanTemper*f.slope[0]
 				e := c.gap.popularityEvidence(k, x)
 				if math.IsNaN(e) || math.IsInf(e, 0) {
 					t.Fatalf("%s: evidence %v", tc.name, e)

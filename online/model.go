@@ -273,16 +273,16 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	// gap, where it says something. Its level is p_clean calibrated
 	// towards the gap instrument's mean p_clean, not the mixture's share
 	// (gapWeight), unless the context gave the weight.
-	gapped, gapW, level := false, 0.0, sc.Weight
+	var gap gapReading
+	gapped, level := false, sc.Weight
 	if m.useContext() && path == pathAnchored {
-		var w, lambda float64
 		share := m.context.gap.pCleanShare()
 		if share > 0 && sc.Source == SourcePClean {
 			level = calibrateTo(posterior, share)
 		}
-		if w, gapW, lambda, gapped = m.context.gapWeight(level, sc.PClean, context, share); gapped {
-			sc.Weight = w
-			if lambda >= 0.5 {
+		if gap, gapped = m.context.gapWeight(level, sc.PClean, context, share); gapped {
+			sc.Weight = gap.w
+			if gap.blend >= 0.5 {
 				sc.Source = SourceGap
 			}
 		}
@@ -303,7 +303,8 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	if ok && m.useContext() {
 		m.context.learn(context, posterior, sc.PClean, path)
 		if gapped {
-			m.context.gap.followGap(gapW, level)
+			m.context.gap.followGap(gap.g, level)
+			m.context.reach.learn(gap.lambda)
 		}
 		m.context.learnGap(&context, sc.PClean)
 		if context.counted {

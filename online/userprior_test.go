@@ -19,7 +19,7 @@ func withoutPrior(t *testing.T, b []byte, version uint32) []byte {
 	t.Helper()
 	at, start, end := section(t, b, "USER")
 	b = withBody(b, at, start, end, b[start:end-8*userPriorWidth*userRows(b, start)])
-	return withoutSection(t, b, "PRIR", version)
+	return withoutSection(t, withoutGapReach(t, b, version), "PRIR", version)
 }
 
 // TestUserPriorStrength: where each user's events are genuine with the
@@ -277,10 +277,11 @@ func TestUserPriorEncoding(t *testing.T) {
 	})
 }
 
-// withPriorOf gives got the priors of m: what an encoding before version
-// 18 lacks.
+// withPriorOf gives got the priors and the gap's reach of m: what an
+// encoding before version 18 lacks.
 func withPriorOf(got, m *Model) {
 	got.context.prior, got.users.prior = m.context.prior, append([]float64(nil), m.users.prior...)
+	got.context.reach = m.context.reach
 }
 
 // equalFloats reports whether a and b hold the same values bit for bit.
