@@ -256,8 +256,12 @@ func (m *Model) addItemRow(id string) int32 {
 		m.bounds.itemsEvicted++
 		m.transition.resetItem(i)
 		m.cooc.dropItem(i, m.users.stamps, m.epoch)
+		if m.itemPriors != nil {
+			clear(m.itemPriors[int(i)*userPriorWidth : int(i+1)*userPriorWidth])
+		}
 	} else {
 		m.transition.addItem()
+		m.growItemPriors()
 		m.cooc.grow(m.users.len(), m.items.len())
 	}
 	m.shareRowAdded(i)
@@ -271,7 +275,16 @@ func (m *Model) addColdRows() {
 	clear(m.items.row(m.items.add("", m.rnd, 0, m.epoch)))
 	m.transition.addUser()
 	m.transition.addItem()
+	m.growItemPriors()
 	m.cooc.grow(m.users.len(), m.items.len())
+}
+
+// growItemPriors appends an empty prior row for a new item row, where the
+// model keeps the items' priors.
+func (m *Model) growItemPriors() {
+	if m.itemPriors != nil {
+		m.itemPriors = append(m.itemPriors, make([]float64, userPriorWidth)...)
+	}
 }
 
 // admission is a count-min sketch of the sightings of ids that have no
@@ -448,13 +461,14 @@ func (c Config) RowBytes() (user, item int) {
 	const f64, i32, u32, u64, i64, str, slice = 8, 4, 4, 8, 8, 16, 24
 	row := c.Dim*f64 + f64 + u64 + str // vector, step sum, stamp, id
 	user = row + recentItems*i32 + u32 // recent items, pushed
+	item = row + c.K()*c.K()*f64       // transition offsets
 	if c.DwellDirection == DwellLong {
 		user += i64 + userPriorWidth*f64 // latest event time, prior
+		item += userPriorWidth * f64     // prior
 	}
 	if c.TransitionUserOffset {
 		user += c.K() * c.K() * f64 // transition offsets
 	}
-	item = row + c.K()*c.K()*f64 // transition offsets
 	if c.Cooccurrence == CoocExact {
 		user += slice
 		item += slice
@@ -505,6 +519,9 @@ func (m *Model) reserve() {
 	if n := m.cfg.MaxItems + base; m.cfg.MaxItems > 0 && n*itemBytes <= maxReserveBytes {
 		m.items.reserve(n)
 		m.transition.offsets = reserveRows(m.transition.offsets, n*m.k*m.k)
+		if m.itemPriors != nil {
+			m.itemPriors = reserveRows(m.itemPriors, n*userPriorWidth)
+		}
 		m.cooc.reserve(0, n)
 	}
 }

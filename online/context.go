@@ -188,6 +188,9 @@ type contextModel struct {
 	// reach is the running mean of the gap path's blend (gapreach.go).
 	// The partition model's own, as level.
 	reach gapReach
+	// itemLevel is the stream's mean weight behind the items' priors
+	// (itemprior.go). The partition model's own, as level.
+	itemLevel priorLevel
 }
 
 // newContextModel is the context part of a model of configuration cfg.

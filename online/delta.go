@@ -51,10 +51,11 @@ import (
 // user after the times in USER, and PRIR after CGAP, as encoding version
 // 18 has them: userprior.go), written exactly for models with the dwell
 // mixture; a delta of version 13 leaves the priors as the base had them.
-// Version 15 is version 14 with the gap's reach (GLAM after PRIR, as
-// encoding version 19 has it: gapreach.go), written exactly for models
-// with the dwell mixture; a delta of version 14 leaves the reach as the
-// base had it.
+// Version 15 is version 14 with the gap's reach (GLAM after PRIR) and the
+// items' priors (three f64 per changed item after the offsets in ITEM,
+// and IPRI after GLAM), as encoding version 19 has them (gapreach.go,
+// itemprior.go), written exactly for models with the dwell mixture; a
+// delta of version 14 leaves them as the base had them.
 const DeltaVersion = 15
 
 // deltaCursorVersion is the first delta version with merge cursors,
@@ -241,6 +242,9 @@ func (m *Model) encodeDelta(e *encoder, confCRC uint32) {
 		encodeSpans(e, items)
 		m.items.encodeRows(e, items)
 		eachSpan(items, m.k*m.k, func(lo, hi int) { e.floats(m.transition.offsets[lo:hi]) })
+		if m.itemPriors != nil {
+			eachSpan(items, userPriorWidth, func(lo, hi int) { e.floats(m.itemPriors[lo:hi]) })
+		}
 	})
 	m.encodeNets(e)
 	e.section("WIND", func(e *encoder) {
@@ -506,13 +510,19 @@ func (m *Model) applyDelta(r io.Reader, confCRC uint32) error {
 	if m.users.prior != nil && version >= deltaPriorVersion {
 		eachSpan(users, userPriorWidth, func(lo, hi int) {
 			d.floatsInto(m.users.prior[lo:hi])
-			checkPrior(d, m.users.prior[lo:hi])
+			checkPrior(d, m.users.prior[lo:hi], "user")
 		})
 	}
 	d.section("ITEM")
 	items := d.spans(ni, fromItems)
 	m.items.decodeRows(d, items)
 	eachSpan(items, m.k*m.k, func(lo, hi int) { d.floatsInto(m.transition.offsets[lo:hi]) })
+	if m.itemPriors != nil && version >= deltaGapReachVersion {
+		eachSpan(items, userPriorWidth, func(lo, hi int) {
+			d.floatsInto(m.itemPriors[lo:hi])
+			checkPrior(d, m.itemPriors[lo:hi], "item")
+		})
+	}
 	m.decodeNets(d)
 	d.section("WIND")
 	x := &m.mixture
@@ -573,6 +583,7 @@ func (m *Model) growTo(nu, ni int) {
 	for m.items.len() < ni {
 		m.items.appendEmpty()
 		m.transition.addItem()
+		m.growItemPriors()
 	}
 	m.cooc.grow(nu, ni)
 }

@@ -66,9 +66,11 @@ import (
 // the times in USER, and a PRIR section after CGAP), written exactly for
 // models with the dwell mixture, which read version 17 with no prior
 // learned; version 19 is version 18 with the gap's reach (gapreach.go: a
-// GLAM section after PRIR), written exactly for models with the dwell
-// mixture, which read version 18 with a reach that starts from the
-// events that follow. So a model without
+// GLAM section after PRIR) and the items' priors (itemprior.go: three f64
+// per item after the offsets in ITEM, and an IPRI section after GLAM),
+// written exactly for models with the dwell mixture, which read version
+// 18 with a reach and items' priors that start from the events that
+// follow. So a model without
 // per-user offsets, cursors, event types, the dwell mixture, merged
 // events or an event order encodes as it did before they existed
 // (encodingFor).
@@ -164,7 +166,13 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 			e.floats(m.users.prior)
 		}
 	})
-	e.section("ITEM", func(e *encoder) { m.items.encode(e); m.transition.encodeOffsets(e) })
+	e.section("ITEM", func(e *encoder) {
+		m.items.encode(e)
+		m.transition.encodeOffsets(e)
+		if m.itemPriors != nil {
+			e.floats(m.itemPriors)
+		}
+	})
 	m.encodeNets(e)
 	e.section("WIND", m.mixture.encodeWindow)
 	e.section("COOC", func(e *encoder) { e.u8(m.cooc.kind()); m.cooc.encode(e) })
@@ -188,8 +196,8 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 // encodeContext writes the context's sections, which a model and a delta
 // both hold whole: CTXT, then TYPE when the model has event types, then
 // DMIX, DINS and DGAT when it reads dwell as longer-is-genuine, then RINS
-// when it has an event order as well, then GINS, LEVL, CGAP, PRIR and
-// GLAM with DMIX.
+// when it has an event order as well, then GINS, LEVL, CGAP, PRIR, GLAM
+// and IPRI with DMIX.
 func (m *Model) encodeContext(e *encoder) {
 	e.section("CTXT", m.context.encode)
 	if len(m.context.types) > 0 {
@@ -209,6 +217,7 @@ func (m *Model) encodeContext(e *encoder) {
 		e.section("CGAP", m.context.countGap.encode)
 		e.section("PRIR", m.context.prior.encode)
 		e.section("GLAM", m.context.reach.encode)
+		e.section("IPRI", m.context.itemLevel.encode)
 	}
 }
 
@@ -244,8 +253,8 @@ var (
 // empty), LEVL with DMIX from v.level on (before, a delta leaves the
 // level as it was, and ReadModel starts it), CGAP with DMIX from
 // v.countGap on (before, a delta leaves the scale as it was, and a model's
-// starts empty), PRIR with DMIX from v.prior on and GLAM with DMIX from
-// v.reach on (before, the same).
+// starts empty), PRIR with DMIX from v.prior on and GLAM and IPRI with
+// DMIX from v.reach on (before, the same).
 func (m *Model) decodeContextAfter(d *decoder, version uint32, v contextVersions) {
 	switch {
 	case version >= v.mix && d.has("TYPE"), version >= v.types && version < v.mix:
@@ -296,11 +305,13 @@ func (m *Model) decodeContextAfter(d *decoder, version uint32, v contextVersions
 	}
 	if version >= v.prior {
 		d.section("PRIR")
-		m.context.prior.decode(d)
+		m.context.prior.decode(d, "user")
 	}
 	if version >= v.reach {
 		d.section("GLAM")
 		m.context.reach.decode(d)
+		d.section("IPRI")
+		m.context.itemLevel.decode(d, "item")
 	}
 }
 
@@ -393,6 +404,7 @@ func ReadModel(r io.Reader) (*Model, error) {
 	d.section("ITEM")
 	m.items.decode(d)
 	m.transition.decodeOffsets(d, m.items.len())
+	m.decodeItemPriors(d, version >= gapReachVersion)
 	m.decodeNets(d)
 	d.section("WIND")
 	m.mixture.decodeWindow(d, cfg.GMMWindow)

@@ -33,6 +33,11 @@ func (m *Model) FrozenCopy(dst *Model) *Model {
 	dst.users.copyFrom(&m.users, users, nu)
 	dst.items.copyFrom(&m.items, items, ni)
 	dst.transition.copyFrom(&m.transition, users, nu, items, ni)
+	if m.itemPriors != nil {
+		dst.itemPriors = syncRows(dst.itemPriors, m.itemPriors, userPriorWidth, items, ni)
+	} else {
+		dst.itemPriors = nil
+	}
 	dst.cooc = m.cooc.copyInto(dst.cooc, users, items, nu, ni)
 	dst.popular.copyFrom(&m.popular)
 	dst.classifier.copyFrom(&m.classifier)

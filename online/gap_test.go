@@ -125,8 +125,9 @@ func withoutGap(t *testing.T, b []byte, version uint32) []byte {
 	return b
 }
 
-// userRows is the number of user rows in the USER section whose body
-// starts at start of b: a model's users, or the rows of a delta's spans.
+// userRows is the number of rows in the USER (or ITEM) section whose body
+// starts at start of b: a model's users (items), or the rows of a delta's
+// spans.
 func userRows(b []byte, start int) int {
 	if !bytes.Equal(b[:8], deltaMagic[:]) {
 		return int(binary.LittleEndian.Uint32(b[start:]))

@@ -2,17 +2,22 @@ package online
 
 import (
 	"bytes"
+	"encoding/binary"
 	"io"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
 // withoutGapReach rewrites a model encoding or a delta into the given
-// older version without GLAM, the gap's reach (version 18, delta 14).
+// older version without what version 19 (delta 15) added: GLAM, the gap's
+// reach, and the items' priors (the end of ITEM and IPRI).
 func withoutGapReach(t *testing.T, b []byte, version uint32) []byte {
 	t.Helper()
-	return withoutSection(t, b, "GLAM", version)
+	at, start, end := section(t, b, "ITEM")
+	b = withBody(b, at, start, end, b[start:end-8*userPriorWidth*userRows(b, start)])
+	return withoutSection(t, withoutSection(t, b, "IPRI", version), "GLAM", version)
 }
 
 // TestGapReachKnownValues: the reach is the running mean of λ, counting up
@@ -112,10 +117,11 @@ func TestGapReachKeepsTheGap(t *testing.T) {
 	}
 }
 
-// TestGapReachEncoding: the reach reads back as written; a model of
-// version 18 reads with an empty reach and nothing else changed; a delta
-// of version 14 leaves the base's reach; a reach no stream gives is
-// refused.
+// TestGapReachEncoding: the reach and the items' priors (version 19's
+// additions) read back as written; a model of version 18 reads with an
+// empty reach and no item's prior, nothing else changed; a delta of
+// version 14 leaves the base's, one of version 15 carries them; a reach or
+// an item's prior no stream gives is refused.
 func TestGapReachEncoding(t *testing.T) {
 	cfg := smallConfig(ModeBinary)
 	cfg.DwellDirection = DwellLong
@@ -132,23 +138,31 @@ func TestGapReachEncoding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.context.reach != m.context.reach {
-		t.Fatalf("the reach read back %+v, want %+v", got.context.reach, m.context.reach)
+	if got.context.reach != m.context.reach || got.context.itemLevel != m.context.itemLevel || !equalFloats(got.itemPriors, m.itemPriors) {
+		t.Fatal("the reach or the items' priors read back differ")
+	}
+	if m.context.itemLevel.n == 0 || m.itemPriors[userPriorWidth*int(m.items.base)+2] == 0 {
+		t.Fatal("nothing learned into the items' priors")
 	}
 
 	old, err := ReadModel(bytes.NewReader(withoutGapReach(t, base, userPriorVersion)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if old.context.reach != (gapReach{}) {
-		t.Fatalf("version 18 read with a reach %+v", old.context.reach)
+	if old.context.reach != (gapReach{}) || old.context.itemLevel != (priorLevel{}) || len(old.itemPriors) != len(m.itemPriors) {
+		t.Fatalf("version 18 read with a reach %+v, an item prior level %+v and %d item prior slots", old.context.reach, old.context.itemLevel, len(old.itemPriors))
 	}
-	old.context.reach = m.context.reach
+	for _, v := range old.itemPriors {
+		if v != 0 {
+			t.Fatal("version 18 read with an item's prior learned")
+		}
+	}
+	withReachOf(old, m)
 	if !bytes.Equal(encode(t, old), base) {
 		t.Fatal("version 18 read back with other parts than the model's")
 	}
 
-	reach := cp.context.reach
+	reach, itemPriors := cp.context.reach, append([]float64(nil), cp.itemPriors...)
 	runScores(t, m, evs[3000:])
 	if m.context.reach == reach {
 		t.Fatal("the reach learned nothing from 1,000 more events")
@@ -158,21 +172,54 @@ func TestGapReachEncoding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if applied.context.reach != reach {
-		t.Errorf("a version-14 delta changed the base's reach to %+v", applied.context.reach)
+	if applied.context.reach != reach || !equalFloats(applied.itemPriors[:len(itemPriors)], itemPriors) {
+		t.Errorf("a version-14 delta changed the base's reach (to %+v) or its items' priors", applied.context.reach)
 	}
 	full, err := ReadModelDeltas(bytes.NewReader(base), []io.Reader{bytes.NewReader(writeDelta(t, m.FrozenCopy(cp)))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if full.context.reach != m.context.reach {
-		t.Errorf("a delta carried the reach %+v, want %+v", full.context.reach, m.context.reach)
+	if full.context.reach != m.context.reach || full.context.itemLevel != m.context.itemLevel || !equalFloats(full.itemPriors, m.itemPriors) {
+		t.Error("a delta did not carry the reach and the items' priors")
 	}
 
+	// An item's count beyond the window (the last f64 of ITEM), in a
+	// model and in a delta.
+	for _, enc := range []struct {
+		name string
+		b    []byte
+		read func([]byte) error
+	}{
+		{"model", base, func(b []byte) error { _, err := ReadModel(bytes.NewReader(b)); return err }},
+		{"delta", writeDelta(t, m.FrozenCopy(cp)), func(b []byte) error {
+			_, err := ReadModelDeltas(bytes.NewReader(base), []io.Reader{bytes.NewReader(b)})
+			return err
+		}},
+	} {
+		_, _, end := section(t, enc.b, "ITEM")
+		c := bytes.Clone(enc.b)
+		binary.LittleEndian.PutUint64(c[end-8:], math.Float64bits(2*userPriorWindow))
+		if err := enc.read(c); err == nil || !strings.Contains(err.Error(), "item prior") {
+			t.Errorf("a %s with an item's prior count of %v: %v, want a refusal", enc.name, 2*userPriorWindow, err)
+		}
+	}
+
+	refusesFields(t, base, "IPRI", []badField{
+		{0, 1.5, "item prior level"},
+		{2, -1, "item prior level"},
+		{3, 0.3, "item prior level"},
+	})
 	refusesFields(t, base, "GLAM", []badField{
 		{0, 1.5, "gap reach"},
 		{0, math.NaN(), "gap reach"},
 		{1, -1, "gap reach"},
 		{1, 2 * gapReachWindow, "gap reach"},
 	})
+}
+
+// withReachOf gives got what version 19 added to m: the gap's reach and
+// the items' priors.
+func withReachOf(got, m *Model) {
+	got.context.reach, got.context.itemLevel = m.context.reach, m.context.itemLevel
+	got.itemPriors = append([]float64(nil), m.itemPriors...)
 }

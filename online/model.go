@@ -14,9 +14,14 @@ type Model struct {
 	src  *rand.PCG
 	rnd  *rand.Rand
 
-	users   userTable
-	items   table
-	popular popularRing // popularity sampling's ring of recent items
+	users userTable
+	items table
+	// itemPriors is each item row's means of the weight, after the priors
+	// and before them, and the events they count (userPriorWidth slots an
+	// item: itemprior.go). Kept and encoded as userTable.prior is; nil
+	// else.
+	itemPriors []float64
+	popular    popularRing // popularity sampling's ring of recent items
 
 	classifier head // f, the clean-label posterior
 	noisyHead  head // η̃, the noisy-label posterior the distiller reads
@@ -157,6 +162,7 @@ func newModel(cfg Config, src *rand.PCG) *Model {
 	if cfg.DwellDirection == DwellLong {
 		m.users.times = []int64{}
 		m.users.prior = []float64{}
+		m.itemPriors = []float64{}
 	}
 	if cfg.Cooccurrence == CoocExact {
 		m.cooc = &exactCooc{}
@@ -288,17 +294,26 @@ func (m *Model) Step(ev Event, sc *Score) error {
 		}
 	}
 
-	// The user's prior (userprior.go): from the stream's genuine share to
-	// the user's, as the user's earlier weights tell it.
-	prior, before := m.useContext() && m.users.prior != nil && u >= m.users.base, sc.Weight
-	if prior {
+	// The user's prior (userprior.go), then the item's (itemprior.go): from
+	// the stream's genuine share to the user's and the item's, as their
+	// earlier weights tell them.
+	before := sc.Weight
+	userPrior := m.useContext() && m.users.prior != nil && u >= m.users.base
+	if userPrior {
 		sc.Weight = m.userPrior(u, sc.Weight)
+	}
+	itemPrior := m.useContext() && m.itemPriors != nil && i >= m.items.base
+	if itemPrior {
+		sc.Weight = m.itemPrior(i, sc.Weight)
 	}
 
 	// 2. Learn. The context learns from its posterior, not the weight.
 	ok := m.learnEvent(u, i, y, ev.Weight, sc, x0, x1)
-	if ok && prior {
+	if ok && userPrior {
 		m.learnUserPrior(u, before, sc.Weight)
+	}
+	if ok && itemPrior {
+		m.learnItemPrior(i, before, sc.Weight)
 	}
 	if ok && m.useContext() {
 		m.context.learn(context, posterior, sc.PClean, path)
@@ -486,6 +501,9 @@ func (m *Model) Summary() Summary {
 	}
 	if m.useContext() && m.users.prior != nil {
 		s.UserPriorStrength = m.context.prior.strength()
+	}
+	if m.useContext() && m.itemPriors != nil {
+		s.ItemPriorStrength = m.context.itemLevel.strength()
 	}
 	return s
 }

@@ -236,7 +236,8 @@ func (s *Set) Summary() Summary {
 		ms := m.Summary()
 		if top == nil || m.Version() > top.Version() {
 			top = m
-			sum.Rho, sum.GMM, sum.MeanTransition, sum.UserPriorStrength = ms.Rho, ms.GMM, ms.MeanTransition, ms.UserPriorStrength
+			sum.Rho, sum.GMM, sum.MeanTransition = ms.Rho, ms.GMM, ms.MeanTransition
+			sum.UserPriorStrength, sum.ItemPriorStrength = ms.UserPriorStrength, ms.ItemPriorStrength
 		}
 		sum.Events += ms.Events
 		sum.Users += ms.Users

@@ -34,6 +34,10 @@ type Summary struct {
 	// differ (or before it has the events to tell); 0 in a model without
 	// the prior.
 	UserPriorStrength float64 `json:"user_prior_strength,omitempty"`
+	// ItemPriorStrength is k of the items' priors (itemprior.go): small
+	// where a few items draw most of the noise (clickbait, a trending
+	// slot), 1000 where the items do not differ; 0 in a model without it.
+	ItemPriorStrength float64 `json:"item_prior_strength,omitempty"`
 }
 
 // GMMSummary describes the fitted two-component mixture over the

@@ -202,7 +202,7 @@ func (t *userTable) decodePrior(d *decoder, has bool) {
 	case t.prior == nil:
 	case has:
 		t.prior = d.floats(t.len() * userPriorWidth)
-		checkPrior(d, t.prior)
+		checkPrior(d, t.prior, "user")
 	default:
 		t.prior = make([]float64, t.len()*userPriorWidth)
 	}

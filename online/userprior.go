@@ -97,16 +97,19 @@ func (g *priorLevel) strength() float64 {
 // stream's prior to the user's. u must be an admitted user's row and the
 // model keep the prior (userTable.prior not nil).
 func (m *Model) userPrior(u int32, w float64) float64 {
-	g := &m.context.prior
-	row := m.users.prior[int(u)*userPriorWidth:]
+	return priorOf(m.users.prior[int(u)*userPriorWidth:], &m.context.prior, w)
+}
+
+// priorOf returns w moved from the stream's prior (g) to that of the row's
+// user or item: the odds ratio of π to g, within e^±contextClamp, times
+// w's odds (the log-odds' sum without a logarithm).
+func priorOf(row []float64, g *priorLevel, w float64) float64 {
 	if row[2] == 0 || !(g.mean > 0 && g.mean < 1) {
-		return w // a new user's π_u is g
+		return w // a new row's π is g
 	}
 	k := g.strength()
-	pu := (row[2]*row[0] + k*g.mean) / (row[2] + k)
-	// The odds ratio of π_u to g, within e^±contextClamp, times w's odds:
-	// the log-odds' sum without a logarithm.
-	r := min(max(pu*(1-g.mean)/((1-pu)*g.mean), priorRatioMin), priorRatioMax)
+	p := (row[2]*row[0] + k*g.mean) / (row[2] + k)
+	r := min(max(p*(1-g.mean)/((1-p)*g.mean), priorRatioMin), priorRatioMax)
 	return w * r / (w*r + 1 - w)
 }
 
@@ -114,11 +117,15 @@ func (m *Model) userPrior(u int32, w float64) float64 {
 // moves a weight, as contextClamp bounds a feature's evidence.
 var priorRatioMin, priorRatioMax = math.Exp(-contextClamp), math.Exp(contextClamp)
 
-// learnUserPrior adds an event of user u, of weight w0 before the prior
-// and w after it, to the user's means and to the stream's.
+// learnUserPrior adds an event of user u, of weight w0 before the priors
+// and w after them, to the user's means and to the stream's.
 func (m *Model) learnUserPrior(u int32, w0, w float64) {
-	row := m.users.prior[int(u)*userPriorWidth:]
-	g := &m.context.prior
+	learnPrior(m.users.prior[int(u)*userPriorWidth:], &m.context.prior, w0, w)
+}
+
+// learnPrior adds an event of weight w0 before the priors and w after them
+// to a user's or an item's means (row) and to the stream's (g).
+func learnPrior(row []float64, g *priorLevel, w0, w float64) {
 	if row[2] > 0 {
 		g.pairs = min(g.pairs+1, priorLevelWindow)
 		g.cov += ((w0-g.mean0)*(row[1]-g.mean0) - g.cov) / g.pairs
@@ -138,22 +145,23 @@ func (g *priorLevel) encode(e *encoder) {
 }
 
 // decode reads what encode writes, refusing means outside [0, 1], counts
-// outside [0, priorLevelWindow] or a covariance beyond ±1/4.
-func (g *priorLevel) decode(d *decoder) {
+// outside [0, priorLevelWindow] or a covariance beyond ±1/4; whose ("user"
+// or "item") names the prior in the error.
+func (g *priorLevel) decode(d *decoder, whose string) {
 	g.mean, g.mean0, g.n, g.cov, g.pairs = d.f64(), d.f64(), d.f64(), d.f64(), d.f64()
 	if !(unit(g.mean) && unit(g.mean0) && g.n >= 0 && g.n <= priorLevelWindow &&
 		g.cov >= -0.25 && g.cov <= 0.25 && g.pairs >= 0 && g.pairs <= priorLevelWindow) {
-		d.fail("user prior level: means %v, %v over %v events, covariance %v over %v", g.mean, g.mean0, g.n, g.cov, g.pairs)
+		d.fail("%s prior level: means %v, %v over %v events, covariance %v over %v", whose, g.mean, g.mean0, g.n, g.cov, g.pairs)
 	}
 }
 
-// checkPrior fails d unless every user's means in rows (whole prior
-// rows: those a model or a delta read) lie in [0, 1] and count in [0,
-// userPriorWindow].
-func checkPrior(d *decoder, rows []float64) {
+// checkPrior fails d unless every user's (or item's: whose) means in rows
+// (whole prior rows: those a model or a delta read) lie in [0, 1] and
+// count in [0, userPriorWindow].
+func checkPrior(d *decoder, rows []float64, whose string) {
 	for r := 0; r+userPriorWidth <= len(rows); r += userPriorWidth {
 		if m, m0, n := rows[r], rows[r+1], rows[r+2]; !(unit(m) && unit(m0) && n >= 0 && n <= userPriorWindow) {
-			d.fail("user prior: means %v, %v over %v events", m, m0, n)
+			d.fail("%s prior: means %v, %v over %v events", whose, m, m0, n)
 			return
 		}
 	}

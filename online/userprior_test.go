@@ -277,11 +277,11 @@ func TestUserPriorEncoding(t *testing.T) {
 	})
 }
 
-// withPriorOf gives got the priors and the gap's reach of m: what an
-// encoding before version 18 lacks.
+// withPriorOf gives got the users' priors of m and what version 19 added
+// (withReachOf): what an encoding before version 18 lacks.
 func withPriorOf(got, m *Model) {
 	got.context.prior, got.users.prior = m.context.prior, append([]float64(nil), m.users.prior...)
-	got.context.reach = m.context.reach
+	withReachOf(got, m)
 }
 
 // equalFloats reports whether a and b hold the same values bit for bit.

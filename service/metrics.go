@@ -315,6 +315,8 @@ var (
 		"Current rho of the distillation threshold (1+rho)/2.", nil, nil)
 	descPrior = prometheus.NewDesc("denoiser_user_prior_strength",
 		"k of the users' priors, in events: 1000 where the users' genuine shares do not differ, the smaller the more a few users send the noise.", nil, nil)
+	descItemPrior = prometheus.NewDesc("denoiser_item_prior_strength",
+		"k of the items' priors, in events: 1000 where the items' genuine shares do not differ, the smaller the more a few items draw the noise.", nil, nil)
 	descRefits = prometheus.NewDesc("denoiser_gmm_refits_total",
 		"GMM refits of the model (restored with the model).", nil, nil)
 	descFitted = prometheus.NewDesc("denoiser_gmm_fitted",
@@ -333,7 +335,7 @@ var (
 
 func (c *scrapeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLag, descNext, descAssigned, descReady, descAge, descVersion, descUsers, descItems,
-		descCapacity, descAdmitted, descEvicted, descCold, descShare, descRho, descPrior, descRefits, descFitted, descReliable, descWeight, descMean, descTransition} {
+		descCapacity, descAdmitted, descEvicted, descCold, descShare, descRho, descPrior, descItemPrior, descRefits, descFitted, descReliable, descWeight, descMean, descTransition} {
 		ch <- d
 	}
 }
@@ -397,6 +399,9 @@ func (c *scrapeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descRho, s.Rho)
 	if s.UserPriorStrength > 0 {
 		gauge(descPrior, s.UserPriorStrength)
+	}
+	if s.ItemPriorStrength > 0 {
+		gauge(descItemPrior, s.ItemPriorStrength)
 	}
 	counter(descRefits, s.Refits)
 	fitted := 0.0

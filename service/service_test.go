@@ -323,7 +323,7 @@ func TestEndToEnd(t *testing.T) {
 		"denoiser_checkpoint_duration_seconds_bucket", "denoiser_checkpoint_age_seconds",
 		`denoiser_consumer_lag{partition="0",topic="` + in + `"} 0`, "denoiser_ready 1", "denoiser_distilled_share",
 		"denoiser_gmm_refits_total", `denoiser_gmm_component_mean{component="0",feature="score"}`,
-		`denoiser_mean_transition{clean="1",observed="1"}`, "denoiser_user_prior_strength", "go_goroutines",
+		`denoiser_mean_transition{clean="1",observed="1"}`, "denoiser_user_prior_strength", "denoiser_item_prior_strength", "go_goroutines",
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %q", want)

@@ -380,6 +380,9 @@ func (r *Report) PrintAs(w io.Writer, command string) error {
 	if k := r.Model.UserPriorStrength; k > 0 {
 		fmt.Fprintf(&b, "user prior: strength %.3g events (%g: the users' genuine shares do not differ; the smaller, the more a few users send the noise)\n", k, online.UserPriorMax)
 	}
+	if k := r.Model.ItemPriorStrength; k > 0 {
+		fmt.Fprintf(&b, "item prior: strength %.3g events (%g: the items' genuine shares do not differ; the smaller, the more a few items draw the noise)\n", k, online.UserPriorMax)
+	}
 	if len(r.Model.UnrankedTypes) > 0 {
 		fmt.Fprintf(&b, "event types without a rank in model.event_order: %s (add them to the order, least engaged first, to rank them)\n",
 			strings.Join(r.Model.UnrankedTypes, ", "))
