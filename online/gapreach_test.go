@@ -2,11 +2,9 @@ package online
 
 import (
 	"bytes"
-	"encoding/binary"
 	"io"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"testing"
 )
 
@@ -183,26 +181,7 @@ func TestGapReachEncoding(t *testing.T) {
 		t.Error("a delta did not carry the reach and the items' priors")
 	}
 
-	// An item's count beyond the window (the last f64 of ITEM), in a
-	// model and in a delta.
-	for _, enc := range []struct {
-		name string
-		b    []byte
-		read func([]byte) error
-	}{
-		{"model", base, func(b []byte) error { _, err := ReadModel(bytes.NewReader(b)); return err }},
-		{"delta", writeDelta(t, m.FrozenCopy(cp)), func(b []byte) error {
-			_, err := ReadModelDeltas(bytes.NewReader(base), []io.Reader{bytes.NewReader(b)})
-			return err
-		}},
-	} {
-		_, _, end := section(t, enc.b, "ITEM")
-		c := bytes.Clone(enc.b)
-		binary.LittleEndian.PutUint64(c[end-8:], math.Float64bits(2*userPriorWindow))
-		if err := enc.read(c); err == nil || !strings.Contains(err.Error(), "item prior") {
-			t.Errorf("a %s with an item's prior count of %v: %v, want a refusal", enc.name, 2*userPriorWindow, err)
-		}
-	}
+	refusesPriorCount(t, base, writeDelta(t, m.FrozenCopy(cp)), "ITEM", "item")
 
 	refusesFields(t, base, "IPRI", []badField{
 		{0, 1.5, "item prior level"},

@@ -46,45 +46,16 @@ func clickbaitEvents(n int, seed uint64, clickbait bool) ([]Event, []bool) {
 // is on any item, the strength is large and the weight moves little. The
 // prior changes nothing the model learns.
 func TestItemPriorFindsNoisyItems(t *testing.T) {
-	cfg := smallConfig(ModeBinary)
-	cfg.DwellDirection = DwellLong
-	for _, tc := range []struct {
-		name           string
-		clickbait      bool
-		kLo, kHi       float64
-		minWin, maxWin float64
-	}{
+	for _, tc := range []priorCase{
 		{"clickbait", true, UserPriorMin, 100, 0.02, 1},
 		{"any item's noise", false, 300, UserPriorMax, -0.003, 0.003},
 	} {
-		evs, genuine := clickbaitEvents(30000, 9, tc.clickbait)
-		with, _ := New(cfg, NewSource(5))
-		without, _ := New(cfg, NewSource(5))
-		without.itemPriors = nil // a model without the items' prior, the rest the same
-		a, b := runScores(t, with, evs), runScores(t, without, evs)
-		half := len(evs) / 2
-		wa, wb := make([]float64, 0, half), make([]float64, 0, half)
-		for j := half; j < len(evs); j++ {
-			wa, wb = append(wa, a[j].Weight), append(wb, b[j].Weight)
-			if a[j].PClean != b[j].PClean {
-				t.Fatalf("%s: event %d: p_clean %v with the prior, %v without: the prior changed what the model learns", tc.name, j, a[j].PClean, b[j].PClean)
-			}
-		}
-		k := with.context.itemLevel.strength()
-		if got := with.Summary().ItemPriorStrength; got != k {
-			t.Errorf("%s: Summary's strength %v, the prior's %v", tc.name, got, k)
-		}
-		if got := without.Summary().ItemPriorStrength; got != 0 {
-			t.Errorf("%s: a model without the prior summarises a strength of %v", tc.name, got)
-		}
-		rankWith, rankWithout := pairsRanked(wa, genuine[half:]), pairsRanked(wb, genuine[half:])
-		t.Logf("%s: strength %.1f; the second half's weight ranks %.4f with the prior, %.4f without", tc.name, k, rankWith, rankWithout)
-		if k < tc.kLo || k > tc.kHi {
-			t.Errorf("%s: strength %.1f, want within [%v, %v]", tc.name, k, tc.kLo, tc.kHi)
-		}
-		if gain := rankWith - rankWithout; gain < tc.minWin || gain > tc.maxWin {
-			t.Errorf("%s: the prior moved the weight's ranking by %+.4f, want within [%v, %v]", tc.name, gain, tc.minWin, tc.maxWin)
-		}
+		evs, genuine := clickbaitEvents(30000, 9, tc.concentrated)
+		checkPriorFinds(t, tc, evs, genuine,
+			func(m *Model) { m.itemPriors = nil },
+			func(m *Model) (float64, float64) {
+				return m.context.itemLevel.strength(), m.Summary().ItemPriorStrength
+			})
 	}
 }
 

@@ -151,47 +151,62 @@ func botEvents(n int, seed uint64, bots bool) ([]Event, []bool) {
 // better than the same model's weight without the prior; where the noise
 // is every user's, the strength is large and the weight moves little.
 func TestUserPriorFindsNoisyUsers(t *testing.T) {
-	cfg := smallConfig(ModeBinary)
-	cfg.DwellDirection = DwellLong
-	for _, tc := range []struct {
-		name   string
-		bots   bool
-		kLo    float64
-		kHi    float64
-		minWin float64
-		maxWin float64
-	}{
+	for _, tc := range []priorCase{
 		{"bots", true, UserPriorMin, 300, 0.02, 1},
 		{"everybody's noise", false, 500, UserPriorMax, -0.002, 0.002},
 	} {
-		evs, genuine := botEvents(30000, 9, tc.bots)
-		with, _ := New(cfg, NewSource(5))
-		without, _ := New(cfg, NewSource(5))
-		without.users.prior = nil // a model without the prior, the rest the same
-		a, b := runScores(t, with, evs), runScores(t, without, evs)
-		half := len(evs) / 2
-		wa, wb := make([]float64, 0, half), make([]float64, 0, half)
-		for j := half; j < len(evs); j++ {
-			wa, wb = append(wa, a[j].Weight), append(wb, b[j].Weight)
-			if a[j].PClean != b[j].PClean {
-				t.Fatalf("%s: event %d: p_clean %v with the prior, %v without: the prior changed what the model learns", tc.name, j, a[j].PClean, b[j].PClean)
-			}
+		evs, genuine := botEvents(30000, 9, tc.concentrated)
+		checkPriorFinds(t, tc, evs, genuine,
+			func(m *Model) { m.users.prior = nil },
+			func(m *Model) (float64, float64) { return m.context.prior.strength(), m.Summary().UserPriorStrength })
+	}
+}
+
+// priorCase is a stream of a prior's test: its noise concentrated on a
+// few users (items) or not, the bounds of the strength k it should read,
+// and of the gain in the second half's ROC-AUC of the weight.
+type priorCase struct {
+	name           string
+	concentrated   bool
+	kLo, kHi       float64
+	minWin, maxWin float64
+}
+
+// checkPriorFinds scores evs with a model that keeps a prior and with the
+// same model without it (strip), and checks that p_clean is the same, that
+// the prior's strength (strength: the model's and the Summary's) lies
+// within the case's bounds and is 0 without it, and that the prior moved
+// the second half's ranking by the case's gain.
+func checkPriorFinds(t *testing.T, tc priorCase, evs []Event, genuine []bool, strip func(*Model), strength func(*Model) (float64, float64)) {
+	t.Helper()
+	cfg := smallConfig(ModeBinary)
+	cfg.DwellDirection = DwellLong
+	with, _ := New(cfg, NewSource(5))
+	without, _ := New(cfg, NewSource(5))
+	strip(without) // a model without the prior, the rest the same
+	a, b := runScores(t, with, evs), runScores(t, without, evs)
+	half := len(evs) / 2
+	wa, wb := make([]float64, 0, half), make([]float64, 0, half)
+	for j := half; j < len(evs); j++ {
+		wa, wb = append(wa, a[j].Weight), append(wb, b[j].Weight)
+		if a[j].PClean != b[j].PClean {
+			t.Fatalf("%s: event %d: p_clean %v with the prior, %v without: the prior changed what the model learns", tc.name, j, a[j].PClean, b[j].PClean)
 		}
-		k := with.context.prior.strength()
-		if got := with.Summary().UserPriorStrength; got != k {
-			t.Errorf("%s: Summary's strength %v, the prior's %v", tc.name, got, k)
-		}
-		if got := without.Summary().UserPriorStrength; got != 0 {
-			t.Errorf("%s: a model without the prior summarises a strength of %v", tc.name, got)
-		}
-		rankWith, rankWithout := pairsRanked(wa, genuine[half:]), pairsRanked(wb, genuine[half:])
-		t.Logf("%s: strength %.1f; the second half's weight ranks %.4f with the prior, %.4f without", tc.name, k, rankWith, rankWithout)
-		if k < tc.kLo || k > tc.kHi {
-			t.Errorf("%s: strength %.1f, want within [%v, %v]", tc.name, k, tc.kLo, tc.kHi)
-		}
-		if gain := rankWith - rankWithout; gain < tc.minWin || gain > tc.maxWin {
-			t.Errorf("%s: the prior moved the weight's ranking by %+.4f, want within [%v, %v]", tc.name, gain, tc.minWin, tc.maxWin)
-		}
+	}
+	k, summarised := strength(with)
+	if summarised != k {
+		t.Errorf("%s: Summary's strength %v, the prior's %v", tc.name, summarised, k)
+	}
+	if _, got := strength(without); got != 0 {
+		t.Errorf("%s: a model without the prior summarises a strength of %v", tc.name, got)
+	}
+	rankWith, rankWithout := pairsRanked(wa, genuine[half:]), pairsRanked(wb, genuine[half:])
+	t.Logf("%s: strength %.1f; the second half's weight ranks %.4f with the prior, %.4f without", tc.name, k, rankWith, rankWithout)
+	if k < tc.kLo || k > tc.kHi {
+		t.Errorf("%s: strength %.1f, want within [%v, %v]", tc.name, k, tc.kLo, tc.kHi)
+	}
+	if gain := rankWith - rankWithout; gain < tc.minWin || gain > tc.maxWin {
+		t.Errorf("%s: the prior moved the weight's ranking by %+.4f, want within [%v, %v]", tc.name, gain, tc.minWin, tc.maxWin)
 	}
 }
 
@@ -247,26 +262,7 @@ func TestUserPriorEncoding(t *testing.T) {
 		t.Error("a version-13 delta changed the base's priors")
 	}
 
-	// A user's count beyond the window (the last f64 of USER), in a
-	// model and in a delta.
-	for _, enc := range []struct {
-		name string
-		b    []byte
-		read func([]byte) error
-	}{
-		{"model", base, func(b []byte) error { _, err := ReadModel(bytes.NewReader(b)); return err }},
-		{"delta", writeDelta(t, m.FrozenCopy(cp)), func(b []byte) error {
-			_, err := ReadModelDeltas(bytes.NewReader(base), []io.Reader{bytes.NewReader(b)})
-			return err
-		}},
-	} {
-		_, _, end := section(t, enc.b, "USER")
-		c := bytes.Clone(enc.b)
-		binary.LittleEndian.PutUint64(c[end-8:], math.Float64bits(2*userPriorWindow))
-		if err := enc.read(c); err == nil || !strings.Contains(err.Error(), "user prior") {
-			t.Errorf("a %s with a user's prior count of %v: %v, want a refusal", enc.name, 2*userPriorWindow, err)
-		}
-	}
+	refusesPriorCount(t, base, writeDelta(t, m.FrozenCopy(cp)), "USER", "user")
 
 	refusesFields(t, base, "PRIR", []badField{
 		{0, 1.5, "user prior level"},
@@ -295,4 +291,29 @@ func equalFloats(a, b []float64) bool {
 		}
 	}
 	return true
+}
+
+// refusesPriorCount checks that a model encoding (base) and a delta on it
+// whose last prior row in section tag (USER or ITEM, where the priors end
+// it) counts more events than the window are refused, naming whose prior.
+func refusesPriorCount(t *testing.T, base, delta []byte, tag, whose string) {
+	t.Helper()
+	for _, enc := range []struct {
+		name string
+		b    []byte
+		read func([]byte) error
+	}{
+		{"model", base, func(b []byte) error { _, err := ReadModel(bytes.NewReader(b)); return err }},
+		{"delta", delta, func(b []byte) error {
+			_, err := ReadModelDeltas(bytes.NewReader(base), []io.Reader{bytes.NewReader(b)})
+			return err
+		}},
+	} {
+		_, _, end := section(t, enc.b, tag)
+		c := bytes.Clone(enc.b)
+		binary.LittleEndian.PutUint64(c[end-8:], math.Float64bits(2*userPriorWindow))
+		if err := enc.read(c); err == nil || !strings.Contains(err.Error(), whose+" prior") {
+			t.Errorf("a %s with a %s's prior count of %v: %v, want a refusal", enc.name, whose, 2*userPriorWindow, err)
+		}
+	}
 }
