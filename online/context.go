@@ -456,8 +456,9 @@ type gapReading struct {
 //
 //	logit(w) = (1 − b)·logit(level) + b·logit(g)
 //
-// The reading holds λ for the running mean to learn (Step). share is the instrument's own mean p_clean (pCleanShare), 0 (no fit)
-// before it has the mass. Until stop 46 it was the mixture's reliable
+// The reading holds λ for the running mean to learn (Step). share is the
+// instrument's own mean p_clean (pCleanShare), 0 (no fit) before it has
+// the mass. Until stop 46 it was the mixture's reliable
 // share, which on a sparse catalogue is no genuine share at all: the
 // mixture's reliable component held 0.38 of the events of the sparse v2
 // stream (seed 5) whose genuine share was 0.80, where the mean p_clean

@@ -25,12 +25,15 @@
 //  1. Score with the model as it is (test-then-train): f(x), T̂(x), p_clean,
 //     the reliability, the distilled label, then the weight (p_clean with
 //     the context's evidence, calibrated towards the mixture's reliable
-//     share: calibration.go; then moved to the user's prior, the user's
-//     genuine share as the user's earlier weights tell it: userprior.go).
+//     share: calibration.go; on a stream without dwell or types, the gap's
+//     posterior blended in by at least the gap's reach: gapreach.go; then
+//     moved to the user's prior, the user's genuine share as the user's
+//     earlier weights tell it: userprior.go, and to the item's:
+//     itemprior.go).
 //  2. Learn: the observed pair, then (binary mode) m sampled negatives;
-//     then the user's prior, from the weight before and after it; then
-//     the context statistics, from the event's posterior (the weight
-//     before calibration).
+//     then the user's and the item's priors, from the weight before and
+//     after them; then the context statistics, from the event's posterior
+//     (the weight before calibration), and the gap's reach.
 //  3. Every RefitEvery events: refit the mixture, advance the ρ schedule.
 //
 // # Invariants

@@ -226,7 +226,8 @@ func (m *Model) encodeContext(e *encoder) {
 // the dwell mixture, the instrument, the dwell gate, the rank instrument,
 // the gap as the instruments' fifth feature, the rank instrument's gap
 // capped at shortClickMS, the gap instrument, the posterior's level, the
-// counted gaps' scale, the users' priors and the gap's reach.
+// counted gaps' scale, the users' priors, and the gap's reach with the
+// items' priors.
 type contextVersions struct {
 	types, mix, inst, gate, ranks, gap, shortGap, gapInst, level, countGap, prior, reach uint32
 }
