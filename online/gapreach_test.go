@@ -13,8 +13,7 @@ import (
 // reach, and the items' priors (the end of ITEM and IPRI).
 func withoutGapReach(t *testing.T, b []byte, version uint32) []byte {
 	t.Helper()
-	at, start, end := section(t, b, "ITEM")
-	b = withBody(b, at, start, end, b[start:end-8*userPriorWidth*userRows(b, start)])
+	b = withoutPriorRows(t, b, "ITEM")
 	return withoutSection(t, withoutSection(t, b, "IPRI", version), "GLAM", version)
 }
 

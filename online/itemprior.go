@@ -45,17 +45,3 @@ func (m *Model) itemPrior(i int32, w float64) float64 {
 func (m *Model) learnItemPrior(i int32, w0, w float64) {
 	learnPrior(m.itemPriors[int(i)*userPriorWidth:], &m.context.itemLevel, w0, w)
 }
-
-// decodeItemPriors reads the items' prior rows where the model keeps them
-// (itemPriors not nil): from the encoding if it has them (has), else none
-// learned.
-func (m *Model) decodeItemPriors(d *decoder, has bool) {
-	switch {
-	case m.itemPriors == nil:
-	case has:
-		m.itemPriors = d.floats(m.items.len() * userPriorWidth)
-		checkPrior(d, m.itemPriors, "item")
-	default:
-		m.itemPriors = make([]float64, m.items.len()*userPriorWidth)
-	}
-}

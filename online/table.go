@@ -194,20 +194,6 @@ func (t *userTable) decodeTimes(d *decoder, has bool) {
 	}
 }
 
-// decodePrior reads the users' prior rows where the model keeps them
-// (prior not nil): from the encoding if it has them (has), else none
-// learned.
-func (t *userTable) decodePrior(d *decoder, has bool) {
-	switch {
-	case t.prior == nil:
-	case has:
-		t.prior = d.floats(t.len() * userPriorWidth)
-		checkPrior(d, t.prior, "user")
-	default:
-		t.prior = make([]float64, t.len()*userPriorWidth)
-	}
-}
-
 // checkRecent fails d unless every recent item is -1 or below items.
 func (t *userTable) checkRecent(d *decoder, items int) {
 	for _, v := range t.recent {

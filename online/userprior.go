@@ -167,5 +167,20 @@ func checkPrior(d *decoder, rows []float64, whose string) {
 	}
 }
 
+// decodePriorRows reads the prior rows of a table of rows rows (users' or
+// items': whose) where the model keeps them (prior not nil): from the
+// encoding if it has them (has), else none learned.
+func decodePriorRows(d *decoder, prior []float64, rows int, has bool, whose string) []float64 {
+	switch {
+	case prior == nil:
+		return nil
+	case has:
+		prior = d.floats(rows * userPriorWidth)
+		checkPrior(d, prior, whose)
+		return prior
+	}
+	return make([]float64, rows*userPriorWidth)
+}
+
 // unit reports whether v lies in [0, 1] (NaN does not).
 func unit(v float64) bool { return v >= 0 && v <= 1 }

@@ -17,9 +17,16 @@ import (
 // out.
 func withoutPrior(t *testing.T, b []byte, version uint32) []byte {
 	t.Helper()
-	at, start, end := section(t, b, "USER")
-	b = withBody(b, at, start, end, b[start:end-8*userPriorWidth*userRows(b, start)])
+	b = withoutPriorRows(t, b, "USER")
 	return withoutSection(t, withoutGapReach(t, b, version), "PRIR", version)
+}
+
+// withoutPriorRows is b with the prior rows at the end of section tag (USER
+// or ITEM) left out.
+func withoutPriorRows(t *testing.T, b []byte, tag string) []byte {
+	t.Helper()
+	at, start, end := section(t, b, tag)
+	return withBody(b, at, start, end, b[start:end-8*userPriorWidth*userRows(b, start)])
 }
 
 // TestUserPriorStrength: where each user's events are genuine with the
