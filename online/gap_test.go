@@ -411,7 +411,7 @@ func TestFlatGapKeepsPopularity(t *testing.T) {
 		x.z[itemFeature-1] = p
 		r, ok := c.gapWeight(0.8, 0.8, x, 0.8)
 		w, g := r.w, r.g
-		want := sigmoid(logOdds(0.8) + c.gap.popularityEvidence(weightTemper, x))
+		want := sigmoid(logOdds(0.8) + c.gap.classifierPopularity(x))
 		if !ok || r.lambda != 0 || r.blend != 0 || g != 0.8 || math.Abs(w-want) > 1e-12 {
 			t.Errorf("popularity %v: %+v ok %v, want w %v, g the level, λ and the blend 0", p, r, ok, want)
 		}

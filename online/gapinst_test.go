@@ -348,73 +348,73 @@ func gapVariance(r *rankInstrument) float64 {
 }
 
 // TestPopularityEvidence: the item's popularity p weighs on the gap path
-// as the weight's own regression on it, popularityGain times over
-// (popularityEvidence). Genuine events' items are the more popular,
-// p = 2 + [genuine] + N(0, 0.6²), a share of 0.8, and logit(p_clean)
-// separates the classes by 1 either way: the moments then give the
-// regression cov(logit p_clean, p)/var(p) = ±0.8·0.2·1·1/(0.8·0.2 + 0.36)
-// = ±0.3077 within 10 % (a known answer), and the evidence rises with p
-// both where p_clean ranks right (k > 0, the covariance positive) and
-// where it ranks backwards and the gap turns it round (k < 0, the
-// covariance negative): the weight ranks better with p than without.
-// Where p says nothing it adds next to nothing; a catalogue of new
-// items (p constant) adds nothing. The evidence is never NaN.
+// in the direction the gap reads it (popularityEvidence), never in the
+// classifier's. With p = 2 ± [genuine] + N(0, 0.6²) (a share of 0.8) on a
+// stream whose gap carries the classes, the evidence rises with p where
+// the genuine events' items are the more popular and falls where they are
+// the less, its slope within popularityCap per unit of p (the classes'
+// own log-odds slope is 1/0.36 = 2.8), and the weight ranks better with
+// it than without. Where p_clean reads the popularity as taste (its
+// log-odds rises by 0.8 a unit of p) on a stream whose popular items are
+// the noisy ones and whose gap says nothing of the class, the
+// classifier's reading (classifierPopularity) would rise with p, and the
+// gap's gives next to nothing. Where p says nothing it adds next to
+// nothing; a catalogue of new items (p constant) adds nothing. The
+// evidence is never NaN.
 func TestPopularityEvidence(t *testing.T) {
 	for _, tc := range []struct {
-		name        string
-		right, says bool
-		constant    bool
-		regression  float64
+		name      string
+		gapSays   bool
+		popular   float64 // p's shift of the genuine events' items
+		taste     float64 // logit(p_clean)'s slope in p
+		constant  bool
+		direction int // the sign of the evidence's slope; 0: next to none
 	}{
-		{"p_clean ranks right", true, true, false, 0.16 / 0.52},
-		{"p_clean ranks backwards", false, true, false, -0.16 / 0.52},
-		{"p says nothing", true, false, false, 0},
-		{"every item new", true, false, true, 0},
+		{"the popular are genuine", true, 1, 0, false, 1},
+		{"the popular are noisy", true, -1, 0, false, -1},
+		{"the classifier reads popularity as taste, the gap nothing", false, -1, 0.8, false, 0},
+		{"p says nothing", true, 0, 0, false, 0},
+		{"every item new", true, 0, 0, true, 0},
 	} {
 		c := newContextModel(DefaultConfig())
-		xs, prior, genuine := gapStream(30000, tc.right, true, 13)
+		xs, prior, genuine := gapStream(30000, true, tc.gapSays, 13)
 		r := rand.New(rand.NewPCG(13, 29))
 		for i := range xs {
 			p := 2 + 0.6*r.NormFloat64()
-			if tc.says && genuine[i] {
-				p++
+			if genuine[i] {
+				p += tc.popular
 			}
 			if tc.constant {
 				p = 0
 			}
 			xs[i].z[itemFeature-1] = p
+			prior[i] = sigmoid(logOdds(prior[i]) + tc.taste*(p-2))
 		}
 		var with, without []float64
 		var scored []bool
-		var slope float64
+		var slope, classifier float64
 		for i, x := range xs {
 			r, ok := c.gapWeight(prior[i], prior[i], x, c.gap.pCleanShare())
-			w, g, b := r.w, r.g, r.blend
 			if ok {
-				f, _ := c.gap.fit(c.gap.pCleanShare(), c.gap.pCleanShare(), false, gapPCleanFloor)
-				k := (1-b)*weightTemper + b*pCleanTemper*f.slope[0]
-				e := c.gap.popularityEvidence(k, x)
+				share := c.gap.pCleanShare()
+				e := c.gap.popularityEvidence(share, gapMean(&c.gap), gapVariance(&c.gap), x)
 				if math.IsNaN(e) || math.IsInf(e, 0) {
 					t.Fatalf("%s: evidence %v", tc.name, e)
 				}
 				if i == len(xs)-1 {
 					x0, x1 := x, x
 					x0.z[itemFeature-1], x1.z[itemFeature-1] = 1, 3
-					slope = (c.gap.popularityEvidence(k, x1) - c.gap.popularityEvidence(k, x0)) / 2
-					s := &c.gap.stats
-					mp := s.sum[itemFeature] / s.mass
-					if vp := s.squares[itemSquare]/s.mass - mp*mp; vp > 0 {
-						regression := (s.squares[itemCross]/s.mass - s.sum[0]/s.mass*mp) / vp
-						if math.Abs(regression-tc.regression) > 0.1*math.Max(math.Abs(tc.regression), 0.3) {
-							t.Errorf("%s: the moments' regression %.4f, want %.4f within 10%%", tc.name, regression, tc.regression)
-						}
+					at := func(x contextFeatures) float64 {
+						return c.gap.popularityEvidence(share, gapMean(&c.gap), gapVariance(&c.gap), x)
 					}
-					t.Logf("%s: k %.3f, slope of the evidence %+.4f per unit of p", tc.name, k, slope)
+					slope = (at(x1) - at(x0)) / 2
+					classifier = (c.gap.classifierPopularity(x1) - c.gap.classifierPopularity(x0)) / 2
+					t.Logf("%s: slope of the evidence %+.4f per unit of p (the classifier's reading %+.4f)", tc.name, slope, classifier)
 				}
-				with = append(with, w)
-				without = append(without, sigmoid(logOdds(w)-e))
+				with = append(with, r.w)
+				without = append(without, sigmoid(logOdds(r.w)-e))
 				scored = append(scored, genuine[i])
-				c.gap.followGap(g, prior[i])
+				c.gap.followGap(r.g, prior[i])
 			}
 			c.learnGap(&x, prior[i])
 		}
@@ -423,12 +423,16 @@ func TestPopularityEvidence(t *testing.T) {
 		switch {
 		case tc.constant && slope != 0:
 			t.Errorf("%s: slope %v, want 0", tc.name, slope)
-		case !tc.says && math.Abs(slope) > 0.05:
+		case math.Abs(slope) > popularityCap+1e-12:
+			t.Errorf("%s: slope %v, beyond the cap %v", tc.name, slope, popularityCap)
+		case tc.direction == 0 && math.Abs(slope) > 0.05:
 			t.Errorf("%s: slope %v, want next to none", tc.name, slope)
-		case tc.says && !(slope > 0):
-			t.Errorf("%s: slope %v, want the evidence to rise with p", tc.name, slope)
-		case tc.says && !(aucWith > aucWithout):
+		case tc.direction != 0 && !(slope*float64(tc.direction) > 0.1):
+			t.Errorf("%s: slope %v, want its sign %d", tc.name, slope, tc.direction)
+		case tc.direction != 0 && !(aucWith > aucWithout):
 			t.Errorf("%s: the weight ranks %.4f with p, %.4f without: want better", tc.name, aucWith, aucWithout)
+		case tc.taste > 0 && !(classifier > 0.1):
+			t.Errorf("%s: the classifier's reading %v: the case does not test what it says", tc.name, classifier)
 		}
 	}
 }

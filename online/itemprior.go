@@ -34,10 +34,11 @@ package online
 // partitions (merge.go) leaves them as they are.
 
 // itemPrior returns the weight w of an event of item i moved from the
-// stream's prior to the item's. i must be an admitted item's row and the
-// model keep the prior (Model.itemPriors not nil).
-func (m *Model) itemPrior(i int32, w float64) float64 {
-	return priorOf(m.itemPriors[int(i)*userPriorWidth:], &m.context.itemLevel, w)
+// stream's prior to the item's, by pool of the log-odds (priorOf). i
+// must be an admitted item's row and the model keep the prior
+// (Model.itemPriors not nil).
+func (m *Model) itemPrior(i int32, w, pool float64) float64 {
+	return priorOf(m.itemPriors[int(i)*userPriorWidth:], &m.context.itemLevel, w, pool)
 }
 
 // learnItemPrior adds an event of item i, of weight w0 before the priors

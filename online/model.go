@@ -296,15 +296,19 @@ func (m *Model) Step(ev Event, sc *Score) error {
 
 	// The user's prior (userprior.go), then the item's (itemprior.go): from
 	// the stream's genuine share to the user's and the item's, as their
-	// earlier weights tell them.
-	before := sc.Weight
+	// earlier weights tell them, by the share of the weight that the
+	// classifier does not already pool (priorOf).
+	before, pool := sc.Weight, 1.0
+	if gapped {
+		pool = gap.pool
+	}
 	userPrior := m.useContext() && m.users.prior != nil && u >= m.users.base
 	if userPrior {
-		sc.Weight = m.userPrior(u, sc.Weight)
+		sc.Weight = m.userPrior(u, sc.Weight, pool)
 	}
 	itemPrior := m.useContext() && m.itemPriors != nil && i >= m.items.base
 	if itemPrior {
-		sc.Weight = m.itemPrior(i, sc.Weight)
+		sc.Weight = m.itemPrior(i, sc.Weight, pool)
 	}
 
 	// 2. Learn. The context learns from its posterior, not the weight.

@@ -85,7 +85,7 @@ func betaDraw(r *rand.Rand, a, b float64) float64 {
 // TestUserPriorKnownValues: a new user's weight does not move; a user
 // whose earlier weights lie below the stream's is moved down, by the
 // log-odds of the shrunk share less the stream's, and one above, up; by
-// at most contextClamp in log-odds.
+// at most contextClamp in log-odds; by pool of that where pool < 1.
 func TestUserPriorKnownValues(t *testing.T) {
 	m := &Model{}
 	m.users.prior = []float64{
@@ -98,7 +98,7 @@ func TestUserPriorKnownValues(t *testing.T) {
 	if k := m.context.prior.strength(); math.Abs(k-10) > 1e-9 {
 		t.Fatalf("strength %v, want 10", k)
 	}
-	if got := m.userPrior(0, 0.7); math.Abs(got-0.7) > 1e-12 {
+	if got := m.userPrior(0, 0.7, 1); math.Abs(got-0.7) > 1e-12 {
 		t.Errorf("a new user's weight 0.7 became %v", got)
 	}
 	for _, tc := range []struct {
@@ -107,17 +107,25 @@ func TestUserPriorKnownValues(t *testing.T) {
 	}{{1, 0.2}, {2, 0.95}} {
 		pu := (30*tc.mean + 10*0.8) / 40
 		want := sigmoid(math.Log(0.7/0.3) + math.Log(pu/(1-pu)) - math.Log(0.8/0.2))
-		if got := m.userPrior(tc.u, 0.7); math.Abs(got-want) > 1e-12 {
+		if got := m.userPrior(tc.u, 0.7, 1); math.Abs(got-want) > 1e-12 {
 			t.Errorf("user %d (mean %v): 0.7 became %v, want %v", tc.u, tc.mean, got, want)
 		}
+		// By pool of the log-odds (priorOf): a quarter, none.
+		want = sigmoid(math.Log(0.7/0.3) + 0.25*(math.Log(pu/(1-pu))-math.Log(0.8/0.2)))
+		if got := m.userPrior(tc.u, 0.7, 0.25); math.Abs(got-want) > 1e-12 {
+			t.Errorf("user %d (mean %v), pool 0.25: 0.7 became %v, want %v", tc.u, tc.mean, got, want)
+		}
+		if got := m.userPrior(tc.u, 0.7, 0); math.Abs(got-0.7) > 1e-12 {
+			t.Errorf("user %d (mean %v), pool 0: 0.7 became %v", tc.u, tc.mean, got)
+		}
 	}
-	if got := m.userPrior(1, 0.7); got >= 0.7 {
+	if got := m.userPrior(1, 0.7, 1); got >= 0.7 {
 		t.Errorf("a user weighed as noise: 0.7 became %v", got)
 	}
-	if got := m.userPrior(2, 0.7); got <= 0.7 {
+	if got := m.userPrior(2, 0.7, 1); got <= 0.7 {
 		t.Errorf("a user weighed as genuine: 0.7 became %v", got)
 	}
-	if got, want := m.userPrior(3, 0.7), sigmoid(math.Log(0.7/0.3)-contextClamp); math.Abs(got-want) > 1e-12 {
+	if got, want := m.userPrior(3, 0.7, 1), sigmoid(math.Log(0.7/0.3)-contextClamp); math.Abs(got-want) > 1e-12 {
 		t.Errorf("a user of weights 0: 0.7 became %v, want %v (the bound)", got, want)
 	}
 	m.context.prior.pairs = userPriorMinMass - 1
