@@ -642,7 +642,7 @@ func (c *contextModel) learnGap(x *contextFeatures, pClean float64) {
 // generator's stream at 40 % noise without dwell it took the weight from
 // 0.705 to 0.570 (p_clean 0.747). Centred on the moments' mean p, it moves
 // an event's log-odds, not the stream's level (docs/design/model.md,
-// "The item's popularity read by the gap").
+// "The popularity read by the gap").
 func (r *rankInstrument) popularityEvidence(share, mg, vg float64, x contextFeatures) float64 {
 	return r.gapRead(itemFeature, itemSquare, -popularityCap, popularityCap, 1, share, mg, vg, x)
 }

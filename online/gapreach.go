@@ -16,9 +16,10 @@ package online
 // are the clickbait and trending ones) to forwards (0.57); through the
 // turn its correlation with the gap passes 0, λ fell from 1 to 0.16–0.42
 // in the stream's second half, and the weight became the level with the
-// item's popularity read p_clean's way (popularityEvidence): ROC-AUC 0.50
-// there, where the gap instrument's posterior ranked 0.60–0.63 and the gap
-// alone 0.63–0.65 (`denoiser-lab gen --profile v2 --users 20000 --items
+// item's popularity read p_clean's way (popularityEvidence until stop
+// 64, which reads it by the gap since): ROC-AUC 0.50 there, where the
+// gap instrument's posterior ranked 0.60–0.63 and the gap alone
+// 0.63–0.65 (`denoiser-lab gen --profile v2 --users 20000 --items
 // 10000 --seed 1`, types and dwell removed; docs/design/model.md, "The
 // gap's reach").
 //

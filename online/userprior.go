@@ -113,15 +113,14 @@ func (m *Model) userPrior(u int32, w, pool float64) float64 {
 // means learn the weight after it, again and again: where the classifier
 // reads an item's popularity as taste on a stream whose popular items
 // are the noisy ones, the item's prior took the v1 generator's stream at
-// 40 % noise without dwell from 0.742 to 0.704 (p_clean 0.747). What the
+// 40 % noise without dwell from 0.743 to 0.705 (p_clean 0.747). What the
 // classifier does not pool is the instruments' evidence, read per event.
 // So on the gap path the prior moves the weight by the gap's blend b
 // (gapWeight: the weight's log-odds is (1 − b)·logit(level) + b·logit(g)),
 // and by all of it where the dwell or the type instrument gave the weight
 // or where the gap has no spread (flatGap: the weight is the level and
 // the classifier's popularity, which the prior reads whole as before
-// stop 64). docs/design/model.md, "The priors pool what the classifier
-// does not".
+// stop 64). docs/design/model.md, "The popularity read by the gap".
 func priorOf(row []float64, g *priorLevel, w, pool float64) float64 {
 	if row[2] == 0 || !(g.mean > 0 && g.mean < 1) {
 		return w // a new row's π is g
