@@ -535,7 +535,7 @@ func (r *rankInstrument) flatGap(level, share float64, x contextFeatures) (gapRe
 // mg and vg are the gap's mean and variance in the moments (gapWeight has
 // them, after fit has checked the mass, the share and the gap's spread).
 func (r *rankInstrument) activityEvidence(share, mg, vg float64, x contextFeatures) float64 {
-	return r.gapRead(activityFeature, activitySquare, -activityCap, 0, 1, share, mg, vg, x)
+	return r.gapRead(activityFeature, activitySquare, -activityCap, 0, share, mg, vg, x)
 }
 
 // gapRead is the evidence of the instrument's feature f (its square at
@@ -543,10 +543,10 @@ func (r *rankInstrument) activityEvidence(share, mg, vg float64, x contextFeatur
 // gap, as activityEvidence states it: the separation Δ = cov(f, gap) /
 // (π(1 − π)·Δgap), the slope Δ / W (W the feature's within-class
 // variance, at least instrumentWithinFloor of its variance) kept within
-// [lo, hi], scaled down by the correlation's size (gapCorrelationScale)
-// and multiplied by gain, centred on the moments' mean of f and kept
-// within contextClamp. 0 where f has no spread or the event no f.
-func (r *rankInstrument) gapRead(f, sq int, lo, hi, gain, share, mg, vg float64, x contextFeatures) float64 {
+// [lo, hi], scaled down by the correlation's size (gapCorrelationScale),
+// centred on the moments' mean of f and kept within contextClamp; 0
+// where f has no spread or the event no f.
+func (r *rankInstrument) gapRead(f, sq int, lo, hi, share, mg, vg float64, x contextFeatures) float64 {
 	s := &r.stats
 	mf := s.sum[f] / s.mass
 	vf := s.squares[sq]/s.mass - mf*mf
@@ -558,7 +558,7 @@ func (r *rankInstrument) gapRead(f, sq int, lo, hi, gain, share, mg, vg float64,
 	delta := cov / (q * dx)
 	slope := min(max(delta/max(vf-q*delta*delta, instrumentWithinFloor*vf), lo), hi)
 	slope *= min(1, math.Abs(cov)/math.Sqrt(vf*vg)/gapCorrelationScale)
-	return clampAbs(gain*slope*(x.z[f-1]-mf), contextClamp)
+	return clampAbs(slope*(x.z[f-1]-mf), contextClamp)
 }
 
 const (
@@ -644,7 +644,7 @@ func (c *contextModel) learnGap(x *contextFeatures, pClean float64) {
 // an event's log-odds, not the stream's level (docs/design/model.md,
 // "The popularity read by the gap").
 func (r *rankInstrument) popularityEvidence(share, mg, vg float64, x contextFeatures) float64 {
-	return r.gapRead(itemFeature, itemSquare, -popularityCap, popularityCap, 1, share, mg, vg, x)
+	return r.gapRead(itemFeature, itemSquare, -popularityCap, popularityCap, share, mg, vg, x)
 }
 
 // classifierPopularity is the popularity's evidence where the gap has no
