@@ -551,3 +551,48 @@ func instrumentRoundTrip(t *testing.T, cfg Config, stream func(n int, seed uint6
 		}
 	}
 }
+
+// TestOutOfOrder: a type that the classifier ranks below a lower-ranked
+// type by more than orderSlack in log-odds reads as unranked
+// (outOfOrder, features); one it ranks a little below (the generated
+// streams' carts and purchases), a type without the mass to compare with,
+// an unlisted type, and every type before the anchor's statistics have
+// the mass do not. Known values: the anchor learns each event with its
+// p_clean, so a slot's evidence is the log-odds of its mean p_clean up to
+// the stream's.
+func TestOutOfOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		purchase float64 // the purchases' p_clean; carts' 0.86, views' 0.84
+		events   int
+		want     bool
+	}{
+		{"half the purchases noise", 0.62, 20000, true},          // log-odds 1.33 below carts'
+		{"purchases a little below carts", 0.816, 20000, false},  // 0.32 below
+		{"purchases just past the slack", 0.775, 20000, true},    // 0.58 below
+		{"before the statistics have the mass", 0.62, 30, false}, //
+	} {
+		c := newContextModel(DefaultConfig())
+		kinds := []string{"view", "cart", "purchase", "signup"} // signup: not in the order
+		pc := map[string]float64{"view": 0.84, "cart": 0.86, "purchase": tc.purchase, "signup": 0.1}
+		for i := range tc.events {
+			ev := Event{Kind: kinds[i%len(kinds)]}
+			x := c.features(&ev, "")
+			c.anchor.learn(x, pc[ev.Kind], nil)
+		}
+		slot := func(kind string) contextFeatures {
+			ev := Event{Kind: kind}
+			return c.features(&ev, "")
+		}
+		p, cart, signup := slot("purchase"), slot("cart"), slot("signup")
+		if p.ranked == tc.want || p.bucket < 0 {
+			t.Errorf("%s: purchase ranked %v (slot %d), want %v", tc.name, p.ranked, p.bucket, !tc.want)
+		}
+		if !cart.ranked || signup.ranked {
+			t.Errorf("%s: cart ranked %v, signup ranked %v; want true, false", tc.name, cart.ranked, signup.ranked)
+		}
+		if got := c.outOfOrder(cart.bucket); got {
+			t.Errorf("%s: cart out of order", tc.name)
+		}
+	}
+}
