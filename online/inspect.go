@@ -49,6 +49,22 @@ func (m *Model) ItemEmbedding(dst []float64, i int) []float64 {
 	return append(dst[:0], m.items.row(int32(i))...)
 }
 
+// OutOfOrderTypes lists, in order of first appearance, the event types
+// Config.EventOrder lists that the model reads as unranked for now,
+// the classifier ranking their events below a lower-ranked type's by
+// more than orderSlack (outOfOrder); nil where there is none. A caller
+// tells of them: the order is the user's, and the model sets it aside for
+// these types.
+func (m *Model) OutOfOrderTypes() []string {
+	var out []string
+	for j, r := range m.context.slotRanks {
+		if !math.IsNaN(r) && j < len(m.context.types) && m.context.outOfOrder(j) {
+			out = append(out, m.context.types[j])
+		}
+	}
+	return out
+}
+
 // UnrankedTypes lists, in order of first appearance, the event types the
 // model has given a slot of their own (the first 15 it saw) that
 // Config.EventOrder does not list, so that they carry no rank; nil for a

@@ -499,6 +499,7 @@ func (m *Model) Summary() Summary {
 		GMM:             m.mixture.gmm.summary(),
 		MeanTransition:  sch.meanTransition(m.k, m.scratch.identity),
 		UnrankedTypes:   m.UnrankedTypes(),
+		OutOfOrderTypes: m.OutOfOrderTypes(),
 	}
 	if sch.events > 0 {
 		s.DistilledShare = float64(sch.distilled) / float64(sch.events)

@@ -554,10 +554,10 @@ func instrumentRoundTrip(t *testing.T, cfg Config, stream func(n int, seed uint6
 
 // TestOutOfOrder: a type that the classifier ranks below a lower-ranked
 // type by more than orderSlack in log-odds reads as unranked
-// (outOfOrder, features); one it ranks a little below (the generated
-// streams' carts and purchases), a type without the mass to compare with,
-// an unlisted type, and every type before the anchor's statistics have
-// the mass do not. Known values: the anchor learns each event with its
+// (outOfOrder, features) and is named by Model.OutOfOrderTypes; one it
+// ranks a little below (the generated streams' carts and purchases), a
+// type without the mass to compare with, an unlisted type, and every type
+// before the anchor's statistics have the mass do not. Known values: the anchor learns each event with its
 // p_clean, so a slot's evidence is the log-odds of its mean p_clean up to
 // the stream's.
 func TestOutOfOrder(t *testing.T) {
@@ -593,6 +593,10 @@ func TestOutOfOrder(t *testing.T) {
 		}
 		if got := c.outOfOrder(cart.bucket); got {
 			t.Errorf("%s: cart out of order", tc.name)
+		}
+		m := &Model{context: c}
+		if got := m.OutOfOrderTypes(); tc.want != slices.Equal(got, []string{"purchase"}) || !tc.want && got != nil {
+			t.Errorf("%s: OutOfOrderTypes %q", tc.name, got)
 		}
 	}
 }

@@ -256,6 +256,11 @@ func (s *Set) Summary() Summary {
 				sum.UnrankedTypes = append(sum.UnrankedTypes, t)
 			}
 		}
+		for _, t := range ms.OutOfOrderTypes {
+			if !slices.Contains(sum.OutOfOrderTypes, t) {
+				sum.OutOfOrderTypes = append(sum.OutOfOrderTypes, t)
+			}
+		}
 	}
 	if sum.Events > 0 {
 		sum.DistilledShare = float64(sum.Distilled) / float64(sum.Events)

@@ -28,6 +28,10 @@ type Summary struct {
 	// UnrankedTypes are the event types seen, on slots of their own, that
 	// Config.EventOrder does not list (Model.UnrankedTypes).
 	UnrankedTypes []string `json:"unranked_types,omitempty"`
+	// OutOfOrderTypes are the event types Config.EventOrder lists that
+	// the model reads as unranked, the classifier ranking them below a
+	// lower-ranked type (Model.OutOfOrderTypes).
+	OutOfOrderTypes []string `json:"out_of_order_types,omitempty"`
 	// UserPriorStrength is k of the users' priors (userprior.go): how
 	// many of the stream's events a user's prior counts, small where a
 	// few users send most of the noise, 1000 where the users do not

@@ -73,6 +73,9 @@ type checkpointer struct {
 	// unranked holds the event types warned of as missing from
 	// model.event_order (warnUnranked), each warned of once.
 	unranked map[string]bool
+	// outOfOrder holds the listed types warned of as read without their
+	// rank (warnOutOfOrder), each warned of once.
+	outOfOrder map[string]bool
 	// unread holds the consumer.Aliases bits warned of (warnUnread),
 	// shadowed the fields' (warnShadowed) and replaced the output
 	// fields' (warnReplaced).
@@ -198,23 +201,34 @@ func (c *checkpointer) drain(ahead int) bool {
 // that model.event_order does not list: without dwell their events go
 // without the rank instrument, which a user would not see otherwise.
 func (c *checkpointer) warnUnranked(types []string) {
+	warnOnce(c.log, &c.unranked, types, "event types without a rank in model.event_order: add them to the order, least engaged first, to rank them")
+}
+
+// warnOutOfOrder logs, once each, the listed event types the models read
+// without their rank (online.Model.OutOfOrderTypes): the order is the
+// user's, and the model sets it aside for them.
+func (c *checkpointer) warnOutOfOrder(types []string) {
+	warnOnce(c.log, &c.outOfOrder, types, "event types read without their rank in model.event_order: the classifier ranks their events well below a lower-ranked type's (docs/design/model.md, \"Purchases that are the noise\")")
+}
+
+// warnOnce logs msg with the types not yet in *seen, and adds them.
+func warnOnce(log *slog.Logger, seen *map[string]bool, types []string, msg string) {
 	var news []string
 	for _, t := range types {
-		if !c.unranked[t] {
+		if !(*seen)[t] {
 			news = append(news, t)
 		}
 	}
 	if len(news) == 0 {
 		return
 	}
-	if c.unranked == nil {
-		c.unranked = make(map[string]bool)
+	if *seen == nil {
+		*seen = make(map[string]bool)
 	}
 	for _, t := range news {
-		c.unranked[t] = true
+		(*seen)[t] = true
 	}
-	c.log.Warn("event types without a rank in model.event_order: add them to the order, least engaged first, to rank them",
-		"types", news)
+	log.Warn(msg, "types", news)
 }
 
 // warnUnread logs, once each, the members of records named as other
@@ -264,6 +278,7 @@ func (c *checkpointer) tick(interval time.Duration) func(context.Context, consum
 		s := c.model.Summary()
 		c.metrics.setSummary(s)
 		c.warnUnranked(s.UnrankedTypes)
+		c.warnOutOfOrder(s.OutOfOrderTypes)
 		if c.share != nil {
 			c.share.tick(false)
 		}

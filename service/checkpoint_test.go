@@ -300,3 +300,19 @@ func TestWarnUnranked(t *testing.T) {
 		t.Errorf("log:\n%s", buf.String())
 	}
 }
+
+// TestWarnOutOfOrder: each listed type read without its rank is warned
+// of once, apart from the unranked types' warnings.
+func TestWarnOutOfOrder(t *testing.T) {
+	var buf bytes.Buffer
+	c := &checkpointer{log: slog.New(slog.NewTextHandler(&buf, nil))}
+	c.warnOutOfOrder(nil)
+	c.warnUnranked([]string{"purchase"})
+	c.warnOutOfOrder([]string{"purchase"})
+	c.warnOutOfOrder([]string{"purchase"})
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[1], "level=WARN") || !strings.Contains(lines[1], "types=[purchase]") ||
+		!strings.Contains(lines[1], "without their rank") {
+		t.Errorf("log:\n%s", buf.String())
+	}
+}

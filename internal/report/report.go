@@ -387,6 +387,10 @@ func (r *Report) PrintAs(w io.Writer, command string) error {
 		fmt.Fprintf(&b, "event types without a rank in model.event_order: %s (add them to the order, least engaged first, to rank them)\n",
 			strings.Join(r.Model.UnrankedTypes, ", "))
 	}
+	if len(r.Model.OutOfOrderTypes) > 0 {
+		fmt.Fprintf(&b, "event types read without their rank in model.event_order, the classifier ranking their events well below a lower-ranked type's: %s (weighed as unlisted types while it does; docs/design/model.md, \"Purchases that are the noise\")\n",
+			strings.Join(r.Model.OutOfOrderTypes, ", "))
+	}
 	if r.WithGap > 0 && float64(r.OutOfOrder) > outOfOrderShare*float64(r.WithGap) {
 		fmt.Fprintf(&b, "out of time order: %d of the %d events after an earlier one of their user (%.0f%%) have an earlier time than it: if the log is not in time order (a file in another order, such as MovieLens' u.data), sort it by ts, for the weight reads the gap since the user's previous event (denoiser-lab convert movielens sorts u.data)\n",
 			r.OutOfOrder, r.WithGap, 100*float64(r.OutOfOrder)/float64(r.WithGap))
