@@ -600,3 +600,55 @@ func TestOutOfOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestOutOfOrderSkipsTheInstruments: on a stream with dwell whose
+// dwell instrument is fitted, a listed type's events go to the dwell
+// instrument (pathDwell) while the classifier ranks the types in order;
+// once it ranks purchases well below carts (a type half noise that
+// carries a genuine event's dwell), purchases' events get the anchored
+// posterior (pathAnchored), and carts' still the instrument's.
+func TestOutOfOrderSkipsTheInstruments(t *testing.T) {
+	c := newContextModel(DefaultConfig())
+	r := rand.New(rand.NewPCG(3, 5))
+	kinds := []string{"view", "cart", "purchase"}
+	step := func(n int, purchase float64) {
+		for i := range n {
+			genuine := r.Float64() < 0.8
+			dwell := math.Exp(9 + 0.5*r.NormFloat64())
+			if !genuine {
+				dwell = math.Exp(7 + 0.5*r.NormFloat64())
+			}
+			ev := Event{Kind: kinds[i%len(kinds)], DwellMS: int64(dwell), HasDwell: true}
+			x := c.features(&ev, "")
+			x.hasZ = true
+			p := 0.85
+			if !genuine {
+				p = 0.5
+			}
+			if ev.Kind == "purchase" {
+				p = purchase
+			}
+			c.learn(x, p, p, pathAnchored)
+		}
+	}
+	path := func(kind string) (contextFeatures, contextPath) {
+		ev := Event{Kind: kind, DwellMS: 8000, HasDwell: true}
+		x := c.features(&ev, "")
+		x.hasZ = true
+		_, p := c.posterior(0.7, x, 0.8)
+		return x, p
+	}
+	step(20000, 0.8)
+	if x, p := path("purchase"); p != pathDwell || x.outOfOrder {
+		t.Fatalf("in order: purchase path %v, out of order %v; want the dwell instrument's", p, x.outOfOrder)
+	}
+	step(20000, 0.4)
+	x, p := path("purchase")
+	want := sigmoid(c.level.shift(c.anchor.share()) + c.anchor.share() + pCleanTemper*(logOdds(0.7)-c.anchor.share()) + c.evidence(x))
+	if got, _ := c.posterior(0.7, x, 0.8); p != pathAnchored || !x.outOfOrder || x.ranked || math.Abs(got-want) > 1e-12 {
+		t.Errorf("out of order: purchase path %v (out of order %v, ranked %v), posterior %v; want the anchored one, %v", p, x.outOfOrder, x.ranked, got, want)
+	}
+	if x, p := path("cart"); p != pathDwell || x.outOfOrder {
+		t.Errorf("cart path %v, out of order %v; want the dwell instrument's", p, x.outOfOrder)
+	}
+}
