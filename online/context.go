@@ -311,7 +311,7 @@ func (c *contextModel) features(ev *Event, mode string) contextFeatures {
 // covariance with dwell as the rank's does with the rank, and a type
 // whose noise carries a genuine event's dwell breaks it as it breaks the
 // order (purchases later returned, on a stream with dwell: 0.788 with
-// the dwell instrument, 0.962 without it for them). The order is a
+// the dwell instrument, 0.958 without it for them). The order is a
 // premise; a stream can break it for one type, as a stream whose noise
 // is purchases later returned breaks it for purchases (half of them noise,
 // their mean p_clean 0.62 against carts' 0.86): the rank then gave them

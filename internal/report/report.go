@@ -388,7 +388,7 @@ func (r *Report) PrintAs(w io.Writer, command string) error {
 			strings.Join(r.Model.UnrankedTypes, ", "))
 	}
 	if len(r.Model.OutOfOrderTypes) > 0 {
-		fmt.Fprintf(&b, "event types read without their rank in model.event_order, the classifier ranking their events well below a lower-ranked type's: %s (weighed as unlisted types while it does; docs/design/model.md, \"Purchases that are the noise\")\n",
+		fmt.Fprintf(&b, "event types read without their rank in model.event_order, the classifier ranking their events well below a lower-ranked type's: %s (weighed by p_clean and the context's evidence while it does, by neither instrument; docs/design/model.md, \"Purchases that are the noise\")\n",
 			strings.Join(r.Model.OutOfOrderTypes, ", "))
 	}
 	if r.WithGap > 0 && float64(r.OutOfOrder) > outOfOrderShare*float64(r.WithGap) {
