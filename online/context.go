@@ -706,7 +706,11 @@ func (c *contextModel) learnGap(x *contextFeatures, pClean float64) {
 // generator's stream at 40 % noise without dwell it took the weight from
 // 0.705 to 0.570 (p_clean 0.747). Centred on the moments' mean p, it moves
 // an event's log-odds, not the stream's level (docs/design/model.md,
-// "The popularity read by the gap").
+// "The popularity read by the gap"). A model read from an encoding before
+// stop 60 holds no moments of p in its gap instrument (those slots 0): it
+// adds nothing until they have a spread, and reads p against too small a
+// variance for about contextWindow events after ("The item's popularity
+// on the gap path").
 func (r *rankInstrument) popularityEvidence(share, mg, vg float64, x contextFeatures) float64 {
 	return r.gapRead(itemFeature, itemSquare, -popularityCap, popularityCap, share, mg, vg, x)
 }
@@ -717,7 +721,8 @@ func (r *rankInstrument) popularityEvidence(share, mg, vg float64, x contextFeat
 // weightTemper·cov(logit p_clean, p)/var(p), added popularityGain times,
 // as the gap path read it until stop 63. Nothing else in such a stream
 // says which way the popularity goes; the classifier's reading is kept
-// (MovieLens without its times: 0.611 with it, 0.569 with it once).
+// (MovieLens without its times, seed 1: 0.601 with it added twice, 0.569
+// once).
 func (r *rankInstrument) classifierPopularity(x contextFeatures) float64 {
 	s := &r.stats
 	mp := s.sum[itemFeature] / s.mass
