@@ -451,14 +451,15 @@ func (c *contextModel) posterior(pClean float64, x contextFeatures, share float6
 		if share <= 0 {
 			share = level
 		}
-		if x.outOfOrder {
-			return sigmoid(shift + centre + pCleanTemper*(a-centre) + c.evidence(x)), pathAnchored
-		}
-		if t, ok := c.instrument(share, level, x.hasZ); ok {
-			return sigmoid(shift + centre + t.evidence(a, c.inst.impute(&x, dwellGapCap)) + c.evidence(x)), pathDwell
-		}
-		if t, ok := c.rank.fit(share, level, x.hasZ, 0); ok {
-			return sigmoid(shift + centre + c.rank.offset + pCleanTemper*(t.evidence(a, c.rank.stats.impute(&x, rankGapCap))+c.rankEvidence(x, &t))), pathRank
+		// A type out of order gets the anchored posterior below, neither
+		// instrument's (outOfOrder).
+		if !x.outOfOrder {
+			if t, ok := c.instrument(share, level, x.hasZ); ok {
+				return sigmoid(shift + centre + t.evidence(a, c.inst.impute(&x, dwellGapCap)) + c.evidence(x)), pathDwell
+			}
+			if t, ok := c.rank.fit(share, level, x.hasZ, 0); ok {
+				return sigmoid(shift + centre + c.rank.offset + pCleanTemper*(t.evidence(a, c.rank.stats.impute(&x, rankGapCap))+c.rankEvidence(x, &t))), pathRank
+			}
 		}
 	}
 	return sigmoid(shift + centre + pCleanTemper*(a-centre) + c.evidence(x)), pathAnchored
@@ -614,7 +615,7 @@ func (r *rankInstrument) gapRead(f, sq int, lo, hi, share, mg, vg float64, x con
 	s := &r.stats
 	mf := s.sum[f] / s.mass
 	vf := s.squares[sq]/s.mass - mf*mf
-	if !x.hasZ || !(vf > popularityMinVariance) {
+	if !x.hasZ || !(vf > gapReadMinVariance) {
 		return 0
 	}
 	cov := s.cross[f]/s.mass - mf*mg
@@ -727,7 +728,7 @@ func (r *rankInstrument) classifierPopularity(x contextFeatures) float64 {
 	s := &r.stats
 	mp := s.sum[itemFeature] / s.mass
 	vp := s.squares[itemSquare]/s.mass - mp*mp
-	if !x.hasZ || !(vp > popularityMinVariance) {
+	if !x.hasZ || !(vp > gapReadMinVariance) {
 		return 0
 	}
 	cov := s.squares[itemCross]/s.mass - s.sum[0]/s.mass*mp
@@ -759,10 +760,10 @@ const (
 	// ML-100k (0.5766 / 0.5993 / 0.6129 against item_popularity 0.5887),
 	// when it was the gap path's reading.
 	popularityGain = 2.0
-	// popularityMinVariance is the least variance of a feature read by
+	// gapReadMinVariance is the least variance of a feature read by
 	// the gap (gapRead) or of p (classifierPopularity) for it to count: a
 	// catalogue whose items are all new has none.
-	popularityMinVariance = 1e-6
+	gapReadMinVariance = 1e-6
 )
 
 // logOdds is the log-odds of p_clean, kept finite by pCleanFloor.
