@@ -278,7 +278,7 @@ func decode(line []byte, ev *Event, ids *interner, names *memberNames) error {
 		}
 	}
 	if dwell != nil {
-		if ev.DwellMS, err = decodeInt("dwell_ms", quotedNumber(dwell), 0, MaxDwellMS); err != nil {
+		if ev.DwellMS, err = decodeDwell(quotedNumber(dwell)); err != nil {
 			return err
 		}
 		ev.HasDwell = true
@@ -726,31 +726,27 @@ func parseDateTime(s string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// decodeInt accepts a JSON number with an integral value in [lo, hi]
-// (4 and 4.0 and 4e0 are all 4).
-func decodeInt(field string, v []byte, lo, hi int64) (int64, error) {
+// decodeDwell reads dwell_ms: a JSON number in [0, MaxDwellMS], a fraction
+// rounded to the nearest millisecond (half away from zero): a browser's
+// timer (performance.now) gives fractional milliseconds, and 8300.25 ms
+// is a dwell as much as 8300. 4, 4.0 and 4e0 are all 4.
+func decodeDwell(v []byte) (int64, error) {
+	const field = "dwell_ms"
 	if c := v[0]; c != '-' && (c < '0' || c > '9') {
 		return 0, reject(ReasonBadType, field, "is a JSON "+kindOf(v)+", want a number")
 	}
-	if n, ok := smallInt(v); ok {
-		if n < lo || n > hi {
-			return 0, reject(ReasonOutOfRange, field, clip(v)+" is outside "+strconv.FormatInt(lo, 10)+".."+strconv.FormatInt(hi, 10))
-		}
-		return n, nil
+	outside := func() error {
+		return reject(ReasonOutOfRange, field, clip(v)+" is outside 0.."+strconv.FormatInt(MaxDwellMS, 10))
 	}
-	if !hasFraction(v) {
-		n, err := strconv.ParseInt(string(v), 10, 64)
-		if err != nil || n < lo || n > hi {
-			return 0, reject(ReasonOutOfRange, field, clip(v)+" is outside "+strconv.FormatInt(lo, 10)+".."+strconv.FormatInt(hi, 10))
+	if n, ok := smallInt(v); ok {
+		if n < 0 || n > MaxDwellMS {
+			return 0, outside()
 		}
 		return n, nil
 	}
 	f, err := strconv.ParseFloat(string(v), 64)
-	if err != nil && !errors.Is(err, strconv.ErrRange) || err == nil && f != math.Trunc(f) {
-		return 0, reject(ReasonOutOfRange, field, clip(v)+" is not an integer")
-	}
-	if err != nil || f < float64(lo) || f > float64(hi) { // ErrRange: ±Inf
-		return 0, reject(ReasonOutOfRange, field, clip(v)+" is outside "+strconv.FormatInt(lo, 10)+".."+strconv.FormatInt(hi, 10))
+	if f = math.Round(f); err != nil || !(f >= 0 && f <= MaxDwellMS) { // ErrRange: ±Inf
+		return 0, outside()
 	}
 	return int64(f), nil
 }
@@ -776,17 +772,6 @@ func smallInt(v []byte) (int64, bool) {
 		n = -n
 	}
 	return n, true
-}
-
-// hasFraction reports whether the JSON number v has a fraction or an
-// exponent.
-func hasFraction(v []byte) bool {
-	for _, c := range v {
-		if c == '.' || c == 'e' || c == 'E' {
-			return true
-		}
-	}
-	return false
 }
 
 // decodeRating accepts a JSON number in [0, MaxRating], integral or not
