@@ -636,14 +636,15 @@ var tsUnits = []struct {
 	{"nanoseconds", minSecondsTS * 1e9, MaxTS * 1e6, 1e-6},
 }
 
-// decodeTS accepts an RFC 3339 string or a unix time, an integer of
-// milliseconds, seconds (with a fraction or not), microseconds or
+// decodeTS accepts an RFC 3339 string or a unix time: milliseconds or
+// seconds (with a fraction or not), an integer of microseconds or
 // nanoseconds, told apart by its magnitude (tsUnits; FORMAT.md): 10^8 to
 // about 4.1·10^9 is seconds, 10^11 to 4.1·10^12 milliseconds, and so on;
 // the time is returned in milliseconds. Below 10^8 it is milliseconds
 // (1970-01-01 .. 1970-01-02: a toy stream's 1, 2, 3 keep their meaning).
-// Seconds are rounded to the millisecond, microseconds and nanoseconds
-// truncated; milliseconds, microseconds and nanoseconds must be whole.
+// Seconds and milliseconds are rounded to the millisecond (a fraction is
+// what Python's time.time() and time.time()*1000 give), microseconds and
+// nanoseconds truncated, and must be whole.
 func decodeTS(v []byte) (int64, error) {
 	if v[0] == '"' {
 		s, err := decodeString(v)
@@ -681,10 +682,10 @@ func decodeTS(v []byte) (int64, error) {
 	for _, u := range tsUnits {
 		switch {
 		case f < u.from || f > u.to:
-		case u.toMS != 1000 && f != math.Trunc(f): // seconds may have a fraction (Python's time.time())
+		case u.toMS < 1 && f != math.Trunc(f):
 			return 0, reject(ReasonOutOfRange, "ts", clip(v)+" is not a whole number of "+u.name)
-		case u.toMS == 1000:
-			return int64(math.Round(f * 1000)), nil
+		case u.toMS >= 1: // seconds and milliseconds may have a fraction (Python's time.time(), its time.time()*1000)
+			return int64(math.Round(f * u.toMS)), nil
 		default:
 			return int64(math.Floor(f * u.toMS)), nil
 		}
