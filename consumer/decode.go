@@ -693,10 +693,12 @@ func decodeTS(v []byte) (int64, error) {
 	return 0, reject(ReasonOutOfRange, "ts", clip(v)+" is outside 1970-01-01..2100-01-01 as unix milliseconds, and outside 1973-03-03..2100-01-01 as seconds, microseconds or nanoseconds")
 }
 
-// dateTimeLayouts are the layouts of a ts string (parseDateTime): RFC 3339
-// and the SQL-style date and time that exports write (REES46's
-// "2019-10-01 00:00:00 UTC", pandas' "2019-10-01 00:00:00"), with a zone
-// as Z or a numeric offset, or none, which is read as UTC. A fraction of
+// dateTimeLayouts are the layouts of a ts string (parseDateTime): RFC 3339,
+// ISO 8601 with a basic offset ("2019-10-01T00:00:00+0000": Java's
+// SimpleDateFormat Z, Python's strftime %z) and the SQL-style date and
+// time that exports write (REES46's "2019-10-01 00:00:00 UTC", pandas'
+// "2019-10-01 00:00:00"), with a zone as Z or a numeric offset, or none,
+// which is read as UTC. A fraction of
 // a second is accepted after the seconds in each (time.Parse).
 var dateTimeLayouts = []string{
 	time.RFC3339Nano,
@@ -706,6 +708,7 @@ var dateTimeLayouts = []string{
 	"2006-01-02 15:04:05-0700",
 	"2006-01-02 15:04:05",
 	"2006-01-02T15:04:05",
+	"2006-01-02T15:04:05-0700", // ISO 8601's basic offset: Java's SimpleDateFormat Z, Python's %z
 }
 
 // parseDateTime reads s in the first of dateTimeLayouts that fits; a

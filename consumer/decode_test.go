@@ -69,6 +69,8 @@ func TestDecode(t *testing.T) {
 		{name: "sql-style ts with UTC (REES46)", line: `{"user":"u","item":"i","ts":"2023-11-14 22:13:20 UTC"}`, want: Event{User: "u", Item: "i", TS: 1700000000000, HasTS: true}},
 		{name: "sql-style ts without a zone, read as UTC", line: `{"user":"u","item":"i","ts":"2023-11-14 22:13:20"}`, want: Event{User: "u", Item: "i", TS: 1700000000000, HasTS: true}},
 		{name: "sql-style ts with an offset and a fraction", line: `{"user":"u","item":"i","ts":"2023-11-15 00:13:20.25+0200"}`, want: Event{User: "u", Item: "i", TS: 1700000000250, HasTS: true}},
+		{name: "iso ts with a basic offset and a fraction (Java's SimpleDateFormat Z)", line: `{"user":"u","item":"i","ts":"2023-11-15T00:13:20.123+0200"}`, want: Event{User: "u", Item: "i", TS: 1700000000123, HasTS: true}},
+		{name: "iso ts with a basic offset (Python's %z)", line: `{"user":"u","item":"i","ts":"2023-11-14T22:13:20+0000"}`, want: Event{User: "u", Item: "i", TS: 1700000000000, HasTS: true}},
 		{name: "unix seconds as a string", line: `{"user":"u","item":"i","ts":"1700000000"}`, want: Event{User: "u", Item: "i", TS: 1700000000000, HasTS: true}},
 		{name: "unix milliseconds as a string", line: `{"user":"u","item":"i","ts":"1700000000123"}`, want: Event{User: "u", Item: "i", TS: 1700000000123, HasTS: true}},
 		{name: "integral float", line: `{"user":"u","item":"i","rating":4.0,"dwell_ms":1e3}`, want: Event{User: "u", Item: "i", Rating: 4, HasRating: true, DwellMS: 1000, HasDwell: true}},
