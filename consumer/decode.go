@@ -698,8 +698,8 @@ func decodeTS(v []byte) (int64, error) {
 // SimpleDateFormat Z, Python's strftime %z) and the SQL-style date and
 // time that exports write (REES46's "2019-10-01 00:00:00 UTC", pandas'
 // "2019-10-01 00:00:00"), with a zone as Z or a numeric offset, or none,
-// which is read as UTC. A fraction of
-// a second is accepted after the seconds in each (time.Parse).
+// which is read as UTC. A fraction of a second is accepted after the
+// seconds in each (time.Parse).
 var dateTimeLayouts = []string{
 	time.RFC3339Nano,
 	"2006-01-02 15:04:05Z07:00",
