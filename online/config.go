@@ -236,15 +236,19 @@ func DefaultConfig() Config {
 // (view, addtocart, transaction), REES46's (view, cart, remove_from_cart,
 // purchase) and Google Analytics 4's recommended e-commerce events
 // (view_item, select_item, add_to_cart, add_to_wishlist, begin_checkout,
-// purchase, refund). A favourite or a wish-list entry shares the cart's
-// place: both keep an item for later.
+// purchase, refund) and the e-commerce spec that Segment, RudderStack and
+// PostHog share (Product Viewed, Product Clicked, Product Added, Product
+// Added to Wishlist, Checkout Started, Order Completed, Product Removed,
+// Order Refunded, Order Cancelled; segment.com's "Spec: V2 Ecommerce
+// Events"). A favourite or a wish-list entry shares the cart's place:
+// both keep an item for later.
 func DefaultEventOrder() []string {
 	return []string{
-		"return|refund|remove_from_cart",
-		"view|pv|pageview|page_view|view_item|detail",
-		"click|select_item",
-		"cart|addtocart|add_to_cart|fav|favorite|favourite|add_to_wishlist|wishlist|begin_checkout",
-		"purchase|buy|transaction|order",
+		"return|refund|remove_from_cart|Product Removed|Order Refunded|Order Cancelled",
+		"view|pv|pageview|page_view|view_item|detail|Product Viewed",
+		"click|select_item|Product Clicked",
+		"cart|addtocart|add_to_cart|fav|favorite|favourite|add_to_wishlist|wishlist|begin_checkout|Product Added|Product Added to Wishlist|Checkout Started",
+		"purchase|buy|transaction|order|Order Completed",
 	}
 }
 

@@ -221,12 +221,15 @@ func TestEventOrderNames(t *testing.T) {
 	for kind, want := range map[string]float64{
 		"return": 0, "Refund": 0, "view": 1, "pv": 1, "PageView": 1, "click": 2, "CLICK": 2,
 		"cart": 3, "addtocart": 3, "fav": 3, "purchase": 4, "buy": 4, "Transaction": 4,
+		// Segment's e-commerce spec, as its producers write it and lower-cased.
+		"Product Removed": 0, "Order Refunded": 0, "Product Viewed": 1, "Product Clicked": 2,
+		"Product Added": 3, "product added to wishlist": 3, "Checkout Started": 3, "Order Completed": 4,
 	} {
 		if r, ok := c.rankOf(kind); !ok || r != want {
 			t.Errorf("rank of %q: %v %v, want %v", kind, r, ok, want)
 		}
 	}
-	for _, kind := range []string{"like", "views", "pv ", ""} {
+	for _, kind := range []string{"like", "views", "pv ", "", "Product_Added", "Products Searched"} {
 		if r, ok := c.rankOf(kind); ok {
 			t.Errorf("%q ranked %v, want no rank", kind, r)
 		}
