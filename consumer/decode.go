@@ -130,9 +130,10 @@ func decode(line []byte, ev *Event, ids *interner, names *memberNames) error {
 		return reject(ReasonBadType, "", "record is a JSON "+kindOf(line)+", want an object")
 	}
 	var user, item, ts, kind, dwell, rating, truth []byte
-	var truthMember []byte // the member truth came in, carried if not read
-	var aliases uint32     // members named as other formats name the fields (Aliases)
-	var shadowed uint8     // fields' own names, not read: Fields reads them from others
+	var outer [numFields][]byte // the members holding dotted names' values (memberNames.outer)
+	var truthMember []byte      // the member truth came in, carried if not read
+	var aliases uint32          // members named as other formats name the fields (Aliases)
+	var shadowed uint8          // fields' own names, not read: Fields reads them from others
 	i := skipSpace(line, 1)
 	if at(line, i) == '}' {
 		i++
@@ -190,6 +191,9 @@ func decode(line []byte, ev *Event, ids *interner, names *memberNames) error {
 				if field < 0 && !carry {
 					shadowed |= 1 << names.own(key)
 				}
+				if names.nested && val != nil && val[0] == '{' {
+					names.nestedIn(key, val, &outer)
+				}
 				switch field {
 				case fieldUser:
 					user = val
@@ -236,6 +240,14 @@ func decode(line []byte, ev *Event, ids *interner, names *memberNames) error {
 		return reject(ReasonNotJSON, "", notJSON(line))
 	}
 
+	if names != nil && names.nested {
+		fields := [numFields]*[]byte{&user, &item, &ts, &kind, &dwell, &rating, &truth}
+		for f, obj := range outer {
+			if obj != nil && *fields[f] == nil {
+				*fields[f] = lookupPath(obj, names.inner[f])
+			}
+		}
+	}
 	if aliases != 0 {
 		ev.Unread = aliases & missingFields(user, item, ts, kind, dwell)
 	}
@@ -921,6 +933,46 @@ func scanContainer(b []byte, i, depth int) (int, bool) {
 			return i, false
 		}
 	}
+}
+
+// lookupPath returns the value at path within obj, a JSON object already
+// scanned as valid: the member path[0] of obj, the member path[1] of
+// that, and so on; nil where one is missing, is not an object on the way,
+// or is null.
+func lookupPath(obj []byte, path []string) []byte {
+	for _, name := range path {
+		if at(obj, 0) != '{' {
+			return nil
+		}
+		var found []byte
+		i := skipSpace(obj, 1)
+		for at(obj, i) == '"' {
+			keyStart := i
+			end, escaped, _ := scanString(obj, i)
+			key := obj[keyStart+1 : end-1]
+			i = skipSpace(obj, skipSpace(obj, end)+1) // past the colon
+			valStart := i
+			i, _ = scanValue(obj, i, 1)
+			if match := string(key) == name; match || escaped {
+				if escaped {
+					k, _ := decodeString(obj[keyStart:end])
+					match = k == name
+				}
+				if match {
+					found = obj[valStart:i] // the last of a repeated key wins, as at the top
+				}
+			}
+			if i = skipSpace(obj, i); at(obj, i) != ',' {
+				break
+			}
+			i = skipSpace(obj, i+1)
+		}
+		if found == nil || len(found) == 4 && found[0] == 'n' { // missing, or null
+			return nil
+		}
+		obj = found
+	}
+	return obj
 }
 
 // scanString moves past the string literal at i, and reports whether it

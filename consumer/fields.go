@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -92,6 +93,14 @@ type memberNames struct {
 	// renamed marks the fields read from another name: a member of the
 	// field's own name is then replaced by the output's value.
 	renamed [numFields]bool
+	// A name with dots ("properties.product_id") also reads a nested
+	// member, where the record has no member of the whole name: outer is
+	// the first part, quoted as a key is ("" for a name without dots),
+	// inner the parts within it (nestedField, lookupPath).
+	outer [numFields]string
+	inner [numFields][]string
+	// nested reports whether any field has a dotted name.
+	nested bool
 }
 
 // compile returns f for the decoder, nil when every name is the event
@@ -104,8 +113,21 @@ func (f Fields) compile() *memberNames {
 	for i, name := range f.names() {
 		m.quoted[i] = strconv.Quote(name)
 		m.renamed[i] = name != fieldNames[i]
+		if parts := strings.Split(name, "."); len(parts) > 1 && !slices.Contains(parts, "") {
+			m.outer[i], m.inner[i], m.nested = strconv.Quote(parts[0]), parts[1:], true
+		}
 	}
 	return &m
+}
+
+// nestedIn records val, the value of the member of the quoted key, in
+// outer for each field whose dotted name starts with that key.
+func (m *memberNames) nestedIn(quoted, val []byte, outer *[numFields][]byte) {
+	for i := range m.outer {
+		if m.outer[i] != "" && string(quoted) == m.outer[i] {
+			outer[i] = val
+		}
+	}
 }
 
 // field returns the index of the field the quoted key names, and whether

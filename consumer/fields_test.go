@@ -46,6 +46,57 @@ func TestDecodeFields(t *testing.T) {
 	}
 }
 
+// TestDecodeNestedFields: a name with dots reads a nested member, as
+// Segment's and RudderStack's track events hold the product id
+// (properties.product_id), when the record has no member of the whole
+// name (a flattened export's "properties.product_id" wins); the member
+// that holds it is carried through whole.
+func TestDecodeNestedFields(t *testing.T) {
+	dec := NewDecoder(Fields{User: "userId", Item: "properties.product_id", TS: "timestamp", DwellMS: "context.page.dwell_ms"})
+	var ev Event
+	for _, tc := range []struct {
+		name, line string
+		want       Event
+		say        string
+	}{
+		{name: "segment track event",
+			line: `{"type":"track","userId":"u1","event":"Product Viewed","properties":{"price":3,"product_id":"p9"},"timestamp":"2023-11-14T22:13:20Z"}`,
+			want: Event{User: "u1", Item: "p9", Kind: "Product Viewed", TS: 1700000000000, HasTS: true,
+				Extra: []byte(`"type":"track","userId":"u1","properties":{"price":3,"product_id":"p9"},"timestamp":"2023-11-14T22:13:20Z"`)}},
+		{name: "two levels, a number id, an escaped key and spaces",
+			line: `{"userId":"u1","properties" : { "product\u005fid" : 42 },"context":{"page":{"url":"/x","dwell_ms":800}}}`,
+			want: Event{User: "u1", Item: "42", DwellMS: 800, HasDwell: true,
+				Extra: []byte(`"userId":"u1","properties" : { "product\u005fid" : 42 },"context":{"page":{"url":"/x","dwell_ms":800}}`)}},
+		{name: "the flattened name wins",
+			line: `{"userId":"u1","properties.product_id":"flat","properties":{"product_id":"nested"}}`,
+			want: Event{User: "u1", Item: "flat", Extra: []byte(`"userId":"u1","properties.product_id":"flat","properties":{"product_id":"nested"}`)}},
+		{name: "a repeated key: the last wins", line: `{"userId":"u1","properties":{"product_id":"a","product_id":"b"}}`,
+			want: Event{User: "u1", Item: "b", Extra: []byte(`"userId":"u1","properties":{"product_id":"a","product_id":"b"}`)}},
+		{name: "missing within", line: `{"userId":"u1","properties":{"sku":"p9"}}`, say: `item: missing (read from "properties.product_id": fields.item)`},
+		{name: "null within", line: `{"userId":"u1","properties":{"product_id":null}}`, say: "item: missing"},
+		{name: "not an object on the way", line: `{"userId":"u1","properties":["product_id","p9"]}`, say: "item: missing"},
+		{name: "a nested object where a string is wanted", line: `{"userId":"u1","properties":{"product_id":{"id":1}}}`, say: "item: is a JSON object"},
+	} {
+		err := dec.Decode([]byte(tc.line), &ev)
+		switch {
+		case tc.say != "" && (err == nil || !strings.Contains(err.Error(), tc.say)):
+			t.Errorf("%s: %v, want it to say %q", tc.name, err, tc.say)
+		case tc.say == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.say == "" && !ev.Equal(&tc.want):
+			t.Errorf("%s: decoded %+v\nwant %+v", tc.name, ev, tc.want)
+		}
+	}
+	line := []byte(`{"userId":"u1","properties":{"price":3,"product_id":"p9"},"context":{"page":{"dwell_ms":800}}}`)
+	if allocs := testing.AllocsPerRun(100, func() { _ = dec.Decode(line, &ev) }); allocs != 0 {
+		t.Errorf("Decode of nested fields: %v allocations, want 0", allocs)
+	}
+	// A name with an empty part is only ever a member's whole name.
+	if m := (Fields{Item: "a..b"}).compile(); m.nested {
+		t.Error(`"a..b" compiled as a path`)
+	}
+}
+
 func TestFieldsValidate(t *testing.T) {
 	for _, tc := range []struct {
 		f   Fields
