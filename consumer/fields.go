@@ -96,7 +96,7 @@ type memberNames struct {
 	// A name with dots ("properties.product_id") also reads a nested
 	// member, where the record has no member of the whole name: outer is
 	// the first part, quoted as a key is ("" for a name without dots),
-	// inner the parts within it (nestedField, lookupPath).
+	// inner the parts within it (nestedIn, lookupPath).
 	outer [numFields]string
 	inner [numFields][]string
 	// nested reports whether any field has a dotted name.
