@@ -191,7 +191,7 @@ func decode(line []byte, ev *Event, ids *interner, names *memberNames) error {
 				if field < 0 && !carry {
 					shadowed |= 1 << names.own(key)
 				}
-				if names.nested && val != nil && val[0] == '{' {
+				if names.nested && val != nil && (val[0] == '{' || val[0] == '[') {
 					names.nestedIn(key, val, &outer)
 				}
 				switch field {
@@ -935,12 +935,19 @@ func scanContainer(b []byte, i, depth int) (int, bool) {
 	}
 }
 
-// lookupPath returns the value at path within obj, a JSON object already
-// scanned as valid: the member path[0] of obj, the member path[1] of
-// that, and so on; nil where one is missing, is not an object on the way,
-// or is null.
+// lookupPath returns the value at path within obj, a JSON object or array
+// already scanned as valid: the member path[0] of obj (of an array, the
+// element of that index from 0: GA4's items.0.item_id), the member
+// path[1] of that, and so on; nil where one is missing, is neither an
+// object nor an array on the way, or is null.
 func lookupPath(obj []byte, path []string) []byte {
 	for _, name := range path {
+		if at(obj, 0) == '[' {
+			if obj = element(obj, name); obj == nil {
+				return nil
+			}
+			continue
+		}
 		if at(obj, 0) != '{' {
 			return nil
 		}
@@ -973,6 +980,31 @@ func lookupPath(obj []byte, path []string) []byte {
 		obj = found
 	}
 	return obj
+}
+
+// element returns the element of the JSON array arr (scanned as valid)
+// whose index from 0 is written in index, nil if it has none or null.
+func element(arr []byte, index string) []byte {
+	n, err := strconv.Atoi(index)
+	if err != nil || n < 0 || strconv.Itoa(n) != index { // digits only: no sign, no leading 0
+		return nil
+	}
+	i := skipSpace(arr, 1)
+	for k := 0; at(arr, i) != ']' && at(arr, i) != 0; k++ {
+		start := i
+		i, _ = scanValue(arr, i, 1)
+		if k == n {
+			if v := arr[start:i]; !(len(v) == 4 && v[0] == 'n') {
+				return v
+			}
+			return nil
+		}
+		if i = skipSpace(arr, i); at(arr, i) != ',' {
+			return nil
+		}
+		i = skipSpace(arr, i+1)
+	}
+	return nil
 }
 
 // scanString moves past the string literal at i, and reports whether it

@@ -87,9 +87,37 @@ func TestDecodeNestedFields(t *testing.T) {
 			t.Errorf("%s: decoded %+v\nwant %+v", tc.name, ev, tc.want)
 		}
 	}
+	// GA4's BigQuery export: the items an event names are an array.
+	for _, tc := range []struct{ path, want, say string }{
+		{path: "items.0.item_id", want: "SKU1"},
+		{path: "items.1.item_id", want: "SKU2"},
+		{path: "items.2.item_id", say: "item: missing"},
+		{path: "items.01.item_id", say: "item: missing"},
+		{path: "items.-1.item_id", say: "item: missing"},
+		{path: "items.x.item_id", say: "item: missing"},
+		{path: "items.0", say: "item: is a JSON object"},
+		{path: "params.0", want: "7"},
+		{path: "params.1", say: "item: missing"},
+		{path: "params.0.value", say: "item: missing"},
+	} {
+		ga4 := NewDecoder(Fields{User: "user_pseudo_id", Item: tc.path, TS: "event_timestamp", Event: "event_name"})
+		line := `{"event_timestamp":1700000000123456,"event_name":"view_item","user_pseudo_id":"u1",` +
+			`"items":[ {"item_id":"SKU1","price":3} , {"item_id":"SKU2"} ],"params":[7,null]}`
+		err := ga4.Decode([]byte(line), &ev)
+		switch {
+		case tc.say != "" && (err == nil || !strings.Contains(err.Error(), tc.say)):
+			t.Errorf("%s: %v, want it to say %q", tc.path, err, tc.say)
+		case tc.say == "" && (err != nil || ev.Item != tc.want || ev.User != "u1" || ev.TS != 1700000000123 || ev.Kind != "view_item"):
+			t.Errorf("%s: %+v, %v; want item %q", tc.path, ev, err, tc.want)
+		}
+	}
 	line := []byte(`{"userId":"u1","properties":{"price":3,"product_id":"p9"},"context":{"page":{"dwell_ms":800}}}`)
 	if allocs := testing.AllocsPerRun(100, func() { _ = dec.Decode(line, &ev) }); allocs != 0 {
 		t.Errorf("Decode of nested fields: %v allocations, want 0", allocs)
+	}
+	ga4, line := NewDecoder(Fields{User: "user_pseudo_id", Item: "items.1.item_id"}), []byte(`{"user_pseudo_id":"u1","items":[{"item_id":"a"},{"item_id":"b"}]}`)
+	if allocs := testing.AllocsPerRun(100, func() { _ = ga4.Decode(line, &ev) }); allocs != 0 || ev.Item != "b" {
+		t.Errorf("Decode of an array's element: %v allocations, item %q; want 0, b", allocs, ev.Item)
 	}
 	// A name with an empty part is only ever a member's whole name.
 	if m := (Fields{Item: "a..b"}).compile(); m.nested {
