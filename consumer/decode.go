@@ -162,7 +162,7 @@ func decode(line []byte, ev *Event, ids *interner, names *memberNames) error {
 				k, _ := decodeString(key)
 				key = strconv.AppendQuote(nil, k)
 			}
-			if len(val) == 4 && val[0] == 'n' { // null: a valid value starting with n is null
+			if isNull(val) {
 				val = nil
 			}
 			carry := false // the member goes to Extra
@@ -960,27 +960,30 @@ func lookupPath(obj []byte, path []string) []byte {
 			i = skipSpace(obj, skipSpace(obj, end)+1) // past the colon
 			valStart := i
 			i, _ = scanValue(obj, i, 1)
-			if match := string(key) == name; match || escaped {
-				if escaped {
-					k, _ := decodeString(obj[keyStart:end])
-					match = k == name
-				}
-				if match {
-					found = obj[valStart:i] // the last of a repeated key wins, as at the top
-				}
+			match := string(key) == name
+			if escaped { // compare the key's decoded form
+				k, _ := decodeString(obj[keyStart:end])
+				match = k == name
+			}
+			if match {
+				found = obj[valStart:i] // the last of a repeated key wins, as at the top
 			}
 			if i = skipSpace(obj, i); at(obj, i) != ',' {
 				break
 			}
 			i = skipSpace(obj, i+1)
 		}
-		if found == nil || len(found) == 4 && found[0] == 'n' { // missing, or null
+		if found == nil || isNull(found) {
 			return nil
 		}
 		obj = found
 	}
 	return obj
 }
+
+// isNull reports whether the valid JSON value v is null (the only valid
+// value of four bytes that starts with n).
+func isNull(v []byte) bool { return len(v) == 4 && v[0] == 'n' }
 
 // element returns the element of the JSON array arr (scanned as valid)
 // whose index from 0 is written in index, nil if it has none or null.
@@ -994,7 +997,7 @@ func element(arr []byte, index string) []byte {
 		start := i
 		i, _ = scanValue(arr, i, 1)
 		if k == n {
-			if v := arr[start:i]; !(len(v) == 4 && v[0] == 'n') {
+			if v := arr[start:i]; !isNull(v) {
 				return v
 			}
 			return nil
