@@ -115,12 +115,17 @@ func (d *Decoder) Decode(line []byte, ev *Event) error {
 	return err
 }
 
+// tooLarge is the error of a record of n bytes, over MaxLineBytes.
+func tooLarge(n int) error {
+	return reject(ReasonTooLarge, "", "record of "+strconv.Itoa(n)+" bytes is over the limit of "+strconv.Itoa(MaxLineBytes))
+}
+
 // decode is Decode; ids, when not nil, supplies the strings of ids, and
 // names, when not nil, the members the fields are read from.
 func decode(line []byte, ev *Event, ids *interner, names *memberNames) error {
 	*ev = Event{Extra: ev.Extra[:0]}
 	if len(line) > MaxLineBytes {
-		return reject(ReasonTooLarge, "", "record of "+strconv.Itoa(len(line))+" bytes is over the limit of "+strconv.Itoa(MaxLineBytes))
+		return tooLarge(len(line))
 	}
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 || line[0] != '{' { // rare: let encoding/json judge
@@ -728,6 +733,11 @@ var dateTimeLayouts = []string{
 // accepted: time.Parse would make up a zero offset for one it does not
 // know).
 func parseDateTime(s string) (time.Time, bool) {
+	if strings.ContainsAny(s, "tz") {
+		// RFC 3339 allows the T and the Z in lower case (§5.6, NOTE);
+		// time.Parse does not. No other letter is read.
+		s = strings.ToUpper(s)
+	}
 	if t, ok := strings.CutSuffix(s, " UTC"); ok {
 		s = t
 		if len(s) < 19 || strings.ContainsAny(s[19:], "Z+-") { // a zone given twice
@@ -749,7 +759,7 @@ func parseDateTime(s string) (time.Time, bool) {
 func decodeDwell(v []byte) (int64, error) {
 	const field = "dwell_ms"
 	if c := v[0]; c != '-' && (c < '0' || c > '9') {
-		return 0, reject(ReasonBadType, field, "is a JSON "+kindOf(v)+", want a number")
+		return 0, notANumber(field, v)
 	}
 	outside := func() error {
 		return reject(ReasonOutOfRange, field, clip(v)+" is outside 0.."+strconv.FormatInt(MaxDwellMS, 10))
@@ -795,7 +805,7 @@ func smallInt(v []byte) (int64, bool) {
 // is 0, so that the output writes it back as 0.
 func decodeRating(v []byte) (float64, error) {
 	if c := v[0]; c != '-' && (c < '0' || c > '9') {
-		return 0, reject(ReasonBadType, "rating", "is a JSON "+kindOf(v)+", want a number")
+		return 0, notANumber("rating", v)
 	}
 	f, err := strconv.ParseFloat(string(v), 64)
 	if err != nil || !(f >= 0 && f <= MaxRating) {
@@ -805,6 +815,17 @@ func decodeRating(v []byte) (float64, error) {
 		f = 0 // not -0
 	}
 	return f, nil
+}
+
+// notANumber is the error of a numeric field whose value v is no number.
+// A string there is one that holds none (quotedNumber unwraps "1200"), so
+// the error quotes it: a CSV export's NULL or NA for a missing value is a
+// string to the event format, where an empty cell is no value.
+func notANumber(field string, v []byte) error {
+	if v[0] == '"' {
+		return reject(ReasonBadType, field, clip(v)+" is a string that holds no number; want a number (or a string holding one), and no value (the field left out, null, an empty CSV cell) where there is none")
+	}
+	return reject(ReasonBadType, field, "is a JSON "+kindOf(v)+", want a number")
 }
 
 // kindOf names the JSON type of a valid JSON value.

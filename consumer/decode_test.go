@@ -70,6 +70,7 @@ func TestDecode(t *testing.T) {
 		{name: "sql-style ts without a zone, read as UTC", line: `{"user":"u","item":"i","ts":"2023-11-14 22:13:20"}`, want: Event{User: "u", Item: "i", TS: 1700000000000, HasTS: true}},
 		{name: "sql-style ts with an offset and a fraction", line: `{"user":"u","item":"i","ts":"2023-11-15 00:13:20.25+0200"}`, want: Event{User: "u", Item: "i", TS: 1700000000250, HasTS: true}},
 		{name: "iso ts with a basic offset and a fraction (Java's SimpleDateFormat Z)", line: `{"user":"u","item":"i","ts":"2023-11-15T00:13:20.123+0200"}`, want: Event{User: "u", Item: "i", TS: 1700000000123, HasTS: true}},
+		{name: "rfc3339 ts in lower case (RFC 3339 allows t and z)", line: `{"user":"u","item":"i","ts":"2023-11-14t22:13:20z"}`, want: Event{User: "u", Item: "i", TS: 1700000000000, HasTS: true}},
 		{name: "iso ts with a basic offset (Python's %z)", line: `{"user":"u","item":"i","ts":"2023-11-14T22:13:20+0000"}`, want: Event{User: "u", Item: "i", TS: 1700000000000, HasTS: true}},
 		{name: "unix seconds as a string", line: `{"user":"u","item":"i","ts":"1700000000"}`, want: Event{User: "u", Item: "i", TS: 1700000000000, HasTS: true}},
 		{name: "unix milliseconds as a string", line: `{"user":"u","item":"i","ts":"1700000000123"}`, want: Event{User: "u", Item: "i", TS: 1700000000123, HasTS: true}},
@@ -149,6 +150,7 @@ func TestDecode(t *testing.T) {
 		{name: "between ms and µs", line: `{"user":"u","item":"i","ts":50000000000000}`, reason: ReasonOutOfRange, field: "ts"},
 		{name: "ns after 2100", line: `{"user":"u","item":"i","ts":4102444900000000000}`, reason: ReasonOutOfRange, field: "ts"},
 		{name: "ts after 2100", line: `{"user":"u","item":"i","ts":4102444800001}`, reason: ReasonOutOfRange, field: "ts"},
+		{name: "a zone name in lower case", line: `{"user":"u","item":"i","ts":"2023-11-14 22:13:20 pst"}`, reason: ReasonBadType, field: "ts"},
 		{name: "rfc3339 before 1970", line: `{"user":"u","item":"i","ts":"1969-12-31T23:59:59Z"}`, reason: ReasonOutOfRange, field: "ts"},
 
 		{name: "long user", line: `{"user":"` + long + `","item":"i"}`, reason: ReasonTooLarge, field: "user"},
@@ -189,6 +191,24 @@ func TestDecode(t *testing.T) {
 	for _, r := range Reasons() {
 		if r != ReasonModelRejected && !seen[r] {
 			t.Errorf("no test case for reason %s", r)
+		}
+	}
+}
+
+// TestNotANumberSays: a numeric field's string that holds no number is
+// quoted in its error (it read "is a JSON string, want a number", although
+// a string holding a number is read); another kind is named.
+func TestNotANumberSays(t *testing.T) {
+	for line, want := range map[string]string{
+		`{"user":"u","item":"i","dwell_ms":"abc"}`: `dwell_ms: "abc" is a string that holds no number`,
+		`{"user":"u","item":"i","rating":"NULL"}`:  `rating: "NULL" is a string that holds no number`,
+		`{"user":"u","item":"i","dwell_ms":true}`:  "dwell_ms: is a JSON boolean, want a number",
+		`{"user":"u","item":"i","rating":[4]}`:     "rating: is a JSON array, want a number",
+	} {
+		var ev Event
+		err := Decode([]byte(line), &ev)
+		if ReasonOf(err) != ReasonBadType || !strings.Contains(err.Error(), want) {
+			t.Errorf("Decode(%s) = %v, want bad_type saying %q", line, err, want)
 		}
 	}
 }

@@ -532,6 +532,11 @@ func (l *loop) read(ctx context.Context, src Source, fields Fields) error {
 			// nothing to decode
 		} else if m.Err != nil {
 			r.Err, r.Reason = m.Err, ReasonOf(m.Err)
+		} else if m.Size > len(m.Value) {
+			// Value holds the line's start only: the error names the
+			// line's length, not the start's.
+			r.Err = tooLarge(m.Size)
+			r.Reason = ReasonOf(r.Err)
 		} else if l.workers != nil && l.workers.busy.Load() && len(r.Raw) == len(m.Value) {
 			r.undecoded = true // decoded on its partition's lane, beside the other partitions
 		} else if err := dec.Decode(m.Value, &r.Event); err != nil {

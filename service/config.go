@@ -490,7 +490,7 @@ func (c *Config) Set(path, value string) error {
 		if _, isSection := keysUnder(section); !found || !isSection {
 			section, key = "", path
 		}
-		return fmt.Errorf("%w: unknown setting %q: %s", ErrConfig, path, unknownKey(section, key))
+		return fmt.Errorf("%w: %s: %s", ErrConfig, path, unknownKey(section, key))
 	}
 	if err := setValue(reflect.ValueOf(c).Elem().FieldByIndex(l.index), path, value); err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrConfig, path, err)

@@ -47,7 +47,7 @@ func TestConfigErrorsNameTheFieldAndTheFix(t *testing.T) {
 		{"list for a value", "model:\n  dim: [1, 2]\n", service.Layers{}, []string{"model.dim: a single value is wanted, such as 32"}},
 		{"every wrong line", "kafka:\n  batch_size: x\n  retry_for: 5\n", service.Layers{}, []string{"line 2: kafka.batch_size", "line 3: kafka.retry_for"}},
 		{"set twice", "seed: 3\nseed: 4\n", service.Layers{}, []string{"line 2: seed: set twice (first on line 1)"}},
-		{"unknown --set", "", service.Layers{Sets: []string{"model.dimm=3"}}, []string{`unknown setting "model.dimm": unknown setting (did you mean dim?)`}},
+		{"unknown --set", "", service.Layers{Sets: []string{"model.dimm=3"}}, []string{`model.dimm: unknown setting (did you mean dim?)`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := tc.layers

@@ -60,7 +60,7 @@ func TestLayersErrors(t *testing.T) {
 		want   []string
 		config bool // wraps ErrConfig
 	}{
-		{"unknown set", service.Layers{Sets: []string{"kafka.nope=1"}}, []string{`unknown setting "kafka.nope"`}, true},
+		{"unknown set", service.Layers{Sets: []string{"kafka.nope=1"}}, []string{`kafka.nope: unknown setting`}, true},
 		{"set without value", service.Layers{Sets: []string{"kafka.group"}}, []string{"want PATH=VALUE"}, false},
 		{"bad duration", service.Layers{Sets: []string{"kafka.batch_timeout=fast"}}, []string{"kafka.batch_timeout"}, true},
 		{"bad flag and bad set", service.Layers{Flags: map[string]string{"kafka.batch_size": "many"}, Sets: []string{"checkpoint.interval=soon"}},

@@ -425,8 +425,8 @@ type sharedLine struct {
 // error (it is not created).
 func DumpShared(ctx context.Context, cfg Config, w io.Writer) (int, error) {
 	cfg = cfg.WithDefaults()
-	if cfg.Sharing.Topic == SharingOff {
-		return 0, errors.New("sharing.topic is off: there is no shared topic")
+	if err := CheckSharedLog(cfg); err != nil {
+		return 0, err
 	}
 	lg, err := state.OpenShared(ctx, state.SharedConfig{
 		Brokers: cfg.Kafka.Brokers, Topic: cfg.Sharing.Topic, Existing: true, Timeout: cfg.Kafka.RequestTimeout,
@@ -444,6 +444,27 @@ func DumpShared(ctx context.Context, cfg Config, w io.Writer) (int, error) {
 		}
 	})
 	return n, errors.Join(err, werr, lg.Close())
+}
+
+// CheckSharedLog says what a configuration lacks for DumpShared to read
+// its shared topic, naming the setting (errors wrap ErrConfig): only the
+// models of state_layout partition share, so under the default layout
+// there is no shared topic, and its name defaults from the input topic.
+func CheckSharedLog(cfg Config) error {
+	cfg = cfg.WithDefaults()
+	var errs []error
+	if len(cfg.Kafka.Brokers) == 0 {
+		errs = append(errs, fieldError("kafka.brokers", "none given: the shared topic is read from the brokers of denoiser run", "127.0.0.1:9092"))
+	}
+	switch {
+	case cfg.StateLayout != online.LayoutPartition:
+		errs = append(errs, fieldError("state_layout", string(cfg.StateLayout)+": only the models of state_layout partition share what they learn, so there is no shared topic to read; give the configuration of the run that shared", string(online.LayoutPartition)))
+	case cfg.Sharing.Topic == SharingOff:
+		errs = append(errs, fieldError("sharing.topic", "is off: the run shared nothing", "GROUP.INPUT.shared"))
+	case cfg.Sharing.Topic == "":
+		errs = append(errs, fieldError("kafka.input_topic", "none given: the shared topic's name is GROUP.INPUT.shared unless sharing.topic names it", "clicks"))
+	}
+	return errors.Join(errs...)
 }
 
 // ReadSharedHistory reads a file that DumpShared wrote into a history.

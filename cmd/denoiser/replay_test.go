@@ -309,7 +309,8 @@ func TestReplayWhollyInvalidInput(t *testing.T) {
 }
 
 // TestReplayLongLineRawBytes: the dead letter of a line over the limit
-// gives the line's real length.
+// gives the line's real length, in raw_bytes and in its error (which
+// named the length of the start that was kept, 1 MiB + 1).
 func TestReplayLongLineRawBytes(t *testing.T) {
 	dir := t.TempDir()
 	long := `{"user":"` + strings.Repeat("x", 3<<20) + `"}`
@@ -320,6 +321,7 @@ func TestReplayLongLineRawBytes(t *testing.T) {
 	}
 	var rec struct {
 		Reason    string `json:"reason"`
+		Error     string `json:"error"`
 		RawBytes  int    `json:"raw_bytes"`
 		Truncated bool   `json:"raw_truncated"`
 	}
@@ -328,6 +330,9 @@ func TestReplayLongLineRawBytes(t *testing.T) {
 	}
 	if rec.Reason != "too_large" || !rec.Truncated || rec.RawBytes != len(long) {
 		t.Errorf("dead letter %+v, want too_large, truncated, raw_bytes %d", rec, len(long))
+	}
+	if want := fmt.Sprintf("record of %d bytes is over the limit", len(long)); !strings.Contains(rec.Error, want) {
+		t.Errorf("dead letter's error %q, want it to say %q", rec.Error, want)
 	}
 }
 

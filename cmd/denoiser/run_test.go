@@ -42,7 +42,7 @@ func TestRunConfigErrors(t *testing.T) {
 		want string
 	}{
 		{"no topic", []string{"run", "--brokers", "127.0.0.1:1", "--state-dir", t.TempDir()}, "kafka.input_topic: required"},
-		{"bad set", []string{"run", "--set", "kafka.nope=1"}, `unknown setting "kafka.nope"`},
+		{"bad set", []string{"run", "--set", "kafka.nope=1"}, `kafka.nope: unknown setting`},
 		{"set without value", []string{"run", "--set", "kafka.group"}, "want PATH=VALUE"},
 		{"set of a section", []string{"run", "--set", "kafka={group: g}"}, "kafka is a section, not a setting: give one --set per setting, --set kafka.group=g"},
 		{"bad duration", []string{"run", "--brokers", "b:1", "--input-topic", "t", "--state-dir", "d", "--set", "kafka.batch_timeout=fast"}, "kafka.batch_timeout"},

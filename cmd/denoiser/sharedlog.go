@@ -51,6 +51,9 @@ func runSharedLog(ctx context.Context, args []string, _, stderr io.Writer) error
 	if len(unknownEnv) > 0 {
 		fmt.Fprintf(stderr, "shared-log: ignoring %s\n", command.UnknownEnv(unknownEnv))
 	}
+	if err := service.CheckSharedLog(cfg); err != nil {
+		return fmt.Errorf("shared-log: %w: %w", err, errUsage)
+	}
 	n := 0
 	err = atomicfile.WriteFile(*out, func(w io.Writer) error {
 		var err error

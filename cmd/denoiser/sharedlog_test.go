@@ -144,3 +144,28 @@ func withoutSource(line []byte) []byte {
 	}
 	return line
 }
+
+// TestSharedLogConfiguration: shared-log without what it needs is a usage
+// error (exit 2) that names the setting. Without brokers it said "state:
+// shared log: no brokers" (exit 1), and under the default state_layout
+// "no topic", with no word that only partition models share.
+func TestSharedLogConfiguration(t *testing.T) {
+	for _, tc := range []struct {
+		sets []string
+		say  string
+	}{
+		{nil, "kafka.brokers: none given"},
+		{[]string{"kafka.brokers=127.0.0.1:1", "kafka.input_topic=clicks"}, "state_layout: member: only the models of state_layout partition share"},
+		{[]string{"kafka.brokers=127.0.0.1:1", "state_layout=partition"}, "kafka.input_topic: none given"},
+		{[]string{"kafka.brokers=127.0.0.1:1", "state_layout=partition", "kafka.input_topic=clicks", "sharing.topic=off"}, "sharing.topic: is off"},
+	} {
+		args := []string{"shared-log", "--out", filepath.Join(t.TempDir(), "s.jsonl")}
+		for _, s := range tc.sets {
+			args = append(args, "--set", s)
+		}
+		var stderr bytes.Buffer
+		if code := run(context.Background(), args, &bytes.Buffer{}, &stderr); code != 2 || !strings.Contains(stderr.String(), tc.say) {
+			t.Errorf("%v: exit %d, want 2 saying %q:\n%s", tc.sets, code, tc.say, stderr.String())
+		}
+	}
+}

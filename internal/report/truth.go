@@ -9,8 +9,9 @@ import (
 	"denoiser/consumer"
 )
 
-// ErrTruthMode is returned by ParseTruth for a mode it does not know.
-var ErrTruthMode = errors.New("unknown truth mode")
+// ErrTruthMode is returned by ParseTruth for a mode it does not know or
+// one whose argument is missing or wrong.
+var ErrTruthMode = errors.New("invalid truth mode")
 
 // Truth modes.
 const (
