@@ -45,10 +45,13 @@ func (m *Model) calibrate(p float64) float64 {
 }
 
 // calibrateTo is calibrate with share as π.
-func calibrateTo(p, share float64) float64 {
+func calibrateTo(p, share float64) float64 { return temperTo(p, share, weightTemper) }
+
+// temperTo draws p's log-odds towards logit(share) by the factor temper.
+func temperTo(p, share, temper float64) float64 {
 	p = min(max(p, pCleanFloor), 1-pCleanFloor)
 	prior := math.Log(share / (1 - share))
-	return sigmoid(prior + weightTemper*(math.Log(p/(1-p))-prior))
+	return sigmoid(prior + temper*(math.Log(p/(1-p))-prior))
 }
 
 // reliableShare is π, the weight of the mixture's reliable component,

@@ -191,6 +191,10 @@ type contextModel struct {
 	// itemLevel is the stream's mean weight behind the items' priors
 	// (itemprior.go). The partition model's own, as level.
 	itemLevel priorLevel
+	// tail is the share of the stream that looks like random pairs, which
+	// tempers p_clean on the gap path (tail.go). The partition model's
+	// own, as level.
+	tail tailStats
 }
 
 // newContextModel is the context part of a model of configuration cfg.

@@ -55,8 +55,11 @@ import (
 // items' priors (three f64 per changed item after the offsets in ITEM,
 // and IPRI after GLAM), as encoding version 19 has them (gapreach.go,
 // itemprior.go), written exactly for models with the dwell mixture; a
-// delta of version 14 leaves them as the base had them.
-const DeltaVersion = 15
+// delta of version 14 leaves them as the base had them. Version 16 is
+// version 15 with the tail (TAIL after IPRI, as encoding version 20 has
+// it: tail.go), written exactly for models with the dwell mixture; a
+// delta of version 15 leaves the tail as the base had it.
+const DeltaVersion = 16
 
 // deltaCursorVersion is the first delta version with merge cursors,
 // deltaTypesVersion the first with event types, deltaDwellMixVersion the
@@ -76,6 +79,7 @@ const (
 	deltaCountGapVersion   = 13
 	deltaPriorVersion      = 14
 	deltaGapReachVersion   = 15
+	deltaTailVersion       = 16
 )
 
 // deltaVersionFor is the delta version of a model with merge cursors or
@@ -84,7 +88,7 @@ const (
 func deltaVersionFor(cursors, types, dwellMix, clock bool) uint32 {
 	switch {
 	case dwellMix:
-		return deltaGapReachVersion
+		return deltaTailVersion
 	case clock:
 		return deltaClockVersion
 	case types:

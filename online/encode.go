@@ -70,11 +70,14 @@ import (
 // per item after the offsets in ITEM, and an IPRI section after GLAM),
 // written exactly for models with the dwell mixture, which read version
 // 18 with a reach and items' priors that start from the events that
-// follow. So a model without
+// follow; version 20 is version 19 with the share of the stream that
+// looks like random pairs (tail.go: a TAIL section after IPRI), written
+// exactly for models with the dwell mixture, which read version 19 with
+// statistics that start from the events that follow. So a model without
 // per-user offsets, cursors, event types, the dwell mixture, merged
 // events or an event order encodes as it did before they existed
 // (encodingFor).
-const EncodingVersion = 19
+const EncodingVersion = 20
 
 // userOffsetVersion is the first encoding version with per-user
 // transition offsets; cursorVersion the first with merge cursors.
@@ -94,12 +97,13 @@ const (
 	countGapVersion   = 17
 	userPriorVersion  = 18
 	gapReachVersion   = 19
+	tailVersion       = 20
 )
 
 // encodingFor is the encoding version of a model with per-user transition
 // offsets or not, merge cursors or not, event types or not, the dwell
 // mixture or not and merged events (a clock) or not (the rank instrument,
-// version 12, comes only with the dwell mixture): 19 with the dwell
+// version 12, comes only with the dwell mixture): 20 with the dwell
 // mixture, else 11 with a clock, else 7 with event types, else
 // 6 with cursors (from 6 on, the USER section holds the offsets exactly
 // when the configuration asks for them), else 5 with offsets, else 4. WriteTo writes it; ReadModel checks a version before 6
@@ -107,7 +111,7 @@ const (
 func encodingFor(userOffsets, cursors, types, dwellMix, clock bool) uint32 {
 	switch {
 	case dwellMix:
-		return gapReachVersion
+		return tailVersion
 	case clock:
 		return clockVersion
 	case types:
@@ -120,7 +124,7 @@ func encodingFor(userOffsets, cursors, types, dwellMix, clock bool) uint32 {
 	return userOffsetVersion - 1
 }
 
-// Encoding is the encoding version WriteTo writes for m (encodingFor): 19
+// Encoding is the encoding version WriteTo writes for m (encodingFor): 20
 // with the dwell mixture, else 11 with merged events, else 7 with event
 // types, else 6 with merge cursors, else 5 with per-user transition
 // offsets, else 4.
@@ -196,8 +200,8 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 // encodeContext writes the context's sections, which a model and a delta
 // both hold whole: CTXT, then TYPE when the model has event types, then
 // DMIX, DINS and DGAT when it reads dwell as longer-is-genuine, then RINS
-// when it has an event order as well, then GINS, LEVL, CGAP, PRIR, GLAM
-// and IPRI with DMIX.
+// when it has an event order as well, then GINS, LEVL, CGAP, PRIR, GLAM,
+// IPRI and TAIL with DMIX.
 func (m *Model) encodeContext(e *encoder) {
 	e.section("CTXT", m.context.encode)
 	if len(m.context.types) > 0 {
@@ -218,6 +222,7 @@ func (m *Model) encodeContext(e *encoder) {
 		e.section("PRIR", m.context.prior.encode)
 		e.section("GLAM", m.context.reach.encode)
 		e.section("IPRI", m.context.itemLevel.encode)
+		e.section("TAIL", m.context.tail.encode)
 	}
 }
 
@@ -226,16 +231,16 @@ func (m *Model) encodeContext(e *encoder) {
 // the dwell mixture, the instrument, the dwell gate, the rank instrument,
 // the gap as the instruments' fifth feature, the rank instrument's gap
 // capped at shortClickMS, the gap instrument, the posterior's level, the
-// counted gaps' scale, the users' priors, and the gap's reach with the
-// items' priors.
+// counted gaps' scale, the users' priors, the gap's reach with the
+// items' priors, and the tail.
 type contextVersions struct {
-	types, mix, inst, gate, ranks, gap, shortGap, gapInst, level, countGap, prior, reach uint32
+	types, mix, inst, gate, ranks, gap, shortGap, gapInst, level, countGap, prior, reach, tail uint32
 }
 
 // modelContext and deltaContext are a model's and a delta's.
 var (
-	modelContext = contextVersions{typesVersion, dwellMixVersion, instrumentVersion, gateVersion, rankVersion, gapVersion, shortGapVersion, gapInstVersion, levelVersion, countGapVersion, userPriorVersion, gapReachVersion}
-	deltaContext = contextVersions{deltaTypesVersion, deltaDwellMixVersion, deltaInstrumentVersion, deltaGateVersion, deltaRankVersion, deltaGapVersion, deltaShortGapVersion, deltaGapInstVersion, deltaLevelVersion, deltaCountGapVersion, deltaPriorVersion, deltaGapReachVersion}
+	modelContext = contextVersions{typesVersion, dwellMixVersion, instrumentVersion, gateVersion, rankVersion, gapVersion, shortGapVersion, gapInstVersion, levelVersion, countGapVersion, userPriorVersion, gapReachVersion, tailVersion}
+	deltaContext = contextVersions{deltaTypesVersion, deltaDwellMixVersion, deltaInstrumentVersion, deltaGateVersion, deltaRankVersion, deltaGapVersion, deltaShortGapVersion, deltaGapInstVersion, deltaLevelVersion, deltaCountGapVersion, deltaPriorVersion, deltaGapReachVersion, deltaTailVersion}
 )
 
 // decodeContextAfter reads the context's sections after CTXT of an
@@ -255,7 +260,8 @@ var (
 // level as it was, and ReadModel starts it), CGAP with DMIX from
 // v.countGap on (before, a delta leaves the scale as it was, and a model's
 // starts empty), PRIR with DMIX from v.prior on and GLAM and IPRI with
-// DMIX from v.reach on (before, the same).
+// DMIX from v.reach on and TAIL with DMIX from v.tail on (before, the
+// same).
 func (m *Model) decodeContextAfter(d *decoder, version uint32, v contextVersions) {
 	switch {
 	case version >= v.mix && d.has("TYPE"), version >= v.types && version < v.mix:
@@ -313,6 +319,10 @@ func (m *Model) decodeContextAfter(d *decoder, version uint32, v contextVersions
 		m.context.reach.decode(d)
 		d.section("IPRI")
 		m.context.itemLevel.decode(d, "item")
+	}
+	if version >= v.tail {
+		d.section("TAIL")
+		m.context.tail.decode(d)
 	}
 }
 

@@ -10,10 +10,11 @@ import (
 
 // withoutGapReach rewrites a model encoding or a delta into the given
 // older version without what version 19 (delta 15) added: GLAM, the gap's
-// reach, and the items' priors (the end of ITEM and IPRI).
+// reach, and the items' priors (the end of ITEM and IPRI), and what came
+// after (withoutTail).
 func withoutGapReach(t *testing.T, b []byte, version uint32) []byte {
 	t.Helper()
-	b = withoutPriorRows(t, b, "ITEM")
+	b = withoutPriorRows(t, withoutTail(t, b, version), "ITEM")
 	return withoutSection(t, withoutSection(t, b, "IPRI", version), "GLAM", version)
 }
 
@@ -195,9 +196,9 @@ func TestGapReachEncoding(t *testing.T) {
 	})
 }
 
-// withReachOf gives got what version 19 added to m: the gap's reach and
-// the items' priors.
+// withReachOf gives got what version 19 added to m, the gap's reach and
+// the items' priors, and version 20 the tail.
 func withReachOf(got, m *Model) {
-	got.context.reach, got.context.itemLevel = m.context.reach, m.context.itemLevel
+	got.context.reach, got.context.itemLevel, got.context.tail = m.context.reach, m.context.itemLevel, m.context.tail
 	got.itemPriors = append([]float64(nil), m.itemPriors...)
 }

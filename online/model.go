@@ -260,6 +260,7 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	if err != nil {
 		return err
 	}
+	eta := m.scratch.noisy[1] // η̃₁, the noisy head's observed class in binary mode (tailLearns)
 	context := m.context.features(&ev, m.cfg.Mode)
 	if m.useContext() {
 		m.instrumentFeatures(u, i, &ev, &context)
@@ -284,7 +285,10 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	if m.useContext() && path == pathAnchored {
 		share := m.context.gap.pCleanShare()
 		if share > 0 && sc.Source == SourcePClean {
-			level = calibrateTo(posterior, share)
+			// p_clean tempered by the share of the noise that looks
+			// like random pairs (tail.go); κ = 1 leaves calibrateTo's
+			// bits.
+			level = temperTo(posterior, share, m.context.tail.temper(share)*weightTemper)
 		}
 		if gap, gapped = m.context.gapWeight(level, sc.PClean, context, share); gapped {
 			sc.Weight = gap.w
@@ -312,6 +316,11 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	}
 
 	// 2. Learn. The context learns from its posterior, not the weight.
+	// The observed event is counted against the negatives' quantile as
+	// it was when it was scored, before its own negatives move it.
+	if m.tailLearns() {
+		m.context.tail.learnObserved(eta)
+	}
 	ok := m.learnEvent(u, i, y, ev.Weight, sc, x0, x1)
 	if ok && userPrior {
 		m.learnUserPrior(u, before, sc.Weight)
@@ -432,12 +441,22 @@ func (m *Model) learnNegatives(u, pos int32) bool {
 		// for a quarter of the work at m = 4. The others train f alone.
 		if n == 0 && !m.cfg.Plain {
 			ystar := m.forwardNegative(u, j)
+			if m.tailLearns() {
+				m.context.tail.learnNegative(m.scratch.noisy[1])
+			}
 			ok = m.learnPair(u, j, 0, ystar, 0, negWeight, 1) && ok
 		} else {
 			ok = m.learnNegative(u, j, negWeight) && ok
 		}
 	}
 	return ok
+}
+
+// tailLearns reports whether the tail's statistics learn from the event
+// being stepped: in binary mode, with the context's gap path (long),
+// after levelBurnIn events (tail.go).
+func (m *Model) tailLearns() bool {
+	return m.context.long && m.cfg.Mode == ModeBinary && !m.cfg.Plain && float64(m.schedule.events) >= levelBurnIn
 }
 
 // refit runs every RefitEvery events of the model's own: it refits the
