@@ -284,11 +284,18 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	gapped, level := false, sc.Weight
 	if m.useContext() && path == pathAnchored {
 		share := m.context.gap.pCleanShare()
-		if share > 0 && sc.Source == SourcePClean {
-			// p_clean tempered by the share of the noise that looks
-			// like random pairs (tail.go); κ = 1 leaves calibrateTo's
-			// bits.
-			level = temperTo(posterior, share, m.context.tail.temper(share)*weightTemper)
+		if share > 0 {
+			// p_clean drawn towards the share by the part of the noise
+			// that looks like random pairs (tail.go): calibrated, or
+			// the context's anchored posterior (a stream of one event
+			// type: its p_clean term is all that varies). κ = 1 leaves
+			// both as they were, bit for bit.
+			switch k := m.context.tail.temper(share); {
+			case sc.Source == SourcePClean:
+				level = temperTo(posterior, share, k*weightTemper)
+			case k < 1:
+				level = temperTo(level, share, k)
+			}
 		}
 		if gap, gapped = m.context.gapWeight(level, sc.PClean, context, share); gapped {
 			sc.Weight = gap.w
