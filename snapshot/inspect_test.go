@@ -196,3 +196,21 @@ func TestDiff(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigPairsEventOrder: a list of names renders as JSON, so that an
+// event_order group with a space in a name ("Order Cancelled") reads as
+// one group (fmt's [a b c] could not show where it ends).
+func TestConfigPairsEventOrder(t *testing.T) {
+	c := online.DefaultConfig()
+	c.EventOrder = []string{"return|Order Cancelled", "view", "purchase|Order Completed"}
+	want := `event_order=["return|Order Cancelled","view","purchase|Order Completed"]`
+	for _, p := range configPairs(Settings{Config: c, all: true}) {
+		if strings.HasPrefix(p, "event_order=") {
+			if p != want {
+				t.Fatalf("%s, want %s", p, want)
+			}
+			return
+		}
+	}
+	t.Fatal("no event_order among the pairs")
+}

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"reflect"
@@ -232,6 +233,12 @@ func configPairs(s Settings) []string {
 		value := fmt.Sprint(v.Field(i).Interface())
 		if s.all && v.Field(i).Kind() == reflect.String && value == "" {
 			value = `""` // dwell_direction="", not dwell_direction=
+		}
+		if names, ok := v.Field(i).Interface().([]string); ok && len(names) > 0 {
+			// As JSON: fmt's [a b] cannot show where a name with a space
+			// ("Order Cancelled", an event_order group) ends.
+			b, _ := json.Marshal(names)
+			value = string(b)
 		}
 		out = append(out, jsonName(f)+"="+value)
 	}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -378,10 +380,10 @@ func (r *Report) PrintAs(w io.Writer, command string) error {
 		b.WriteString("\n")
 	}
 	if k := r.Model.UserPriorStrength; k > 0 {
-		fmt.Fprintf(&b, "user prior: strength %.3g events (%g: the users' genuine shares do not differ; the smaller, the more a few users send the noise)\n", k, online.UserPriorMax)
+		fmt.Fprintf(&b, "user prior: strength %s events (%g: the users' genuine shares do not differ; the smaller, the more a few users send the noise)\n", eventCount(k), online.UserPriorMax)
 	}
 	if k := r.Model.ItemPriorStrength; k > 0 {
-		fmt.Fprintf(&b, "item prior: strength %.3g events (%g: the items' genuine shares do not differ; the smaller, the more a few items draw the noise)\n", k, online.UserPriorMax)
+		fmt.Fprintf(&b, "item prior: strength %s events (%g: the items' genuine shares do not differ; the smaller, the more a few items draw the noise)\n", eventCount(k), online.UserPriorMax)
 	}
 	if len(r.Model.UnrankedTypes) > 0 {
 		fmt.Fprintf(&b, "event types without a rank in model.event_order: %s (add them to the order, least engaged first, to rank them)\n",
@@ -507,4 +509,14 @@ func inputError(err *consumer.ReadError) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// eventCount writes a count of events to three significant digits, and
+// one of 100 or more whole, without an exponent: the summary read "1e+03
+// events" for the strength at its cap.
+func eventCount(x float64) string {
+	if math.Abs(x) >= 100 {
+		return strconv.FormatFloat(math.Round(x), 'f', 0, 64)
+	}
+	return strconv.FormatFloat(x, 'g', 3, 64)
 }

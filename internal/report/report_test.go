@@ -372,3 +372,13 @@ func TestPrintRate(t *testing.T) {
 		}
 	}
 }
+
+// TestEventCount: a prior's strength is written without an exponent
+// (the summary read "strength 1e+03 events").
+func TestEventCount(t *testing.T) {
+	for x, want := range map[float64]string{1000: "1000", 1234.4: "1234", 100: "100", 6.758295: "6.76", 15.599: "15.6", 0.5: "0.5"} {
+		if got := eventCount(x); got != want {
+			t.Errorf("eventCount(%v) = %q, want %q", x, got, want)
+		}
+	}
+}
