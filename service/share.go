@@ -92,12 +92,16 @@ type sharer struct {
 
 	// The reader's, under mu.
 	mu     sync.Mutex
-	deltas []*sharedDelta  // complete, in the log's order
-	base   int             // the index of deltas[0] in the log's order
-	held   int             // bytes of deltas
-	chunks deltaChunks     // the reader's
-	own    map[int32]int64 // the highest seq of each partition's publications of this writer read back
-	points recentPoints    // the merge points read back
+	deltas []*sharedDelta // complete, in the log's order
+	base   int            // the index of deltas[0] in the log's order
+	held   int            // bytes of deltas
+	// dropped is where the deltas dropped from memory begin in the
+	// topic, which a new owner's window reads them back from
+	// (fetchDropped).
+	dropped droppedDeltas
+	chunks  deltaChunks     // the reader's
+	own     map[int32]int64 // the highest seq of each partition's publications of this writer read back
+	points  recentPoints    // the merge points read back
 
 	ownRead    atomic.Int64  // publications of this writer read back
 	readStarts atomic.Int64  // reads of the topic begun (caughtUp)
@@ -569,7 +573,7 @@ func (s *sharer) add(off int64, _, value []byte) {
 		s.mu.Unlock()
 		return
 	}
-	d, err := s.chunks.add(value)
+	d, err := s.chunks.add(off, value)
 	if err != nil {
 		s.metrics.shared.WithLabelValues("unreadable").Inc()
 		s.log.Warn("shared topic: record skipped", "offset", off, "err", err)
@@ -597,6 +601,7 @@ func (s *sharer) add(off int64, _, value []byte) {
 	s.held += d.bytes
 	for s.held > s.keep && len(s.deltas) > 1 {
 		s.held -= s.deltas[0].bytes
+		s.dropped.add(s.deltas[0])
 		s.deltas[0] = nil
 		s.deltas = s.deltas[1:]
 		s.base++

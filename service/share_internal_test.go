@@ -278,6 +278,20 @@ func TestSharerDropsAbandonedDeltas(t *testing.T) {
 	}
 }
 
+// memLog is a sharedLog that holds values at offsets 0, 1, ... and
+// appends nothing.
+type memLog struct{ values [][]byte }
+
+func (l *memLog) Append(context.Context, []state.SharedRecord) error { return nil }
+func (l *memLog) Read(_ context.Context, from int64, fn func(int64, []byte, []byte)) (int64, error) {
+	for off := max(from, 0); off < int64(len(l.values)); off++ {
+		fn(off, nil, l.values[off])
+	}
+	return int64(len(l.values)), nil
+}
+func (l *memLog) Wait(context.Context, int64, time.Duration) (bool, error) { return false, nil }
+func (l *memLog) Close() error                                             { return nil }
+
 // appendLog is a sharedLog that records each Append and fails those whose
 // number (from 1) is in fail.
 type appendLog struct {
@@ -568,6 +582,40 @@ func TestSharerWindow(t *testing.T) {
 	sD.track(0, mD)
 	if got := counterValue(t, met.sharedWindows.WithLabelValues("skipped")) - skipped; got != 1 || sD.windowsOpen.Load() != 0 || len(sD.out) != 0 {
 		t.Fatalf("a window whose deltas are not held: skipped rose by %v, %d windows open, %d records queued; want 1, 0, 0", got, sD.windowsOpen.Load(), len(sD.out))
+	}
+
+	// With the finding and the deltas no longer in memory but in the
+	// topic: the reader kept only the newest delta (keep), and the window
+	// reads the one it dropped back from the topic (fetchDropped). Before
+	// stop 67 the window was skipped there (the default keep held about
+	// 60,000 of the group's events, fewer than a checkpoint interval of
+	// three members).
+	topic := &memLog{values: append([][]byte{d1, d2}, pointsA...)}
+	opened := make(chan struct{})
+	setE, mE := newModel()
+	nextE := int64(0)
+	sE := newSharer(setE, func(int32) int64 { return nextE }, time.Hour, 1<<30, 0, met, logger,
+		func(ctx context.Context) (sharedLog, error) { <-opened; return topic, nil }, time.Second)
+	t.Cleanup(func() { sE.stop(); sE.wg.Wait() })
+	sE.keep = 1 // before the reader starts (opened): one delta held
+	close(opened)
+	if !sE.caughtUp(5 * time.Second) {
+		t.Fatal("the reader did not read the topic")
+	}
+	sE.mu.Lock()
+	held, dropped := len(sE.deltas), len(sE.dropped)
+	sE.mu.Unlock()
+	if held != 1 || dropped != 1 {
+		t.Fatalf("the reader holds %d deltas and dropped %d, want 1 and 1", held, dropped)
+	}
+	sE.emitted(map[int]int64{0: 0}, offsets)
+	replayed = counterValue(t, met.sharedWindows.WithLabelValues("replayed"))
+	sE.track(0, mE)
+	if got := counterValue(t, met.sharedWindows.WithLabelValues("replayed")) - replayed; got != 1 {
+		t.Fatalf("a window whose delta was dropped from memory: replayed rose by %v, want 1", got)
+	}
+	if differ := stepAgain(sE, mE, &nextE); len(differ) > 0 {
+		t.Fatalf("the delta read back: offsets %v scored otherwise than by the previous owner", differ)
 	}
 
 	setB, mB := newModel()

@@ -55,6 +55,7 @@ type sharedDelta struct {
 	chunks []*online.Shared
 	bytes  int
 	start  int64 // deltaChunks.read when its first chunk came
+	first  int64 // the shared topic's offset of its first chunk (-1: not known)
 }
 
 // deltaID names a publication: its writer, its partition and its seq.
@@ -170,11 +171,11 @@ type deltaChunks struct {
 	read    int64 // bytes of chunks read so far
 }
 
-// add takes the value of the topic's next record and returns the delta it
-// completes, if any. A merge point is not a delta (nil, nil). A delta whose
-// first chunks were not read (retention, a send that failed) is never
-// complete.
-func (c *deltaChunks) add(v []byte) (*sharedDelta, error) {
+// add takes the value of the topic's next record, at offset off (-1: not
+// known), and returns the delta it completes, if any. A merge point is not
+// a delta (nil, nil). A delta whose first chunks were not read
+// (retention, a send that failed) is never complete.
+func (c *deltaChunks) add(off int64, v []byte) (*sharedDelta, error) {
 	if isMergePoint(v) {
 		return nil, nil
 	}
@@ -191,7 +192,7 @@ func (c *deltaChunks) add(v []byte) (*sharedDelta, error) {
 		if chunk != 0 {
 			return nil, nil
 		}
-		d = &sharedDelta{id: id, from: from, start: c.read}
+		d = &sharedDelta{id: id, from: from, start: c.read, first: off}
 		c.partial[id] = d
 	}
 	if chunk != len(d.chunks) {
@@ -261,7 +262,7 @@ func NewSharedHistory() *SharedHistory {
 // record appended twice (a send tried again) counts once.
 func (h *SharedHistory) Add(v []byte) error {
 	if !isMergePoint(v) {
-		d, err := h.chunks.add(v)
+		d, err := h.chunks.add(-1, v)
 		if d != nil && h.deltas[d.id] == nil {
 			h.deltas[d.id] = d
 		}

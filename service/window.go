@@ -1,7 +1,11 @@
 package service
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"time"
 
 	"denoiser/consumer"
@@ -93,9 +97,9 @@ func (r *recentPoints) add(mp *mergePoint) {
 }
 
 // window returns the merge points of partition p that a model restored at
-// start with cursors has to make before the record at until (see above),
-// with their deltas; an error says what is missing.
-func (r *recentPoints) window(p int32, start int64, cursors []online.Cursor, until int64, deltas map[deltaID]*sharedDelta) ([]resolvedPoint, error) {
+// start with cursors has to make before the record at until (see above);
+// an error says what is missing. Their deltas are withDeltas'.
+func (r *recentPoints) window(p int32, start int64, cursors []online.Cursor, until int64) ([]*mergePoint, error) {
 	chains := append([]*mergeChain(nil), r.parts[p]...)
 	points := resolveChains(chains)
 	self := &mergePoint{start: start, cursors: cursors}
@@ -113,11 +117,83 @@ func (r *recentPoints) window(p int32, start int64, cursors []online.Cursor, unt
 			return nil, fmt.Errorf("the merge points of a previous owner from offset %d on are not all held (a send failed, or too many to keep)", start)
 		}
 	}
-	out, err := withDeltas(points, deltas)
-	if err != nil {
-		return nil, fmt.Errorf("a previous owner %w, which is no longer held", err)
+	return points, nil
+}
+
+// droppedDeltas remembers where the deltas the reader dropped from memory
+// (sharer.keep) begin in the shared topic, in the topic's order: the
+// newest maxDropped, the older half forgotten at once when full (the
+// topic's retention drops them too).
+type droppedDeltas []droppedDelta
+
+type droppedDelta struct {
+	id  deltaID
+	off int64 // its first chunk's
+}
+
+// maxDropped bounds droppedDeltas: a day of publications at one a second
+// (1.5 MiB).
+const maxDropped = 1 << 16
+
+func (d *droppedDeltas) add(x *sharedDelta) {
+	if x.first < 0 {
+		return
 	}
-	return out, nil
+	if len(*d) >= maxDropped {
+		*d = append((*d)[:0:0], (*d)[len(*d)/2:]...)
+	}
+	*d = append(*d, droppedDelta{x.id, x.first})
+}
+
+// at returns where the dropped delta id begins in the topic, if it is
+// remembered.
+func (d droppedDeltas) at(id deltaID) (int64, bool) {
+	for i := len(d) - 1; i >= 0; i-- {
+		if d[i].id == id {
+			return d[i].off, true
+		}
+	}
+	return 0, false
+}
+
+// fetchDropped reads back from the shared topic the deltas that missing
+// names, each by where it begins, which the reader dropped from memory:
+// from the earliest of them to the topic's end, within s.timeout. A
+// window needs the deltas a previous owner merged since its partition's
+// checkpoint, and the reader keeps only keep bytes of the newest (at the
+// defaults, about 60,000 of the group's events at dimension 32); the
+// topic keeps them for sharing.retention. Model goroutine (startWindow):
+// the stream waits for the read, once per takeover.
+func (s *sharer) fetchDropped(missing map[deltaID]int64) (map[deltaID]*sharedDelta, error) {
+	select {
+	case <-s.ready:
+	default:
+		return nil, errors.New("the shared topic is not open")
+	}
+	from := int64(math.MaxInt64)
+	for _, off := range missing {
+		from = min(from, off)
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, s.timeout)
+	defer cancel()
+	var chunks deltaChunks
+	found := make(map[deltaID]*sharedDelta, len(missing))
+	_, err := s.lg.Read(ctx, from, func(off int64, _, v []byte) {
+		if len(found) == len(missing) {
+			return
+		}
+		d, err := chunks.add(off, v)
+		if len(chunks.partial) > 0 {
+			chunks.prune(int64(s.keep))
+		}
+		if err != nil || d == nil {
+			return
+		}
+		if _, ok := missing[d.id]; ok {
+			found[d.id] = d
+		}
+	})
+	return found, err
 }
 
 // emitted takes what a tail scan found (consumer.KafkaSourceConfig's
@@ -164,8 +240,27 @@ func (s *sharer) startWindow(p int32, part *sharingPart) {
 	for _, d := range s.deltas {
 		byID[d.id] = d
 	}
-	points, err := s.points.window(p, part.start, part.cursors, until, byID)
+	mps, err := s.points.window(p, part.start, part.cursors, until)
+	missing := map[deltaID]int64{}
+	for _, mp := range mps {
+		for _, id := range mp.ids {
+			if off, ok := s.dropped.at(id); ok && byID[id] == nil {
+				missing[id] = off
+			}
+		}
+	}
 	s.mu.Unlock()
+	if len(missing) > 0 {
+		found, ferr := s.fetchDropped(missing)
+		maps.Copy(byID, found)
+		s.log.Info("shared topic: deltas of a previous owner's window read back", "partition", p, "wanted", len(missing), "read", len(found), "err", ferr)
+	}
+	var points []resolvedPoint
+	if err == nil {
+		if points, err = withDeltas(mps, byID); err != nil {
+			err = fmt.Errorf("a previous owner %w, which is no longer held", err)
+		}
+	}
 	if err != nil {
 		s.metrics.sharedWindows.WithLabelValues("skipped").Inc()
 		s.log.Warn("the records a previous owner emitted are stepped again without its merges", "partition", p, "from", part.start, "until", until, "err", err)
