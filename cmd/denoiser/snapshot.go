@@ -8,12 +8,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"denoiser/online"
@@ -346,8 +348,17 @@ func checkState(dir string) error {
 // no background garbage collection.
 func openState(dir string) (stateStore, error) {
 	s, err := state.Open(dir, state.Options{GCInterval: -1})
-	if err != nil {
+	// Badger formats the errors of its directory lock into text (y.Wrap,
+	// outside its debug mode): they are told apart by what they say.
+	switch msg := fmt.Sprint(err); {
+	case strings.Contains(msg, "Cannot acquire directory lock"):
 		return stateStore{}, fmt.Errorf("%w (a running instance holds its state directory: export from it with --url)", err)
+	case errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) ||
+		strings.Contains(msg, "permission denied") || strings.Contains(msg, "read-only file system"):
+		// The store writes even to be read (its lock, its manifest).
+		return stateStore{}, fmt.Errorf("%w (the state directory must be writable: export from a writable copy of it, or from the running instance with --url)", err)
+	case err != nil:
+		return stateStore{}, err
 	}
 	return stateStore{s: s, partition: -1}, nil
 }

@@ -461,3 +461,26 @@ func cli2(args ...string) (int, string, string) {
 	code := run(context.Background(), args, &o, &e)
 	return code, o.String(), e.String()
 }
+
+// TestOpenStateHint: a state directory another store holds (its lock)
+// is refused with the hint to export from the running instance; a
+// failure of another kind (the path a regular file) is not given that
+// hint, which it had whatever the cause.
+func TestOpenStateHint(t *testing.T) {
+	dir := t.TempDir()
+	held, err := state.Open(dir, state.Options{GCInterval: -1, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if _, err := openState(dir); err == nil || !strings.Contains(err.Error(), "a running instance holds its state directory") {
+		t.Errorf("a held state directory: %v, want the running instance named", err)
+	}
+	file := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openState(file); err == nil || strings.Contains(err.Error(), "running instance") {
+		t.Errorf("a regular file as the state directory: %v, want an error without the running instance's hint", err)
+	}
+}
