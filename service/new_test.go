@@ -163,3 +163,52 @@ func TestNewFailurePaths(t *testing.T) {
 		})
 	}
 }
+
+// TestNewStateDirHeld: a state directory another process holds (two
+// members given the same checkpoint.dir) is refused naming the setting,
+// where Badger's own text said only "Cannot acquire directory lock". It
+// needs no broker: the state opens before Kafka is reached.
+func TestNewStateDirHeld(t *testing.T) {
+	dir := t.TempDir()
+	held, err := state.Open(dir, state.Options{GCInterval: -1, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	cfg := service.Config{
+		Kafka:      service.KafkaConfig{Brokers: []string{"127.0.0.1:1"}, InputTopic: "t"},
+		Checkpoint: service.CheckpointConfig{Dir: dir, NoSync: true},
+		HTTP:       service.HTTPConfig{Addr: "127.0.0.1:0"},
+	}
+	svc, err := service.New(context.Background(), cfg, service.Options{})
+	if err == nil {
+		svc.Close()
+		t.Fatal("New opened a state directory another store holds")
+	}
+	if !strings.Contains(err.Error(), "checkpoint.dir "+dir) || !strings.Contains(err.Error(), "a state directory of its own") {
+		t.Errorf("New: %v, want checkpoint.dir named", err)
+	}
+}
+
+// TestNewHTTPAddrInUse: a listen address another process has is refused
+// naming http.addr (it said only "bind: address already in use").
+func TestNewHTTPAddrInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	cfg := service.Config{
+		Kafka:      service.KafkaConfig{Brokers: []string{"127.0.0.1:1"}, InputTopic: "t"},
+		Checkpoint: service.CheckpointConfig{Dir: t.TempDir(), NoSync: true},
+		HTTP:       service.HTTPConfig{Addr: ln.Addr().String()},
+	}
+	svc, err := service.New(context.Background(), cfg, service.Options{})
+	if err == nil {
+		svc.Close()
+		t.Fatal("New listened on an address in use")
+	}
+	if !strings.Contains(err.Error(), "http.addr "+ln.Addr().String()) {
+		t.Errorf("New: %v, want http.addr named", err)
+	}
+}

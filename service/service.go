@@ -157,6 +157,9 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Service, err error) 
 		Logger: log.With("component", "state"), GCInterval: cfg.Checkpoint.GCInterval, NoSync: cfg.Checkpoint.NoSync,
 	})
 	if err != nil {
+		if strings.Contains(err.Error(), "Cannot acquire directory lock") { // Badger's text (y.Wrap): no error value to test
+			err = fmt.Errorf("checkpoint.dir %s: %w (another process holds it: each member needs a state directory of its own)", cfg.Checkpoint.Dir, err)
+		}
 		return nil, fmt.Errorf("service: %w", err)
 	}
 	cleanup = append(cleanup, s.store.Close)
@@ -244,7 +247,7 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Service, err error) 
 	if cfg.HTTP.Addr != HTTPOff {
 		s.ln, err = net.Listen("tcp", cfg.HTTP.Addr)
 		if err != nil {
-			return nil, fmt.Errorf("service: http: %w", err)
+			return nil, fmt.Errorf("service: http.addr %s: %w (each member on one host needs an address of its own; %q turns the endpoint off)", cfg.HTTP.Addr, err, HTTPOff)
 		}
 		s.server = &http.Server{Handler: s.handler(gath, opts.Handlers), ReadHeaderTimeout: 10 * time.Second}
 		go func() {
