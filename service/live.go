@@ -285,6 +285,8 @@ func snapshotStatus(err error) int {
 		return http.StatusServiceUnavailable
 	case errors.Is(err, ErrNoSnapshotDir):
 		return http.StatusConflict
+	case errors.Is(err, ErrNoSuchModel):
+		return http.StatusNotFound
 	default:
 		return http.StatusInternalServerError
 	}

@@ -3,6 +3,7 @@ package service
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -132,6 +133,11 @@ func CheckpointModel(ctx context.Context, cp state.Checkpoint, p int32) (snapsho
 	return out, nil
 }
 
+// ErrNoSuchModel wraps SetModel's errors: no partition named where the
+// state holds several models, or one it holds no model of (the live
+// endpoint answers them 400 and 404, not as a fault of its own).
+var ErrNoSuchModel = errors.New("no such partition model")
+
 // SetModel returns the model of set that serves partition p, or with p
 // -1 its only model, and its key; the error says which partitions there
 // are to choose from.
@@ -141,13 +147,13 @@ func SetModel(set *online.Set, p int32) (*online.Model, int32, error) {
 			k := set.Keys()[0]
 			return set.Model(k), k, nil
 		}
-		return nil, 0, fmt.Errorf("the state holds a model per input partition (%s): choose one (snapshot export --partition N, or /snapshot?partition=N)",
-			keysString(set.Keys()))
+		return nil, 0, fmt.Errorf("the state holds a model per input partition (%s): choose one (snapshot export --partition N, or /snapshot?partition=N): %w",
+			keysString(set.Keys()), ErrNoSuchModel)
 	}
 	k := set.Key(p)
 	m := set.Model(k)
 	if m == nil {
-		return nil, 0, fmt.Errorf("the state holds no model of partition %d (it holds %s)", p, keysString(set.Keys()))
+		return nil, 0, fmt.Errorf("the state holds no model of partition %d (it holds %s): %w", p, keysString(set.Keys()), ErrNoSuchModel)
 	}
 	return m, k, nil
 }
