@@ -157,7 +157,7 @@ func New(ctx context.Context, cfg Config, opts Options) (_ *Service, err error) 
 		Logger: log.With("component", "state"), GCInterval: cfg.Checkpoint.GCInterval, NoSync: cfg.Checkpoint.NoSync,
 	})
 	if err != nil {
-		if strings.Contains(err.Error(), "Cannot acquire directory lock") { // Badger's text (y.Wrap): no error value to test
+		if errors.Is(err, state.ErrLocked) {
 			err = fmt.Errorf("checkpoint.dir %s: %w (another process holds it: each member needs a state directory of its own)", cfg.Checkpoint.Dir, err)
 		}
 		return nil, fmt.Errorf("service: %w", err)

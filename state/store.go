@@ -35,6 +35,9 @@ var (
 	// reserve Badger's own flushes and compactions need (see doc.go). The
 	// write was not made; a later call succeeds once space is freed.
 	ErrNoSpace = errors.New("state: not enough free disk space")
+	// ErrLocked is returned by Open for a directory another Store holds,
+	// in this process or another (Badger's directory lock).
+	ErrLocked = errors.New("state: directory held by another store")
 )
 
 // Options configures a Store. The zero value is valid.
@@ -216,6 +219,11 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	db, err := badger.Open(bopts)
 	if err != nil {
+		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
+			// Badger formats its lock's error into text outside its debug
+			// mode (y.Wrap): there is no error value to test.
+			err = fmt.Errorf("%w: %w", ErrLocked, err)
+		}
 		return nil, fmt.Errorf("state: open %s: %w", dir, err)
 	}
 	s := &Store{db: db, dir: dir, opts: opts, log: opts.Logger, stop: make(chan struct{}), kick: make(chan struct{}, 1)}

@@ -113,12 +113,18 @@ func TestCloseConcurrent(t *testing.T) {
 	}
 }
 
+// TestOpenLocked: a second Open of a held directory fails with ErrLocked
+// (Badger says so only in its error's text).
 func TestOpenLocked(t *testing.T) {
 	dir := t.TempDir()
 	openT(t, dir, noGC)
-	if s, err := Open(dir, noGC); err == nil {
+	s, err := Open(dir, noGC)
+	if err == nil {
 		s.Close()
 		t.Fatal("second Open of the same directory succeeded")
+	}
+	if !errors.Is(err, ErrLocked) {
+		t.Fatalf("second Open: %v, want ErrLocked", err)
 	}
 }
 

@@ -348,10 +348,10 @@ func checkState(dir string) error {
 // no background garbage collection.
 func openState(dir string) (stateStore, error) {
 	s, err := state.Open(dir, state.Options{GCInterval: -1})
-	// Badger formats the errors of its directory lock into text (y.Wrap,
-	// outside its debug mode): they are told apart by what they say.
+	// Badger formats its errors into text (y.Wrap, outside its debug
+	// mode): a permission or read-only failure is told by what it says.
 	switch msg := fmt.Sprint(err); {
-	case strings.Contains(msg, "Cannot acquire directory lock"):
+	case errors.Is(err, state.ErrLocked):
 		return stateStore{}, fmt.Errorf("%w (a running instance holds its state directory: export from it with --url)", err)
 	case errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) ||
 		strings.Contains(msg, "permission denied") || strings.Contains(msg, "read-only file system"):
