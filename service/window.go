@@ -145,20 +145,21 @@ func (d *droppedDeltas) add(x *sharedDelta) {
 	*d = append(*d, droppedDelta{x.id, x.first})
 }
 
-// at returns where the dropped delta id begins in the topic, if it is
-// remembered.
-func (d droppedDeltas) at(id deltaID) (int64, bool) {
-	for i := len(d) - 1; i >= 0; i-- {
-		if d[i].id == id {
-			return d[i].off, true
+// find sets, for each id of missing that d remembers, where it begins in
+// the topic, and removes the others: one pass over d.
+func (d droppedDeltas) find(missing map[deltaID]int64) {
+	for _, x := range d {
+		if _, ok := missing[x.id]; ok {
+			missing[x.id] = x.off
 		}
 	}
-	return 0, false
+	maps.DeleteFunc(missing, func(_ deltaID, off int64) bool { return off < 0 })
 }
 
 // fetchDropped reads back from the shared topic the deltas that missing
 // names, each by where it begins, which the reader dropped from memory:
-// from the earliest of them to the topic's end, within s.timeout. A
+// from the earliest of them on, until it has them all or reaches the
+// topic's end, within s.timeout. A
 // window needs the deltas a previous owner merged since its partition's
 // checkpoint, and the reader keeps only keep bytes of the newest (at the
 // defaults, about 60,000 of the group's events at dimension 32); the
@@ -180,7 +181,7 @@ func (s *sharer) fetchDropped(missing map[deltaID]int64) (map[deltaID]*sharedDel
 	found := make(map[deltaID]*sharedDelta, len(missing))
 	_, err := s.lg.Read(ctx, from, func(off int64, _, v []byte) {
 		if len(found) == len(missing) {
-			return
+			return // the read stops at its next fetch (cancel)
 		}
 		d, err := chunks.add(off, v)
 		if len(chunks.partial) > 0 {
@@ -191,8 +192,14 @@ func (s *sharer) fetchDropped(missing map[deltaID]int64) (map[deltaID]*sharedDel
 		}
 		if _, ok := missing[d.id]; ok {
 			found[d.id] = d
+			if len(found) == len(missing) {
+				cancel() // the rest of the topic is not needed
+			}
 		}
 	})
+	if len(found) == len(missing) {
+		err = nil // the cancel's, if any
+	}
 	return found, err
 }
 
@@ -241,13 +248,16 @@ func (s *sharer) startWindow(p int32, part *sharingPart) {
 		byID[d.id] = d
 	}
 	mps, err := s.points.window(p, part.start, part.cursors, until)
-	missing := map[deltaID]int64{}
+	missing := map[deltaID]int64{} // those the reader dropped: where each begins
 	for _, mp := range mps {
 		for _, id := range mp.ids {
-			if off, ok := s.dropped.at(id); ok && byID[id] == nil {
-				missing[id] = off
+			if byID[id] == nil {
+				missing[id] = -1
 			}
 		}
+	}
+	if len(missing) > 0 {
+		s.dropped.find(missing)
 	}
 	s.mu.Unlock()
 	if len(missing) > 0 {
