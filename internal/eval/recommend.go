@@ -407,7 +407,7 @@ func RunRecommend(ctx context.Context, d *Dataset, cfg RecommendConfig) (*Recomm
 func runVariant(cfg RecommendConfig, d *Dataset, v Variant, sp Split, test []Interaction, seed uint64) (recOut, error) {
 	train := sp.Train
 	weights := make([]float64, len(train))
-	m, curve, err := trainDenoiser(v, train, cfg.Passes, cfg.Segments, seed, func(n int, sc *online.Score) {
+	m, curve, err := trainDenoiser(v, train, cfg.Split != SplitDeca, cfg.Passes, cfg.Segments, seed, func(n int, sc *online.Score) {
 		switch cfg.Weight {
 		case WeightReliability:
 			weights[n] = sc.Reliability
@@ -479,7 +479,13 @@ func summarize(perSeed []RankMetrics) (recallMean, recallStd, ndcgMean, ndcgStd 
 // segments per pass (min(segments, len(train)) of them, segment j the
 // events from j·len/segments on, so that their sizes differ by at most
 // one); last, if not nil, sees every event's score in the last pass.
-func trainDenoiser(v Variant, train []Interaction, passes, segments int, seed uint64, last func(n int, sc *online.Score)) (*online.Model, []float64, error) {
+//
+// Where timed, each event carries its interaction's time, as `denoiser
+// replay` of the log would give it (the gap since the user's previous
+// event; without it the model counts events), and each pass's times start
+// over (online.Model.ForgetTimes, as in replay --passes). The deca split's
+// Seconds are line indices, not times: it is not timed.
+func trainDenoiser(v Variant, train []Interaction, timed bool, passes, segments int, seed uint64, last func(n int, sc *online.Score)) (*online.Model, []float64, error) {
 	m, err := online.New(v.Config, online.NewSource(seed))
 	if err != nil {
 		return nil, nil, err
@@ -490,7 +496,8 @@ func trainDenoiser(v Variant, train []Interaction, passes, segments int, seed ui
 	for pass := range passes {
 		distilled, start, next := 0, 0, 1
 		for n, x := range train {
-			if err := m.Step(online.Event{User: UserID(x.User), Item: ItemID(x.Item)}, &sc); err != nil {
+			ev := online.Event{User: UserID(x.User), Item: ItemID(x.Item), TimeMS: x.Seconds * 1000, HasTime: timed}
+			if err := m.Step(ev, &sc); err != nil {
 				return nil, nil, fmt.Errorf("variant %s: step: %w", v.Name, err)
 			}
 			if sc.Distilled >= 0 {
@@ -505,6 +512,7 @@ func trainDenoiser(v Variant, train []Interaction, passes, segments int, seed ui
 				last(n, &sc)
 			}
 		}
+		m.ForgetTimes()
 	}
 	return m, curve, nil
 }

@@ -61,13 +61,16 @@ func (r *RecommendResult) WriteReport(dir string, meta Meta) error {
 		"validation Recall@20. *Normal* trains on the raw stream; *T-CE* drops the largest-loss share of each batch's positives, "+
 		"the rate rising linearly to 0.2 over 10 epochs; *…-weighted* weighs each positive by the denoiser's score "+
 		"(`%s`, rescaled to mean 1), taken from the last of %d passes of the denoiser (binary mode) over the "+
-		"time-ordered training stream (the deca split has no time: file order) — each score is computed before the model learns from that event.\n", r.Negatives, r.Weight, r.Passes)
+		"time-ordered training stream, each event with its time, each pass's times starting over (the deca split has no time: file order, no times) — "+
+		"each score is computed before the model learns from that event.\n", r.Negatives, r.Weight, r.Passes)
 	fmt.Fprintf(&b, "- **Denoiser's f**: the online model's clean posterior f(x) used directly as the recommender after the same "+
 		"%d passes (the paper's setting).\n\n", r.Passes)
 	fmt.Fprintf(&b, "Why `product`: the score that the downstream weighting can use must say how likely the observed positive is "+
 		"genuine. p_clean is that posterior under T̂; the reliability w is the GMM's posterior of the reliable component. "+
 		"The product uses both and lets each ablation remove one factor (w = 1 leaves p_clean; T̂ = I makes p_clean ≡ 1 and "+
-		"leaves w). `--weight p_clean|reliability` selects one alone; `--weight weight` the output's recommended weight, which on (user, item, rating) data such as this equals p_clean.\n\n")
+		"leaves w). `--weight p_clean|reliability` selects one alone; `--weight weight` the output's recommended weight, which on (user, item, rating) data such as this is p_clean "+
+		"weighed with the time since the user's previous event, the user's activity, the item's popularity and the user's and the item's "+
+		"earlier weights (the gap path, docs/design/model.md).\n\n")
 	var groups []string
 	for _, bb := range r.Backbones {
 		groups = append(groups, DownstreamGroup(bb))
