@@ -46,7 +46,7 @@ eval: build
 	$(LAB) eval transition --data $(DATA) --out $(RESULTS) --report $(RESULTS)/transition.json
 	$(LAB) eval recommend --backbone gmf --data $(DATA) --out $(RESULTS) --report $(RESULTS)/recommend.json
 	mkdir -p $(RESULTS)/weight
-	$(LAB) eval recommend --backbone gmf --weight weight --ablations=false --data $(DATA) --out $(RESULTS)/weight --report $(RESULTS)/weight/recommend.json
+	$(LAB) eval recommend --backbone gmf --weight weight --seeds 8 --ablations=false --data $(DATA) --out $(RESULTS)/weight --report $(RESULTS)/weight/recommend.json
 	$(LAB) eval sensitivity --data $(DATA) --out $(RESULTS) --report $(RESULTS)/sensitivity.json
 	$(LAB) eval detect --data $(DATA) $(if $(DECA),--deca $(DECA)) --out $(RESULTS) --report $(RESULTS)/detect.json
 	mkdir -p $(RESULTS)/batch
