@@ -45,7 +45,8 @@ const transitionNotes = `
   than only distilled ones, and an ordinal or minimum-volume prior on f. None is in this change.
 `
 
-// recommendNotes closes the recommend report.
+// recommendNotes closes the recommend report: a format of the weights'
+// separation (weightSeparation) and the number of seeds.
 const recommendNotes = `
 ## Notes
 
@@ -55,18 +56,16 @@ const recommendNotes = `
   clean test of rating-5 interactions, full ranking over items without a training interaction, users with at least one
   clean test item averaged. The "at or above the paper's full RGBT" goal is therefore met only in the trivial sense that
   every method here scores higher; the meaningful comparison is between rows of the same run.
-- **Why weighting helps little.** On ML-100k the denoiser's scores separate low ratings from high ones only weakly (see
-  the detect report: ROC-AUC ≈ 0.54 for rating ≤ 2 as noise), and the mean weight of rating-5 positives is only about
-  0.05–0.09 above that of rating ≤ 2 positives (table above). A weighting this flat can move the downstream model only
-  slightly; the differences between Normal, T-CE and the weighted rows are within about one standard deviation.
+- **How far the weights separate.** %s Whether a weighted row differs from Normal or T-CE by more than the
+  seeds' noise is the paired comparisons' question (above); detect.md gives each score's ROC-AUC for rating ≤ 2.
 - **f as the recommender** is weaker than the downstream GMF: the online model learns each event once per pass with
   balanced 1/m-weighted negatives and no early stopping; it is built to score a stream, not to rank a catalogue.
 - **ρ schedules (RQ4).** The progressive schedule relaxes ρ from 0.9 to its floor 0.5 within the first pass, so after
   that its curve follows the fixed ρ = 0.5 one; the share of distilled samples rises with each pass as the noisy
   head becomes more confident. Fixed ρ = 0.8 uses the fewest samples and ρ = 0.4 the most. Without T̂ (T̂ = I) far
   fewer events are distilled, because the noisy head then stays less confident.
-- Compare the weighted rows with each other only through their means and standard deviations: with three seeds, a
-  difference smaller than about one standard deviation (most of them here) is not a finding.
+- Compare the weighted rows with each other only through their means and standard deviations: with %d seeds, a
+  difference smaller than about one standard deviation is not a finding.
 `
 
 // recommendDecaNotes closes the recommend report on the DeCA split.

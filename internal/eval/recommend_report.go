@@ -169,7 +169,7 @@ func (r *RecommendResult) WriteReport(dir string, meta Meta) error {
 	if r.Split == SplitDeca {
 		b.WriteString(recommendDecaNotes)
 	} else {
-		b.WriteString(recommendNotes)
+		fmt.Fprintf(&b, recommendNotes, weightSeparation(r), r.Seeds)
 	}
 	if err := writeAtomic(filepath.Join(dir, "recommend.md"), b.Bytes()); err != nil {
 		return err
@@ -231,4 +231,18 @@ func (r *RecommendResult) pairedTable(b *bytes.Buffer) {
 		fmt.Fprintf(b, "| %s | %s | %s | %s@%d | %+.4f | %s | %s |\n", p.Backbone, p.Method, p.Baseline, metric, p.Cutoff, p.MeanDiff, ts, ps)
 	}
 	fmt.Fprintln(b)
+}
+
+// weightSeparation says how far apart the first weighted row's mean raw
+// weights of rating-5 and rating ≤ 2 positives are (the table of mean
+// weights).
+func weightSeparation(r *RecommendResult) string {
+	for _, row := range r.Rows {
+		if row.WeightMean > 0 {
+			return fmt.Sprintf("The mean raw weight of rating-5 positives is %.3f and of rating ≤ 2 positives %.3f (%s, table above): "+
+				"a difference of %.3f, which bounds how far the weighting can move the downstream model.",
+				row.WeightRating5, row.WeightRating12, row.Method, row.WeightRating5-row.WeightRating12)
+		}
+	}
+	return "No weighted row."
 }
