@@ -240,7 +240,7 @@ func weightSeparation(r *RecommendResult) string {
 	for _, row := range r.Rows {
 		if row.WeightMean > 0 {
 			return fmt.Sprintf("The mean raw weight of rating-5 positives is %.3f and of rating ≤ 2 positives %.3f (%s, table above): "+
-				"a difference of %.3f, which bounds how far the weighting can move the downstream model.",
+				"a difference of %.3f.",
 				row.WeightRating5, row.WeightRating12, row.Method, row.WeightRating5-row.WeightRating12)
 		}
 	}
