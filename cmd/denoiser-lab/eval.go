@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -259,11 +260,12 @@ func writeEvalOutputs(stderr io.Writer, out, rep string, meta eval.Meta, res any
 }
 
 func runEvalRecommend(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := newEvalFlags("recommend", stderr, "[--data FILE|DIR] [--split random|chrono|deca] [--seeds N] [--passes N] [--weight product|weight|p_clean|reliability] [--negatives N] [--backbone gmf|neumf]... [--oracle] [--ablations=false] [--report FILE.json] [--out DIR]")
+	fs := newEvalFlags("recommend", stderr, "[--data FILE|DIR | --in LOG.jsonl] [--split random|chrono|deca] [--seeds N] [--passes N] [--weight product|weight|p_clean|reliability] [--negatives N] [--backbone gmf|neumf]... [--oracle] [--ablations=false] [--report FILE.json] [--out DIR]")
 	var backbones listFlag
 	fs.Var(&backbones, "backbone", "downstream model: gmf or neumf (repeatable; default both)")
 	var (
-		data      = fs.String("data", "", "MovieLens 100K u.data `file`, or with --split deca the DeCA split's directory (required)")
+		data      = fs.String("data", "", "MovieLens 100K u.data `file`, or with --split deca the DeCA split's directory (this or --in)")
+		in        = fs.String("in", "", "JSON-lines event `log` with a truth field on every event (gen's output), instead of --data: genuine events are the clean test, the denoiser reads every field")
 		split     = fs.String("split", "random", "random or chrono: an 8:1:1 split of --data (random: seeded); deca: the DeCA paper's fixed split in the directory --data")
 		negatives = fs.Int("negatives", 0, "negatives sampled per positive and epoch by the downstream model (0: 1 on the deca split, as DeCA's code, else 4)")
 		seeds     = fs.Int("seeds", 3, "number of seeds")
@@ -300,9 +302,14 @@ func runEvalRecommend(ctx context.Context, args []string, stderr io.Writer) erro
 		fixed *eval.Split
 		err   error
 	)
-	if *split == eval.SplitDeca {
+	switch {
+	case *in != "" && (*data != "" || *split == eval.SplitDeca):
+		return fmt.Errorf("eval recommend: --in takes the place of --data, and its split is random or chrono: %w", cli.ErrUsage)
+	case *in != "":
+		d, err = eval.LoadEventLog(ctx, *in)
+	case *split == eval.SplitDeca:
 		d, fixed, err = loadDecaSplit(ctx, *data)
-	} else {
+	default:
 		d, err = loadData(ctx, *data)
 	}
 	if err != nil {
@@ -321,7 +328,7 @@ func runEvalRecommend(ctx context.Context, args []string, stderr io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("eval recommend: %w", err)
 	}
-	res.Meta = eval.Meta{Command: commandLine("recommend", args), Commit: eval.Commit(), Data: *data, Seconds: time.Since(start).Seconds()}
+	res.Meta = eval.Meta{Command: commandLine("recommend", args), Commit: eval.Commit(), Data: cmp.Or(*in, *data), Seconds: time.Since(start).Seconds()}
 	return writeEvalOutputs(stderr, *out, *rep, res.Meta, res, res.WriteReport, "recommend.md")
 }
 

@@ -155,3 +155,50 @@ func TestEvalUsageErrors(t *testing.T) {
 		t.Errorf("no --data: exit %d, want 2 and where to get it:\n%s", code, stderr.String())
 	}
 }
+
+// TestEvalRecommendLog: eval recommend --in runs RQ1 on an event log with
+// its truth (gen's output), says so in its report, and refuses --in with
+// --data or the deca split.
+func TestEvalRecommendLog(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "s.jsonl")
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"gen", "--events", "3000", "--users", "60", "--items", "40", "--seed", "3", "--out", log}, &stdout, &stderr); code != 0 {
+		t.Fatalf("gen: exit %d: %s", code, stderr.String())
+	}
+	out, rep := filepath.Join(dir, "out"), filepath.Join(dir, "r.json")
+	args := []string{"eval", "recommend", "--in", log, "--seeds", "1", "--passes", "1", "--backbone", "gmf", "--weight", "weight", "--ablations=false", "--out", out, "--report", rep}
+	if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	md, err := os.ReadFile(filepath.Join(out, "recommend.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"an event log with a truth field", "genuine test events", "| weighted by | all | genuine | noise |"} {
+		if !bytes.Contains(md, []byte(want)) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if bytes.Contains(md, []byte("MovieLens")) {
+		t.Error("the report of an event log names MovieLens")
+	}
+	var res eval.RecommendResult
+	b, err := os.ReadFile(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	if !res.Log || res.Meta.Data != log || len(res.Rows) == 0 || res.Train != 2400 {
+		t.Errorf("report: log %v, data %q, %d rows, train %d; want true, %q, rows, 2400", res.Log, res.Meta.Data, len(res.Rows), res.Train, log)
+	}
+	for _, extra := range [][]string{{"--data", tinyUData(t)}, {"--split", "deca"}} {
+		stderr.Reset()
+		args := append([]string{"eval", "recommend", "--in", log, "--out", ""}, extra...)
+		if code := run(context.Background(), args, &stdout, &stderr); code != 2 {
+			t.Errorf("%v: exit %d, want 2: %s", extra, code, stderr.String())
+		}
+	}
+}

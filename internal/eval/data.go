@@ -34,6 +34,9 @@ type Interaction struct {
 type Dataset struct {
 	Users, Items int
 	Rows         []Interaction
+	// Events holds an event log's events (LoadEventLog), Events[n] that of
+	// Rows[n], whose Seconds is n; nil for ratings.
+	Events []online.Event
 }
 
 // UserID and ItemID are the string ids given to the online model.

@@ -48,3 +48,41 @@ func readLogStream(ctx context.Context, path string) (*stream, error) {
 	}
 	return &s, nil
 }
+
+// LoadEventLog reads an event log with a truth field on every event
+// (readLogStream) as a data set for eval recommend: every event is a
+// positive, rated 5 where it is genuine and 1 where it is noise, so that
+// the clean test (CleanTest(·, 5)) is the genuine events and a rating ≤ 2
+// is noise. Ids are dense in the order of their first event. The log's
+// order is its clock: Rows[n].Seconds is n (SortByTime keeps the order),
+// and Events[n] is the event as replay gives it to the model, its user
+// and item renamed UserID and ItemID of the dense ids, so that the
+// denoiser's f can rank them (modelScorer).
+func LoadEventLog(ctx context.Context, path string) (*Dataset, error) {
+	s, err := readLogStream(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	users, items := map[string]int32{}, map[string]int32{}
+	id := func(m map[string]int32, k string) int32 {
+		v, ok := m[k]
+		if !ok {
+			v = int32(len(m))
+			m[k] = v
+		}
+		return v
+	}
+	d := &Dataset{Rows: make([]Interaction, len(s.events)), Events: s.events}
+	for n := range s.events {
+		e := &d.Events[n]
+		u, i := id(users, e.User), id(items, e.Item)
+		e.User, e.Item = UserID(u), ItemID(i)
+		r := 1
+		if s.genuine[n] {
+			r = 5
+		}
+		d.Rows[n] = Interaction{User: u, Item: i, Rating: r, Clean: r, Seconds: int64(n)}
+	}
+	d.Users, d.Items = len(users), len(items)
+	return d, nil
+}

@@ -68,6 +68,20 @@ const recommendNotes = `
   difference smaller than about one standard deviation is not a finding.
 `
 
+// recommendLogNotes closes the recommend report on an event log: a
+// format of the weights' separation (weightSeparation) and the number of
+// seeds.
+const recommendLogNotes = `
+## Notes
+
+- **How far the weights separate.** %s Whether a weighted row differs from Normal or T-CE by more than the
+  seeds' noise is the paired comparisons' question (above).
+- **f as the recommender** is weaker than the downstream GMF: the online model learns each event once per pass with
+  balanced 1/m-weighted negatives and no early stopping; it is built to score a stream, not to rank a catalogue.
+- Compare the weighted rows with each other only through their means and standard deviations: with %d seeds, a
+  difference smaller than about one standard deviation is not a finding.
+`
+
 // recommendDecaNotes closes the recommend report on the DeCA split.
 const recommendDecaNotes = `
 ## Notes

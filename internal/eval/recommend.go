@@ -175,8 +175,11 @@ type Curve struct {
 
 // RecommendResult is the outcome of RunRecommend.
 type RecommendResult struct {
-	Meta      Meta     `json:"meta"`
-	Split     string   `json:"split"`
+	Meta  Meta   `json:"meta"`
+	Split string `json:"split"`
+	// Log is set for an event log's data set (LoadEventLog): genuine
+	// events are its rating 5, noise its rating 1.
+	Log       bool     `json:"log,omitempty"`
 	Seeds     int      `json:"seeds"`
 	Passes    int      `json:"passes"`
 	Weight    string   `json:"weight"`
@@ -257,6 +260,9 @@ func RunRecommend(ctx context.Context, d *Dataset, cfg RecommendConfig) (*Recomm
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
+	if d.Events != nil && cfg.Split == SplitDeca {
+		return nil, fmt.Errorf("recommend: an event log has no deca split (use random or chrono)")
+	}
 	var tasks []recTask
 	for s := range cfg.Seeds {
 		seed := uint64(s + 1)
@@ -336,7 +342,7 @@ func RunRecommend(ctx context.Context, d *Dataset, cfg RecommendConfig) (*Recomm
 	for k, n := range run {
 		outs[n] = ran[k]
 	}
-	res := &RecommendResult{Split: cfg.Split, Seeds: cfg.Seeds, Passes: cfg.Passes, Weight: cfg.Weight, Negatives: cfg.GMF.withDefaults().Negatives, Backbones: cfg.Backbones,
+	res := &RecommendResult{Split: cfg.Split, Log: d.Events != nil, Seeds: cfg.Seeds, Passes: cfg.Passes, Weight: cfg.Weight, Negatives: cfg.GMF.withDefaults().Negatives, Backbones: cfg.Backbones,
 		Dim: cfg.GMF.withDefaults().Dim, Hidden: cfg.GMF.withDefaults().Hidden,
 		Cutoffs: Cutoffs, Train: len(splits[0].Train), Valid: len(splits[0].Valid), TestClean: len(tests[0])}
 	res.TestUsers, res.TestMasked, res.RecallCeiling = recallCeiling(d.Users, splits[0].Seen, tests[0])
@@ -407,7 +413,7 @@ func RunRecommend(ctx context.Context, d *Dataset, cfg RecommendConfig) (*Recomm
 func runVariant(cfg RecommendConfig, d *Dataset, v Variant, sp Split, test []Interaction, seed uint64) (recOut, error) {
 	train := sp.Train
 	weights := make([]float64, len(train))
-	m, curve, err := trainDenoiser(v, train, cfg.Split != SplitDeca, cfg.Passes, cfg.Segments, seed, func(n int, sc *online.Score) {
+	m, curve, err := trainDenoiser(v, train, d.Events, cfg.Split != SplitDeca, cfg.Passes, cfg.Segments, seed, func(n int, sc *online.Score) {
 		switch cfg.Weight {
 		case WeightReliability:
 			weights[n] = sc.Reliability
@@ -480,12 +486,14 @@ func summarize(perSeed []RankMetrics) (recallMean, recallStd, ndcgMean, ndcgStd 
 // events from j·len/segments on, so that their sizes differ by at most
 // one); last, if not nil, sees every event's score in the last pass.
 //
-// Where timed, each event carries its interaction's time, as `denoiser
-// replay` of the log would give it (the gap since the user's previous
-// event; without it the model counts events), and each pass's times start
-// over (online.Model.ForgetTimes, as in replay --passes). The deca split's
-// Seconds are line indices, not times: it is not timed.
-func trainDenoiser(v Variant, train []Interaction, timed bool, passes, segments int, seed uint64, last func(n int, sc *online.Score)) (*online.Model, []float64, error) {
+// The denoiser steps each interaction as `denoiser replay` of the log
+// would give it: an event log's event (events, LoadEventLog) with every
+// field it has; otherwise (user, item), with the interaction's time where
+// timed (the gap since the user's previous event; without it the model
+// counts events). Each pass's times start over (online.Model.ForgetTimes,
+// as in replay --passes). The deca split's Seconds are line indices, not
+// times: it is not timed.
+func trainDenoiser(v Variant, train []Interaction, events []online.Event, timed bool, passes, segments int, seed uint64, last func(n int, sc *online.Score)) (*online.Model, []float64, error) {
 	m, err := online.New(v.Config, online.NewSource(seed))
 	if err != nil {
 		return nil, nil, err
@@ -497,6 +505,9 @@ func trainDenoiser(v Variant, train []Interaction, timed bool, passes, segments 
 		distilled, start, next := 0, 0, 1
 		for n, x := range train {
 			ev := online.Event{User: UserID(x.User), Item: ItemID(x.Item), TimeMS: x.Seconds * 1000, HasTime: timed}
+			if events != nil {
+				ev = events[x.Seconds]
+			}
 			if err := m.Step(ev, &sc); err != nil {
 				return nil, nil, fmt.Errorf("variant %s: step: %w", v.Name, err)
 			}

@@ -39,8 +39,20 @@ func (r *RecommendResult) row(group, method string) *Row {
 // WriteReport writes recommend.md, recommend.png and rho.png into dir.
 func (r *RecommendResult) WriteReport(dir string, meta Meta) error {
 	var b bytes.Buffer
-	meta.header(&b, "RQ1 / RQ3 / RQ4 — recommendation from noisy implicit feedback on ML-100k")
-	if r.Split == SplitDeca {
+	switch {
+	case r.Log:
+		data := meta.Data
+		meta.Data = "" // not MovieLens
+		meta.header(&b, "RQ1 / RQ3 / RQ4 — recommendation from a noisy event log")
+		fmt.Fprintf(&b, "Data: `%s`, an event log with a truth field on every event.\n\n", data)
+		fmt.Fprintf(&b, "Every event is an implicit positive; a genuine one counts as rating 5, noise as rating 1. Split 8:1:1 by "+
+			"event (%s, seeded): %d train, %d validation (both noisy), and a clean test of the %d genuine test events. The "+
+			"denoiser reads every field of a training event as replay does (time, dwell, event type); the downstream models "+
+			"read (user, item). Recommenders rank every item the user has no training event with: %d test events repeat a training "+
+			"pair and can never be hit, so a perfect ranking reaches a mean Recall of %.4f. Mean ± std over %d seeds.\n\n",
+			r.Split, r.Train, r.Valid, r.TestClean, r.TestMasked, r.RecallCeiling, r.Seeds)
+	case r.Split == SplitDeca:
+		meta.header(&b, "RQ1 / RQ3 / RQ4 — recommendation from noisy implicit feedback on ML-100k")
 		fmt.Fprintf(&b, "Every rating is an implicit positive. The DeCA paper's split (github.com/wangyu-ustc/DeCA, data/ml-100k/): "+
 			"%d training interactions of every rating (noisy), %d clean (rating-5) validation and %d clean test interactions "+
 			"of %d users. Every validation pair is also a test pair (%d of the test pairs are). As in DeCA's code, the test "+
@@ -50,7 +62,8 @@ func (r *RecommendResult) WriteReport(dir string, meta Meta) error {
 			"Validation (early stopping) ranks every item except the training ones. The split is fixed; the %d seeds vary the "+
 			"models' initialisation, sampling and the denoiser. Mean ± std over seeds.\n\n",
 			r.Train, r.Valid, r.TestClean, r.TestUsers, r.TestMasked, r.RecallCeiling, r.Seeds)
-	} else {
+	default:
+		meta.header(&b, "RQ1 / RQ3 / RQ4 — recommendation from noisy implicit feedback on ML-100k")
 		fmt.Fprintf(&b, "Every rating is an implicit positive. Split 8:1:1 by interaction (%s, seeded): %d train, %d validation "+
 			"(both noisy), and a clean test of the %d rating-5 test interactions. Recommenders rank every item the user has no "+
 			"training interaction with. Mean ± std over %d seeds.\n\n", r.Split, r.Train, r.Valid, r.TestClean, r.Seeds)
@@ -68,9 +81,14 @@ func (r *RecommendResult) WriteReport(dir string, meta Meta) error {
 	fmt.Fprintf(&b, "Why `product`: the score that the downstream weighting can use must say how likely the observed positive is "+
 		"genuine. p_clean is that posterior under T̂; the reliability w is the GMM's posterior of the reliable component. "+
 		"The product uses both and lets each ablation remove one factor (w = 1 leaves p_clean; T̂ = I makes p_clean ≡ 1 and "+
-		"leaves w). `--weight p_clean|reliability` selects one alone; `--weight weight` the output's recommended weight, which on (user, item, rating) data such as this is p_clean "+
-		"weighed with the time since the user's previous event, the user's activity, the item's popularity and the user's and the item's "+
-		"earlier weights (the gap path, docs/design/model.md).\n\n")
+		"leaves w). `--weight p_clean|reliability` selects one alone; `--weight weight` the output's recommended weight")
+	if r.Log {
+		fmt.Fprintf(&b, ", p_clean weighed with everything else the events carry.\n\n")
+	} else {
+		fmt.Fprintf(&b, ", which on (user, item, rating) data such as this is p_clean "+
+			"weighed with the time since the user's previous event, the user's activity, the item's popularity and the user's and the item's "+
+			"earlier weights (the gap path, docs/design/model.md).\n\n")
+	}
 	var groups []string
 	for _, bb := range r.Backbones {
 		groups = append(groups, DownstreamGroup(bb))
@@ -103,14 +121,24 @@ func (r *RecommendResult) WriteReport(dir string, meta Meta) error {
 		}
 		fmt.Fprintln(&b)
 	}
-	fmt.Fprintf(&b, "Mean raw weight the denoiser gave the training positives (before rescaling), overall / rating-5 / rating ≤ 2:\n\n")
-	fmt.Fprintf(&b, "| weighted by | all | rating 5 | rating ≤ 2 |\n|---|---|---|---|\n")
+	good, bad := "rating 5", "rating ≤ 2"
+	if r.Log {
+		good, bad = "genuine", "noise"
+	}
+	fmt.Fprintf(&b, "Mean raw weight the denoiser gave the training positives (before rescaling), overall / %s / %s:\n\n", good, bad)
+	fmt.Fprintf(&b, "| weighted by | all | %s | %s |\n|---|---|---|---|\n", good, bad)
 	for _, row := range r.Rows {
 		if len(groups) > 0 && row.Group == groups[0] && row.WeightMean > 0 {
 			fmt.Fprintf(&b, "| %s | %.3f | %.3f | %.3f |\n", row.Method, row.WeightMean, row.WeightRating5, row.WeightRating12)
 		}
 	}
 	fmt.Fprintf(&b, "\n![Recall@K and NDCG@K](recommend.png)\n\n")
+	if r.Log {
+		r.pairedTable(&b)
+		r.distilledTable(&b)
+		fmt.Fprintf(&b, recommendLogNotes, weightSeparation(r, good, bad), r.Seeds)
+		return r.writeFigures(dir, b.Bytes())
+	}
 	fmt.Fprintf(&b, "## The paper's ML-100k numbers\n\n| paper | R@10 | R@50 | N@10 | N@50 |\n|---|---|---|---|---|\n")
 	papers := PaperRecommend
 	if r.Split == SplitDeca {
@@ -156,28 +184,37 @@ func (r *RecommendResult) WriteReport(dir string, meta Meta) error {
 			"is the paired comparison's question, below.\n\n")
 	}
 	r.pairedTable(&b)
-	fmt.Fprintf(&b, "## RQ4 — share of samples used over time\n\nShare of the events of each tenth of a pass that the denoiser "+
+	r.distilledTable(&b)
+	if r.Split == SplitDeca {
+		b.WriteString(recommendDecaNotes)
+	} else {
+		fmt.Fprintf(&b, recommendNotes, weightSeparation(r, good, bad), r.Seeds)
+	}
+	return r.writeFigures(dir, b.Bytes())
+}
+
+// distilledTable writes RQ4: the share of each tenth of a pass that the
+// denoiser distilled.
+func (r *RecommendResult) distilledTable(b *bytes.Buffer) {
+	fmt.Fprintf(b, "## RQ4 — share of samples used over time\n\nShare of the events of each tenth of a pass that the denoiser "+
 		"distilled (the samples L_cal and T̂ learn from), averaged over seeds:\n\n![distilled share](rho.png)\n\n")
-	fmt.Fprintf(&b, "| variant | first tenth | end of pass 1 | end of last pass |\n|---|---|---|---|\n")
+	fmt.Fprintf(b, "| variant | first tenth | end of pass 1 | end of last pass |\n|---|---|---|---|\n")
 	for _, c := range r.Curves {
 		if len(c.Share) == 0 {
 			continue
 		}
 		per := len(c.Share) / max(r.Passes, 1)
-		fmt.Fprintf(&b, "| %s | %.3f | %.3f | %.3f |\n", c.Variant, c.Share[0], c.Share[max(per-1, 0)], c.Share[len(c.Share)-1])
+		fmt.Fprintf(b, "| %s | %.3f | %.3f | %.3f |\n", c.Variant, c.Share[0], c.Share[max(per-1, 0)], c.Share[len(c.Share)-1])
 	}
-	if r.Split == SplitDeca {
-		b.WriteString(recommendDecaNotes)
-	} else {
-		fmt.Fprintf(&b, recommendNotes, weightSeparation(r), r.Seeds)
-	}
-	if err := writeAtomic(filepath.Join(dir, "recommend.md"), b.Bytes()); err != nil {
+}
+
+// writeFigures writes the report md into dir as recommend.md, and its
+// figures beside it.
+func (r *RecommendResult) writeFigures(dir string, md []byte) error {
+	if err := writeAtomic(filepath.Join(dir, "recommend.md"), md); err != nil {
 		return err
 	}
-	if err := r.figures(dir); err != nil {
-		return err
-	}
-	return nil
+	return r.figures(dir)
 }
 
 func (r *RecommendResult) figures(dir string) error {
@@ -234,14 +271,14 @@ func (r *RecommendResult) pairedTable(b *bytes.Buffer) {
 }
 
 // weightSeparation says how far apart the first weighted row's mean raw
-// weights of rating-5 and rating ≤ 2 positives are (the table of mean
-// weights).
-func weightSeparation(r *RecommendResult) string {
+// weights of the good (rating-5, genuine) and the bad (rating ≤ 2, noise)
+// positives are (the table of mean weights).
+func weightSeparation(r *RecommendResult, good, bad string) string {
 	for _, row := range r.Rows {
 		if row.WeightMean > 0 {
-			return fmt.Sprintf("The mean raw weight of rating-5 positives is %.3f and of rating ≤ 2 positives %.3f (%s, table above): "+
+			return fmt.Sprintf("The mean raw weight of %s positives is %.3f and of %s positives %.3f (%s, table above): "+
 				"a difference of %.3f.",
-				row.WeightRating5, row.WeightRating12, row.Method, row.WeightRating5-row.WeightRating12)
+				good, row.WeightRating5, bad, row.WeightRating12, row.Method, row.WeightRating5-row.WeightRating12)
 		}
 	}
 	return "No weighted row."

@@ -1,7 +1,11 @@
 package eval
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"denoiser/online"
@@ -16,7 +20,7 @@ func TestTrainDenoiserSegments(t *testing.T) {
 		for n := range train {
 			train[n] = Interaction{User: int32(n % 5), Item: int32(n % 7)}
 		}
-		_, curve, err := trainDenoiser(Variant{Name: "t", Config: online.Config{Dim: 4}}, train, false, 2, tc.segments, 1, nil)
+		_, curve, err := trainDenoiser(Variant{Name: "t", Config: online.Config{Dim: 4}}, train, nil, false, 2, tc.segments, 1, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,7 +48,7 @@ func TestTrainDenoiserTimes(t *testing.T) {
 	v := DefaultVariants()[0]
 	weights := func(timed bool) []float64 {
 		w := make([]float64, len(train))
-		if _, _, err := trainDenoiser(v, train, timed, passes, 10, seed, func(n int, sc *online.Score) { w[n] = sc.Weight }); err != nil {
+		if _, _, err := trainDenoiser(v, train, nil, timed, passes, 10, seed, func(n int, sc *online.Score) { w[n] = sc.Weight }); err != nil {
 			t.Fatal(err)
 		}
 		return w
@@ -76,5 +80,42 @@ func TestTrainDenoiserTimes(t *testing.T) {
 	}
 	if slices.Equal(timed, untimed) {
 		t.Error("the weights with and without times are the same: the times do not reach the weight")
+	}
+}
+
+// TestLoadEventLog: an event log becomes rows rated 5 (genuine) and 1
+// (noise) in file order, ids dense in order of appearance, each row's
+// event as replay reads it under the dense names; a line without truth
+// is refused.
+func TestLoadEventLog(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "log.jsonl")
+	lines := `{"user":"b","item":"x","ts":1700000000000,"event":"click","dwell_ms":1200,"truth":"noise"}
+{"user":"a","item":"y","ts":1700000001000,"truth":"genuine"}
+{"user":"b","item":"y","ts":1700000002000,"event":"purchase","dwell_ms":64000,"truth":"genuine"}
+`
+	if err := os.WriteFile(path, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := LoadEventLog(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Interaction{{User: 0, Item: 0, Rating: 1, Clean: 1, Seconds: 0}, {User: 1, Item: 1, Rating: 5, Clean: 5, Seconds: 1}, {User: 0, Item: 1, Rating: 5, Clean: 5, Seconds: 2}}
+	if d.Users != 2 || d.Items != 2 || !slices.Equal(d.Rows, want) {
+		t.Fatalf("users %d, items %d, rows %+v; want 2, 2, %+v", d.Users, d.Items, d.Rows, want)
+	}
+	e := d.Events[2]
+	if e.User != UserID(0) || e.Item != ItemID(1) || !e.HasDwell || e.DwellMS != 64000 || e.Kind != "purchase" || !e.HasTime || e.TimeMS != 1700000002000 {
+		t.Errorf("event 3: %+v", e)
+	}
+	if d.Events[1].HasDwell || d.Events[1].Kind != "" {
+		t.Errorf("event 2 has dwell or a type it was not given: %+v", d.Events[1])
+	}
+	if err := os.WriteFile(path, []byte(lines+`{"user":"c","item":"z"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadEventLog(context.Background(), path); err == nil || !strings.Contains(err.Error(), ":4: no truth field") {
+		t.Errorf("a line without truth: %v", err)
 	}
 }

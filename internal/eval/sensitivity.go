@@ -174,7 +174,7 @@ func RunSensitivity(ctx context.Context, d *Dataset, cfg SensitivityConfig) (*Se
 	outs, err := parallel(ctx, n, cfg.Workers, func(k int) (out, error) {
 		v, s := vs[k%len(vs)], k/len(vs)
 		defer cfg.Progress.job()
-		m, curve, err := trainDenoiser(v, splits[s].Train, true, cfg.Passes, cfg.Segments, uint64(cfg.FirstSeed+s), nil)
+		m, curve, err := trainDenoiser(v, splits[s].Train, nil, true, cfg.Passes, cfg.Segments, uint64(cfg.FirstSeed+s), nil)
 		if err != nil {
 			return out{}, err
 		}
