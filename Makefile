@@ -47,6 +47,9 @@ eval: build
 	$(LAB) eval recommend --backbone gmf --data $(DATA) --out $(RESULTS) --report $(RESULTS)/recommend.json
 	mkdir -p $(RESULTS)/weight
 	$(LAB) eval recommend --backbone gmf --weight weight --seeds 8 --ablations=false --data $(DATA) --out $(RESULTS)/weight --report $(RESULTS)/weight/recommend.json
+	$(LAB) gen --profile v2 --events 100000 --seed 11 --out $(OUT)/rq1-v2.jsonl
+	mkdir -p $(RESULTS)/log
+	$(LAB) eval recommend --in $(OUT)/rq1-v2.jsonl --backbone gmf --weight weight --oracle --seeds 6 --ablations=false --out $(RESULTS)/log --report $(RESULTS)/log/recommend.json
 	$(LAB) eval sensitivity --data $(DATA) --out $(RESULTS) --report $(RESULTS)/sensitivity.json
 	$(LAB) eval detect --data $(DATA) $(if $(DECA),--deca $(DECA)) --out $(RESULTS) --report $(RESULTS)/detect.json
 	mkdir -p $(RESULTS)/batch
