@@ -306,9 +306,10 @@ func (c *contextModel) features(ev *Event, mode string) contextFeatures {
 // outOfOrder reports whether the classifier ranks slot b's events below
 // those of a type the order ranks below b by more than orderSlack: the
 // anchor's type evidence of b (the log-odds of its mean p_clean, up to
-// the stream's) is below that of a lower-ranked slot with the mass by
-// more than orderSlack. Such a type is read as unranked: the rank
-// instrument neither learns nor scores its events, and neither
+// the stream's) is below that of a lower-ranked slot by more than
+// orderSlack, both slots with the mass (contextMinMass). Such a type is
+// read as unranked: the rank instrument neither learns nor scores its
+// events, and neither
 // instrument weighs them (posterior): their posterior is the anchored
 // one, p_clean with the context's evidence, as before the context is
 // informed. Dwell's instrument reads p_clean's separation through its
@@ -329,6 +330,9 @@ func (c *contextModel) outOfOrder(b int) bool {
 		return false
 	}
 	rb := c.slotRanks[b]
+	if s.typeMass[0][b]+s.typeMass[1][b] < contextMinMass {
+		return false // too few of b's events to rank them (one purchase among 5,000 events was out of order)
+	}
 	p1b, p0b := s.typeMass[1][b]+1, s.typeMass[0][b]+1
 	for a, ra := range c.slotRanks {
 		if !(ra < rb) || s.typeMass[0][a]+s.typeMass[1][a] < contextMinMass {
