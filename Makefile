@@ -44,7 +44,7 @@ RESULTS ?= out/results
 eval: build
 	@test -n "$(DATA)" || { echo "make eval needs DATA=path/to/ml-100k/u.data: download ml-100k.zip from https://grouplens.org/datasets/movielens/100k/ and unzip it"; exit 2; }
 	$(LAB) eval transition --data $(DATA) --out $(RESULTS) --report $(RESULTS)/transition.json
-	$(LAB) eval recommend --backbone gmf --data $(DATA) --out $(RESULTS) --report $(RESULTS)/recommend.json
+	$(LAB) eval recommend --backbone gmf --weight product --data $(DATA) --out $(RESULTS) --report $(RESULTS)/recommend.json
 	mkdir -p $(RESULTS)/weight
 	$(LAB) eval recommend --backbone gmf --weight weight --seeds 8 --ablations=false --data $(DATA) --out $(RESULTS)/weight --report $(RESULTS)/weight/recommend.json
 	$(LAB) gen --profile v2 --events 100000 --seed 11 --out $(OUT)/rq1-v2.jsonl
@@ -57,7 +57,7 @@ eval: build
 	$(LAB) eval partitions --data $(DATA) --seeds 4 --out $(RESULTS) --report $(RESULTS)/partitions.json
 	@if [ -n "$(DECA)" ]; then \
 		mkdir -p $(RESULTS)/deca && \
-		$(LAB) eval recommend --split deca --data $(DECA) --seeds 5 --out $(RESULTS)/deca --report $(RESULTS)/deca/recommend.json; \
+		$(LAB) eval recommend --split deca --weight product --data $(DECA) --seeds 5 --out $(RESULTS)/deca --report $(RESULTS)/deca/recommend.json; \
 	else echo "DECA not set: RQ1 on the DeCA split skipped (make eval DATA=... DECA=path/to/deca-ml-100k)"; fi
 
 # The whole suite, bounded fuzzing included; the alert rules too when

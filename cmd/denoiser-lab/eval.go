@@ -260,7 +260,7 @@ func writeEvalOutputs(stderr io.Writer, out, rep string, meta eval.Meta, res any
 }
 
 func runEvalRecommend(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := newEvalFlags("recommend", stderr, "[--data FILE|DIR | --in LOG.jsonl] [--split random|chrono|deca] [--seeds N] [--passes N] [--weight product|weight|p_clean|reliability] [--negatives N] [--backbone gmf|neumf]... [--oracle] [--ablations=false] [--report FILE.json] [--out DIR]")
+	fs := newEvalFlags("recommend", stderr, "[--data FILE|DIR | --in LOG.jsonl] [--split random|chrono|deca] [--seeds N] [--passes N] [--weight weight|product|p_clean|reliability] [--negatives N] [--backbone gmf|neumf]... [--oracle] [--ablations=false] [--report FILE.json] [--out DIR]")
 	var backbones listFlag
 	fs.Var(&backbones, "backbone", "downstream model: gmf or neumf (repeatable; default both)")
 	var (
@@ -270,7 +270,7 @@ func runEvalRecommend(ctx context.Context, args []string, stderr io.Writer) erro
 		negatives = fs.Int("negatives", 0, "negatives sampled per positive and epoch by the downstream model (0: 1 on the deca split, as DeCA's code, else 4)")
 		seeds     = fs.Int("seeds", 3, "number of seeds")
 		passes    = fs.Int("passes", 5, "passes of the denoiser over the training stream")
-		weight    = fs.String("weight", "product", "denoiser score that weighs positives: product, weight (the output's recommended weight), p_clean or reliability")
+		weight    = fs.String("weight", eval.WeightRecommended, "denoiser score that weighs positives: weight (the output's recommended weight, the one to train on), product (p_clean × reliability, the paper's; its factors are what the ablations remove), p_clean or reliability")
 		oracle    = fs.Bool("oracle", false, "add a downstream row weighted by the truth (rating <= 2 weighs 0): what weighting can gain at best, a diagnosis")
 		ablations = fs.Bool("ablations", true, "run the ablations and fixed-ρ variants beside the full model (false: the full model only)")
 	)

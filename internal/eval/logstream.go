@@ -2,6 +2,7 @@ package eval
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -11,7 +12,8 @@ import (
 
 // readLogStream reads a JSON-lines event log, as replay reads it, into a
 // stream: each event as the model sees it, genuine where its truth field
-// says so. A line that does not decode, or an event without a truth
+// says so. A blank line holds no record and is skipped, as replay skips
+// it. A line that does not decode, or an event without a truth
 // field, is an error: the log is an evaluation's input, and a record left
 // out would change what is measured.
 func readLogStream(ctx context.Context, path string) (*stream, error) {
@@ -30,6 +32,9 @@ func readLogStream(ctx context.Context, path string) (*stream, error) {
 	for line := 1; sc.Scan(); line++ {
 		if line%4096 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue // no record, as replay skips it
 		}
 		if err := dec.Decode(sc.Bytes(), &ev); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", path, line, err)

@@ -20,9 +20,9 @@ const (
 	WeightPClean      = "p_clean"
 	WeightReliability = "reliability"
 	// WeightRecommended is the output's recommended weight (online.Score.Weight,
-	// the field `weight`): p_clean updated by what the event carries beside
-	// (user, item). On a stream of (user, item, rating) only it equals
-	// p_clean.
+	// the field `weight`, the one the README says to train on): p_clean
+	// updated by what the event carries beside (user, item) and by the
+	// user's and the item's earlier weights. The default.
 	WeightRecommended = "weight"
 )
 
@@ -100,7 +100,7 @@ func (c *RecommendConfig) defaults() error {
 		c.Passes = 5
 	}
 	if c.Weight == "" {
-		c.Weight = WeightProduct
+		c.Weight = WeightRecommended
 	}
 	if c.Variants == nil {
 		c.Variants = DefaultVariants()

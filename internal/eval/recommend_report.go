@@ -47,7 +47,7 @@ func (r *RecommendResult) WriteReport(dir string, meta Meta) error {
 		fmt.Fprintf(&b, "Data: `%s`, an event log with a truth field on every event.\n\n", data)
 		fmt.Fprintf(&b, "Every event is an implicit positive; a genuine one counts as rating 5, noise as rating 1. Split 8:1:1 by "+
 			"event (%s, seeded): %d train, %d validation (both noisy), and a clean test of the %d genuine test events. The "+
-			"denoiser reads every field of a training event as replay does (time, dwell, event type); the downstream models "+
+			"denoiser reads every field of a training event as replay does (its time, dwell and event type, where the log has them); the downstream models "+
 			"read (user, item). Recommenders rank every item the user has no training event with: %d test events repeat a training "+
 			"pair and can never be hit, so a perfect ranking reaches a mean Recall of %.4f. Mean ± std over %d seeds.\n\n",
 			r.Split, r.Train, r.Valid, r.TestClean, r.TestMasked, r.RecallCeiling, r.Seeds)
@@ -68,27 +68,38 @@ func (r *RecommendResult) WriteReport(dir string, meta Meta) error {
 			"(both noisy), and a clean test of the %d rating-5 test interactions. Recommenders rank every item the user has no "+
 			"training interaction with. Mean ± std over %d seeds.\n\n", r.Split, r.Train, r.Valid, r.TestClean, r.Seeds)
 	}
-	fmt.Fprintf(&b, "- **Downstream models** (%s): GMF with d = %d, and NeuMF trained end to end (NeuMF-end: the same GMF tower "+
-		"beside an MLP tower on [m_u; n_i] of 2 × %d inputs, ReLU layers %v, one output over both towers). ", strings.Join(r.Backbones, ", "), r.Dim, r.Dim, r.Hidden)
-	fmt.Fprintf(&b, "Both: BCE, %d uniform negative(s) per positive and epoch, per-sample SGD with per-row adaptive steps, early stopping on "+
+	fmt.Fprintf(&b, "- **Downstream models** (%s): ", strings.Join(r.Backbones, ", "))
+	if slices.Contains(r.Backbones, BackboneNeuMF) {
+		fmt.Fprintf(&b, "GMF with d = %d, and NeuMF trained end to end (NeuMF-end: the same GMF tower "+
+			"beside an MLP tower on [m_u; n_i] of 2 × %d inputs, ReLU layers %v, one output over both towers). Both: ", r.Dim, r.Dim, r.Hidden)
+	} else {
+		fmt.Fprintf(&b, "GMF with d = %d: ", r.Dim)
+	}
+	stream := "time-ordered training stream, each event with its time" // ML-100k's random or chrono split
+	switch {
+	case r.Log:
+		stream = "training events in the log's order, each with every field the log gives it"
+	case r.Split == SplitDeca:
+		stream = "training file in its order (it has no times)"
+	}
+	fmt.Fprintf(&b, "BCE, %d uniform negative(s) per positive and epoch, per-sample SGD with per-row adaptive steps, early stopping on "+
 		"validation Recall@20. *Normal* trains on the raw stream; *T-CE* drops the largest-loss share of each batch's positives, "+
 		"the rate rising linearly to 0.2 over 10 epochs; *…-weighted* weighs each positive by the denoiser's score "+
 		"(`%s`, rescaled to mean 1), taken from the last of %d passes of the denoiser (binary mode) over the "+
-		"time-ordered training stream, each event with its time, each pass's times starting over (the deca split has no time: file order, no times) — "+
-		"each score is computed before the model learns from that event.\n", r.Negatives, r.Weight, r.Passes)
+		"%s, each pass's times starting over — each score is computed before the model learns from that event.\n", r.Negatives, r.Weight, r.Passes, stream)
 	fmt.Fprintf(&b, "- **Denoiser's f**: the online model's clean posterior f(x) used directly as the recommender after the same "+
 		"%d passes (the paper's setting).\n\n", r.Passes)
-	fmt.Fprintf(&b, "Why `product`: the score that the downstream weighting can use must say how likely the observed positive is "+
-		"genuine. p_clean is that posterior under T̂; the reliability w is the GMM's posterior of the reliable component. "+
-		"The product uses both and lets each ablation remove one factor (w = 1 leaves p_clean; T̂ = I makes p_clean ≡ 1 and "+
-		"leaves w). `--weight p_clean|reliability` selects one alone; `--weight weight` the output's recommended weight")
+	fmt.Fprintf(&b, "The weighted rows weigh by `%s`. `weight` (the default) is the output's recommended weight, the field to train on", r.Weight)
 	if r.Log {
-		fmt.Fprintf(&b, ", p_clean weighed with everything else the events carry.\n\n")
+		fmt.Fprintf(&b, ": p_clean weighed with everything else the events carry. ")
 	} else {
-		fmt.Fprintf(&b, ", which on (user, item, rating) data such as this is p_clean "+
+		fmt.Fprintf(&b, "; on (user, item, rating) data such as this it is p_clean "+
 			"weighed with the time since the user's previous event, the user's activity, the item's popularity and the user's and the item's "+
-			"earlier weights (the gap path, docs/design/model.md).\n\n")
+			"earlier weights (the gap path, docs/design/model.md). ")
 	}
+	fmt.Fprintf(&b, "`product` is the paper's: p_clean, the posterior under T̂ that the observed positive is genuine, times the "+
+		"reliability w, the GMM's posterior of the reliable component; each ablation removes one factor (w = 1 leaves p_clean; "+
+		"T̂ = I makes p_clean ≡ 1 and leaves w). `--weight p_clean|reliability` selects one alone.\n\n")
 	var groups []string
 	for _, bb := range r.Backbones {
 		groups = append(groups, DownstreamGroup(bb))

@@ -85,13 +85,14 @@ func TestTrainDenoiserTimes(t *testing.T) {
 
 // TestLoadEventLog: an event log becomes rows rated 5 (genuine) and 1
 // (noise) in file order, ids dense in order of appearance, each row's
-// event as replay reads it under the dense names; a line without truth
-// is refused.
+// event as replay reads it under the dense names; a blank line is
+// skipped, a line without truth refused.
 func TestLoadEventLog(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "log.jsonl")
 	lines := `{"user":"b","item":"x","ts":1700000000000,"event":"click","dwell_ms":1200,"truth":"noise"}
 {"user":"a","item":"y","ts":1700000001000,"truth":"genuine"}
+  
 {"user":"b","item":"y","ts":1700000002000,"event":"purchase","dwell_ms":64000,"truth":"genuine"}
 `
 	if err := os.WriteFile(path, []byte(lines), 0o644); err != nil {
@@ -115,7 +116,7 @@ func TestLoadEventLog(t *testing.T) {
 	if err := os.WriteFile(path, []byte(lines+`{"user":"c","item":"z"}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadEventLog(context.Background(), path); err == nil || !strings.Contains(err.Error(), ":4: no truth field") {
+	if _, err := LoadEventLog(context.Background(), path); err == nil || !strings.Contains(err.Error(), ":5: no truth field") {
 		t.Errorf("a line without truth: %v", err)
 	}
 }
