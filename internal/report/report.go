@@ -155,6 +155,7 @@ type Report struct {
 		off        bool
 		minSamples int
 	}
+	warmUp int // model.warm_up
 }
 
 // Inputs gathers what Build needs.
@@ -197,6 +198,7 @@ func Build(in Inputs) Report {
 	}
 	r.mixture.off = in.Config.NoGMM || in.Config.Plain
 	r.mixture.minSamples = in.Config.GMMMinSamples
+	r.warmUp = in.Config.WarmUp
 	for reason, n := range in.Stats.ByReason {
 		r.InvalidByReason[string(reason)] = n
 	}
@@ -475,6 +477,14 @@ func (r *Report) printMetrics(b *strings.Builder) {
 			tag = "  (best baseline)"
 		}
 		fmt.Fprintf(b, "  %-16s %8s %8s%s\n", name, num(auc), num(ap), tag)
+	}
+	if strings.HasPrefix(r.Truth, TruthDwell) && r.WithTruth > 0 {
+		b.WriteString("  note: this truth is dwell_ms, which weight reads itself (and the dwell baseline would be the truth, so it is left out): " +
+			"these figures do not test the weight; a truth from elsewhere (--truth field, rating:R) does\n")
+	}
+	if learned := r.Events * uint64(r.Passes); r.WithTruth > 0 && learned < uint64(r.warmUp) {
+		fmt.Fprintf(b, "  note: the model learned from %d events, fewer than its warm-up (model.warm_up %d): it has barely started, "+
+			"and these figures say little of what it does on a longer stream\n", learned, r.warmUp)
 	}
 }
 

@@ -382,3 +382,42 @@ func TestEventCount(t *testing.T) {
 		}
 	}
 }
+
+// TestPrintNotes: a dwell truth, which the weight reads itself, and a
+// model that learned from fewer events than its warm-up are each pointed
+// out under the table; a field truth on a model past its warm-up is not.
+func TestPrintNotes(t *testing.T) {
+	const circular, young = "these figures do not test the weight", "fewer than its warm-up (model.warm_up 1000)"
+	for _, tc := range []struct {
+		name   string
+		truth  Truth
+		events int
+		say    []string
+		not    []string
+	}{
+		{"dwell truth", Truth{Mode: TruthDwell, Threshold: 10000}, 1200, []string{circular}, []string{young}},
+		{"field truth, 300 events", Truth{Mode: TruthField}, 300, []string{young}, []string{circular}},
+		{"field truth, 1200 events", Truth{Mode: TruthField}, 1200, nil, []string{circular, young}},
+	} {
+		c := NewCollector(tc.truth, nil)
+		for n := range tc.events {
+			ev := consumer.Event{DwellMS: int64(1000 + 20000*(n%2)), HasDwell: true, Truth: []string{consumer.TruthNoise, consumer.TruthGenuine}[n%2]}
+			_ = c.Write(context.Background(), &consumer.Result{Event: ev, Score: online.Score{Distilled: -1, Weight: 0.5, PClean: 0.5}})
+		}
+		rep := Build(Inputs{Collector: c, Config: online.Config{WarmUp: 1000}, Stats: consumer.Stats{Scored: uint64(tc.events)}})
+		var human bytes.Buffer
+		if err := rep.Print(&human); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range tc.say {
+			if !strings.Contains(human.String(), s) {
+				t.Errorf("%s: summary lacks %q:\n%s", tc.name, s, human.String())
+			}
+		}
+		for _, s := range tc.not {
+			if strings.Contains(human.String(), s) {
+				t.Errorf("%s: summary says %q", tc.name, s)
+			}
+		}
+	}
+}
