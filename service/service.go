@@ -384,7 +384,7 @@ func (s *Service) Run(ctx context.Context) error {
 	if sctx.Err() != nil && !errors.Is(err, ErrShutdownTimeout) {
 		err = errors.Join(err, ErrShutdownTimeout)
 	}
-	s.log.Info("stopped", "records", st.Records, "scored", st.Scored, "dead_lettered", st.Rejected,
+	s.log.Info("stopped", "records", st.Records, "scored", st.Scored, "dead_lettered", st.Rejected, "skipped", st.Skipped,
 		"shutdown", time.Since(start).Round(time.Millisecond), "err", err)
 	return err
 }
