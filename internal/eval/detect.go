@@ -500,17 +500,9 @@ func detectScoresOf(ctx context.Context, s *stream, cfg DetectConfig, seed uint6
 // the count with the best ROC-AUC.
 func offlineCeiling(s *stream, epochs []int, seed uint64) ([]float64, error) {
 	users, items := map[string]int32{}, map[string]int32{}
-	dense := func(m map[string]int32, id string) int32 {
-		k, ok := m[id]
-		if !ok {
-			k = int32(len(m))
-			m[id] = k
-		}
-		return k
-	}
 	rows := make([]Interaction, len(s.events))
 	for e, ev := range s.events {
-		rows[e] = Interaction{User: dense(users, ev.User), Item: dense(items, ev.Item), Rating: 1, Clean: 1}
+		rows[e] = Interaction{User: denseID(users, ev.User), Item: denseID(items, ev.Item), Rating: 1, Clean: 1}
 	}
 	var best []float64
 	bestROC := -1.0

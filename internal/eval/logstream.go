@@ -69,18 +69,10 @@ func LoadEventLog(ctx context.Context, path string) (*Dataset, error) {
 		return nil, err
 	}
 	users, items := map[string]int32{}, map[string]int32{}
-	id := func(m map[string]int32, k string) int32 {
-		v, ok := m[k]
-		if !ok {
-			v = int32(len(m))
-			m[k] = v
-		}
-		return v
-	}
 	d := &Dataset{Rows: make([]Interaction, len(s.events)), Events: s.events}
 	for n := range s.events {
 		e := &d.Events[n]
-		u, i := id(users, e.User), id(items, e.Item)
+		u, i := denseID(users, e.User), denseID(items, e.Item)
 		e.User, e.Item = UserID(u), ItemID(i)
 		r := 1
 		if s.genuine[n] {
@@ -90,4 +82,15 @@ func LoadEventLog(ctx context.Context, path string) (*Dataset, error) {
 	}
 	d.Users, d.Items = len(users), len(items)
 	return d, nil
+}
+
+// denseID is id's index in m, the next free one (len(m)) for an id not
+// yet in it: ids dense in the order of their first appearance.
+func denseID(m map[string]int32, id string) int32 {
+	k, ok := m[id]
+	if !ok {
+		k = int32(len(m))
+		m[id] = k
+	}
+	return k
 }
