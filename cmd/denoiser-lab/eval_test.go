@@ -167,7 +167,7 @@ func TestEvalRecommendLog(t *testing.T) {
 		t.Fatalf("gen: exit %d: %s", code, stderr.String())
 	}
 	out, rep := filepath.Join(dir, "out"), filepath.Join(dir, "r.json")
-	args := []string{"eval", "recommend", "--in", log, "--seeds", "1", "--passes", "1", "--backbone", "gmf", "--weight", "weight", "--ablations=false", "--out", out, "--report", rep}
+	args := []string{"eval", "recommend", "--in", log, "--seeds", "2", "--passes", "1", "--backbone", "gmf", "--ablations=false", "--oracle", "--out", out, "--report", rep}
 	if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
@@ -175,13 +175,16 @@ func TestEvalRecommendLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"an event log with a truth field", "genuine test events", "| weighted by | all | genuine | noise |"} {
+	for _, want := range []string{"an event log with a truth field", "genuine test events", "| weighted by | all | genuine | noise |",
+		"The weighted rows weigh by `weight`", "| " + eval.OracleWeightedLog + " |"} {
 		if !bytes.Contains(md, []byte(want)) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
-	if bytes.Contains(md, []byte("MovieLens")) {
-		t.Error("the report of an event log names MovieLens")
+	for _, not := range []string{"MovieLens", "rating ≤ 2", "NeuMF"} {
+		if bytes.Contains(md, []byte(not)) {
+			t.Errorf("the report of an event log (GMF only) says %q", not)
+		}
 	}
 	var res eval.RecommendResult
 	b, err := os.ReadFile(rep)

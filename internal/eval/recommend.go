@@ -209,8 +209,20 @@ type RecommendResult struct {
 // model (DefaultVariants' first).
 var FullWeighted = DefaultVariants()[0].Name + "-weighted"
 
-// OracleWeighted is the row of RecommendConfig.Oracle.
-const OracleWeighted = "oracle-weighted (rating ≤ 2 weighs 0)"
+// OracleWeighted is the row of RecommendConfig.Oracle, OracleWeightedLog
+// its name on an event log (LoadEventLog: noise is rating 1).
+const (
+	OracleWeighted    = "oracle-weighted (rating ≤ 2 weighs 0)"
+	OracleWeightedLog = "oracle-weighted (noise weighs 0)"
+)
+
+// oracleRow is the oracle row's name on d.
+func oracleRow(d *Dataset) string {
+	if d.Events != nil {
+		return OracleWeightedLog
+	}
+	return OracleWeighted
+}
 
 // Downstream models.
 const (
@@ -330,7 +342,7 @@ func RunRecommend(ctx context.Context, d *Dataset, cfg RecommendConfig) (*Recomm
 				return recOut{}, err
 			}
 			cfg.Progress.events(len(sp.Train) * epochs)
-			return recOut{rows: []recRow{{method: OracleWeighted, group: DownstreamGroup(t.backbone), m: Evaluate(score, d.Users, d.Items, sp.Seen, test)}}}, nil
+			return recOut{rows: []recRow{{method: oracleRow(d), group: DownstreamGroup(t.backbone), m: Evaluate(score, d.Users, d.Items, sp.Seen, test)}}}, nil
 		}
 		v := cfg.Variants[t.variant]
 		return runVariant(cfg, d, v, sp, test, t.seed)
@@ -393,7 +405,7 @@ func RunRecommend(ctx context.Context, d *Dataset, cfg RecommendConfig) (*Recomm
 	for _, b := range cfg.Backbones {
 		res.Paired = append(res.Paired, pairedComparisons(res.Rows, Cutoffs, b, DownstreamGroup(b), FullWeighted, []string{"Normal", "T-CE"})...)
 		if cfg.Oracle {
-			res.Paired = append(res.Paired, pairedComparisons(res.Rows, Cutoffs, b, DownstreamGroup(b), OracleWeighted, []string{"Normal", FullWeighted})...)
+			res.Paired = append(res.Paired, pairedComparisons(res.Rows, Cutoffs, b, DownstreamGroup(b), oracleRow(d), []string{"Normal", FullWeighted})...)
 		}
 	}
 	for v := range cfg.Variants {
