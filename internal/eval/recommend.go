@@ -516,9 +516,11 @@ func trainDenoiser(v Variant, train []Interaction, events []online.Event, timed 
 	for pass := range passes {
 		distilled, start, next := 0, 0, 1
 		for n, x := range train {
-			ev := online.Event{User: UserID(x.User), Item: ItemID(x.Item), TimeMS: x.Seconds * 1000, HasTime: timed}
+			var ev online.Event
 			if events != nil {
 				ev = events[x.Seconds]
+			} else {
+				ev = online.Event{User: UserID(x.User), Item: ItemID(x.Item), TimeMS: x.Seconds * 1000, HasTime: timed}
 			}
 			if err := m.Step(ev, &sc); err != nil {
 				return nil, nil, fmt.Errorf("variant %s: step: %w", v.Name, err)

@@ -39,12 +39,16 @@ func (r *RecommendResult) row(group, method string) *Row {
 // WriteReport writes recommend.md, recommend.png and rho.png into dir.
 func (r *RecommendResult) WriteReport(dir string, meta Meta) error {
 	var b bytes.Buffer
-	switch {
-	case r.Log:
+	if r.Log {
 		data := meta.Data
 		meta.Data = "" // not MovieLens
 		meta.header(&b, "RQ1 / RQ3 / RQ4 — recommendation from a noisy event log")
 		fmt.Fprintf(&b, "Data: `%s`, an event log with a truth field on every event.\n\n", data)
+	} else {
+		meta.header(&b, "RQ1 / RQ3 / RQ4 — recommendation from noisy implicit feedback on ML-100k")
+	}
+	switch {
+	case r.Log:
 		fmt.Fprintf(&b, "Every event is an implicit positive; a genuine one counts as rating 5, noise as rating 1. Split 8:1:1 by "+
 			"event (%s, seeded): %d train, %d validation (both noisy), and a clean test of the %d genuine test events. The "+
 			"denoiser reads every field of a training event as replay does (its time, dwell and event type, where the log has them); the downstream models "+
@@ -52,7 +56,6 @@ func (r *RecommendResult) WriteReport(dir string, meta Meta) error {
 			"pair and can never be hit, so a perfect ranking reaches a mean Recall of %.4f. Mean ± std over %d seeds.\n\n",
 			r.Split, r.Train, r.Valid, r.TestClean, r.TestMasked, r.RecallCeiling, r.Seeds)
 	case r.Split == SplitDeca:
-		meta.header(&b, "RQ1 / RQ3 / RQ4 — recommendation from noisy implicit feedback on ML-100k")
 		fmt.Fprintf(&b, "Every rating is an implicit positive. The DeCA paper's split (github.com/wangyu-ustc/DeCA, data/ml-100k/): "+
 			"%d training interactions of every rating (noisy), %d clean (rating-5) validation and %d clean test interactions "+
 			"of %d users. Every validation pair is also a test pair (%d of the test pairs are). As in DeCA's code, the test "+
@@ -63,7 +66,6 @@ func (r *RecommendResult) WriteReport(dir string, meta Meta) error {
 			"models' initialisation, sampling and the denoiser. Mean ± std over seeds.\n\n",
 			r.Train, r.Valid, r.TestClean, r.TestUsers, r.TestMasked, r.RecallCeiling, r.Seeds)
 	default:
-		meta.header(&b, "RQ1 / RQ3 / RQ4 — recommendation from noisy implicit feedback on ML-100k")
 		fmt.Fprintf(&b, "Every rating is an implicit positive. Split 8:1:1 by interaction (%s, seeded): %d train, %d validation "+
 			"(both noisy), and a clean test of the %d rating-5 test interactions. Recommenders rank every item the user has no "+
 			"training interaction with. Mean ± std over %d seeds.\n\n", r.Split, r.Train, r.Valid, r.TestClean, r.Seeds)
