@@ -8,8 +8,8 @@
 // element is multiplied, then added, as the Go loop does it, so that the
 // results are the same bits.
 
-// func hadamardDotBlocks(z, p, q, w []float64, acc *[4]float64)
-TEXT ·hadamardDotBlocks(SB), NOSPLIT, $0-104
+// func hadamardDotBlocksSSE2(z, p, q, w []float64, acc *[4]float64)
+TEXT ·hadamardDotBlocksSSE2(SB), NOSPLIT, $0-104
 	MOVQ   z_base+0(FP), DI
 	MOVQ   p_base+24(FP), SI
 	MOVQ   p_len+32(FP), CX
@@ -46,8 +46,8 @@ hdone:
 	MOVUPD X1, 16(R8)
 	RET
 
-// func hadamardDot3Blocks(z, p, q, w1, w2, w3 []float64, acc *[12]float64)
-TEXT ·hadamardDot3Blocks(SB), NOSPLIT, $0-152
+// func hadamardDot3BlocksSSE2(z, p, q, w1, w2, w3 []float64, acc *[12]float64)
+TEXT ·hadamardDot3BlocksSSE2(SB), NOSPLIT, $0-152
 	MOVQ   z_base+0(FP), DI
 	MOVQ   p_base+24(FP), SI
 	MOVQ   p_len+32(FP), CX
@@ -106,8 +106,8 @@ h3done:
 	MOVUPD X5, 80(R8)
 	RET
 
-// func embeddingGradsBlocks(dp, dq []float64, gain float64, w, p, q []float64, l2 float64, acc *[4]float64)
-TEXT ·embeddingGradsBlocks(SB), NOSPLIT, $0-144
+// func embeddingGradsBlocksSSE2(dp, dq []float64, gain float64, w, p, q []float64, l2 float64, acc *[4]float64)
+TEXT ·embeddingGradsBlocksSSE2(SB), NOSPLIT, $0-144
 	MOVQ   dp_base+0(FP), DI
 	MOVQ   dq_base+24(FP), SI
 	MOVQ   w_base+56(FP), R9
@@ -188,4 +188,175 @@ cnone:
 
 cfound:
 	MOVB    $1, ret+32(FP)
+	RET
+
+// The AVX2 versions: four float64 lanes to a register, so an accumulator
+// register holds the four lanes of the Go loop; embeddingGrads' squares,
+// which the Go loop adds two lanes at a time (elements 0 and 1, then 2
+// and 3, to the same two sums), are added by halves in that order. Each
+// element is still multiplied, then added (no fused multiply-add), so the
+// results are the same bits as the Go loop's and the SSE2 versions'.
+// VZEROUPPER before each return: the Go code around them uses SSE.
+
+// func hadamardDotBlocksAVX2(z, p, q, w []float64, acc *[4]float64)
+TEXT ·hadamardDotBlocksAVX2(SB), NOSPLIT, $0-104
+	MOVQ    z_base+0(FP), DI
+	MOVQ    p_base+24(FP), SI
+	MOVQ    p_len+32(FP), CX
+	MOVQ    q_base+48(FP), DX
+	MOVQ    w_base+72(FP), BX
+	MOVQ    acc+96(FP), R8
+	VMOVUPD 0(R8), Y0 // s0..s3
+	SHRQ    $2, CX    // blocks of four
+	JZ      vhdone
+	XORQ    AX, AX    // byte offset
+
+vhloop:
+	VMOVUPD 0(SI)(AX*1), Y2
+	VMULPD  0(DX)(AX*1), Y2, Y2 // z = p·q
+	VMOVUPD Y2, 0(DI)(AX*1)
+	VMULPD  0(BX)(AX*1), Y2, Y3 // w·z
+	VADDPD  Y3, Y0, Y0          // s += w·z
+	ADDQ    $32, AX
+	DECQ    CX
+	JNZ     vhloop
+
+vhdone:
+	VMOVUPD Y0, 0(R8)
+	VZEROUPPER
+	RET
+
+// func hadamardDot3BlocksAVX2(z, p, q, w1, w2, w3 []float64, acc *[12]float64)
+TEXT ·hadamardDot3BlocksAVX2(SB), NOSPLIT, $0-152
+	MOVQ    z_base+0(FP), DI
+	MOVQ    p_base+24(FP), SI
+	MOVQ    p_len+32(FP), CX
+	MOVQ    q_base+48(FP), DX
+	MOVQ    w1_base+72(FP), R9
+	MOVQ    w2_base+96(FP), R10
+	MOVQ    w3_base+120(FP), R11
+	MOVQ    acc+144(FP), R8
+	VMOVUPD 0(R8), Y0  // a0..a3
+	VMOVUPD 32(R8), Y1 // b0..b3
+	VMOVUPD 64(R8), Y2 // c0..c3
+	SHRQ    $2, CX
+	JZ      vh3done
+	XORQ    AX, AX
+
+vh3loop:
+	VMOVUPD 0(SI)(AX*1), Y3
+	VMULPD  0(DX)(AX*1), Y3, Y3 // z = p·q
+	VMOVUPD Y3, 0(DI)(AX*1)
+	VMULPD  0(R9)(AX*1), Y3, Y4
+	VADDPD  Y4, Y0, Y0
+	VMULPD  0(R10)(AX*1), Y3, Y5
+	VADDPD  Y5, Y1, Y1
+	VMULPD  0(R11)(AX*1), Y3, Y6
+	VADDPD  Y6, Y2, Y2
+	ADDQ    $32, AX
+	DECQ    CX
+	JNZ     vh3loop
+
+vh3done:
+	VMOVUPD Y0, 0(R8)
+	VMOVUPD Y1, 32(R8)
+	VMOVUPD Y2, 64(R8)
+	VZEROUPPER
+	RET
+
+// func embeddingGradsBlocksAVX2(dp, dq []float64, gain float64, w, p, q []float64, l2 float64, acc *[4]float64)
+TEXT ·embeddingGradsBlocksAVX2(SB), NOSPLIT, $0-144
+	MOVQ         dp_base+0(FP), DI
+	MOVQ         dq_base+24(FP), SI
+	MOVQ         w_base+56(FP), R9
+	MOVQ         p_base+80(FP), R10
+	MOVQ         p_len+88(FP), CX
+	MOVQ         q_base+104(FP), R11
+	MOVQ         acc+136(FP), R8
+	VBROADCASTSD gain+48(FP), Y0 // gain in every lane
+	VBROADCASTSD l2+128(FP), Y1  // l2
+	VXORPD       Y2, Y2, Y2      // +0
+	VMOVUPD      0(R8), X3       // dp's squares: even, odd elements
+	VMOVUPD      16(R8), X4      // dq's
+	SHRQ         $2, CX
+	JZ           vgdone
+	XORQ         AX, AX
+
+vgloop:
+	VMOVUPD      0(R10)(AX*1), Y6 // p
+	VMOVUPD      0(R11)(AX*1), Y7 // q
+	VMULPD       0(R9)(AX*1), Y0, Y5 // g·w
+	VADDPD       Y2, Y5, Y5       // dz = 0 + g·w
+	VMULPD       Y7, Y5, Y8       // dz·q
+	VMULPD       Y6, Y1, Y9       // l2·p
+	VADDPD       Y9, Y8, Y8       // a = dz·q + l2·p
+	VMULPD       Y6, Y5, Y5       // dz·p
+	VMULPD       Y7, Y1, Y9       // l2·q
+	VADDPD       Y9, Y5, Y5       // b = dz·p + l2·q
+	VMOVUPD      Y8, 0(DI)(AX*1)
+	VMOVUPD      Y5, 0(SI)(AX*1)
+	VMULPD       Y8, Y8, Y8       // a²
+	VMULPD       Y5, Y5, Y5       // b²
+	VADDPD       X8, X3, X3       // += a² of elements 0, 1
+	VEXTRACTF128 $1, Y8, X8
+	VADDPD       X8, X3, X3       // then of elements 2, 3
+	VADDPD       X5, X4, X4
+	VEXTRACTF128 $1, Y5, X5
+	VADDPD       X5, X4, X4
+	ADDQ         $32, AX
+	DECQ         CX
+	JNZ          vgloop
+
+vgdone:
+	VMOVUPD      X3, 0(R8)
+	VMOVUPD      X4, 16(R8)
+	VZEROUPPER
+	RET
+
+// func axpyAVX2(y []float64, a float64, x []float64)
+// y[j] += a·x[j] for j < len(y), x at least as long: eight elements to an
+// iteration, then four, then one at a time. Each element is a product,
+// then a sum, rounded as a loop rounds it.
+TEXT ·axpyAVX2(SB), NOSPLIT, $0-56
+	MOVQ         y_base+0(FP), DI
+	MOVQ         y_len+8(FP), CX
+	VBROADCASTSD a+24(FP), Y0
+	MOVQ         x_base+32(FP), SI
+	XORQ         AX, AX          // element index
+	MOVQ         CX, DX
+	SHRQ         $3, DX          // blocks of eight
+	JZ           afour
+
+aloop8:
+	VMULPD       0(SI)(AX*8), Y0, Y1
+	VMULPD       32(SI)(AX*8), Y0, Y2
+	VADDPD       0(DI)(AX*8), Y1, Y1
+	VADDPD       32(DI)(AX*8), Y2, Y2
+	VMOVUPD      Y1, 0(DI)(AX*8)
+	VMOVUPD      Y2, 32(DI)(AX*8)
+	ADDQ         $8, AX
+	DECQ         DX
+	JNZ          aloop8
+
+afour:
+	MOVQ         CX, DX
+	SUBQ         AX, DX
+	CMPQ         DX, $4
+	JLT          atail
+	VMULPD       0(SI)(AX*8), Y0, Y1
+	VADDPD       0(DI)(AX*8), Y1, Y1
+	VMOVUPD      Y1, 0(DI)(AX*8)
+	ADDQ         $4, AX
+
+atail:
+	CMPQ         AX, CX
+	JGE          adone
+	VMULSD       0(SI)(AX*8), X0, X1
+	VADDSD       0(DI)(AX*8), X1, X1
+	VMOVSD       X1, 0(DI)(AX*8)
+	INCQ         AX
+	JMP          atail
+
+adone:
+	VZEROUPPER
 	RET

@@ -2,6 +2,8 @@
 
 package online
 
+import "gonum.org/v1/gonum/floats"
+
 func hadamardDotBlocks(z, p, q, w []float64, acc *[4]float64) {
 	hadamardDotBlocksGo(z, p, q, w, acc)
 }
@@ -15,3 +17,10 @@ func embeddingGradsBlocks(dp, dq []float64, gain float64, w, p, q []float64, l2 
 }
 
 func containsBlocks(s []int32, v int32) bool { return containsBlocksGo(s, v) }
+
+// axpy does y += a·x over len(y) elements (x at least as long), with
+// gonum's kernel: each element is y + a·x, rounded once after the product
+// and once after the sum, as a loop would round it.
+func axpy(y []float64, a float64, x []float64) {
+	floats.AddScaled(y, a, x[:len(y)])
+}

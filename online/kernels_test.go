@@ -53,12 +53,27 @@ func sameVectors(t *testing.T, what string, n int, got, want []float64) {
 	}
 }
 
-// TestKernelsMatchGo checks that the kernels that run (SSE2 assembly on
-// amd64, kernels.go elsewhere or with the purego tag) give the same bits
+// forEachKernelSet runs check once with each set of kernels this build
+// and this processor can run (kernelSets: AVX2 and SSE2 assembly on
+// amd64, the Go loops elsewhere or with the purego tag).
+func forEachKernelSet(t *testing.T, check func(t *testing.T)) {
+	for _, set := range kernelSets() {
+		t.Run(set.name, func(t *testing.T) {
+			t.Cleanup(set.use())
+			check(t)
+		})
+	}
+}
+
+// TestKernelsMatchGo checks that each set of kernels gives the same bits
 // as the Go loops of kernels.go: the outputs written, and the accumulators
 // left, for lengths 0 to 70, inputs that start off the 16-byte alignment,
 // accumulators that do not start at zero, and special values.
 func TestKernelsMatchGo(t *testing.T) {
+	forEachKernelSet(t, checkKernelsMatchGo)
+}
+
+func checkKernelsMatchGo(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	for n := 0; n <= 70; n++ {
 		for trial := 0; trial < 20; trial++ {
@@ -107,6 +122,10 @@ func TestKernelsMatchGo(t *testing.T) {
 // last n mod 4 elements) to their caller: nothing past the whole blocks is
 // written.
 func TestKernelsWholeBlocksOnly(t *testing.T) {
+	forEachKernelSet(t, checkKernelsWholeBlocksOnly)
+}
+
+func checkKernelsWholeBlocksOnly(t *testing.T) {
 	for n := 0; n <= 9; n++ {
 		ones := func() []float64 {
 			v := make([]float64, n)
@@ -135,6 +154,34 @@ func TestKernelsWholeBlocksOnly(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestAxpyMatchesGo checks that axpy gives the bits of the loop
+// y[j] += a·x[j] for every length up to 70, on slices that start off the
+// alignment, with x longer than y and special values, and that it writes
+// nothing past len(y).
+func TestAxpyMatchesGo(t *testing.T) {
+	forEachKernelSet(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(25, 26))
+		for n := 0; n <= 70; n++ {
+			for trial := 0; trial < 20; trial++ {
+				off := trial % 3
+				buf := kernelVector(r, off+n+2)
+				y := buf[off : off+n]
+				want := append([]float64(nil), buf...)
+				x := kernelVector(r, n+trial%2)
+				a := kernelValue(r)
+				if trial%5 == 0 {
+					a = 1
+				}
+				for j := range n {
+					want[off+j] += a * x[j]
+				}
+				axpy(y, a, x)
+				sameVectors(t, "axpy y and the elements around it", n, buf, want)
+			}
+		}
+	})
 }
 
 // TestContainsBlocksMatchesGo: the kernel answers as the Go loop for

@@ -1,10 +1,6 @@
 package online
 
-import (
-	"math"
-
-	"gonum.org/v1/gonum/floats"
-)
+import "math"
 
 // The classifier f and the transition network T̂ both read the interaction
 // vector z = p_u ⊙ q_i (length d).
@@ -232,13 +228,6 @@ func clipTo(v []float64, n2, c float64) float64 {
 		return c * c
 	}
 	return n2
-}
-
-// axpy does y += a·x. gonum's kernel moves two elements to an
-// instruction (SSE2 on amd64); each element is y + a·x, rounded once
-// after the product and once after the sum, as a loop would round it.
-func axpy(y []float64, a float64, x []float64) {
-	floats.AddScaled(y, a, x[:len(y)])
 }
 
 // finite3 is finite(a, b, c) without building the variadic list: the same
