@@ -213,6 +213,15 @@ func (c *sketchCooc) hits(res []int32, u int32, nu float64) (hits, sampled int) 
 // the same counts, with the comparison unrolled and fewer live values.
 func (c *sketchCooc) hits16(res []int32, u int32, nu float64) (hits, sampled int) {
 	sigs, userN, overlap := c.userSig, c.userN, (*[17]float64)(c.overlap)
+	if hits, sampled, ok := hits16Kernel(sigs, userN, overlap, res, u, nu); ok {
+		return hits, sampled
+	}
+	return hits16Go(sigs, userN, overlap, res, u, nu)
+}
+
+// hits16Go is hits16's loop in Go: what runs without AVX2, and the
+// reference its assembly is tested against.
+func hits16Go(sigs []uint64, userN []uint32, overlap *[17]float64, res []int32, u int32, nu float64) (hits, sampled int) {
 	su := (*[4]uint64)(sigs[int(u)*4:])
 	for _, v := range res {
 		if v < 0 {

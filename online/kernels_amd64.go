@@ -14,8 +14,9 @@ import (
 // bits (TestKernelsMatchGo runs each).
 
 // useAVX2 chooses the AVX2 kernels; tests switch it off to run the SSE2
-// ones.
-var useAVX2 = cpu.X86.HasAVX2
+// ones (and sketchCooc.hits16's Go loop). Every processor with AVX2 has
+// POPCNT, which hits16AVX2 uses as well.
+var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasPOPCNT
 
 func hadamardDotBlocks(z, p, q, w []float64, acc *[4]float64) {
 	if useAVX2 {
@@ -53,6 +54,20 @@ func axpy(y []float64, a float64, x []float64) {
 	}
 	floats.AddScaled(y, a, x)
 }
+
+// hits16Kernel runs sketchCooc.hits16's loop in AVX2 where there is
+// AVX2; ok false where there is not, or where u or a sampled user lies
+// outside sigs or userN, for the Go loop to run (and fail as it fails).
+func hits16Kernel(sigs []uint64, userN []uint32, overlap *[17]float64, res []int32, u int32, nu float64) (hits, sampled int, ok bool) {
+	limit := min(len(sigs)/4, len(userN))
+	if !useAVX2 || u < 0 || int(u) >= limit {
+		return 0, 0, false
+	}
+	return hits16AVX2(sigs, userN, overlap, res, u, limit, nu)
+}
+
+//go:noescape
+func hits16AVX2(sigs []uint64, userN []uint32, overlap *[17]float64, res []int32, u int32, limit int, nu float64) (hits, sampled int, ok bool)
 
 //go:noescape
 func hadamardDotBlocksSSE2(z, p, q, w []float64, acc *[4]float64)

@@ -360,3 +360,67 @@ atail:
 adone:
 	VZEROUPPER
 	RET
+
+// func hits16AVX2(sigs []uint64, userN []uint32, overlap *[17]float64, res []int32, u int32, limit int, nu float64) (hits, sampled int, ok bool)
+// sketchCooc.hits16's loop: the sixteen 16-bit MinHash values of u and v
+// compared in one instruction, their equal lanes counted by POPCNT of the
+// byte mask (two bits a lane); then overlap[equal]·(n_v + nu) > 1.5 as
+// the Go loop computes it (a sum, then a product: the same bits). Stops
+// with ok false at a user v ≥ limit, which the Go loop would not index.
+TEXT ·hits16AVX2(SB), NOSPLIT, $0-121
+	MOVQ     sigs_base+0(FP), SI
+	MOVQ     userN_base+24(FP), R8
+	MOVQ     overlap+48(FP), R9
+	MOVQ     res_base+56(FP), DI
+	MOVQ     res_len+64(FP), CX
+	MOVLQSX  u+80(FP), R10
+	MOVQ     limit+88(FP), R11
+	MOVSD    nu+96(FP), X2
+	MOVSD    $(1.5), X3
+	MOVQ     R10, AX
+	SHLQ     $5, AX
+	VMOVDQU  0(SI)(AX*1), Y0 // u's signature
+	XORQ     BX, BX          // hits
+	XORQ     DX, DX          // sampled
+	XORQ     R12, R12        // index into res
+
+hloop:
+	CMPQ     R12, CX
+	JGE      hend
+	MOVLQSX  0(DI)(R12*4), AX // v
+	TESTQ    AX, AX
+	JLT      hend             // an empty slot: the sample ends
+	INCQ     DX
+	INCQ     R12
+	CMPQ     AX, R10
+	JEQ      hloop            // u itself
+	CMPQ     AX, R11
+	JAE      hbad
+	MOVQ     AX, R13
+	SHLQ     $5, R13
+	VPCMPEQW 0(SI)(R13*1), Y0, Y4
+	MOVL     0(R8)(AX*4), AX  // n_v
+	CVTSQ2SD AX, X1
+	ADDSD    X2, X1           // nu + n_v
+	VPMOVMSKB Y4, R13
+	POPCNTL  R13, R13
+	SHRL     $1, R13          // equal lanes
+	MULSD    0(R9)(R13*8), X1 // overlap[equal]·(nu + n_v)
+	UCOMISD  X3, X1
+	JBE      hloop
+	INCQ     BX
+	JMP      hloop
+
+hend:
+	MOVQ     BX, hits+104(FP)
+	MOVQ     DX, sampled+112(FP)
+	MOVB     $1, ok+120(FP)
+	VZEROUPPER
+	RET
+
+hbad:
+	MOVQ     $0, hits+104(FP)
+	MOVQ     $0, sampled+112(FP)
+	MOVB     $0, ok+120(FP)
+	VZEROUPPER
+	RET

@@ -24,3 +24,8 @@ func containsBlocks(s []int32, v int32) bool { return containsBlocksGo(s, v) }
 func axpy(y []float64, a float64, x []float64) {
 	floats.AddScaled(y, a, x[:len(y)])
 }
+
+// hits16Kernel has no assembly here: sketchCooc.hits16 runs its Go loop.
+func hits16Kernel(_ []uint64, _ []uint32, _ *[17]float64, _ []int32, _ int32, _ float64) (hits, sampled int, ok bool) {
+	return 0, 0, false
+}

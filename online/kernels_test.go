@@ -230,3 +230,62 @@ func TestContainsBlocksMatchesGo(t *testing.T) {
 		}
 	}
 }
+
+// TestHits16MatchesGo checks that sketchCooc.hits16 counts as its Go loop
+// on signatures whose lanes agree from none to all sixteen, with counts
+// that put the estimate on both sides of its threshold, samples that end
+// early at an empty slot or hold u itself; and that a sampled user outside
+// the signatures is left to the Go loop.
+func TestHits16MatchesGo(t *testing.T) {
+	forEachKernelSet(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(27, 28))
+		overlap := (*[17]float64)(overlapShares(16))
+		const users = 40
+		for trial := 0; trial < 400; trial++ {
+			sigs := make([]uint64, 4*users)
+			userN := make([]uint32, users)
+			for v := range users {
+				userN[v] = uint32(r.IntN(6))
+			}
+			u := int32(r.IntN(users))
+			agree := r.IntN(17) // how many lanes of u the others share, about
+			for v := range users {
+				for k := range 4 {
+					sigs[4*v+k] = r.Uint64()
+				}
+				if int32(v) == u {
+					continue
+				}
+				for lane := range 16 {
+					if r.IntN(16) < agree {
+						word, shift := lane/4, 16*(lane%4)
+						mask := uint64(0xffff) << shift
+						sigs[4*v+word] = sigs[4*v+word]&^mask | sigs[4*int(u)+word]&mask
+					}
+				}
+			}
+			res := make([]int32, 1+r.IntN(24))
+			for k := range res {
+				res[k] = int32(r.IntN(users))
+			}
+			if trial%3 == 0 {
+				res[r.IntN(len(res))] = -1
+			}
+			nu := float64(r.IntN(6))
+			wantHits, wantSampled := hits16Go(sigs, userN, overlap, res, u, nu)
+			c := &sketchCooc{userSig: sigs, userN: userN, overlap: overlap[:]}
+			hits, sampled := c.hits16(res, u, nu)
+			if hits != wantHits || sampled != wantSampled {
+				t.Fatalf("trial %d: hits16 = %d of %d, the Go loop %d of %d", trial, hits, sampled, wantHits, wantSampled)
+			}
+		}
+		// A sampled user past the signatures: the kernel declines.
+		sigs, userN := make([]uint64, 8), make([]uint32, 2)
+		if _, _, ok := hits16Kernel(sigs, userN, overlap, []int32{1, 2}, 0, 1); ok {
+			t.Fatal("hits16Kernel took a sample with a user past the signatures")
+		}
+		if _, _, ok := hits16Kernel(sigs, userN, overlap, []int32{1}, 2, 1); ok {
+			t.Fatal("hits16Kernel took a u past the signatures")
+		}
+	})
+}
