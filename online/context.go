@@ -1325,6 +1325,7 @@ func (c *contextModel) instrument(share, level float64, withZ bool) (instrumentF
 // gapPCleanFloor (gapWeight).
 func (s *instrumentStats) fit(share, level, dx float64, n int, floor float64) instrumentFit {
 	f := instrumentFit{features: n}
+	n = len(f.slope[:n]) // n ≤ instrumented, which spares the loops' bounds checks
 	q := share * (1 - share) // the classes' part of a variance, per Δ²
 	var mean, delta [instrumented]float64
 	// w's lower triangle, the diagonal's included, is all that
@@ -1392,6 +1393,7 @@ func (f *instrumentFit) evidence(a float64, z [instrumented - 1]float64) float64
 // factor, and this runs on every event); false if the block is not
 // positive definite, x then unset.
 func solveSymmetric(w *[instrumented][instrumented]float64, b, x *[instrumented]float64, n int) bool {
+	n = len(x[:n]) // n ≤ instrumented, which spares the loops' bounds checks
 	var l [instrumented][instrumented]float64
 	for i := range n {
 		li := &l[i]
