@@ -6,8 +6,9 @@ package online
 //
 //   - in Go, below (the *Go functions): the reference, and what other
 //     architectures and the purego build tag run;
-//   - in SSE2 assembly on amd64 (kernels_amd64.s), two elements to an
-//     instruction: Go does not vectorise loops.
+//   - in assembly on amd64 (kernels_amd64.s): AVX2, four elements to an
+//     instruction, where the processor has it, else SSE2, two (Go does
+//     not vectorise loops).
 //
 // The two give the same bits. Each block's elements are worked in the
 // same lanes of the same accumulators, in the same order, with the same
