@@ -1325,7 +1325,7 @@ func (c *contextModel) instrument(share, level float64, withZ bool) (instrumentF
 // gapPCleanFloor (gapWeight).
 func (s *instrumentStats) fit(share, level, dx float64, n int, floor float64) instrumentFit {
 	f := instrumentFit{features: n}
-	n = len(f.slope[:n]) // n ≤ instrumented, which spares the loops' bounds checks
+	n = len(f.slope[:n])     // n ≤ instrumented, which spares the loops' bounds checks
 	q := share * (1 - share) // the classes' part of a variance, per Δ²
 	var mean, delta [instrumented]float64
 	// w's lower triangle, the diagonal's included, is all that
