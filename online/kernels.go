@@ -15,7 +15,11 @@ package online
 // operations (a product, then a sum; no fused multiply-add), so every
 // partial sum is rounded as the Go loop rounds it
 // (TestKernelsMatchGo). The scores, the golden files and a replay do
-// not depend on which one ran.
+// not depend on which one ran. That holds where Go compiles x*y + z as a
+// product and a sum: on amd64 at its default level, GOAMD64=v1, which the
+// Makefile pins. Go may fuse them into one instruction (the language
+// allows it) with GOAMD64=v3 and on arm64, in these loops and in the rest
+// of the model alike, and the bits then differ from the golden files'.
 //
 // Each takes the slices resliced to one length n by its caller, works on
 // the first n &^ 3 elements, and leaves its accumulators in acc: the

@@ -16,7 +16,11 @@ import (
 // useAVX2 chooses the AVX2 kernels; tests switch it off to run the SSE2
 // ones (and sketchCooc.hits16's Go loop). Every processor with AVX2 has
 // POPCNT, which hits16AVX2 uses as well.
-var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasPOPCNT
+var useAVX2 = haveAVX2
+
+// haveAVX2 is whether this processor and operating system run the AVX2
+// kernels (AVX2 and POPCNT).
+var haveAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasPOPCNT
 
 func hadamardDotBlocks(z, p, q, w []float64, acc *[4]float64) {
 	if useAVX2 {

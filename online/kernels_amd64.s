@@ -365,7 +365,8 @@ adone:
 // sketchCooc.hits16's loop: the sixteen 16-bit MinHash values of u and v
 // compared in one instruction, their equal lanes counted by POPCNT of the
 // byte mask (two bits a lane); then overlap[equal]·(n_v + nu) > 1.5 as
-// the Go loop computes it (a sum, then a product: the same bits). Stops
+// the Go loop computes it (a sum, then a product: the same bits), in VEX
+// forms only while the upper halves of the registers are in use. Stops
 // with ok false at a user v ≥ limit, which the Go loop would not index.
 TEXT ·hits16AVX2(SB), NOSPLIT, $0-121
 	MOVQ     sigs_base+0(FP), SI
@@ -380,6 +381,7 @@ TEXT ·hits16AVX2(SB), NOSPLIT, $0-121
 	MOVQ     R10, AX
 	SHLQ     $5, AX
 	VMOVDQU  0(SI)(AX*1), Y0 // u's signature
+	VXORPD   X5, X5, X5      // 0: the conversion's upper lanes, no dependency on X1
 	XORQ     BX, BX          // hits
 	XORQ     DX, DX          // sampled
 	XORQ     R12, R12        // index into res
@@ -400,13 +402,13 @@ hloop:
 	SHLQ     $5, R13
 	VPCMPEQW 0(SI)(R13*1), Y0, Y4
 	MOVL     0(R8)(AX*4), AX  // n_v
-	CVTSQ2SD AX, X1
-	ADDSD    X2, X1           // nu + n_v
+	VCVTSI2SDQ AX, X5, X1
+	VADDSD   X2, X1, X1       // nu + n_v
 	VPMOVMSKB Y4, R13
 	POPCNTL  R13, R13
 	SHRL     $1, R13          // equal lanes
-	MULSD    0(R9)(R13*8), X1 // overlap[equal]·(nu + n_v)
-	UCOMISD  X3, X1
+	VMULSD   0(R9)(R13*8), X1, X1 // overlap[equal]·(nu + n_v)
+	VUCOMISD X3, X1
 	JBE      hloop
 	INCQ     BX
 	JMP      hloop

@@ -2,15 +2,13 @@
 
 package online
 
-import "golang.org/x/sys/cpu"
-
 type kernelSet struct {
 	name string
 	use  func() (restore func()) // chooses the set; restore undoes it
 }
 
 // kernelSets are the assembly kernels this processor runs: SSE2 always,
-// AVX2 where it has AVX2.
+// AVX2 where it has AVX2 and POPCNT (haveAVX2).
 func kernelSets() []kernelSet {
 	choose := func(avx2 bool) func() func() {
 		return func() func() {
@@ -20,7 +18,7 @@ func kernelSets() []kernelSet {
 		}
 	}
 	sets := []kernelSet{{"SSE2", choose(false)}}
-	if cpu.X86.HasAVX2 {
+	if haveAVX2 {
 		sets = append(sets, kernelSet{"AVX2", choose(true)})
 	}
 	return sets
