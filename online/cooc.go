@@ -210,7 +210,8 @@ func (c *sketchCooc) hits(res []int32, u int32, nu float64) (hits, sampled int) 
 }
 
 // hits16 is hits for the default 16 hashes, a signature of four words:
-// the same counts, with the comparison unrolled and fewer live values.
+// the same counts, sixteen lanes compared at once in AVX2 where the
+// processor has it (hits16Kernel), else by the Go loop, unrolled.
 func (c *sketchCooc) hits16(res []int32, u int32, nu float64) (hits, sampled int) {
 	sigs, userN, overlap := c.userSig, c.userN, (*[17]float64)(c.overlap)
 	if hits, sampled, ok := hits16Kernel(sigs, userN, overlap, res, u, nu); ok {
