@@ -401,20 +401,20 @@ func (r *Report) PrintAs(w io.Writer, command string) error {
 	}
 	for _, f := range consumer.FieldNames() {
 		if n := r.Shadowed[f]; n > 0 {
-			fmt.Fprintf(&b, "not read: %d records lack the member fields.%s names and have %q, which is read only without fields.%s: drop the setting, or name the member the records carry (consumer/FORMAT.md)\n", n, f, f, f)
+			fmt.Fprintf(&b, "not read: %s the member fields.%s names and %s %q, which is read only without fields.%s: drop the setting, or name the member the records carry (consumer/FORMAT.md)\n", records(n, "lack", "lacks"), f, verb(n, "have", "has"), f, f)
 		}
 	}
 	if r.TruthUnread > 0 {
-		fmt.Fprintf(&b, "truth not read: %d records have a truth that is neither \"genuine\" nor \"noise\" (case ignored): they are scored without one, the member carried as it came (consumer/FORMAT.md)\n", r.TruthUnread)
+		fmt.Fprintf(&b, "truth not read: %s a truth that is neither \"genuine\" nor \"noise\" (case ignored): %s scored without one, the member carried as it came (consumer/FORMAT.md)\n", records(r.TruthUnread, "have", "has"), verb(r.TruthUnread, "they are", "it is"))
 	}
 	for _, f := range consumer.OutputFields {
 		if n := r.Replaced[f]; n > 0 {
-			fmt.Fprintf(&b, "replaced: %d records have %q, a field the output writes itself, so their own value is not in the output: rename the member to keep it (consumer/FORMAT.md)\n", n, f)
+			fmt.Fprintf(&b, "replaced: %s %q, a field the output writes itself, so %s own value is not in the output: rename the member to keep it (consumer/FORMAT.md)\n", records(n, "have", "has"), f, verb(n, "their", "its"))
 		}
 	}
 	for _, a := range consumer.Aliases { // in the table's order
 		if n := r.Unread[a.Name]; n > 0 {
-			fmt.Fprintf(&b, "not read: %d records have %q and no %q: rename the member, or read it with fields.%s: %s (consumer/FORMAT.md)\n", n, a.Name, a.Field, a.Field, a.Name)
+			fmt.Fprintf(&b, "not read: %s %q and no %q: rename the member, or read it with fields.%s: %s (consumer/FORMAT.md)\n", records(n, "have", "has"), a.Name, a.Field, a.Field, a.Name)
 		}
 	}
 	if r.Truth == TruthNone {
@@ -529,4 +529,18 @@ func eventCount(x float64) string {
 		return strconv.FormatFloat(math.Round(x), 'f', 0, 64)
 	}
 	return strconv.FormatFloat(x, 'g', 3, 64)
+}
+
+// records is "n records " and the plural verb, or "1 record " and the
+// singular one: the summary's counts of records read as a sentence.
+func records(n uint64, plural, singular string) string {
+	return fmt.Sprintf("%d %s %s", n, verb(n, "records", "record"), verb(n, plural, singular))
+}
+
+// verb is plural, or singular where n is 1.
+func verb(n uint64, plural, singular string) string {
+	if n == 1 {
+		return singular
+	}
+	return plural
 }

@@ -421,3 +421,42 @@ func TestPrintNotes(t *testing.T) {
 		}
 	}
 }
+
+// TestPrintCountsAsSentences: the summary's lines that count records say
+// "1 record has" for one and "2 records have" for more.
+func TestPrintCountsAsSentences(t *testing.T) {
+	alias, field, out := consumer.Aliases[0], consumer.FieldNames()[0], consumer.OutputFields[0]
+	for _, tc := range []struct {
+		n    uint64
+		want []string
+	}{
+		{1, []string{
+			fmt.Sprintf("not read: 1 record lacks the member fields.%s names and has %q", field, field),
+			`truth not read: 1 record has a truth that is neither "genuine" nor "noise" (case ignored): it is scored without one`,
+			fmt.Sprintf("replaced: 1 record has %q, a field the output writes itself, so its own value", out),
+			fmt.Sprintf("not read: 1 record has %q and no %q", alias.Name, alias.Field),
+		}},
+		{2, []string{
+			fmt.Sprintf("not read: 2 records lack the member fields.%s names and have %q", field, field),
+			`truth not read: 2 records have a truth that is neither "genuine" nor "noise" (case ignored): they are scored without one`,
+			fmt.Sprintf("replaced: 2 records have %q, a field the output writes itself, so their own value", out),
+			fmt.Sprintf("not read: 2 records have %q and no %q", alias.Name, alias.Field),
+		}},
+	} {
+		rep := Report{
+			Truth: TruthField, TruthUnread: tc.n,
+			Shadowed: map[string]uint64{field: tc.n},
+			Replaced: map[string]uint64{out: tc.n},
+			Unread:   map[string]uint64{alias.Name: tc.n},
+		}
+		var human bytes.Buffer
+		if err := rep.Print(&human); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(human.String(), w) {
+				t.Errorf("n=%d: no %q in:\n%s", tc.n, w, human.String())
+			}
+		}
+	}
+}
