@@ -11,7 +11,7 @@ BIN     := bin/denoiser
 LAB     := bin/denoiser-lab
 OUT     ?= out
 
-.PHONY: build demo test test-short bench bench-all bench-instructions bench-river fuzz kafka-start kafka-stop clean eval check-monitoring
+.PHONY: build demo test test-short bench bench-all bench-instructions bench-river fuzz kafka-start kafka-stop clean eval probe check-monitoring
 
 # Two binaries: the service (run, replay, snapshot) and the lab (demo,
 # eval, gen, convert), so that the service links neither plotting nor the
@@ -58,10 +58,30 @@ eval: build
 	mkdir -p $(RESULTS)/batch
 	$(LAB) eval detect --dwell-shares 0 --seeds 4 --passes 2 --out $(RESULTS)/batch --report $(RESULTS)/batch/detect.json
 	$(LAB) eval partitions --data $(DATA) --seeds 4 --out $(RESULTS) --report $(RESULTS)/partitions.json
+	$(MAKE) probe RESULTS=$(RESULTS)
 	@if [ -n "$(DECA)" ]; then \
 		mkdir -p $(RESULTS)/deca && \
 		$(LAB) eval recommend --split deca --weight product --data $(DECA) --seeds 5 --out $(RESULTS)/deca --report $(RESULTS)/deca/recommend.json; \
 	else echo "DECA not set: RQ1 on the DeCA split skipped (make eval DATA=... DECA=path/to/deca-ml-100k)"; fi
+
+# The weight against the label-free baselines on streams of a second
+# generator, written apart from the model (scripts/probe_generator.py;
+# docs/design/model.md, "Found at stop 69"): B with dwell on 30 % of the
+# events, C without dwell or types, D with the noise dwelling longer. A
+# report and the replay's summary each in $(RESULTS)/probe (a minute).
+PROBES = B:--events 100000 --users 15000 --items 8000 --noise 0.20 --dwell-share 0.3 --seed 102 \
+	C:--events 100000 --users 15000 --items 8000 --noise 0.20 --dwell-share 0 --no-types --seed 103 \
+	D:--events 150000 --users 30000 --items 20000 --noise 0.35 --dwell-share 1 --idle --seed 104
+probe: build
+	@command -v python3 >/dev/null 2>&1 || { echo "python3 not found: make probe skipped"; exit 0; }; \
+	mkdir -p $(RESULTS)/probe $(OUT) && \
+	echo '$(PROBES)' | sed 's/ \([BCD]\):/\n\1:/g' | while IFS=: read -r name args; do \
+		echo "probe $$name: $$args"; \
+		python3 scripts/probe_generator.py --out $(OUT)/probe-$$name.jsonl $$args >/dev/null && \
+		$(BIN) replay --in $(OUT)/probe-$$name.jsonl --out /dev/null --truth field \
+			--report $(RESULTS)/probe/$$name.json 2>$(RESULTS)/probe/$$name.txt || exit 1; \
+		grep -E '^  (weight|p_clean) |best baseline' $(RESULTS)/probe/$$name.txt; \
+	done
 
 # The whole suite, bounded fuzzing included; the alert rules too when
 # promtool is installed (Debian: apt-get install prometheus; .ci/run does).
