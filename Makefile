@@ -68,20 +68,18 @@ eval: build
 # generator, written apart from the model (scripts/probe_generator.py;
 # docs/design/model.md, "Found at stop 69"): B with dwell on 30 % of the
 # events, C without dwell or types, D with the noise dwelling longer. A
-# report and the replay's summary each in $(RESULTS)/probe (a minute).
-PROBES = B:--events 100000 --users 15000 --items 8000 --noise 0.20 --dwell-share 0.3 --seed 102 \
-	C:--events 100000 --users 15000 --items 8000 --noise 0.20 --dwell-share 0 --no-types --seed 103 \
-	D:--events 150000 --users 30000 --items 20000 --noise 0.35 --dwell-share 1 --idle --seed 104
+# report and the replay's summary each in $(RESULTS)/probe (about 15 s).
+PROBE_B = --events 100000 --users 15000 --items 8000 --noise 0.20 --dwell-share 0.3 --seed 102
+PROBE_C = --events 100000 --users 15000 --items 8000 --noise 0.20 --dwell-share 0 --no-types --seed 103
+PROBE_D = --events 150000 --users 30000 --items 20000 --noise 0.35 --dwell-share 1 --idle --seed 104
 probe: build
-	@command -v python3 >/dev/null 2>&1 || { echo "python3 not found: make probe skipped"; exit 0; }; \
+	@if ! command -v python3 >/dev/null 2>&1; then echo "python3 not found: make probe skipped"; exit 0; fi; \
 	mkdir -p $(RESULTS)/probe $(OUT) && \
-	echo '$(PROBES)' | sed 's/ \([BCD]\):/\n\1:/g' | while IFS=: read -r name args; do \
-		echo "probe $$name: $$args"; \
-		python3 scripts/probe_generator.py --out $(OUT)/probe-$$name.jsonl $$args >/dev/null && \
-		$(BIN) replay --in $(OUT)/probe-$$name.jsonl --out /dev/null --truth field \
-			--report $(RESULTS)/probe/$$name.json 2>$(RESULTS)/probe/$$name.txt || exit 1; \
-		grep -E '^  (weight|p_clean) |best baseline' $(RESULTS)/probe/$$name.txt; \
-	done
+	$(foreach p,B C D,echo "probe $(p): $(PROBE_$(p))" && \
+		python3 scripts/probe_generator.py --out $(OUT)/probe-$(p).jsonl $(PROBE_$(p)) >/dev/null && \
+		$(BIN) replay --in $(OUT)/probe-$(p).jsonl --out /dev/null --truth field \
+			--report $(RESULTS)/probe/$(p).json 2>$(RESULTS)/probe/$(p).txt && \
+		grep -E '^  (weight|p_clean) |best baseline' $(RESULTS)/probe/$(p).txt && ) true
 
 # The whole suite, bounded fuzzing included; the alert rules too when
 # promtool is installed (Debian: apt-get install prometheus; .ci/run does).
