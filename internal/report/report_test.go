@@ -195,13 +195,10 @@ func TestCollectorAndBuild(t *testing.T) {
 		t.Fatalf("WriteFile wrote %q, %v", b, err)
 	}
 
-	var human bytes.Buffer
-	if err := r.Print(&human); err != nil {
-		t.Fatal(err)
-	}
+	human := printed(t, &r)
 	for _, want := range []string{"5 events scored, 1 invalid (not_json 1)", "scored in pass 2 of 2", "calibration error 0.150", "weight formed by: p_clean 20.0%, dwell_instrument 40.0%, gap_instrument 40.0%", "p_clean            1.0000   1.0000", "(reliable)", "0.900 0.100"} {
-		if !strings.Contains(human.String(), want) {
-			t.Errorf("summary lacks %q:\n%s", want, human.String())
+		if !strings.Contains(human, want) {
+			t.Errorf("summary lacks %q:\n%s", want, human)
 		}
 	}
 }
@@ -229,13 +226,10 @@ func TestCollectorWithoutTruth(t *testing.T) {
 	}
 	// The summary evaluates nothing: no hint to give a truth (it was
 	// asked for none), no table of n/a.
-	var human bytes.Buffer
-	if err := rep.Print(&human); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(human.String(), "truth none: the scores are not evaluated") ||
-		strings.Contains(human.String(), "no event has a truth") || strings.Contains(human.String(), "ROC-AUC") {
-		t.Fatalf("summary with --truth none:\n%s", human.String())
+	human := printed(t, &rep)
+	if !strings.Contains(human, "truth none: the scores are not evaluated") ||
+		strings.Contains(human, "no event has a truth") || strings.Contains(human, "ROC-AUC") {
+		t.Fatalf("summary with --truth none:\n%s", human)
 	}
 }
 
@@ -256,12 +250,9 @@ func TestPrintUnfittedMixture(t *testing.T) {
 	} {
 		tc.in.Collector = NewCollector(Truth{Mode: TruthField}, nil)
 		rep := Build(tc.in)
-		var human bytes.Buffer
-		if err := rep.Print(&human); err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(human.String(), tc.say) {
-			t.Errorf("%s: summary lacks %q:\n%s", tc.name, tc.say, human.String())
+		human := printed(t, &rep)
+		if !strings.Contains(human, tc.say) {
+			t.Errorf("%s: summary lacks %q:\n%s", tc.name, tc.say, human)
 		}
 	}
 }
@@ -340,13 +331,10 @@ func TestPrintOutOfOrder(t *testing.T) {
 			}
 		}
 		rep := Build(Inputs{Collector: c})
-		var human bytes.Buffer
-		if err := rep.Print(&human); err != nil {
-			t.Fatal(err)
-		}
-		said := strings.Contains(human.String(), "out of time order: ")
+		human := printed(t, &rep)
+		said := strings.Contains(human, "out of time order: ")
 		if said != tc.shuffled || tc.shuffled != (rep.OutOfOrder > 0) || rep.WithGap != 190 {
-			t.Errorf("%s: said %v, %d of %d out of order:\n%s", tc.name, said, rep.OutOfOrder, rep.WithGap, human.String())
+			t.Errorf("%s: said %v, %d of %d out of order:\n%s", tc.name, said, rep.OutOfOrder, rep.WithGap, human)
 		}
 	}
 }
@@ -405,17 +393,14 @@ func TestPrintNotes(t *testing.T) {
 			_ = c.Write(context.Background(), &consumer.Result{Event: ev, Score: online.Score{Distilled: -1, Weight: 0.5, PClean: 0.5}})
 		}
 		rep := Build(Inputs{Collector: c, Config: online.Config{WarmUp: 1000}, Stats: consumer.Stats{Scored: uint64(tc.events)}})
-		var human bytes.Buffer
-		if err := rep.Print(&human); err != nil {
-			t.Fatal(err)
-		}
+		human := printed(t, &rep)
 		for _, s := range tc.say {
-			if !strings.Contains(human.String(), s) {
-				t.Errorf("%s: summary lacks %q:\n%s", tc.name, s, human.String())
+			if !strings.Contains(human, s) {
+				t.Errorf("%s: summary lacks %q:\n%s", tc.name, s, human)
 			}
 		}
 		for _, s := range tc.not {
-			if strings.Contains(human.String(), s) {
+			if strings.Contains(human, s) {
 				t.Errorf("%s: summary says %q", tc.name, s)
 			}
 		}
@@ -449,14 +434,21 @@ func TestPrintCountsAsSentences(t *testing.T) {
 			Replaced: map[string]uint64{out: tc.n},
 			Unread:   map[string]uint64{alias.Name: tc.n},
 		}
-		var human bytes.Buffer
-		if err := rep.Print(&human); err != nil {
-			t.Fatal(err)
-		}
+		human := printed(t, &rep)
 		for _, w := range tc.want {
-			if !strings.Contains(human.String(), w) {
-				t.Errorf("n=%d: no %q in:\n%s", tc.n, w, human.String())
+			if !strings.Contains(human, w) {
+				t.Errorf("n=%d: no %q in:\n%s", tc.n, w, human)
 			}
 		}
 	}
+}
+
+// printed is rep's human summary (Report.Print).
+func printed(t *testing.T, rep *Report) string {
+	t.Helper()
+	var human bytes.Buffer
+	if err := rep.Print(&human); err != nil {
+		t.Fatal(err)
+	}
+	return human.String()
 }
