@@ -359,7 +359,7 @@ func (c *contextModel) outOfOrder(b int) bool {
 // streams' gap; no other stream tried moved at 0.5 (docs/design/model.md).
 const orderSlack = 0.5
 
-var orderSlackRatio = math.Exp(orderSlack)
+var orderSlackRatio = exp(orderSlack)
 
 // slots is the number of event-type slots in use or ever used: the named
 // ones, and the shared last one once every named slot is taken.
@@ -1850,8 +1850,8 @@ func clampAbs(v, limit float64) float64 { return max(-limit, min(limit, v)) }
 // sigmoid is the logistic function, stable for large |z|.
 func sigmoid(z float64) float64 {
 	if z >= 0 {
-		return 1 / (1 + math.Exp(-z))
+		return 1 / (1 + exp(-z))
 	}
-	e := math.Exp(z)
+	e := exp(z)
 	return e / (1 + e)
 }

@@ -65,7 +65,7 @@ func (s *countGapStats) seconds(lg float64) (float64, bool) {
 	if s.mass < countGapMinMass {
 		return 0, false
 	}
-	return shortClickMS / 1000 * math.Exp(lg-s.sum/s.mass), true
+	return shortClickMS / 1000 * exp(lg-s.sum/s.mass), true
 }
 
 func (s *countGapStats) encode(e *encoder) {

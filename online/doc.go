@@ -39,7 +39,10 @@
 // # Invariants
 //
 //   - Deterministic: the same configuration, source state and events give
-//     the same scores and the same encoded bytes.
+//     the same scores and the same encoded bytes, on any amd64 CPU (built
+//     at GOAMD64=v1, as the Makefile does: kernels.go): the exponential is
+//     the package's own (exp.go), as math.Exp's bits depend on whether the
+//     CPU has FMA (TestSameBitsWithoutFMA).
 //   - No NaN or Inf leaves the model: gradients are clipped and checked
 //     before they are applied (a non-finite one is discarded and counted),
 //     scores are checked before they are returned, and ReadModel refuses a

@@ -42,13 +42,13 @@ func (g *gmm) posterior(c int, x0, x1 float64) float64 {
 	switch {
 	case math.IsInf(a, 0) || math.IsInf(b, 0) || math.IsNaN(a) || math.IsNaN(b):
 		m := math.Max(a, b)
-		ea, eb = math.Exp(a-m), math.Exp(b-m)
+		ea, eb = exp(a-m), exp(b-m)
 	case a >= b:
 		// The larger term is exp(0), exactly 1 (a−max(a,b) is ±0): one
 		// exponential, not two, for the same values.
-		ea, eb = 1, expNeg(a-b)
+		ea, eb = 1, exp(b-a)
 	default:
-		ea, eb = expNeg(b-a), 1
+		ea, eb = exp(a-b), 1
 	}
 	r := ea / (ea + eb)
 	if c == 1 {
@@ -167,8 +167,8 @@ func (g *gmm) estep(x *mat.Dense, withLL bool) (float64, [2]moments) {
 		// With e = exp(−|a−b|): the responsibilities are 1/(1+e) and
 		// e/(1+e), and log(e^a + e^b) = max(a,b) + log1p(e). Most points
 		// of a fitted mixture are so far from one component that e is 0
-		// (expNeg) or 1+e is 1, and they are 1 and e without dividing.
-		e := expNeg(math.Abs(a - b))
+		// (exp underflows) or 1+e is 1, and they are 1 and e without dividing.
+		e := exp(-math.Abs(a - b))
 		hi, lo := 1.0, e
 		if den := 1 + e; den != 1 {
 			hi, lo = 1/den, e/den

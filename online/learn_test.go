@@ -104,30 +104,6 @@ func fmtMatrix(v []float64, k int) string {
 	return s
 }
 
-// TestExpUnderflow pins what expNeg relies on: math.Exp(x) is exactly 0
-// for every x ≤ −expUnderflow, and expNeg agrees with math.Exp(−d) on
-// both sides of the cut.
-func TestExpUnderflow(t *testing.T) {
-	for _, x := range []float64{-expUnderflow, math.Nextafter(-expUnderflow, 0), -745.2, -760, -1082, -1e4, -1e300, -math.MaxFloat64, math.Inf(-1)} {
-		if x <= -expUnderflow {
-			if e := math.Exp(x); e != 0 {
-				t.Errorf("math.Exp(%v) = %v, want 0", x, e)
-			}
-		}
-	}
-	for x := -expUnderflow; x > -2*expUnderflow; x -= 0.001 {
-		if e := math.Exp(x); e != 0 {
-			t.Fatalf("math.Exp(%v) = %v, want 0", x, e)
-		}
-	}
-	for _, d := range []float64{0, 1e-300, 0.5, 30, 700, 745, 745.2, 749.999, 750, math.Nextafter(750, 1000), 751, 1e6, math.Inf(1), math.NaN()} {
-		got, want := expNeg(d), math.Exp(-d)
-		if math.Float64bits(got) != math.Float64bits(want) && !(math.IsNaN(got) && math.IsNaN(want)) {
-			t.Errorf("expNeg(%v) = %v, math.Exp(%v) = %v", d, got, -d, want)
-		}
-	}
-}
-
 // TestUserOffsetFindsRandomClicker: on a stream where every user clicks
 // within their taste group but one, who clicks uniformly at random, T̂'s
 // per-user offset of that user moves toward noise (its logit of a false

@@ -200,7 +200,7 @@ func (c *contextModel) merge(values []float64, types []string) {
 // merge rule) and adds o's, o's type slot b going to slot[b].
 func (s *contextStats) merge(o *contextStats, slot *[typeBuckets]int) {
 	if n := o.dwellMass[0] + o.dwellMass[1]; n > 0 {
-		keep := math.Pow(contextKeep(s.dwellMass[0]+s.dwellMass[1]), n)
+		keep := powPositive(contextKeep(s.dwellMass[0]+s.dwellMass[1]), n)
 		for k := range 2 {
 			s.dwellMass[k] = keep*s.dwellMass[k] + o.dwellMass[k]
 			s.dwellSum[k] = keep*s.dwellSum[k] + o.dwellSum[k]
@@ -208,7 +208,7 @@ func (s *contextStats) merge(o *contextStats, slot *[typeBuckets]int) {
 		}
 	}
 	if n := o.typeTotal[0] + o.typeTotal[1]; n > 0 {
-		keep := math.Pow(contextKeep(s.typeTotal[0]+s.typeTotal[1]), n)
+		keep := powPositive(contextKeep(s.typeTotal[0]+s.typeTotal[1]), n)
 		for k := range 2 {
 			for b := range s.typeMass[k] {
 				s.typeMass[k][b] *= keep
@@ -230,7 +230,7 @@ func (m *dwellMixture) merge(o *dwellMixture) {
 	if n <= 0 {
 		return
 	}
-	keep := math.Pow(contextKeep(m.mass[0]+m.mass[1]), n)
+	keep := powPositive(contextKeep(m.mass[0]+m.mass[1]), n)
 	for k := range 2 {
 		m.mass[k] = keep*m.mass[k] + o.mass[k]
 		m.sum[k] = keep*m.sum[k] + o.sum[k]
@@ -246,7 +246,7 @@ func (s *instrumentStats) merge(o *instrumentStats) {
 	if o.mass <= 0 {
 		return
 	}
-	keep := math.Pow(contextKeep(s.mass), o.mass)
+	keep := powPositive(contextKeep(s.mass), o.mass)
 	from := o.fields()
 	for n, p := range s.fields() {
 		*p = keep**p + *from[n]
@@ -259,7 +259,7 @@ func (r *rankInstrument) merge(o *rankInstrument) {
 	if o.stats.mass <= 0 {
 		return
 	}
-	keep := math.Pow(contextKeep(r.stats.mass), o.stats.mass)
+	keep := powPositive(contextKeep(r.stats.mass), o.stats.mass)
 	r.squares = keep*r.squares + o.squares
 	r.stats.merge(&o.stats)
 }

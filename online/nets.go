@@ -90,23 +90,10 @@ func dot(a, b []float64) float64 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-// expUnderflow is a distance beyond which math.Exp(−d) is exactly 0: it
-// underflows from d = 745.14 on (TestExpUnderflow).
-const expUnderflow = 750.0
-
-// expNeg is math.Exp(−d) for d ≥ 0 or NaN, without the call where it is
-// exactly 0.
-func expNeg(d float64) float64 {
-	if d > expUnderflow {
-		return 0
-	}
-	return math.Exp(-d)
-}
-
 // softmax writes softmax(x) into dst (which may alias x).
 func softmax(dst, x []float64) {
 	if len(x) == 2 { // the logistic function: one exponential
-		e := expNeg(math.Abs(x[1] - x[0]))
+		e := exp(-math.Abs(x[1] - x[0]))
 		hi, lo := 1/(1+e), e/(1+e)
 		if x[1] >= x[0] {
 			dst[0], dst[1] = lo, hi
@@ -123,7 +110,7 @@ func softmax(dst, x []float64) {
 	}
 	s := 0.0
 	for i, v := range x {
-		e := math.Exp(v - m)
+		e := exp(v - m)
 		dst[i] = e
 		s += e
 	}

@@ -1,7 +1,5 @@
 package online
 
-import "math"
-
 // The user's prior: how much of a user's traffic is genuine, learned from
 // the user's own events. Noise is often a user's, not an event's: a bot,
 // a careless or compulsive clicker, a shared account. The weight of each
@@ -129,14 +127,14 @@ func priorOf(row []float64, g *priorLevel, w, pool float64) float64 {
 	p := (row[2]*row[0] + k*g.mean) / (row[2] + k)
 	r := min(max(p*(1-g.mean)/((1-p)*g.mean), priorRatioMin), priorRatioMax)
 	if pool < 1 {
-		r = math.Pow(r, max(pool, 0))
+		r = powPositive(r, max(pool, 0))
 	}
 	return w * r / (w*r + 1 - w)
 }
 
 // priorRatioMin and priorRatioMax bound the odds ratio by which the prior
 // moves a weight, as contextClamp bounds a feature's evidence.
-var priorRatioMin, priorRatioMax = math.Exp(-contextClamp), math.Exp(contextClamp)
+var priorRatioMin, priorRatioMax = exp(-contextClamp), exp(contextClamp)
 
 // learnUserPrior adds an event of user u, of weight w0 before the priors
 // and w after them, to the user's means and to the stream's.
