@@ -195,11 +195,17 @@ type contextModel struct {
 	// tempers p_clean on the gap path (tail.go). The partition model's
 	// own, as level.
 	tail tailStats
+	// burst is the mixture of the gaps that finds clicks in bursts
+	// (burst.go). The partition model's own, as level.
+	burst burstMixture
 }
 
 // newContextModel is the context part of a model of configuration cfg.
 func newContextModel(cfg Config) contextModel {
 	c := contextModel{long: cfg.DwellDirection == DwellLong}
+	if c.long {
+		c.burst.start()
+	}
 	if c.long && len(cfg.EventOrder) > 0 {
 		c.ranks = make(map[string]float64, len(cfg.EventOrder))
 		for r, entry := range cfg.EventOrder {

@@ -58,8 +58,11 @@ import (
 // delta of version 14 leaves them as the base had them. Version 16 is
 // version 15 with the tail (TAIL after IPRI, as encoding version 20 has
 // it: tail.go), written exactly for models with the dwell mixture; a
-// delta of version 15 leaves the tail as the base had it.
-const DeltaVersion = 16
+// delta of version 15 leaves the tail as the base had it. Version 17 is
+// version 16 with the bursts' mixture (BRST after TAIL, as encoding
+// version 21 has it: burst.go), written exactly for models with the dwell
+// mixture; a delta of version 16 leaves the mixture as the base had it.
+const DeltaVersion = 17
 
 // deltaCursorVersion is the first delta version with merge cursors,
 // deltaTypesVersion the first with event types, deltaDwellMixVersion the
@@ -80,6 +83,7 @@ const (
 	deltaPriorVersion      = 14
 	deltaGapReachVersion   = 15
 	deltaTailVersion       = 16
+	deltaBurstVersion      = 17
 )
 
 // deltaVersionFor is the delta version of a model with merge cursors or
@@ -88,7 +92,7 @@ const (
 func deltaVersionFor(cursors, types, dwellMix, clock bool) uint32 {
 	switch {
 	case dwellMix:
-		return deltaTailVersion
+		return deltaBurstVersion
 	case clock:
 		return deltaClockVersion
 	case types:

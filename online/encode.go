@@ -73,11 +73,14 @@ import (
 // follow; version 20 is version 19 with the share of the stream that
 // looks like random pairs (tail.go: a TAIL section after IPRI), written
 // exactly for models with the dwell mixture, which read version 19 with
-// statistics that start from the events that follow. So a model without
+// statistics that start from the events that follow; version 21 is version
+// 20 with the mixture of the gaps that finds bursts (burst.go: a BRST
+// section after TAIL), written exactly for models with the dwell mixture,
+// which read version 20 with the mixture at its start. So a model without
 // per-user offsets, cursors, event types, the dwell mixture, merged
 // events or an event order encodes as it did before they existed
 // (encodingFor).
-const EncodingVersion = 20
+const EncodingVersion = 21
 
 // userOffsetVersion is the first encoding version with per-user
 // transition offsets; cursorVersion the first with merge cursors.
@@ -98,12 +101,13 @@ const (
 	userPriorVersion  = 18
 	gapReachVersion   = 19
 	tailVersion       = 20
+	burstVersion      = 21
 )
 
 // encodingFor is the encoding version of a model with per-user transition
 // offsets or not, merge cursors or not, event types or not, the dwell
 // mixture or not and merged events (a clock) or not (the rank instrument,
-// version 12, comes only with the dwell mixture): 20 with the dwell
+// version 12, comes only with the dwell mixture): 21 with the dwell
 // mixture, else 11 with a clock, else 7 with event types, else
 // 6 with cursors (from 6 on, the USER section holds the offsets exactly
 // when the configuration asks for them), else 5 with offsets, else 4. WriteTo writes it; ReadModel checks a version before 6
@@ -111,7 +115,7 @@ const (
 func encodingFor(userOffsets, cursors, types, dwellMix, clock bool) uint32 {
 	switch {
 	case dwellMix:
-		return tailVersion
+		return burstVersion
 	case clock:
 		return clockVersion
 	case types:
@@ -124,7 +128,7 @@ func encodingFor(userOffsets, cursors, types, dwellMix, clock bool) uint32 {
 	return userOffsetVersion - 1
 }
 
-// Encoding is the encoding version WriteTo writes for m (encodingFor): 20
+// Encoding is the encoding version WriteTo writes for m (encodingFor): 21
 // with the dwell mixture, else 11 with merged events, else 7 with event
 // types, else 6 with merge cursors, else 5 with per-user transition
 // offsets, else 4.
@@ -201,7 +205,7 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 // both hold whole: CTXT, then TYPE when the model has event types, then
 // DMIX, DINS and DGAT when it reads dwell as longer-is-genuine, then RINS
 // when it has an event order as well, then GINS, LEVL, CGAP, PRIR, GLAM,
-// IPRI and TAIL with DMIX.
+// IPRI, TAIL and BRST with DMIX.
 func (m *Model) encodeContext(e *encoder) {
 	e.section("CTXT", m.context.encode)
 	if len(m.context.types) > 0 {
@@ -223,6 +227,7 @@ func (m *Model) encodeContext(e *encoder) {
 		e.section("GLAM", m.context.reach.encode)
 		e.section("IPRI", m.context.itemLevel.encode)
 		e.section("TAIL", m.context.tail.encode)
+		e.section("BRST", m.context.burst.encode)
 	}
 }
 
@@ -232,15 +237,15 @@ func (m *Model) encodeContext(e *encoder) {
 // the gap as the instruments' fifth feature, the rank instrument's gap
 // capped at shortClickMS, the gap instrument, the posterior's level, the
 // counted gaps' scale, the users' priors, the gap's reach with the
-// items' priors, and the tail.
+// items' priors, the tail, and the bursts' mixture.
 type contextVersions struct {
-	types, mix, inst, gate, ranks, gap, shortGap, gapInst, level, countGap, prior, reach, tail uint32
+	types, mix, inst, gate, ranks, gap, shortGap, gapInst, level, countGap, prior, reach, tail, burst uint32
 }
 
 // modelContext and deltaContext are a model's and a delta's.
 var (
-	modelContext = contextVersions{typesVersion, dwellMixVersion, instrumentVersion, gateVersion, rankVersion, gapVersion, shortGapVersion, gapInstVersion, levelVersion, countGapVersion, userPriorVersion, gapReachVersion, tailVersion}
-	deltaContext = contextVersions{deltaTypesVersion, deltaDwellMixVersion, deltaInstrumentVersion, deltaGateVersion, deltaRankVersion, deltaGapVersion, deltaShortGapVersion, deltaGapInstVersion, deltaLevelVersion, deltaCountGapVersion, deltaPriorVersion, deltaGapReachVersion, deltaTailVersion}
+	modelContext = contextVersions{typesVersion, dwellMixVersion, instrumentVersion, gateVersion, rankVersion, gapVersion, shortGapVersion, gapInstVersion, levelVersion, countGapVersion, userPriorVersion, gapReachVersion, tailVersion, burstVersion}
+	deltaContext = contextVersions{deltaTypesVersion, deltaDwellMixVersion, deltaInstrumentVersion, deltaGateVersion, deltaRankVersion, deltaGapVersion, deltaShortGapVersion, deltaGapInstVersion, deltaLevelVersion, deltaCountGapVersion, deltaPriorVersion, deltaGapReachVersion, deltaTailVersion, deltaBurstVersion}
 )
 
 // decodeContextAfter reads the context's sections after CTXT of an
@@ -260,8 +265,8 @@ var (
 // level as it was, and ReadModel starts it), CGAP with DMIX from
 // v.countGap on (before, a delta leaves the scale as it was, and a model's
 // starts empty), PRIR with DMIX from v.prior on and GLAM and IPRI with
-// DMIX from v.reach on and TAIL with DMIX from v.tail on (before, the
-// same).
+// DMIX from v.reach on, TAIL with DMIX from v.tail on and BRST with DMIX
+// from v.burst on (before, the same).
 func (m *Model) decodeContextAfter(d *decoder, version uint32, v contextVersions) {
 	switch {
 	case version >= v.mix && d.has("TYPE"), version >= v.types && version < v.mix:
@@ -323,6 +328,10 @@ func (m *Model) decodeContextAfter(d *decoder, version uint32, v contextVersions
 	if version >= v.tail {
 		d.section("TAIL")
 		m.context.tail.decode(d)
+	}
+	if version >= v.burst {
+		d.section("BRST")
+		m.context.burst.decode(d)
 	}
 }
 

@@ -197,8 +197,8 @@ func TestGapReachEncoding(t *testing.T) {
 }
 
 // withReachOf gives got what version 19 added to m, the gap's reach and
-// the items' priors, and version 20 the tail.
+// the items' priors, version 20 the tail and version 21 the bursts' mixture.
 func withReachOf(got, m *Model) {
-	got.context.reach, got.context.itemLevel, got.context.tail = m.context.reach, m.context.itemLevel, m.context.tail
+	got.context.reach, got.context.itemLevel, got.context.tail, got.context.burst = m.context.reach, m.context.itemLevel, m.context.tail, m.context.burst
 	got.itemPriors = append([]float64(nil), m.itemPriors...)
 }

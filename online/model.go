@@ -305,6 +305,16 @@ func (m *Model) Step(ev Event, sc *Score) error {
 		}
 	}
 
+	// A click within seconds of the user's previous one (burst.go), on
+	// every path, before the priors, which then learn what it says of
+	// the user and the item.
+	burstGap := m.useContext() && m.context.long && context.hasGap && !context.counted && context.z[gapFeature] > 0
+	if burstGap {
+		if e := m.context.burst.evidence(context.z[gapFeature]); e != 0 {
+			sc.Weight = sigmoid(logOdds(sc.Weight) + e)
+		}
+	}
+
 	// The user's prior (userprior.go), then the item's (itemprior.go): from
 	// the stream's genuine share to the user's and the item's, as their
 	// earlier weights tell them, by the share of the weight that the
@@ -342,6 +352,9 @@ func (m *Model) Step(ev Event, sc *Score) error {
 			m.context.reach.learn(gap.lambda)
 		}
 		m.context.learnGap(&context, sc.PClean)
+		if burstGap {
+			m.context.burst.learn(context.z[gapFeature])
+		}
 		if context.counted {
 			m.context.countGap.learn(context.countGap)
 		}

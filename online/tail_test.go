@@ -178,10 +178,11 @@ func TestTailLearns(t *testing.T) {
 }
 
 // withoutTail rewrites a model encoding or a delta into the given older
-// version without what version 20 (delta 16) added: TAIL.
+// version without what version 20 (delta 16) added and what came after:
+// TAIL and BRST.
 func withoutTail(t *testing.T, b []byte, version uint32) []byte {
 	t.Helper()
-	return withoutSection(t, b, "TAIL", version)
+	return withoutSection(t, withoutBurst(t, b, version), "TAIL", version)
 }
 
 // TestTailEncoding: a model whose tail has counted encodes it (TAIL),
@@ -217,7 +218,7 @@ func TestTailEncoding(t *testing.T) {
 	if old.context.tail != (tailStats{}) {
 		t.Fatalf("version 19 read with a tail %+v", old.context.tail)
 	}
-	old.context.tail = m.context.tail
+	old.context.tail, old.context.burst = m.context.tail, m.context.burst
 	if !bytes.Equal(encode(t, old), base) {
 		t.Fatal("version 19 read back with other parts than the model's")
 	}

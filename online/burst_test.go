@@ -1,0 +1,249 @@
+package online
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// withoutBurst rewrites a model encoding or a delta into the given older
+// version without what version 21 (delta 17) added: BRST.
+func withoutBurst(t *testing.T, b []byte, version uint32) []byte {
+	t.Helper()
+	return withoutSection(t, b, "BRST", version)
+}
+
+// burstGaps draws n gaps, in seconds: a share burst of them lognormal about
+// 1.5 s, the others about 40 s, and one in ten of those a return after
+// about an hour. spike, if positive, replaces the bursts by exactly spike
+// seconds.
+func burstGaps(n int, burst, spike float64, seed uint64) []float64 {
+	r := rand.New(rand.NewPCG(seed, 77))
+	gaps := make([]float64, n)
+	for j := range gaps {
+		switch {
+		case r.Float64() < burst && spike > 0:
+			gaps[j] = spike
+		case r.Float64() < burst:
+			gaps[j] = 1.5 * math.Exp(0.3*r.NormFloat64())
+		case r.Float64() < 0.1:
+			gaps[j] = 3600 * math.Exp(0.5*r.NormFloat64())
+		default:
+			gaps[j] = 40 * math.Exp(0.6*r.NormFloat64())
+		}
+	}
+	return gaps
+}
+
+// learnGaps steps a started mixture over gaps as the model reads them:
+// log(1 + seconds), capped at sessionGapMS.
+func learnGaps(gaps []float64) *burstMixture {
+	var b burstMixture
+	b.start()
+	for _, g := range gaps {
+		b.learn(burstX(g))
+	}
+	return &b
+}
+
+func burstX(seconds float64) float64 { return math.Log1p(min(seconds, sessionGapMS/1000)) }
+
+// TestBurstFindsBursts: on gaps of which a fifth come about 1.5 s after
+// the previous click, the mixture's lowest component finds them (its
+// centre near log(2.5), its share near 0.2), a burst's gap moves the
+// weight down by nearly burstStrength·(1 − share) and a reading gap's up
+// by nearly burstStrength·share, and over the stream the evidence
+// averages about 0: the weight's level stays. Without bursts, and with
+// a spike of gaps of exactly 1 s (a clock in seconds), nothing moves.
+func TestBurstFindsBursts(t *testing.T) {
+	b := learnGaps(burstGaps(30000, 0.2, 0, 1))
+	var r [burstComponents]float64
+	low := b.responsibilities(0, &r)
+	mean, sd := b.component(low)
+	share := b.mass[low] / b.total()
+	if math.Abs(mean-math.Log1p(1.5)) > 0.15 || math.Abs(share-0.2) > 0.03 || sd < burstMinSpread {
+		t.Fatalf("lowest component: centre %.3f (want about %.3f), s.d. %.3f, share %.3f (want about 0.2)", mean, math.Log1p(1.5), sd, share)
+	}
+	if e := b.evidence(burstX(1.5)); e > -burstStrength*(1-share)+0.1 {
+		t.Errorf("a gap of 1.5 s: evidence %.3f, want about %.3f", e, -burstStrength*(1-share))
+	}
+	if e := b.evidence(burstX(40)); math.Abs(e-burstStrength*share) > 0.05 {
+		t.Errorf("a gap of 40 s: evidence %.3f, want about %.3f", e, burstStrength*share)
+	}
+	sum := 0.0
+	test := burstGaps(20000, 0.2, 0, 2)
+	for _, g := range test {
+		sum += b.evidence(burstX(g))
+	}
+	if mean := sum / float64(len(test)); math.Abs(mean) > 0.05 {
+		t.Errorf("mean evidence %.3f over the stream, want about 0", mean)
+	}
+
+	for _, tc := range []struct {
+		name         string
+		burst, spike float64
+	}{{"no bursts", 0, 0}, {"a spike at 1 s", 0.3, 1}} {
+		b := learnGaps(burstGaps(30000, tc.burst, tc.spike, 3))
+		for _, g := range []float64{0.5, 1, 1.5, 3, 10, 40, 3600} {
+			if e := b.evidence(burstX(g)); e != 0 {
+				t.Errorf("%s: a gap of %v s moves the weight by %.3f", tc.name, g, e)
+			}
+		}
+	}
+}
+
+// TestBurstNeedsMass: the mixture says nothing until it has learned
+// burstMinMass of gaps, nor does a mixture that has not started.
+func TestBurstNeedsMass(t *testing.T) {
+	var empty burstMixture
+	if e := empty.evidence(burstX(1.5)); e != 0 {
+		t.Fatalf("an empty mixture: evidence %v", e)
+	}
+	gaps := burstGaps(30000, 0.2, 0, 4)
+	var b burstMixture
+	for j, g := range gaps {
+		if b.total() >= burstMinMass {
+			if b.evidence(burstX(1.5)) >= 0 {
+				t.Fatalf("after %d gaps (mass %.0f): a burst's evidence is not negative", j, b.total())
+			}
+			return
+		}
+		if e := b.evidence(burstX(1.5)); e != 0 {
+			t.Fatalf("after %d gaps (mass %.0f): evidence %v before the mass", j, b.total(), e)
+		}
+		b.learn(burstX(g))
+	}
+	t.Fatalf("mass %.0f after %d gaps", b.total(), len(gaps))
+}
+
+// burstStream is a stream whose users click in bursts: about one event
+// in five comes 1–2 s after the user's previous one, and is noise; the
+// others come tens of seconds apart.
+func burstStream(n int, seed uint64) []Event {
+	evs := timedEvents(n, seed)
+	r := rand.New(rand.NewPCG(seed, 23))
+	last := map[string]int64{}
+	now := evs[0].TimeMS
+	for j := range evs {
+		now += 20 + r.Int64N(400)
+		ev := &evs[j]
+		ev.Kind, ev.HasDwell, ev.DwellMS = "", false, 0
+		if prev, ok := last[ev.User]; ok && r.Float64() < 0.2 {
+			ev.TimeMS = prev + 1000 + r.Int64N(1000)
+		} else {
+			ev.TimeMS = max(now, last[ev.User]+10000+r.Int64N(50000))
+		}
+		last[ev.User] = ev.TimeMS
+	}
+	return evs
+}
+
+// TestBurstEncoding: a model whose bursts' mixture has learned encodes it
+// (BRST), reads back to the same bytes and goes on scoring bit for bit,
+// and a chain of deltas restores it; a model of version 20 reads with the
+// mixture at its start and nothing else changed, and a delta of version
+// 16 leaves the base's; a BRST no stream gives is refused.
+func TestBurstEncoding(t *testing.T) {
+	cfg := smallConfig(ModeBinary)
+	cfg.DwellDirection = DwellLong
+	var started burstMixture
+	started.start()
+	instrumentRoundTrip(t, cfg, burstStream, "BRST", func(m *Model) error {
+		if m.context.burst == started {
+			return fmt.Errorf("the mixture learned nothing")
+		}
+		return nil
+	}, func(got, m *Model) error {
+		if got.context.burst != m.context.burst {
+			return fmt.Errorf("mixture %+v, want %+v", got.context.burst, m.context.burst)
+		}
+		return nil
+	})
+
+	m, _ := New(cfg, NewSource(5))
+	evs := burstStream(14000, 3)
+	runScores(t, m, evs[:13000])
+	cp := m.FrozenCopy(nil)
+	base := encode(t, cp)
+	cp.MarkSaved()
+	old, err := ReadModel(bytes.NewReader(withoutBurst(t, base, tailVersion)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old.context.burst != started {
+		t.Fatalf("version 20 read with a mixture %+v, want the start", old.context.burst)
+	}
+	old.context.burst = m.context.burst
+	if !bytes.Equal(encode(t, old), base) {
+		t.Fatal("version 20 read back with other parts than the model's")
+	}
+	burst := cp.context.burst
+	runScores(t, m, evs[13000:])
+	if m.context.burst == burst {
+		t.Fatal("the mixture learned nothing from 1,000 more events")
+	}
+	delta := withoutBurst(t, writeDelta(t, m.FrozenCopy(cp)), deltaTailVersion)
+	applied, err := ReadModelDeltas(bytes.NewReader(base), []io.Reader{bytes.NewReader(delta)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if applied.context.burst != burst {
+		t.Errorf("a version-16 delta: mixture %+v, want the base's %+v", applied.context.burst, burst)
+	}
+
+	refusesFields(t, base, "BRST", []badField{
+		{0, math.NaN(), "burst mixture not finite"},
+		{1, math.Inf(1), "burst mixture not finite"},
+		{0, 0, "burst mixture out of range"},
+		{3, -1, "burst mixture out of range"},
+		{8, -1, "burst mixture out of range"},
+	})
+}
+
+// TestBurstWeighsTheStream: on a stream whose noise comes in bursts, a
+// model's weight ranks the noise better than the same model's with the
+// mixture's evidence left out (its mixture emptied before each step,
+// under burstMinMass); a model with dwell_direction learned, or a plain
+// one, has no mixture.
+func TestBurstWeighsTheStream(t *testing.T) {
+	cfg := smallConfig(ModeBinary)
+	cfg.DwellDirection = DwellLong
+	evs := burstStream(12000, 8)
+	genuine := make([]bool, len(evs)) // a burst's event is the noise
+	last := map[string]int64{}
+	for j, ev := range evs {
+		prev, ok := last[ev.User]
+		genuine[j] = !ok || ev.TimeMS-prev >= 2500
+		last[ev.User] = ev.TimeMS
+	}
+	ranked := func(empty bool) float64 {
+		m, _ := New(cfg, NewSource(9))
+		weights := make([]float64, len(evs))
+		var sc Score
+		for j, ev := range evs {
+			if empty {
+				m.context.burst = burstMixture{}
+			}
+			if err := m.Step(ev, &sc); err != nil {
+				t.Fatal(err)
+			}
+			weights[j] = sc.Weight
+		}
+		return pairsRanked(weights, genuine)
+	}
+	with, without := ranked(false), ranked(true)
+	t.Logf("pairs ranked right on the burst stream: %.4f with the mixture, %.4f without", with, without)
+	if with < without+0.05 {
+		t.Errorf("the mixture moved the pairs ranked right from %.4f to %.4f, want a gain of 0.05 at least", without, with)
+	}
+	for _, c := range []Config{{DwellDirection: DwellLearned}, {Plain: true}} {
+		m, _ := New(c, NewSource(9))
+		runScores(t, m, evs[:3000])
+		if m.context.burst != (burstMixture{}) {
+			t.Errorf("%+v: the mixture learned %+v", c, m.context.burst)
+		}
+	}
+}
