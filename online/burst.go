@@ -75,6 +75,9 @@ const (
 	burstMinComponentMass = 1e-3
 )
 
+// burstMaxCentre is burstGapSeconds as the mixture reads a gap.
+var burstMaxCentre = math.Log1p(burstGapSeconds)
+
 // burstStart are the starting components' centres and standard
 // deviations, in log(1 + seconds): a burst (1.5 s), reading (30 s) and
 // coming back (10 minutes).
@@ -103,63 +106,67 @@ func (b *burstMixture) total() float64 {
 	return b.mass[0] + b.mass[1] + b.mass[2]
 }
 
-// responsibilities writes into r each component's responsibility for x
-// and returns the index of the lowest component.
-func (b *burstMixture) responsibilities(x float64, r *[burstComponents]float64) (low int) {
-	var ll [burstComponents]float64
-	top := math.Inf(-1)
-	for k := range ll {
-		mean, sd := b.component(k)
-		z := (x - mean) / sd
-		ll[k] = math.Log(b.mass[k]/sd) - 0.5*z*z
-		top = max(top, ll[k])
-		if mean < b.sum[low]/b.mass[low] {
-			low = k
+// component is component k's centre and variance.
+func (b *burstMixture) component(k int) (mean, variance float64) {
+	mean = b.sum[k] / b.mass[k]
+	return mean, max(b.squares[k]/b.mass[k]-mean*mean, burstMinVariance)
+}
+
+// read returns each component's responsibility for x, and the index of
+// the lowest component. It starts a mixture that has not started.
+func (b *burstMixture) read(x float64) (r [burstComponents]float64, low int) {
+	if b.total() == 0 {
+		b.start()
+	}
+	// r_k ∝ mass_k/σ_k · exp(−z_k²/2), each exponential taken relative to
+	// the largest, whose own is 1: no exponential underflows them all.
+	var q, scale [burstComponents]float64
+	top, lowMean := 0, math.Inf(1)
+	for k := range q {
+		mean, variance := b.component(k)
+		d := x - mean
+		q[k] = -0.5 * d * d / variance
+		scale[k] = b.mass[k] / math.Sqrt(variance)
+		if q[k] > q[top] {
+			top = k
+		}
+		if mean < lowMean {
+			low, lowMean = k, mean
 		}
 	}
 	s := 0.0
-	for k := range ll {
-		r[k] = exp(ll[k] - top)
+	for k := range r {
+		r[k] = scale[k]
+		if k != top {
+			r[k] *= exp(q[k] - q[top])
+		}
 		s += r[k]
 	}
 	for k := range r {
 		r[k] /= s
 	}
-	return low
+	return r, low
 }
 
-// component is component k's centre and standard deviation.
-func (b *burstMixture) component(k int) (mean, sd float64) {
-	mean = b.sum[k] / b.mass[k]
-	return mean, math.Sqrt(max(b.squares[k]/b.mass[k]-mean*mean, burstMinVariance))
-}
-
-// evidence is the log-odds by which the weight of an event at x =
-// log(1 + gap seconds) moves: burstStrength·(π − r) where the lowest
-// component is a burst, else 0.
-func (b *burstMixture) evidence(x float64) float64 {
+// evidence is the log-odds by which the weight of an event whose
+// responsibilities are r (read) moves: burstStrength·(π − r_low) where
+// the lowest component is a burst, else 0.
+func (b *burstMixture) evidence(r *[burstComponents]float64, low int) float64 {
 	n := b.total()
 	if n < burstMinMass {
 		return 0
 	}
-	var r [burstComponents]float64
-	low := b.responsibilities(x, &r)
-	mean, sd := b.component(low)
+	mean, variance := b.component(low)
 	share := b.mass[low] / n
-	if mean >= math.Log1p(burstGapSeconds) || sd < burstMinSpread || share > burstMaxShare {
+	if mean >= burstMaxCentre || variance < burstMinSpread*burstMinSpread || share > burstMaxShare {
 		return 0
 	}
 	return burstStrength * (share - r[low])
 }
 
-// learn is one online EM step at x: the statistics decay by contextKeep of
-// their mass and take x with its responsibilities.
-func (b *burstMixture) learn(x float64) {
-	if b.total() == 0 {
-		b.start()
-	}
-	var r [burstComponents]float64
-	b.responsibilities(x, &r)
+// learn is one online EM step at x, whose responsibilities are r (read):
+// the statistics decay by contextKeep of their mass and take x with r.
+func (b *burstMixture) learn(x float64, r *[burstComponents]float64) {
 	keep := contextKeep(b.total())
 	for k, rk := range r {
 		if keep*b.mass[k]+rk < burstMinComponentMass {

@@ -42,11 +42,25 @@ func burstGaps(n int, burst, spike float64, seed uint64) []float64 {
 // log(1 + seconds), capped at sessionGapMS.
 func learnGaps(gaps []float64) *burstMixture {
 	var b burstMixture
-	b.start()
 	for _, g := range gaps {
-		b.learn(burstX(g))
+		b.learnAt(burstX(g))
 	}
 	return &b
+}
+
+// learnAt reads x and learns it.
+func (b *burstMixture) learnAt(x float64) {
+	r, _ := b.read(x)
+	b.learn(x, &r)
+}
+
+// evidenceAt is the evidence of a gap at x.
+func (b *burstMixture) evidenceAt(x float64) float64 {
+	if b.total() == 0 {
+		return 0
+	}
+	r, low := b.read(x)
+	return b.evidence(&r, low)
 }
 
 func burstX(seconds float64) float64 { return math.Log1p(min(seconds, sessionGapMS/1000)) }
@@ -60,23 +74,23 @@ func burstX(seconds float64) float64 { return math.Log1p(min(seconds, sessionGap
 // a spike of gaps of exactly 1 s (a clock in seconds), nothing moves.
 func TestBurstFindsBursts(t *testing.T) {
 	b := learnGaps(burstGaps(30000, 0.2, 0, 1))
-	var r [burstComponents]float64
-	low := b.responsibilities(0, &r)
-	mean, sd := b.component(low)
+	_, low := b.read(0)
+	mean, variance := b.component(low)
+	sd := math.Sqrt(variance)
 	share := b.mass[low] / b.total()
 	if math.Abs(mean-math.Log1p(1.5)) > 0.15 || math.Abs(share-0.2) > 0.03 || sd < burstMinSpread {
 		t.Fatalf("lowest component: centre %.3f (want about %.3f), s.d. %.3f, share %.3f (want about 0.2)", mean, math.Log1p(1.5), sd, share)
 	}
-	if e := b.evidence(burstX(1.5)); e > -burstStrength*(1-share)+0.1 {
+	if e := b.evidenceAt(burstX(1.5)); e > -burstStrength*(1-share)+0.1 {
 		t.Errorf("a gap of 1.5 s: evidence %.3f, want about %.3f", e, -burstStrength*(1-share))
 	}
-	if e := b.evidence(burstX(40)); math.Abs(e-burstStrength*share) > 0.05 {
+	if e := b.evidenceAt(burstX(40)); math.Abs(e-burstStrength*share) > 0.05 {
 		t.Errorf("a gap of 40 s: evidence %.3f, want about %.3f", e, burstStrength*share)
 	}
 	sum := 0.0
 	test := burstGaps(20000, 0.2, 0, 2)
 	for _, g := range test {
-		sum += b.evidence(burstX(g))
+		sum += b.evidenceAt(burstX(g))
 	}
 	if mean := sum / float64(len(test)); math.Abs(mean) > 0.05 {
 		t.Errorf("mean evidence %.3f over the stream, want about 0", mean)
@@ -88,7 +102,7 @@ func TestBurstFindsBursts(t *testing.T) {
 	}{{"no bursts", 0, 0}, {"a spike at 1 s", 0.3, 1}} {
 		b := learnGaps(burstGaps(30000, tc.burst, tc.spike, 3))
 		for _, g := range []float64{0.5, 1, 1.5, 3, 10, 40, 3600} {
-			if e := b.evidence(burstX(g)); e != 0 {
+			if e := b.evidenceAt(burstX(g)); e != 0 {
 				t.Errorf("%s: a gap of %v s moves the weight by %.3f", tc.name, g, e)
 			}
 		}
@@ -99,22 +113,22 @@ func TestBurstFindsBursts(t *testing.T) {
 // burstMinMass of gaps, nor does a mixture that has not started.
 func TestBurstNeedsMass(t *testing.T) {
 	var empty burstMixture
-	if e := empty.evidence(burstX(1.5)); e != 0 {
+	if e := empty.evidenceAt(burstX(1.5)); e != 0 {
 		t.Fatalf("an empty mixture: evidence %v", e)
 	}
 	gaps := burstGaps(30000, 0.2, 0, 4)
 	var b burstMixture
 	for j, g := range gaps {
 		if b.total() >= burstMinMass {
-			if b.evidence(burstX(1.5)) >= 0 {
+			if b.evidenceAt(burstX(1.5)) >= 0 {
 				t.Fatalf("after %d gaps (mass %.0f): a burst's evidence is not negative", j, b.total())
 			}
 			return
 		}
-		if e := b.evidence(burstX(1.5)); e != 0 {
+		if e := b.evidenceAt(burstX(1.5)); e != 0 {
 			t.Fatalf("after %d gaps (mass %.0f): evidence %v before the mass", j, b.total(), e)
 		}
-		b.learn(burstX(g))
+		b.learnAt(burstX(g))
 	}
 	t.Fatalf("mass %.0f after %d gaps", b.total(), len(gaps))
 }

@@ -309,8 +309,11 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	// every path, before the priors, which then learn what it says of
 	// the user and the item.
 	burstGap := m.useContext() && m.context.long && context.hasGap && !context.counted && context.z[gapFeature] > 0
+	var burst [burstComponents]float64
 	if burstGap {
-		if e := m.context.burst.evidence(context.z[gapFeature]); e != 0 {
+		var low int
+		burst, low = m.context.burst.read(context.z[gapFeature])
+		if e := m.context.burst.evidence(&burst, low); e != 0 {
 			sc.Weight = sigmoid(logOdds(sc.Weight) + e)
 		}
 	}
@@ -353,7 +356,7 @@ func (m *Model) Step(ev Event, sc *Score) error {
 		}
 		m.context.learnGap(&context, sc.PClean)
 		if burstGap {
-			m.context.burst.learn(context.z[gapFeature])
+			m.context.burst.learn(context.z[gapFeature], &burst)
 		}
 		if context.counted {
 			m.context.countGap.learn(context.countGap)
