@@ -112,16 +112,16 @@ func (b *burstMixture) component(k int) (mean, variance float64) {
 	return mean, max(b.squares[k]/b.mass[k]-mean*mean, burstMinVariance)
 }
 
-// read returns each component's responsibility for x, and the index of
-// the lowest component. It starts a mixture that has not started.
-func (b *burstMixture) read(x float64) (r [burstComponents]float64, low int) {
+// read returns each component's responsibility for x. It starts a
+// mixture that has not started.
+func (b *burstMixture) read(x float64) (r [burstComponents]float64) {
 	if b.total() == 0 {
 		b.start()
 	}
 	// r_k ∝ mass_k/σ_k · exp(−z_k²/2), each exponential taken relative to
 	// the largest, whose own is 1: no exponential underflows them all.
 	var q, scale [burstComponents]float64
-	top, lowMean := 0, math.Inf(1)
+	top := 0
 	for k := range q {
 		mean, variance := b.component(k)
 		d := x - mean
@@ -129,9 +129,6 @@ func (b *burstMixture) read(x float64) (r [burstComponents]float64, low int) {
 		scale[k] = b.mass[k] / math.Sqrt(variance)
 		if q[k] > q[top] {
 			top = k
-		}
-		if mean < lowMean {
-			low, lowMean = k, mean
 		}
 	}
 	s := 0.0
@@ -145,23 +142,45 @@ func (b *burstMixture) read(x float64) (r [burstComponents]float64, low int) {
 	for k := range r {
 		r[k] /= s
 	}
-	return r, low
+	return r
 }
 
 // evidence is the log-odds by which the weight of an event whose
 // responsibilities are r (read) moves: burstStrength·(π − r_low) where
 // the lowest component is a burst, else 0.
-func (b *burstMixture) evidence(r *[burstComponents]float64, low int) float64 {
-	n := b.total()
-	if n < burstMinMass {
-		return 0
-	}
-	mean, variance := b.component(low)
-	share := b.mass[low] / n
-	if mean >= burstMaxCentre || variance < burstMinSpread*burstMinSpread || share > burstMaxShare {
+func (b *burstMixture) evidence(r *[burstComponents]float64) float64 {
+	low, share, ok := b.burst()
+	if !ok {
 		return 0
 	}
 	return burstStrength * (share - r[low])
+}
+
+// burst returns the lowest component and its share, and whether it is a
+// burst that the weight reads.
+func (b *burstMixture) burst() (low int, share float64, ok bool) {
+	n := b.total()
+	if n < burstMinMass {
+		return 0, 0, false
+	}
+	for k := 1; k < burstComponents; k++ {
+		if b.sum[k]/b.mass[k] < b.sum[low]/b.mass[low] {
+			low = k
+		}
+	}
+	mean, variance := b.component(low)
+	share = b.mass[low] / n
+	return low, share, mean < burstMaxCentre && variance >= burstMinSpread*burstMinSpread && share <= burstMaxShare
+}
+
+// summary describes the burst the weight reads, or is nil.
+func (b *burstMixture) summary() *BurstSummary {
+	low, share, ok := b.burst()
+	if !ok {
+		return nil
+	}
+	mean, _ := b.component(low)
+	return &BurstSummary{CentreSeconds: math.Expm1(mean), Share: share}
 }
 
 // learn is one online EM step at x, whose responsibilities are r (read):

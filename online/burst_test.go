@@ -17,18 +17,18 @@ func withoutBurst(t *testing.T, b []byte, version uint32) []byte {
 }
 
 // burstGaps draws n gaps, in seconds: a share burst of them lognormal about
-// 1.5 s, the others about 40 s, and one in ten of those a return after
-// about an hour. spike, if positive, replaces the bursts by exactly spike
-// seconds.
-func burstGaps(n int, burst, spike float64, seed uint64) []float64 {
+// centre seconds, the others about 40 s, and one in ten of those a return
+// after about an hour. spike, if positive, replaces the bursts by exactly
+// spike seconds.
+func burstGaps(n int, burst, centre, spike float64, seed uint64) []float64 {
 	r := rand.New(rand.NewPCG(seed, 77))
 	gaps := make([]float64, n)
 	for j := range gaps {
-		switch {
-		case r.Float64() < burst && spike > 0:
+		switch burst := r.Float64() < burst; {
+		case burst && spike > 0:
 			gaps[j] = spike
-		case r.Float64() < burst:
-			gaps[j] = 1.5 * math.Exp(0.3*r.NormFloat64())
+		case burst:
+			gaps[j] = centre * math.Exp(0.3*r.NormFloat64())
 		case r.Float64() < 0.1:
 			gaps[j] = 3600 * math.Exp(0.5*r.NormFloat64())
 		default:
@@ -50,7 +50,7 @@ func learnGaps(gaps []float64) *burstMixture {
 
 // learnAt reads x and learns it.
 func (b *burstMixture) learnAt(x float64) {
-	r, _ := b.read(x)
+	r := b.read(x)
 	b.learn(x, &r)
 }
 
@@ -59,8 +59,8 @@ func (b *burstMixture) evidenceAt(x float64) float64 {
 	if b.total() == 0 {
 		return 0
 	}
-	r, low := b.read(x)
-	return b.evidence(&r, low)
+	r := b.read(x)
+	return b.evidence(&r)
 }
 
 func burstX(seconds float64) float64 { return math.Log1p(min(seconds, sessionGapMS/1000)) }
@@ -70,16 +70,19 @@ func burstX(seconds float64) float64 { return math.Log1p(min(seconds, sessionGap
 // centre near log(2.5), its share near 0.2), a burst's gap moves the
 // weight down by nearly burstStrength·(1 − share) and a reading gap's up
 // by nearly burstStrength·share, and over the stream the evidence
-// averages about 0: the weight's level stays. Without bursts, and with
-// a spike of gaps of exactly 1 s (a clock in seconds), nothing moves.
+// averages about 0: the weight's level stays. Nothing moves without
+// bursts, nor where each of the burst's conditions fails alone: quick
+// clicks about 8 s apart (its centre), a spike of gaps of exactly 1 s (a
+// clock in seconds: its spread), bursts in most gaps (its share).
 func TestBurstFindsBursts(t *testing.T) {
-	b := learnGaps(burstGaps(30000, 0.2, 0, 1))
-	_, low := b.read(0)
-	mean, variance := b.component(low)
-	sd := math.Sqrt(variance)
-	share := b.mass[low] / b.total()
-	if math.Abs(mean-math.Log1p(1.5)) > 0.15 || math.Abs(share-0.2) > 0.03 || sd < burstMinSpread {
-		t.Fatalf("lowest component: centre %.3f (want about %.3f), s.d. %.3f, share %.3f (want about 0.2)", mean, math.Log1p(1.5), sd, share)
+	b := learnGaps(burstGaps(30000, 0.2, 1.5, 0, 1))
+	s := b.summary()
+	if s == nil {
+		t.Fatal("no burst found")
+	}
+	share := s.Share
+	if math.Abs(s.CentreSeconds-1.5) > 0.3 || math.Abs(share-0.2) > 0.03 {
+		t.Fatalf("burst about %.2f s (want about 1.5), share %.3f (want about 0.2)", s.CentreSeconds, share)
 	}
 	if e := b.evidenceAt(burstX(1.5)); e > -burstStrength*(1-share)+0.1 {
 		t.Errorf("a gap of 1.5 s: evidence %.3f, want about %.3f", e, -burstStrength*(1-share))
@@ -88,7 +91,7 @@ func TestBurstFindsBursts(t *testing.T) {
 		t.Errorf("a gap of 40 s: evidence %.3f, want about %.3f", e, burstStrength*share)
 	}
 	sum := 0.0
-	test := burstGaps(20000, 0.2, 0, 2)
+	test := burstGaps(20000, 0.2, 1.5, 0, 2)
 	for _, g := range test {
 		sum += b.evidenceAt(burstX(g))
 	}
@@ -97,10 +100,18 @@ func TestBurstFindsBursts(t *testing.T) {
 	}
 
 	for _, tc := range []struct {
-		name         string
-		burst, spike float64
-	}{{"no bursts", 0, 0}, {"a spike at 1 s", 0.3, 1}} {
-		b := learnGaps(burstGaps(30000, tc.burst, tc.spike, 3))
+		name                 string
+		burst, centre, spike float64
+	}{
+		{"no bursts", 0, 0, 0},
+		{"quick clicks at 8 s", 0.2, 8, 0},
+		{"a spike at 1 s", 0.2, 0, 1},
+		{"bursts in most gaps", 0.7, 1.5, 0},
+	} {
+		b := learnGaps(burstGaps(30000, tc.burst, tc.centre, tc.spike, 3))
+		if s := b.summary(); s != nil {
+			t.Errorf("%s: a burst %+v", tc.name, *s)
+		}
 		for _, g := range []float64{0.5, 1, 1.5, 3, 10, 40, 3600} {
 			if e := b.evidenceAt(burstX(g)); e != 0 {
 				t.Errorf("%s: a gap of %v s moves the weight by %.3f", tc.name, g, e)
@@ -116,7 +127,7 @@ func TestBurstNeedsMass(t *testing.T) {
 	if e := empty.evidenceAt(burstX(1.5)); e != 0 {
 		t.Fatalf("an empty mixture: evidence %v", e)
 	}
-	gaps := burstGaps(30000, 0.2, 0, 4)
+	gaps := burstGaps(30000, 0.2, 1.5, 0, 4)
 	var b burstMixture
 	for j, g := range gaps {
 		if b.total() >= burstMinMass {

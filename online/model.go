@@ -311,9 +311,8 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	burstGap := m.useContext() && m.context.long && context.hasGap && !context.counted && context.z[gapFeature] > 0
 	var burst [burstComponents]float64
 	if burstGap {
-		var low int
-		burst, low = m.context.burst.read(context.z[gapFeature])
-		if e := m.context.burst.evidence(&burst, low); e != 0 {
+		burst = m.context.burst.read(context.z[gapFeature])
+		if e := m.context.burst.evidence(&burst); e != 0 {
 			sc.Weight = sigmoid(logOdds(sc.Weight) + e)
 		}
 	}
@@ -551,6 +550,9 @@ func (m *Model) Summary() Summary {
 	}
 	if m.useContext() && m.itemPriors != nil {
 		s.ItemPriorStrength = m.context.itemLevel.strength()
+	}
+	if m.useContext() && m.context.long {
+		s.Burst = m.context.burst.summary()
 	}
 	return s
 }

@@ -237,7 +237,7 @@ func (s *Set) Summary() Summary {
 		if top == nil || m.Version() > top.Version() {
 			top = m
 			sum.Rho, sum.GMM, sum.MeanTransition = ms.Rho, ms.GMM, ms.MeanTransition
-			sum.UserPriorStrength, sum.ItemPriorStrength = ms.UserPriorStrength, ms.ItemPriorStrength
+			sum.UserPriorStrength, sum.ItemPriorStrength, sum.Burst = ms.UserPriorStrength, ms.ItemPriorStrength, ms.Burst
 		}
 		sum.Events += ms.Events
 		sum.Users += ms.Users

@@ -387,6 +387,9 @@ func (r *Report) PrintAs(w io.Writer, command string) error {
 	if k := r.Model.ItemPriorStrength; k > 0 {
 		fmt.Fprintf(&b, "item prior: strength %s events (%g: the items' genuine shares do not differ; the smaller, the more a few items draw the noise)\n", eventCount(k), online.UserPriorMax)
 	}
+	if burst := r.Model.Burst; burst != nil {
+		fmt.Fprintf(&b, "bursts: %.0f%% of the gaps between a user's clicks are a burst about %.1f s after the previous click, whose clicks the weight reads as the more often noise (the premise of dwell_direction long; docs/design/model.md, \"Bursts\")\n", 100*burst.Share, burst.CentreSeconds)
+	}
 	if len(r.Model.UnrankedTypes) > 0 {
 		fmt.Fprintf(&b, "event types without a rank in model.event_order: %s (add them to the order, least engaged first, to rank them)\n",
 			strings.Join(r.Model.UnrankedTypes, ", "))
