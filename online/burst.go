@@ -41,7 +41,7 @@ import "math"
 //
 // Measured (docs/design/model.md, "Bursts (stop 70)"): on the independent
 // generator's streams without dwell or types (C, H) and with types only
-// (F), the weight 0.73 → 0.87, 0.69 → 0.77, 0.65 → 0.80; on this
+// (F), the weight 0.73 → 0.87, 0.69 → 0.74, 0.65 → 0.79; on this
 // project's generator, MovieLens and DeCA the lowest component lies above
 // burstGapSeconds and no weight moves.
 //
