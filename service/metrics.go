@@ -317,6 +317,8 @@ var (
 		"k of the users' priors, in events: 1000 where the users' genuine shares do not differ, the smaller the more a few users send the noise.", nil, nil)
 	descItemPrior = prometheus.NewDesc("denoiser_item_prior_strength",
 		"k of the items' priors, in events: 1000 where the items' genuine shares do not differ, the smaller the more a few items draw the noise.", nil, nil)
+	descBurst = prometheus.NewDesc("denoiser_burst_share",
+		"Share of the gaps between a user's clicks in the burst (clicks within seconds of the previous one) that the weight reads as the more often noise; absent where the model finds none.", nil, nil)
 	descRefits = prometheus.NewDesc("denoiser_gmm_refits_total",
 		"GMM refits of the model (restored with the model).", nil, nil)
 	descFitted = prometheus.NewDesc("denoiser_gmm_fitted",
@@ -335,7 +337,7 @@ var (
 
 func (c *scrapeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLag, descNext, descAssigned, descReady, descAge, descVersion, descUsers, descItems,
-		descCapacity, descAdmitted, descEvicted, descCold, descShare, descRho, descPrior, descItemPrior, descRefits, descFitted, descReliable, descWeight, descMean, descTransition} {
+		descCapacity, descAdmitted, descEvicted, descCold, descShare, descRho, descPrior, descItemPrior, descBurst, descRefits, descFitted, descReliable, descWeight, descMean, descTransition} {
 		ch <- d
 	}
 }
@@ -402,6 +404,9 @@ func (c *scrapeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if s.ItemPriorStrength > 0 {
 		gauge(descItemPrior, s.ItemPriorStrength)
+	}
+	if s.Burst != nil {
+		gauge(descBurst, s.Burst.Share)
 	}
 	counter(descRefits, s.Refits)
 	fitted := 0.0
