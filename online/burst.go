@@ -20,12 +20,17 @@ import "math"
 // So the context keeps a mixture of three Gaussians on log(1 + the gap in
 // seconds), capped at sessionGapMS as the instruments read it, learned
 // online (a step of EM per event, decayed by contextKeep as the dwell
-// mixture is), starting from components at 1.5 s, 30 s and 10 minutes.
-// Its lowest component is a burst when, with burstMinMass gaps learned,
-// its centre lies below burstGapSeconds, its spread is at least
-// burstMinSpread (a spike of equal gaps is a clock's resolution or a
-// batch import, not behaviour) and it holds at most burstMaxShare of the
-// gaps. The premise, stated as dwell's direction is (and dropped with it:
+// mixture is), starting from components at 1.5 s, 30 s and 10 minutes. A
+// gap of 0 (two events in the same millisecond, or an event timed before
+// the user's previous one) is neither read nor learned, nor is a gap
+// counted in events on a stream without time (countgap.go). Once the
+// mixture's decayed mass, its start's included, reaches burstMinMass, its
+// lowest component is a burst when its centre lies below burstGapSeconds,
+// its spread is at least burstMinSpread (a spike of equal gaps is a
+// clock's resolution or a batch import, not behaviour) and it holds
+// between burstMinShare and burstMaxShare of the gaps (a starting
+// component that no gap reaches stays where it started, with next to no
+// mass). The premise, stated as dwell's direction is (and dropped with it:
 // only a model with dwell_direction long has the mixture): a click that
 // follows the previous one within seconds of it is more often noise. An
 // event's weight then moves by
@@ -58,8 +63,10 @@ const (
 	// a burst component: equal gaps (a clock that ticks in seconds, a
 	// batch import) make a spike, not a burst.
 	burstMinSpread = 0.05
-	// burstMaxShare is the largest share of the gaps a burst component
-	// may hold: most of a stream is not noise.
+	// burstMinShare and burstMaxShare bound the share of the gaps a
+	// burst component holds: a hundredth says too little to read, and
+	// most of a stream is not noise.
+	burstMinShare = 0.01
 	burstMaxShare = 0.5
 	// burstMinMass is the gaps' (decayed) mass before the mixture is read.
 	burstMinMass = 1000
@@ -75,8 +82,12 @@ const (
 	burstMinComponentMass = 1e-3
 )
 
-// burstMaxCentre is burstGapSeconds as the mixture reads a gap.
-var burstMaxCentre = math.Log1p(burstGapSeconds)
+// burstMaxCentre is burstGapSeconds as the mixture reads a gap, and
+// burstMaxX the longest gap it reads (sessionGapMS).
+var (
+	burstMaxCentre = math.Log1p(burstGapSeconds)
+	burstMaxX      = math.Log1p(sessionGapMS / 1000)
+)
 
 // burstStart are the starting components' centres and standard
 // deviations, in log(1 + seconds): a burst (1.5 s), reading (30 s) and
@@ -170,7 +181,7 @@ func (b *burstMixture) burst() (low int, share float64, ok bool) {
 	}
 	mean, variance := b.component(low)
 	share = b.mass[low] / n
-	return low, share, mean < burstMaxCentre && variance >= burstMinSpread*burstMinSpread && share <= burstMaxShare
+	return low, share, mean < burstMaxCentre && variance >= burstMinSpread*burstMinSpread && share >= burstMinShare && share <= burstMaxShare
 }
 
 // summary describes the burst the weight reads, or is nil.
@@ -206,9 +217,10 @@ func (b *burstMixture) encode(e *encoder) {
 }
 
 // decode reads what encode writes, refusing statistics that no stream
-// gives: not finite, negative squares, a component's mass below
-// burstMinComponentMass in a mixture that has started (one that has not
-// is all zeros).
+// gives: not finite; in a mixture that has started (one that has not is
+// all zeros), a component's mass below burstMinComponentMass, a mass
+// above what contextKeep's window holds, or sums that no x in
+// [0, log(1 + sessionGapMS in seconds)] gives.
 func (b *burstMixture) decode(d *decoder) {
 	for k := range burstComponents {
 		b.mass[k], b.sum[k], b.squares[k] = d.f64(), d.f64(), d.f64()
@@ -218,7 +230,15 @@ func (b *burstMixture) decode(d *decoder) {
 	case !finite(b.mass[:]) || !finite(b.sum[:]) || !finite(b.squares[:]):
 		d.fail("burst mixture not finite")
 	case b.total() == 0 && b.sum == [burstComponents]float64{} && b.squares == [burstComponents]float64{}:
-	case min(b.mass[0], b.mass[1], b.mass[2]) < burstMinComponentMass || min(b.squares[0], b.squares[1], b.squares[2]) < 0:
+	case min(b.mass[0], b.mass[1], b.mass[2]) < burstMinComponentMass || b.total() > 2*contextWindow:
 		d.fail("burst mixture out of range")
+	default:
+		for k := range burstComponents {
+			top := b.mass[k] * burstMaxX * (1 + 1e-9)
+			if b.sum[k] < 0 || b.sum[k] > top || b.squares[k] < 0 || b.squares[k] > top*burstMaxX {
+				d.fail("burst mixture out of range")
+				return
+			}
+		}
 	}
 }

@@ -21,6 +21,12 @@ func withoutBurst(t *testing.T, b []byte, version uint32) []byte {
 // after about an hour. spike, if positive, replaces the bursts by exactly
 // spike seconds.
 func burstGaps(n int, burst, centre, spike float64, seed uint64) []float64 {
+	return readingGaps(n, burst, centre, spike, 40, 0.6, seed)
+}
+
+// readingGaps is burstGaps with the reading gaps lognormal about reading
+// seconds with σ sigma.
+func readingGaps(n int, burst, centre, spike, reading, sigma float64, seed uint64) []float64 {
 	r := rand.New(rand.NewPCG(seed, 77))
 	gaps := make([]float64, n)
 	for j := range gaps {
@@ -32,7 +38,7 @@ func burstGaps(n int, burst, centre, spike float64, seed uint64) []float64 {
 		case r.Float64() < 0.1:
 			gaps[j] = 3600 * math.Exp(0.5*r.NormFloat64())
 		default:
-			gaps[j] = 40 * math.Exp(0.6*r.NormFloat64())
+			gaps[j] = reading * math.Exp(sigma*r.NormFloat64())
 		}
 	}
 	return gaps
@@ -73,7 +79,9 @@ func burstX(seconds float64) float64 { return math.Log1p(min(seconds, sessionGap
 // averages about 0: the weight's level stays. Nothing moves without
 // bursts, nor where each of the burst's conditions fails alone: quick
 // clicks about 8 s apart (its centre), a spike of gaps of exactly 1 s (a
-// clock in seconds: its spread), bursts in most gaps (its share).
+// clock in seconds: its spread), bursts in most gaps (its share), and
+// gaps that all lie far from the starting burst component, which no gap
+// then reaches (its share, from below: found by a review at stop 70).
 func TestBurstFindsBursts(t *testing.T) {
 	b := learnGaps(burstGaps(30000, 0.2, 1.5, 0, 1))
 	s := b.summary()
@@ -108,14 +116,25 @@ func TestBurstFindsBursts(t *testing.T) {
 		{"a spike at 1 s", 0.2, 0, 1},
 		{"bursts in most gaps", 0.7, 1.5, 0},
 	} {
-		b := learnGaps(burstGaps(30000, tc.burst, tc.centre, tc.spike, 3))
-		if s := b.summary(); s != nil {
-			t.Errorf("%s: a burst %+v", tc.name, *s)
-		}
-		for _, g := range []float64{0.5, 1, 1.5, 3, 10, 40, 3600} {
-			if e := b.evidenceAt(burstX(g)); e != 0 {
-				t.Errorf("%s: a gap of %v s moves the weight by %.3f", tc.name, g, e)
-			}
+		checkNoBurst(t, tc.name, learnGaps(burstGaps(30000, tc.burst, tc.centre, tc.spike, 3)))
+	}
+	for _, tc := range []struct {
+		name           string
+		reading, sigma float64
+	}{{"narrow reading gaps at 40 s", 40, 0.2}, {"narrow reading gaps at 120 s", 120, 0.3}, {"sessions only", 1800, 0.3}} {
+		checkNoBurst(t, tc.name, learnGaps(readingGaps(200000, 0, 0, 0, tc.reading, tc.sigma, 5)))
+	}
+}
+
+// checkNoBurst fails t unless b names no burst and moves no weight.
+func checkNoBurst(t *testing.T, name string, b *burstMixture) {
+	t.Helper()
+	if s := b.summary(); s != nil {
+		t.Errorf("%s: a burst %+v", name, *s)
+	}
+	for _, g := range []float64{0.5, 1, 1.5, 3, 10, 40, 120, 1800, 3600} {
+		if e := b.evidenceAt(burstX(g)); e != 0 {
+			t.Errorf("%s: a gap of %v s moves the weight by %.3g", name, g, e)
 		}
 	}
 }
@@ -223,8 +242,12 @@ func TestBurstEncoding(t *testing.T) {
 		{0, math.NaN(), "burst mixture not finite"},
 		{1, math.Inf(1), "burst mixture not finite"},
 		{0, 0, "burst mixture out of range"},
+		{0, 1e307, "burst mixture out of range"},
 		{3, -1, "burst mixture out of range"},
+		{1, -1, "burst mixture out of range"},
+		{4, 1e6, "burst mixture out of range"},
 		{8, -1, "burst mixture out of range"},
+		{8, 1e9, "burst mixture out of range"},
 	})
 }
 

@@ -22,7 +22,7 @@ import (
 // e^x = 2^m · 2^(j/128) · e^r, 2^(j/128) read from a table held as the sum
 // of two doubles and e^r − 1 a polynomial of degree 5 (its truncation
 // error below 10⁻¹⁸). Its error is within one unit in the last place
-// (TestExpAccuracy measures it against 256-bit arithmetic); and it is about
+// (TestExpAccuracy measures it against 200-bit arithmetic); and it is about
 // twice as fast as math.Exp here (BenchmarkExp), whose polynomial is one
 // long chain of dependent steps.
 //

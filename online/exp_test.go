@@ -103,12 +103,18 @@ func TestExpSpecial(t *testing.T) {
 	if got := exp(math.NaN()); !math.IsNaN(got) {
 		t.Errorf("exp(NaN) = %v, want NaN", got)
 	}
-	// The largest finite result and subnormal ones, against math.Exp (one
-	// unit apart at most; the subnormals are rounded twice).
-	for _, x := range []float64{709.78, 709.7827128933839, 709.5, -708.5, -720, -740, -745.13} {
-		got, want := exp(x), math.Exp(x)
-		if math.IsInf(got, 0) || got == 0 || math.Abs(got-want) > math.Nextafter(want, math.Inf(1))-want {
-			t.Errorf("exp(%v) = %v, math.Exp gives %v", x, got, want)
+	// The largest results (m > 1023 in exp) within one unit in the last
+	// place of e^x, and subnormal ones (rounded twice) within one unit of
+	// the least subnormal.
+	for _, x := range []float64{709, 709.4, 709.5, 709.78, 709.7827128933839, expOverflow} {
+		if got := exp(x); math.IsInf(got, 0) || ulpError(got, expBig(x)) > 1 {
+			t.Errorf("exp(%v) = %v, e^x = %v", x, got, expBig(x))
+		}
+	}
+	for _, x := range []float64{-708.5, -720, -740, -745.13} {
+		want, _ := expBig(x).Float64()
+		if got := exp(x); got == 0 || math.Abs(got-want) > math.SmallestNonzeroFloat64 {
+			t.Errorf("exp(%v) = %v, e^x = %v", x, got, want)
 		}
 	}
 }
