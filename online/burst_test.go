@@ -42,20 +42,26 @@ func readingGaps(n int, burst, centre, spike, reading, sigma float64, seed uint6
 	return gaps
 }
 
-// learnGaps steps a started mixture over gaps as the model reads them:
-// log(1 + seconds), capped at sessionGapMS.
-func learnGaps(gaps []float64) *burstMixture {
+// learnGaps steps a mixture over gaps as the model reads them, log(1 +
+// seconds) capped at sessionGapMS, each with a logit(p_clean) drawn about
+// burstPClean for a gap under 3 s and about 2.5 for the others (s.d. 1).
+func learnGaps(gaps []float64, burstPClean float64) *burstMixture {
+	r := rand.New(rand.NewPCG(uint64(len(gaps)), 3))
 	var b burstMixture
 	for _, g := range gaps {
-		b.learnAt(burstX(g))
+		a := 2.5
+		if g < 3 {
+			a = burstPClean
+		}
+		b.learnAt(burstX(g), a+r.NormFloat64())
 	}
 	return &b
 }
 
-// learnAt reads x and learns it.
-func (b *burstMixture) learnAt(x float64) {
+// learnAt reads x and learns it with logit(p_clean) a.
+func (b *burstMixture) learnAt(x, a float64) {
 	r := b.read(x)
-	b.learn(x, &r)
+	b.learn(x, a, &r)
 }
 
 // evidenceAt is the evidence of a gap at x.
@@ -79,9 +85,11 @@ func burstX(seconds float64) float64 { return math.Log1p(min(seconds, sessionGap
 // clicks about 8 s apart (its centre), a spike of gaps of exactly 1 s (a
 // clock in seconds: its spread), bursts in most gaps (its share), and
 // gaps that all lie far from the starting burst component, which no gap
-// then reaches (its share, from below: found by a review at stop 70).
+// then reaches (its share, from below: found by a review at stop 70), and
+// bursts whose clicks the classifier does not place below the others
+// (its agreement).
 func TestBurstFindsBursts(t *testing.T) {
-	b := learnGaps(burstGaps(30000, 0.2, 1.5, 0, 1))
+	b := learnGaps(burstGaps(30000, 0.2, 1.5, 0, 1), 1)
 	s := b.summary()
 	if s == nil {
 		t.Fatal("no burst found")
@@ -114,13 +122,18 @@ func TestBurstFindsBursts(t *testing.T) {
 		{"a spike at 1 s", 0.2, 0, 1},
 		{"bursts in most gaps", 0.7, 1.5, 0},
 	} {
-		checkNoBurst(t, tc.name, learnGaps(burstGaps(30000, tc.burst, tc.centre, tc.spike, 3)))
+		checkNoBurst(t, tc.name, learnGaps(burstGaps(30000, tc.burst, tc.centre, tc.spike, 3), 1))
+	}
+	// Bursts whose clicks the classifier places above the others (a
+	// reader opening items in tabs), or level with them.
+	for _, a := range []float64{3.5, 2.5} {
+		checkNoBurst(t, fmt.Sprintf("bursts of logit(p_clean) %v against 2.5", a), learnGaps(burstGaps(30000, 0.2, 1.5, 0, 6), a))
 	}
 	for _, tc := range []struct {
 		name           string
 		reading, sigma float64
 	}{{"narrow reading gaps at 40 s", 40, 0.2}, {"narrow reading gaps at 120 s", 120, 0.3}, {"sessions only", 1800, 0.3}} {
-		checkNoBurst(t, tc.name, learnGaps(readingGaps(200000, 0, 0, 0, tc.reading, tc.sigma, 5)))
+		checkNoBurst(t, tc.name, learnGaps(readingGaps(200000, 0, 0, 0, tc.reading, tc.sigma, 5), 1))
 	}
 }
 
@@ -146,6 +159,7 @@ func TestBurstNeedsMass(t *testing.T) {
 	}
 	gaps := burstGaps(30000, 0.2, 1.5, 0, 4)
 	var b burstMixture
+	r := rand.New(rand.NewPCG(4, 3))
 	for j, g := range gaps {
 		if b.total() >= burstMinMass {
 			if b.evidenceAt(burstX(1.5)) >= 0 {
@@ -156,14 +170,19 @@ func TestBurstNeedsMass(t *testing.T) {
 		if e := b.evidenceAt(burstX(1.5)); e != 0 {
 			t.Fatalf("after %d gaps (mass %.0f): evidence %v before the mass", j, b.total(), e)
 		}
-		b.learnAt(burstX(g))
+		a := 2.5 + r.NormFloat64()
+		if g < 3 {
+			a -= 1.5
+		}
+		b.learnAt(burstX(g), a)
 	}
 	t.Fatalf("mass %.0f after %d gaps", b.total(), len(gaps))
 }
 
 // burstStream is a stream whose users click in bursts: about one event
-// in five comes 1–2 s after the user's previous one, and is noise; the
-// others come tens of seconds apart.
+// in five comes 1–2 s after the user's previous one, and is noise, on an
+// item outside the user's group (testStream); the others come tens of
+// seconds apart.
 func burstStream(n int, seed uint64) []Event {
 	evs := timedEvents(n, seed)
 	r := rand.New(rand.NewPCG(seed, 23))
@@ -175,6 +194,9 @@ func burstStream(n int, seed uint64) []Event {
 		ev.Kind, ev.HasDwell, ev.DwellMS = "", false, 0
 		if prev, ok := last[ev.User]; ok && r.Float64() < 0.2 {
 			ev.TimeMS = prev + 1000 + r.Int64N(1000)
+			var u int
+			fmt.Sscanf(ev.User, "u%d", &u)
+			ev.Item = fmt.Sprint("i", (u%4+1+r.IntN(3))%4*10+r.IntN(10))
 		} else {
 			ev.TimeMS = max(now, last[ev.User]+10000+r.Int64N(50000))
 		}
@@ -218,16 +240,21 @@ func TestBurstEncoding(t *testing.T) {
 	m, _ := New(cfg, NewSource(5))
 	runScores(t, m, burstStream(3000, 3))
 	base := encode(t, m)
+	// Each component is mass, Σx, Σx², Σa (fields 4k to 4k+3), then Σa².
 	refusesFields(t, base, "BRST", []badField{
 		{0, math.NaN(), "burst mixture not finite"},
 		{1, math.Inf(1), "burst mixture not finite"},
+		{3, math.NaN(), "burst mixture not finite"},
+		{12, math.Inf(1), "burst mixture not finite"},
 		{0, 0, "burst mixture out of range"},
 		{0, 1e307, "burst mixture out of range"},
-		{3, -1, "burst mixture out of range"},
 		{1, -1, "burst mixture out of range"},
-		{4, 1e6, "burst mixture out of range"},
-		{8, -1, "burst mixture out of range"},
-		{8, 1e9, "burst mixture out of range"},
+		{2, -1, "burst mixture out of range"},
+		{5, 1e6, "burst mixture out of range"},
+		{10, 1e9, "burst mixture out of range"},
+		{7, -1e9, "burst mixture out of range"},
+		{12, -1, "burst mixture out of range"},
+		{12, 1e12, "burst mixture out of range"},
 	})
 }
 
@@ -264,8 +291,8 @@ func TestBurstWeighsTheStream(t *testing.T) {
 	}
 	with, without := ranked(false), ranked(true)
 	t.Logf("pairs ranked right on the burst stream: %.4f with the mixture, %.4f without", with, without)
-	if with < without+0.05 {
-		t.Errorf("the mixture moved the pairs ranked right from %.4f to %.4f, want a gain of 0.05 at least", without, with)
+	if with < without+0.02 {
+		t.Errorf("the mixture moved the pairs ranked right from %.4f to %.4f, want a gain of 0.02 at least", without, with)
 	}
 	for _, c := range []Config{{DwellDirection: DwellLearned}, {Plain: true}} {
 		m, _ := New(c, NewSource(9))

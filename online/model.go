@@ -355,7 +355,7 @@ func (m *Model) Step(ev Event, sc *Score) error {
 		}
 		m.context.learnGap(&context, sc.PClean)
 		if burstGap {
-			m.context.burst.learn(context.z[gapFeature], &burst)
+			m.context.burst.learn(context.z[gapFeature], logOdds(sc.PClean), &burst)
 		}
 		if context.counted {
 			m.context.countGap.learn(context.countGap)
