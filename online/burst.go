@@ -52,7 +52,13 @@ import "math"
 // 0.23–0.60 standard deviations of logit(p_clean) below the others; with
 // a sixth of the genuine clicks of this project's streams moved to 1–2 s
 // after the user's previous one, 0.23–0.28 above, and the agreement keeps
-// the mixture from reading them (docs/design/model.md, "Bursts").
+// the mixture from reading them. A burst the classifier places above the
+// others by burstAgreement is contradicted: quick clicks are the genuine
+// ones on that stream, against the gap's stated direction, and the gap
+// path is not taken either (Model.Step), where it would read short gaps
+// as noise and turn p_clean round (gapPCleanFloor): on such a stream of
+// the v1 profile the weight ranked 0.30 with it, 0.87 without
+// (docs/design/model.md, "Bursts").
 //
 // Measured (docs/design/model.md, "Bursts (stop 70)"): on the independent
 // generator's streams without dwell or types (C, H) and with types only
@@ -175,21 +181,39 @@ func (b *burstMixture) read(x float64) (r [burstComponents]float64) {
 
 // evidence is the log-odds by which the weight of an event whose
 // responsibilities are r (read) moves: burstStrength·(π − r_low) where
-// the lowest component is a burst, else 0.
+// the lowest component is a burst the weight reads, else 0.
 func (b *burstMixture) evidence(r *[burstComponents]float64) float64 {
-	low, share, ok := b.burst()
-	if !ok {
+	low, share, v := b.verdict()
+	if v != burstRead {
 		return 0
 	}
 	return burstStrength * (share - r[low])
 }
 
-// burst returns the lowest component and its share, and whether it is a
-// burst that the weight reads.
-func (b *burstMixture) burst() (low int, share float64, ok bool) {
+// burstVerdict is what the mixture makes of its lowest component.
+type burstVerdict uint8
+
+const (
+	// burstNone: no burst (too little mass, a centre of 3 s or more, a
+	// spike, a share out of bounds), or one the classifier neither places
+	// below the other clicks nor above them.
+	burstNone burstVerdict = iota
+	// burstRead: a burst whose clicks the classifier places below the
+	// others (agreement): the weight reads it (evidence).
+	burstRead
+	// burstContradicted: a burst whose clicks the classifier places above
+	// the others by as much: quick clicks are the genuine ones here
+	// (items opened in tabs), against the gap's stated direction, and the
+	// gap path is not taken (Model.Step).
+	burstContradicted
+)
+
+// verdict returns the lowest component, its share and what the mixture
+// makes of it.
+func (b *burstMixture) verdict() (low int, share float64, v burstVerdict) {
 	n := b.total()
 	if n < burstMinMass {
-		return 0, 0, false
+		return 0, 0, burstNone
 	}
 	for k := 1; k < burstComponents; k++ {
 		if b.sum[k]/b.mass[k] < b.sum[low]/b.mass[low] {
@@ -198,32 +222,41 @@ func (b *burstMixture) burst() (low int, share float64, ok bool) {
 	}
 	mean, variance := b.component(low)
 	share = b.mass[low] / n
-	return low, share, mean < burstMaxCentre && variance >= burstMinSpread*burstMinSpread &&
-		share >= burstMinShare && share <= burstMaxShare && b.agrees(low)
-}
-
-// agrees reports whether the classifier, which never reads the gap,
-// places the clicks of component low below the others: their mean
-// logit(p_clean) at least burstAgreement of its standard deviation under
-// the rest's.
-func (b *burstMixture) agrees(low int) bool {
-	n := b.total()
+	if mean >= burstMaxCentre || variance < burstMinSpread*burstMinSpread || share < burstMinShare || share > burstMaxShare {
+		return low, share, burstNone
+	}
+	// The classifier never reads the gap: the burst's clicks' mean
+	// logit(p_clean) against the others', in its standard deviations.
 	all := b.pClean[0] + b.pClean[1] + b.pClean[2]
-	mean := all / n
+	mean = all / n
 	sd := math.Sqrt(max(b.pCleanSquares/n-mean*mean, 0))
 	in := b.pClean[low] / b.mass[low]
 	out := (all - b.pClean[low]) / (n - b.mass[low])
-	return in-out <= -burstAgreement*sd
+	switch {
+	case in-out <= -burstAgreement*sd:
+		return low, share, burstRead
+	case in-out >= burstAgreement*sd:
+		return low, share, burstContradicted
+	}
+	return low, share, burstNone
 }
 
-// summary describes the burst the weight reads, or is nil.
+// contradicted reports whether the mixture holds a burst whose clicks the
+// classifier places above the others (burstContradicted).
+func (b *burstMixture) contradicted() bool {
+	_, _, v := b.verdict()
+	return v == burstContradicted
+}
+
+// summary describes the burst the weight reads or the classifier
+// contradicts, or is nil.
 func (b *burstMixture) summary() *BurstSummary {
-	low, share, ok := b.burst()
-	if !ok {
+	low, share, v := b.verdict()
+	if v == burstNone {
 		return nil
 	}
 	mean, _ := b.component(low)
-	return &BurstSummary{CentreSeconds: math.Expm1(mean), Share: share}
+	return &BurstSummary{CentreSeconds: math.Expm1(mean), Share: share, Contradicted: v == burstContradicted}
 }
 
 // learn is one online EM step at x, of an event of a = logit(p_clean),

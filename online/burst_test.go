@@ -124,10 +124,25 @@ func TestBurstFindsBursts(t *testing.T) {
 	} {
 		checkNoBurst(t, tc.name, learnGaps(burstGaps(30000, tc.burst, tc.centre, tc.spike, 3), 1))
 	}
-	// Bursts whose clicks the classifier places above the others (a
-	// reader opening items in tabs), or level with them.
-	for _, a := range []float64{3.5, 2.5} {
-		checkNoBurst(t, fmt.Sprintf("bursts of logit(p_clean) %v against 2.5", a), learnGaps(burstGaps(30000, 0.2, 1.5, 0, 6), a))
+	// Bursts whose clicks the classifier places level with the others
+	// are neither read nor contradicted; above them (a reader opening
+	// items in tabs), contradicted: not read, and the gap path is left.
+	level := learnGaps(burstGaps(30000, 0.2, 1.5, 0, 6), 2.5)
+	checkNoBurst(t, "bursts of logit(p_clean) 2.5 as the others", level)
+	if level.contradicted() {
+		t.Error("bursts of logit(p_clean) 2.5 as the others: contradicted")
+	}
+	above := learnGaps(burstGaps(30000, 0.2, 1.5, 0, 6), 3.5)
+	if s := above.summary(); s == nil || !s.Contradicted || !above.contradicted() {
+		t.Errorf("bursts of logit(p_clean) 3.5 against 2.5: summary %+v, want one contradicted", s)
+	}
+	for _, g := range []float64{0.5, 1.5, 40} {
+		if e := above.evidenceAt(burstX(g)); e != 0 {
+			t.Errorf("a contradicted burst: a gap of %v s moves the weight by %.3g", g, e)
+		}
+	}
+	if b := learnGaps(burstGaps(30000, 0.2, 1.5, 0, 1), 1); b.contradicted() {
+		t.Error("a burst of lower p_clean: contradicted")
 	}
 	for _, tc := range []struct {
 		name           string
@@ -137,7 +152,8 @@ func TestBurstFindsBursts(t *testing.T) {
 	}
 }
 
-// checkNoBurst fails t unless b names no burst and moves no weight.
+// checkNoBurst fails t unless b names no burst, contradicted or not, and
+// moves no weight.
 func checkNoBurst(t *testing.T, name string, b *burstMixture) {
 	t.Helper()
 	if s := b.summary(); s != nil {
@@ -205,6 +221,35 @@ func burstStream(n int, seed uint64) []Event {
 	return evs
 }
 
+// tabStream is burstStream with the bursts genuine: the quick clicks are
+// on the user's group's items, and a sixth of the others, at reading
+// gaps, on items outside it, and noise. Rating marks the genuine events
+// (1) from the noise (0).
+func tabStream(n int, seed uint64) []Event {
+	evs := timedEvents(n, seed)
+	r := rand.New(rand.NewPCG(seed, 29))
+	last := map[string]int64{}
+	now := evs[0].TimeMS
+	for j := range evs {
+		now += 20 + r.Int64N(400)
+		ev := &evs[j]
+		ev.Kind, ev.HasDwell, ev.DwellMS, ev.Rating = "", false, 0, 1
+		var u int
+		fmt.Sscanf(ev.User, "u%d", &u)
+		ev.Item = fmt.Sprint("i", u%4*10+r.IntN(10))
+		if prev, ok := last[ev.User]; ok && r.Float64() < 0.2 {
+			ev.TimeMS = prev + 1000 + r.Int64N(1000)
+		} else {
+			ev.TimeMS = max(now, last[ev.User]+10000+r.Int64N(50000))
+			if r.Float64() < 1.0/6 {
+				ev.Item, ev.Rating = fmt.Sprint("i", (u%4+1+r.IntN(3))%4*10+r.IntN(10)), 0
+			}
+		}
+		last[ev.User] = ev.TimeMS
+	}
+	return evs
+}
+
 // TestBurstEncoding: a model whose bursts' mixture has learned encodes it
 // (BRST), reads back to the same bytes and goes on scoring bit for bit,
 // and a chain of deltas restores it; a model of version 20 reads with the
@@ -261,8 +306,9 @@ func TestBurstEncoding(t *testing.T) {
 // TestBurstWeighsTheStream: on a stream whose noise comes in bursts, a
 // model's weight ranks the noise better than the same model's with the
 // mixture's evidence left out (its mixture emptied before each step,
-// under burstMinMass); a model with dwell_direction learned, or a plain
-// one, has no mixture.
+// under burstMinMass); on one whose bursts are genuine the burst is
+// contradicted and the weight ranks as p_clean does; a model with
+// dwell_direction learned, or a plain one, has no mixture.
 func TestBurstWeighsTheStream(t *testing.T) {
 	cfg := smallConfig(ModeBinary)
 	cfg.DwellDirection = DwellLong
@@ -294,6 +340,32 @@ func TestBurstWeighsTheStream(t *testing.T) {
 	if with < without+0.02 {
 		t.Errorf("the mixture moved the pairs ranked right from %.4f to %.4f, want a gain of 0.02 at least", without, with)
 	}
+
+	// Genuine bursts: the quick clicks are on the user's group's items,
+	// a sixth of the others (at reading gaps) off it and noise. The gap's
+	// stated direction is wrong here; its path, not taken, cannot turn
+	// p_clean round (gapPCleanFloor), and the weight ranks as p_clean.
+	tabs := tabStream(12000, 8)
+	weights, pClean := make([]float64, len(tabs)), make([]float64, len(tabs))
+	genuine = make([]bool, len(tabs))
+	m, _ := New(cfg, NewSource(9))
+	var sc Score
+	for j, ev := range tabs {
+		if err := m.Step(ev, &sc); err != nil {
+			t.Fatal(err)
+		}
+		weights[j], pClean[j] = sc.Weight, sc.PClean
+		genuine[j] = ev.Rating > 0
+	}
+	if s := m.Summary().Burst; s == nil || !s.Contradicted {
+		t.Fatalf("genuine bursts: burst %+v, want one contradicted", s)
+	}
+	w, p := pairsRanked(weights, genuine), pairsRanked(pClean, genuine)
+	t.Logf("genuine bursts: pairs ranked right by the weight %.4f, by p_clean %.4f", w, p)
+	if w < p-0.02 {
+		t.Errorf("genuine bursts: the weight ranks %.4f of the pairs right, p_clean %.4f", w, p)
+	}
+
 	for _, c := range []Config{{DwellDirection: DwellLearned}, {Plain: true}} {
 		m, _ := New(c, NewSource(9))
 		runScores(t, m, evs[:3000])
