@@ -67,8 +67,10 @@ eval: build
 # The weight against the label-free baselines on streams of a second
 # generator, written apart from the model (scripts/probe_generator.py;
 # docs/design/model.md, "Found at stop 69"): B with dwell on 30 % of the
-# events, C without dwell or types, D with the noise dwelling longer. A
-# report and the replay's summary each in $(RESULTS)/probe (about 15 s).
+# events, C without dwell or types, D with the noise dwelling longer; and
+# T, this project's v1 stream with genuine clicks in bursts
+# (scripts/genuine_bursts.py; "Bursts (stop 70)"). A report and the
+# replay's summary each in $(RESULTS)/probe (about 20 s).
 PROBE_B = --events 100000 --users 15000 --items 8000 --noise 0.20 --dwell-share 0.3 --seed 102
 PROBE_C = --events 100000 --users 15000 --items 8000 --noise 0.20 --dwell-share 0 --no-types --seed 103
 PROBE_D = --events 150000 --users 30000 --items 20000 --noise 0.35 --dwell-share 1 --idle --seed 104
@@ -79,7 +81,13 @@ probe: build
 		python3 scripts/probe_generator.py --out $(OUT)/probe-$(p).jsonl $(PROBE_$(p)) >/dev/null && \
 		$(BIN) replay --in $(OUT)/probe-$(p).jsonl --out /dev/null --truth field \
 			--report $(RESULTS)/probe/$(p).json 2>$(RESULTS)/probe/$(p).txt && \
-		grep -E '^  (weight|p_clean) |best baseline' $(RESULTS)/probe/$(p).txt && ) true
+		grep -E '^  (weight|p_clean) |best baseline' $(RESULTS)/probe/$(p).txt && ) \
+	echo "probe T: gen --profile v1 --events 200000 --seed 7, a sixth of its genuine clicks re-timed into bursts, stripped" && \
+	$(LAB) gen --profile v1 --events 200000 --seed 7 --out $(OUT)/probe-v1.jsonl >/dev/null 2>&1 && \
+	python3 scripts/genuine_bursts.py --in $(OUT)/probe-v1.jsonl --out $(OUT)/probe-T.jsonl --strip && \
+	$(BIN) replay --in $(OUT)/probe-T.jsonl --out /dev/null --truth field \
+		--report $(RESULTS)/probe/T.json 2>$(RESULTS)/probe/T.txt && \
+	grep -E '^  (weight|p_clean) |best baseline|^bursts' $(RESULTS)/probe/T.txt
 
 # The whole suite, bounded fuzzing included; the alert rules too when
 # promtool is installed (Debian: apt-get install prometheus; .ci/run does).
