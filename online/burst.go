@@ -52,17 +52,13 @@ import "math"
 // 0.23–0.60 standard deviations of logit(p_clean) below the others; with
 // a sixth of the genuine clicks of this project's streams moved to 1–2 s
 // after the user's previous one, 0.23–0.28 above, and the agreement keeps
-// the mixture from reading them. A burst the classifier places above the
-// others by burstAgreement is contradicted: quick clicks are the genuine
-// ones on that stream, against the gap's stated direction, and the gap
-// path is not taken either (Model.Step), where it would read short gaps
-// as noise and turn p_clean round (gapPCleanFloor): on such a stream of
-// the v1 profile the weight ranked 0.30 with it, 0.87 without
-// (docs/design/model.md, "Bursts").
+// the mixture from reading them. What it gives up: noise that follows
+// taste so closely that the classifier places its clicks no lower than
+// the others is not read either (docs/design/model.md, "Bursts").
 //
 // Measured (docs/design/model.md, "Bursts (stop 70)"): on the independent
 // generator's streams without dwell or types (C, H) and with types only
-// (F), the weight 0.73 → 0.86, 0.69 → 0.74, 0.65 → 0.79; on this
+// (F), the weight 0.73 → 0.84, 0.69 → 0.74, 0.65 → 0.79; on this
 // project's generator, MovieLens and DeCA the lowest component lies above
 // burstGapSeconds and no weight moves.
 //
@@ -96,6 +92,12 @@ const (
 	// logit(p_clean), the burst's clicks must lie below the others' for
 	// the burst to be read (agrees).
 	burstAgreement = 0.1
+	// burstAgreementErrors is the same distance in standard errors of the
+	// difference of the two means, and burstMinPCleanSpread the least
+	// standard deviation of logit(p_clean) the two are measured in (a
+	// classifier saturated at its clamp says the same of every click).
+	burstAgreementErrors = 3
+	burstMinPCleanSpread = 0.25
 	// burstMinVariance keeps a component's variance positive, and
 	// burstMinComponentMass a component's mass.
 	burstMinVariance      = 1e-4
@@ -181,39 +183,21 @@ func (b *burstMixture) read(x float64) (r [burstComponents]float64) {
 
 // evidence is the log-odds by which the weight of an event whose
 // responsibilities are r (read) moves: burstStrength·(π − r_low) where
-// the lowest component is a burst the weight reads, else 0.
+// the lowest component is a burst, else 0.
 func (b *burstMixture) evidence(r *[burstComponents]float64) float64 {
-	low, share, v := b.verdict()
-	if v != burstRead {
+	low, share, ok := b.burst()
+	if !ok {
 		return 0
 	}
 	return burstStrength * (share - r[low])
 }
 
-// burstVerdict is what the mixture makes of its lowest component.
-type burstVerdict uint8
-
-const (
-	// burstNone: no burst (too little mass, a centre of 3 s or more, a
-	// spike, a share out of bounds), or one the classifier neither places
-	// below the other clicks nor above them.
-	burstNone burstVerdict = iota
-	// burstRead: a burst whose clicks the classifier places below the
-	// others (agreement): the weight reads it (evidence).
-	burstRead
-	// burstContradicted: a burst whose clicks the classifier places above
-	// the others by as much: quick clicks are the genuine ones here
-	// (items opened in tabs), against the gap's stated direction, and the
-	// gap path is not taken (Model.Step).
-	burstContradicted
-)
-
-// verdict returns the lowest component, its share and what the mixture
-// makes of it.
-func (b *burstMixture) verdict() (low int, share float64, v burstVerdict) {
+// burst returns the lowest component and its share, and whether it is a
+// burst that the weight reads.
+func (b *burstMixture) burst() (low int, share float64, ok bool) {
 	n := b.total()
 	if n < burstMinMass {
-		return 0, 0, burstNone
+		return 0, 0, false
 	}
 	for k := 1; k < burstComponents; k++ {
 		if b.sum[k]/b.mass[k] < b.sum[low]/b.mass[low] {
@@ -222,41 +206,36 @@ func (b *burstMixture) verdict() (low int, share float64, v burstVerdict) {
 	}
 	mean, variance := b.component(low)
 	share = b.mass[low] / n
-	if mean >= burstMaxCentre || variance < burstMinSpread*burstMinSpread || share < burstMinShare || share > burstMaxShare {
-		return low, share, burstNone
-	}
-	// The classifier never reads the gap: the burst's clicks' mean
-	// logit(p_clean) against the others', in its standard deviations.
+	return low, share, mean < burstMaxCentre && variance >= burstMinSpread*burstMinSpread &&
+		share >= burstMinShare && share <= burstMaxShare && b.agrees(low)
+}
+
+// agrees reports whether the classifier, which never reads the gap,
+// places the clicks of component low below the others: their mean
+// logit(p_clean) under the rest's by burstAgreement of its standard
+// deviation (at least burstMinPCleanSpread) and by burstAgreementErrors
+// standard errors of the difference, so that a classifier that tells the
+// burst's clicks from the others by no more than chance, or says the same
+// of every click, does not move the verdict back and forth.
+func (b *burstMixture) agrees(low int) bool {
+	n := b.total()
 	all := b.pClean[0] + b.pClean[1] + b.pClean[2]
-	mean = all / n
-	sd := math.Sqrt(max(b.pCleanSquares/n-mean*mean, 0))
+	mean := all / n
+	sd := math.Sqrt(max(b.pCleanSquares/n-mean*mean, burstMinPCleanSpread*burstMinPCleanSpread))
 	in := b.pClean[low] / b.mass[low]
 	out := (all - b.pClean[low]) / (n - b.mass[low])
-	switch {
-	case in-out <= -burstAgreement*sd:
-		return low, share, burstRead
-	case in-out >= burstAgreement*sd:
-		return low, share, burstContradicted
-	}
-	return low, share, burstNone
+	se := sd * math.Sqrt(1/b.mass[low]+1/(n-b.mass[low]))
+	return in-out <= -max(burstAgreement*sd, burstAgreementErrors*se)
 }
 
-// contradicted reports whether the mixture holds a burst whose clicks the
-// classifier places above the others (burstContradicted).
-func (b *burstMixture) contradicted() bool {
-	_, _, v := b.verdict()
-	return v == burstContradicted
-}
-
-// summary describes the burst the weight reads or the classifier
-// contradicts, or is nil.
+// summary describes the burst the weight reads, or is nil.
 func (b *burstMixture) summary() *BurstSummary {
-	low, share, v := b.verdict()
-	if v == burstNone {
+	low, share, ok := b.burst()
+	if !ok {
 		return nil
 	}
 	mean, _ := b.component(low)
-	return &BurstSummary{CentreSeconds: math.Expm1(mean), Share: share, Contradicted: v == burstContradicted}
+	return &BurstSummary{CentreSeconds: math.Expm1(mean), Share: share}
 }
 
 // learn is one online EM step at x, of an event of a = logit(p_clean),

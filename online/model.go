@@ -297,14 +297,10 @@ func (m *Model) Step(ev Event, sc *Score) error {
 				level = temperTo(level, share, k)
 			}
 		}
-		// Not where a burst says quick clicks are the genuine ones,
-		// against the gap's stated direction (burst.go).
-		if !m.context.burst.contradicted() {
-			if gap, gapped = m.context.gapWeight(level, sc.PClean, context, share); gapped {
-				sc.Weight = gap.w
-				if gap.blend >= 0.5 {
-					sc.Source = SourceGap
-				}
+		if gap, gapped = m.context.gapWeight(level, sc.PClean, context, share); gapped {
+			sc.Weight = gap.w
+			if gap.blend >= 0.5 {
+				sc.Source = SourceGap
 			}
 		}
 	}

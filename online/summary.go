@@ -42,20 +42,16 @@ type Summary struct {
 	// where a few items draw most of the noise (clickbait, a trending
 	// slot), 1000 where the items do not differ; 0 in a model without it.
 	ItemPriorStrength float64 `json:"item_prior_strength,omitempty"`
-	// Burst is the burst the gaps' mixture finds and the weight reads, or
-	// the classifier contradicts (burst.go); nil where it finds neither, or
-	// the model has no mixture.
+	// Burst is the burst the gaps' mixture finds and the weight reads
+	// (burst.go); nil where it finds none, or the model has no mixture.
 	Burst *BurstSummary `json:"burst,omitempty"`
 }
 
 // BurstSummary describes a burst: clicks that come within seconds of the
-// user's previous one, which the weight reads as the more often noise, or,
-// Contradicted, which the classifier places above the other clicks: the
-// gap path is then not taken (burst.go).
+// user's previous one, which the weight reads as the more often noise.
 type BurstSummary struct {
-	CentreSeconds float64 `json:"centre_seconds"`         // the burst component's centre, e^mean − 1
-	Share         float64 `json:"share"`                  // its share of the gaps
-	Contradicted  bool    `json:"contradicted,omitempty"` // the classifier places its clicks above the others
+	CentreSeconds float64 `json:"centre_seconds"` // the burst component's centre, e^mean − 1
+	Share         float64 `json:"share"`          // its share of the gaps
 }
 
 // GMMSummary describes the fitted two-component mixture over the

@@ -9,8 +9,7 @@ import (
 )
 
 // TestBurstGauge: denoiser_burst_share is the share of the burst the
-// model's summary names and the weight reads, and absent where it names
-// none or the classifier contradicts it.
+// model's summary names, and absent where it names none.
 func TestBurstGauge(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m, err := newMetrics(reg, noLag{})
@@ -36,9 +35,5 @@ func TestBurstGauge(t *testing.T) {
 	m.setSummary(online.Summary{Burst: &online.BurstSummary{CentreSeconds: 1.6, Share: 0.19}})
 	if v, ok := share(); !ok || v != 0.19 {
 		t.Fatalf("with a burst of share 0.19: denoiser_burst_share %v (present %v)", v, ok)
-	}
-	m.setSummary(online.Summary{Burst: &online.BurstSummary{CentreSeconds: 1.6, Share: 0.19, Contradicted: true}})
-	if v, ok := share(); ok {
-		t.Fatalf("with a burst the classifier contradicts (not read): denoiser_burst_share %v, want none", v)
 	}
 }

@@ -387,10 +387,7 @@ func (r *Report) PrintAs(w io.Writer, command string) error {
 	if k := r.Model.ItemPriorStrength; k > 0 {
 		fmt.Fprintf(&b, "item prior: strength %s events (%g: the items' genuine shares do not differ; the smaller, the more a few items draw the noise)\n", eventCount(k), online.UserPriorMax)
 	}
-	switch burst := r.Model.Burst; {
-	case burst != nil && burst.Contradicted:
-		fmt.Fprintf(&b, "bursts: %.0f%% of the gaps between a user's clicks are a burst about %.1f s after the previous click, whose clicks the classifier places above the others: quick clicks are the genuine ones on this stream, against the gap's stated direction, and the weight does not read the gap (docs/design/model.md, \"Bursts\")\n", 100*burst.Share, burst.CentreSeconds)
-	case burst != nil:
+	if burst := r.Model.Burst; burst != nil {
 		fmt.Fprintf(&b, "bursts: %.0f%% of the gaps between a user's clicks are a burst about %.1f s after the previous click, whose clicks the weight reads as the more often noise (the premise of dwell_direction long; docs/design/model.md, \"Bursts\")\n", 100*burst.Share, burst.CentreSeconds)
 	}
 	if len(r.Model.UnrankedTypes) > 0 {
