@@ -215,11 +215,23 @@ func TestBurstNeedsMass(t *testing.T) {
 	t.Fatalf("mass %.0f after %d gaps", b.total(), len(gaps))
 }
 
-// burstStream is a stream whose users click in bursts: about one event
-// in five comes 1–2 s after the user's previous one, and is noise, on an
-// item outside the user's group (testStream), or within it with taste;
-// the others come tens of seconds apart.
-func burstStream(n int, seed uint64, taste bool) []Event {
+// Kinds of burstStream: its bursts noise on items outside the user's
+// group, noise within it (following taste), or genuine.
+const (
+	noiseOffTaste = iota
+	noiseInTaste
+	genuineBursts
+)
+
+// burstStream is a stream whose users click in bursts: about one event in
+// five comes 1–2 s after the user's previous one, the others tens of
+// seconds apart, as kind says: with noiseOffTaste and noiseInTaste the
+// bursts are noise, on an item outside the user's group or on testStream's
+// (mostly within it), the other events genuine on testStream's; with
+// genuineBursts every event is on an item within the group and genuine
+// but a sixth of the events between bursts, noise on an item outside it.
+// Rating marks the genuine events (1) from the noise (0).
+func burstStream(n int, seed uint64, kind int) []Event {
 	evs := timedEvents(n, seed)
 	r := rand.New(rand.NewPCG(seed, 23))
 	last := map[string]int64{}
@@ -227,57 +239,25 @@ func burstStream(n int, seed uint64, taste bool) []Event {
 	for j := range evs {
 		now += 20 + r.Int64N(400)
 		ev := &evs[j]
-		ev.Kind, ev.HasDwell, ev.DwellMS = "", false, 0
+		var u int
+		fmt.Sscanf(ev.User, "u%d", &u)
+		outside := fmt.Sprint("i", (u%4+1+r.IntN(3))%4*10+r.IntN(10))
+		ev.Kind, ev.HasDwell, ev.DwellMS, ev.Rating = "", false, 0, 1
+		if kind == genuineBursts {
+			ev.Item = fmt.Sprint("i", u%4*10+r.IntN(10))
+		}
 		if prev, ok := last[ev.User]; ok && r.Float64() < 0.2 {
 			ev.TimeMS = prev + 1000 + r.Int64N(1000)
-			var u int
-			fmt.Sscanf(ev.User, "u%d", &u)
-			if !taste {
-				ev.Item = fmt.Sprint("i", (u%4+1+r.IntN(3))%4*10+r.IntN(10))
+			switch kind {
+			case noiseOffTaste:
+				ev.Item, ev.Rating = outside, 0
+			case noiseInTaste:
+				ev.Rating = 0
 			}
 		} else {
 			ev.TimeMS = max(now, last[ev.User]+10000+r.Int64N(50000))
-		}
-		last[ev.User] = ev.TimeMS
-	}
-	return evs
-}
-
-// burstNoise says which of burstStream's events are genuine: those not
-// within 2.5 s of their user's previous event.
-func burstNoise(evs []Event) func(j int) bool {
-	genuine := make([]bool, len(evs))
-	last := map[string]int64{}
-	for j, ev := range evs {
-		prev, ok := last[ev.User]
-		genuine[j] = !ok || ev.TimeMS-prev >= 2500
-		last[ev.User] = ev.TimeMS
-	}
-	return func(j int) bool { return genuine[j] }
-}
-
-// tabStream is burstStream with the bursts genuine: the quick clicks are
-// on the user's group's items, and a sixth of the others, at reading
-// gaps, on items outside it, and noise. Rating marks the genuine events
-// (1) from the noise (0).
-func tabStream(n int, seed uint64) []Event {
-	evs := timedEvents(n, seed)
-	r := rand.New(rand.NewPCG(seed, 29))
-	last := map[string]int64{}
-	now := evs[0].TimeMS
-	for j := range evs {
-		now += 20 + r.Int64N(400)
-		ev := &evs[j]
-		ev.Kind, ev.HasDwell, ev.DwellMS, ev.Rating = "", false, 0, 1
-		var u int
-		fmt.Sscanf(ev.User, "u%d", &u)
-		ev.Item = fmt.Sprint("i", u%4*10+r.IntN(10))
-		if prev, ok := last[ev.User]; ok && r.Float64() < 0.2 {
-			ev.TimeMS = prev + 1000 + r.Int64N(1000)
-		} else {
-			ev.TimeMS = max(now, last[ev.User]+10000+r.Int64N(50000))
-			if r.Float64() < 1.0/6 {
-				ev.Item, ev.Rating = fmt.Sprint("i", (u%4+1+r.IntN(3))%4*10+r.IntN(10)), 0
+			if kind == genuineBursts && r.Float64() < 1.0/6 {
+				ev.Item, ev.Rating = outside, 0
 			}
 		}
 		last[ev.User] = ev.TimeMS
@@ -295,7 +275,7 @@ func TestBurstEncoding(t *testing.T) {
 	cfg.DwellDirection = DwellLong
 	var started burstMixture
 	started.start()
-	instrumentRoundTrip(t, cfg, func(n int, seed uint64) []Event { return burstStream(n, seed, false) }, "BRST", func(m *Model) error {
+	instrumentRoundTrip(t, cfg, func(n int, seed uint64) []Event { return burstStream(n, seed, noiseOffTaste) }, "BRST", func(m *Model) error {
 		if m.context.burst == started {
 			return fmt.Errorf("the mixture learned nothing")
 		}
@@ -308,7 +288,7 @@ func TestBurstEncoding(t *testing.T) {
 	})
 
 	readsOlderVersion(t, olderVersion{
-		stream: func(n int, seed uint64) []Event { return burstStream(n, seed, false) }, strip: withoutBurst, version: tailVersion, delta: deltaTailVersion,
+		stream: func(n int, seed uint64) []Event { return burstStream(n, seed, noiseOffTaste) }, strip: withoutBurst, version: tailVersion, delta: deltaTailVersion,
 		part:  "bursts' mixture",
 		ready: func(m *Model) bool { return m.context.burst != started },
 		kept: func(got, m *Model) bool {
@@ -318,7 +298,7 @@ func TestBurstEncoding(t *testing.T) {
 	})
 
 	m, _ := New(cfg, NewSource(5))
-	runScores(t, m, burstStream(3000, 3, false))
+	runScores(t, m, burstStream(3000, 3, noiseOffTaste))
 	base := encode(t, m)
 	// Each component is mass, Σx, Σx², Σa (fields 4k to 4k+3), then Σa².
 	refusesFields(t, base, "BRST", []badField{
@@ -342,19 +322,19 @@ func TestBurstEncoding(t *testing.T) {
 // items outside the user's taste, a model's weight ranks the noise better
 // than the same model's with the mixture's evidence left out (its mixture
 // emptied before each step, under burstMinMass). Where the bursts are
-// genuine (tabStream) or the noise in them follows taste
-// (burstStream's bursts on the user's own group), the classifier does not
+// genuine or the noise in them follows taste (burstStream's kinds), the
+// classifier does not
 // place their clicks below the others and the burst is not read: the
 // weight is the one without the mixture. A model with dwell_direction
 // learned, or a plain one, has no mixture.
 func TestBurstWeighsTheStream(t *testing.T) {
 	cfg := smallConfig(ModeBinary)
 	cfg.DwellDirection = DwellLong
-	// ranked returns the pairs the weight ranks right (the genuine events
-	// those that genuine says), and whether the burst was read at the end.
-	ranked := func(evs []Event, genuine func(j int) bool, empty bool) (float64, bool) {
+	// ranked returns the pairs the weight ranks right, and whether the
+	// burst was read at the end.
+	ranked := func(evs []Event, empty bool) (float64, bool) {
 		m, _ := New(cfg, NewSource(9))
-		weights, truth := make([]float64, len(evs)), make([]bool, len(evs))
+		weights, genuine := make([]float64, len(evs)), make([]bool, len(evs))
 		var sc Score
 		for j, ev := range evs {
 			if empty {
@@ -363,26 +343,26 @@ func TestBurstWeighsTheStream(t *testing.T) {
 			if err := m.Step(ev, &sc); err != nil {
 				t.Fatal(err)
 			}
-			weights[j], truth[j] = sc.Weight, genuine(j)
+			weights[j], genuine[j] = sc.Weight, ev.Rating > 0
 		}
-		return pairsRanked(weights, truth), m.Summary().Burst != nil
+		return pairsRanked(weights, genuine), m.Summary().Burst != nil
 	}
 	for _, tc := range []struct {
 		name    string
-		evs     []Event
-		genuine func(evs []Event) func(j int) bool
+		kind    int
 		read    bool
 		minGain float64
 	}{
-		{"noise bursts outside the user's taste", burstStream(12000, 8, false), burstNoise, true, 0.02},
-		{"noise bursts within the user's taste", burstStream(12000, 8, true), burstNoise, false, 0},
-		{"genuine bursts", tabStream(12000, 8), func(evs []Event) func(j int) bool {
-			return func(j int) bool { return evs[j].Rating > 0 }
-		}, false, 0},
+		{"noise bursts outside the user's taste", noiseOffTaste, true, 0.02},
+		{"noise bursts within the user's taste", noiseInTaste, false, 0},
+		// The weight ranks this stream backwards with or without the
+		// mixture: the gap path reads quick clicks as noise and turns
+		// p_clean round (docs/design/model.md, "Bursts (stop 70)").
+		{"genuine bursts", genuineBursts, false, 0},
 	} {
-		genuine := tc.genuine(tc.evs)
-		with, read := ranked(tc.evs, genuine, false)
-		without, _ := ranked(tc.evs, genuine, true)
+		evs := burstStream(12000, 8, tc.kind)
+		with, read := ranked(evs, false)
+		without, _ := ranked(evs, true)
 		t.Logf("%s: pairs ranked right %.4f with the mixture (burst read: %v), %.4f without", tc.name, with, read, without)
 		if read != tc.read {
 			t.Errorf("%s: burst read %v, want %v", tc.name, read, tc.read)
@@ -394,7 +374,7 @@ func TestBurstWeighsTheStream(t *testing.T) {
 			t.Errorf("%s: a burst not read moved the pairs ranked right from %.4f to %.4f", tc.name, without, with)
 		}
 	}
-	evs := burstStream(3000, 8, false)
+	evs := burstStream(3000, 8, noiseOffTaste)
 	for _, c := range []Config{{DwellDirection: DwellLearned}, {Plain: true}} {
 		m, _ := New(c, NewSource(9))
 		runScores(t, m, evs[:3000])
