@@ -9,8 +9,8 @@ import "math"
 // assume (rankSeparation) or learn from its covariance with p_clean. Where
 // the noise is a click a second or two after a genuine one (a misclick on
 // the item beside the one meant, a double tap, a bounce on to the next
-// item) and p_clean cannot tell it from taste (the item beside follows
-// taste), that covariance is small and the gap is under-read: on an
+// item) and p_clean tells it from taste only weakly (the item beside
+// follows taste), that covariance is small and the gap is under-read: on an
 // independent generator's streams of that kind (scripts/probe_generator.py,
 // stop 69) the weight ranked 0.65–0.73 where the gap alone gave 0.89–0.96.
 // Such clicks show in the gap's own distribution: a component of their
@@ -31,13 +31,14 @@ import "math"
 // between burstMinShare and burstMaxShare of the gaps (a starting
 // component that no gap reaches stays where it started, with next to no
 // mass), and the classifier, which never reads the gap, agrees: the
-// burst's clicks have a mean logit(p_clean) at least burstAgreement of
-// its standard deviation below the other clicks' (a reader who opens
-// items in tabs within seconds sends genuine bursts, which the
-// classifier places no lower than the rest). The premise, stated as dwell's direction is (and dropped with it:
-// only a model with dwell_direction long has the mixture): a click that
-// follows the previous one within seconds of it is more often noise. An
-// event's weight then moves by
+// burst's clicks have a mean logit(p_clean) below the other clicks' by
+// burstAgreement of its standard deviation and by burstAgreementErrors
+// standard errors (agrees: a reader who opens items in tabs within
+// seconds sends genuine bursts, which the classifier places no lower than
+// the rest). The premise, stated as dwell's direction is (and dropped
+// with it: only a model with dwell_direction long has the mixture): a
+// click that follows the previous one within seconds of it is more often
+// noise. An event's weight then moves by
 //
 //	burstStrength · (π − r)
 //
