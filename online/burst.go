@@ -55,7 +55,13 @@ import "math"
 // after the user's previous one, 0.23–0.28 above, and the agreement keeps
 // the mixture from reading them. What it gives up: noise that follows
 // taste so closely that the classifier places its clicks no lower than
-// the others is not read either (docs/design/model.md, "Bursts").
+// the others is not read either (docs/design/model.md, "Bursts"). A burst
+// the classifier places above the others is disputed: nothing in the
+// model changes (the gap path, which reads quick clicks as noise, still
+// runs: where p_clean ranks backwards it is what turns it round), but the
+// summary, the replay's report and the service's log say so, for a user
+// whose quick clicks are genuine to drop the premise (dwell_direction
+// learned).
 //
 // Measured (docs/design/model.md, "Bursts (stop 70)"): on the independent
 // generator's streams without dwell or types (C, H) and with types only
@@ -196,9 +202,24 @@ func (b *burstMixture) evidence(r *[burstComponents]float64) float64 {
 // burst returns the lowest component and its share, and whether it is a
 // burst that the weight reads.
 func (b *burstMixture) burst() (low int, share float64, ok bool) {
+	low, share, side := b.verdict()
+	return low, share, side < 0
+}
+
+// verdict returns the lowest component and its share, and where the
+// classifier places its clicks if it is a burst: side −1 below the other
+// clicks (the burst the weight reads), +1 above them (disputed: quick
+// clicks the genuine ones, against the premise), 0 neither, or no burst.
+// Below or above means the mean logit(p_clean) of the burst's clicks lies
+// that side of the rest's by burstAgreement of its standard deviation (at
+// least burstMinPCleanSpread) and by burstAgreementErrors standard errors
+// of the difference, so that a classifier that tells the burst's clicks
+// from the others by no more than chance, or says the same of every
+// click, does not move the verdict back and forth.
+func (b *burstMixture) verdict() (low int, share float64, side int) {
 	n := b.total()
 	if n < burstMinMass {
-		return 0, 0, false
+		return 0, 0, 0
 	}
 	for k := 1; k < burstComponents; k++ {
 		if b.sum[k]/b.mass[k] < b.sum[low]/b.mass[low] {
@@ -207,36 +228,33 @@ func (b *burstMixture) burst() (low int, share float64, ok bool) {
 	}
 	mean, variance := b.component(low)
 	share = b.mass[low] / n
-	return low, share, mean < burstMaxCentre && variance >= burstMinSpread*burstMinSpread &&
-		share >= burstMinShare && share <= burstMaxShare && b.agrees(low)
-}
-
-// agrees reports whether the classifier, which never reads the gap,
-// places the clicks of component low below the others: their mean
-// logit(p_clean) under the rest's by burstAgreement of its standard
-// deviation (at least burstMinPCleanSpread) and by burstAgreementErrors
-// standard errors of the difference, so that a classifier that tells the
-// burst's clicks from the others by no more than chance, or says the same
-// of every click, does not move the verdict back and forth.
-func (b *burstMixture) agrees(low int) bool {
-	n := b.total()
+	if mean >= burstMaxCentre || variance < burstMinSpread*burstMinSpread || share < burstMinShare || share > burstMaxShare {
+		return low, share, 0
+	}
 	all := b.pClean[0] + b.pClean[1] + b.pClean[2]
-	mean := all / n
+	mean = all / n
 	sd := math.Sqrt(max(b.pCleanSquares/n-mean*mean, burstMinPCleanSpread*burstMinPCleanSpread))
 	in := b.pClean[low] / b.mass[low]
 	out := (all - b.pClean[low]) / (n - b.mass[low])
 	se := sd * math.Sqrt(1/b.mass[low]+1/(n-b.mass[low]))
-	return in-out <= -max(burstAgreement*sd, burstAgreementErrors*se)
+	switch margin := max(burstAgreement*sd, burstAgreementErrors*se); {
+	case in-out <= -margin:
+		return low, share, -1
+	case in-out >= margin:
+		return low, share, 1
+	}
+	return low, share, 0
 }
 
-// summary describes the burst the weight reads, or is nil.
+// summary describes the burst the weight reads or the classifier
+// disputes, or is nil.
 func (b *burstMixture) summary() *BurstSummary {
-	low, share, ok := b.burst()
-	if !ok {
+	low, share, side := b.verdict()
+	if side == 0 {
 		return nil
 	}
 	mean, _ := b.component(low)
-	return &BurstSummary{CentreSeconds: math.Expm1(mean), Share: share}
+	return &BurstSummary{CentreSeconds: math.Expm1(mean), Share: share, Disputed: side > 0}
 }
 
 // learn is one online EM step at x, of an event of a = logit(p_clean),

@@ -124,10 +124,21 @@ func TestBurstFindsBursts(t *testing.T) {
 	} {
 		checkNoBurst(t, tc.name, learnGaps(burstGaps(30000, tc.burst, tc.centre, tc.spike, 3), 1))
 	}
-	// Bursts whose clicks the classifier places above the others (a
-	// reader opening items in tabs), or level with them.
-	for _, a := range []float64{3.5, 2.5} {
-		checkNoBurst(t, fmt.Sprintf("bursts of logit(p_clean) %v against 2.5", a), learnGaps(burstGaps(30000, 0.2, 1.5, 0, 6), a))
+	// Bursts whose clicks the classifier places level with the others
+	// are neither read nor disputed; above them (a reader opening items in
+	// tabs), disputed: named in the summary, not read.
+	checkNoBurst(t, "bursts of logit(p_clean) 2.5 as the others", learnGaps(burstGaps(30000, 0.2, 1.5, 0, 6), 2.5))
+	above := learnGaps(burstGaps(30000, 0.2, 1.5, 0, 6), 3.5)
+	if s := above.summary(); s == nil || !s.Disputed || math.Abs(s.CentreSeconds-1.5) > 0.3 {
+		t.Errorf("bursts of logit(p_clean) 3.5 against 2.5: summary %+v, want one disputed about 1.5 s", s)
+	}
+	for _, g := range []float64{0.5, 1.5, 40} {
+		if e := above.evidenceAt(burstX(g)); e != 0 {
+			t.Errorf("a disputed burst: a gap of %v s moves the weight by %.3g", g, e)
+		}
+	}
+	if s := learnGaps(burstGaps(30000, 0.2, 1.5, 0, 1), 1).summary(); s == nil || s.Disputed {
+		t.Errorf("bursts of lower logit(p_clean): summary %+v, want one read", s)
 	}
 	for _, tc := range []struct {
 		name           string
@@ -137,7 +148,8 @@ func TestBurstFindsBursts(t *testing.T) {
 	}
 }
 
-// checkNoBurst fails t unless b names no burst and moves no weight.
+// checkNoBurst fails t unless b names no burst, read or disputed, and
+// moves no weight.
 func checkNoBurst(t *testing.T, name string, b *burstMixture) {
 	t.Helper()
 	if s := b.summary(); s != nil {
@@ -171,17 +183,20 @@ func TestBurstAgreementHolds(t *testing.T) {
 		gaps := burstGaps(200000, tc.bursts, 1.5, 0, 7)
 		r := rand.New(rand.NewPCG(7, 8))
 		var b burstMixture
-		read := 0
+		read, named := 0, 0
 		for _, g := range gaps {
 			x := burstX(g)
 			resp := b.read(x)
 			if b.evidence(&resp) != 0 {
 				read++
 			}
+			if b.summary() != nil {
+				named++ // read or disputed
+			}
 			b.learn(x, tc.a+tc.sd*r.NormFloat64(), &resp)
 		}
-		if read > 0 {
-			t.Errorf("%s: the burst read on %d of %d steps", tc.name, read, len(gaps))
+		if read > 0 || named > 0 {
+			t.Errorf("%s: the burst read on %d of %d steps, read or disputed on %d", tc.name, read, len(gaps), named)
 		}
 	}
 }
@@ -330,9 +345,9 @@ func TestBurstEncoding(t *testing.T) {
 func TestBurstWeighsTheStream(t *testing.T) {
 	cfg := smallConfig(ModeBinary)
 	cfg.DwellDirection = DwellLong
-	// ranked returns the pairs the weight ranks right, and whether the
-	// burst was read at the end.
-	ranked := func(evs []Event, empty bool) (float64, bool) {
+	// ranked returns the pairs the weight ranks right, and the summary's
+	// burst at the end.
+	ranked := func(evs []Event, empty bool) (float64, *BurstSummary) {
 		m, _ := New(cfg, NewSource(9))
 		weights, genuine := make([]float64, len(evs)), make([]bool, len(evs))
 		var sc Score
@@ -345,27 +360,29 @@ func TestBurstWeighsTheStream(t *testing.T) {
 			}
 			weights[j], genuine[j] = sc.Weight, ev.Rating > 0
 		}
-		return pairsRanked(weights, genuine), m.Summary().Burst != nil
+		return pairsRanked(weights, genuine), m.Summary().Burst
 	}
 	for _, tc := range []struct {
-		name    string
-		kind    int
-		read    bool
-		minGain float64
+		name     string
+		kind     int
+		read     bool
+		disputed bool
+		minGain  float64
 	}{
-		{"noise bursts outside the user's taste", noiseOffTaste, true, 0.02},
-		{"noise bursts within the user's taste", noiseInTaste, false, 0},
+		{"noise bursts outside the user's taste", noiseOffTaste, true, false, 0.02},
+		{"noise bursts within the user's taste", noiseInTaste, false, false, 0},
 		// The weight ranks this stream backwards with or without the
 		// mixture: the gap path reads quick clicks as noise and turns
 		// p_clean round (docs/design/model.md, "Bursts (stop 70)").
-		{"genuine bursts", genuineBursts, false, 0},
+		{"genuine bursts", genuineBursts, false, true, 0},
 	} {
 		evs := burstStream(12000, 8, tc.kind)
-		with, read := ranked(evs, false)
+		with, burst := ranked(evs, false)
 		without, _ := ranked(evs, true)
-		t.Logf("%s: pairs ranked right %.4f with the mixture (burst read: %v), %.4f without", tc.name, with, read, without)
-		if read != tc.read {
-			t.Errorf("%s: burst read %v, want %v", tc.name, read, tc.read)
+		read, disputed := burst != nil && !burst.Disputed, burst != nil && burst.Disputed
+		t.Logf("%s: pairs ranked right %.4f with the mixture (burst %+v), %.4f without", tc.name, with, burst, without)
+		if read != tc.read || disputed != tc.disputed {
+			t.Errorf("%s: burst read %v, disputed %v; want %v, %v", tc.name, read, disputed, tc.read, tc.disputed)
 		}
 		if tc.read && with < without+tc.minGain {
 			t.Errorf("%s: the mixture moved the pairs ranked right from %.4f to %.4f, want a gain of %v at least", tc.name, without, with, tc.minGain)

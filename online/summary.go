@@ -42,16 +42,21 @@ type Summary struct {
 	// where a few items draw most of the noise (clickbait, a trending
 	// slot), 1000 where the items do not differ; 0 in a model without it.
 	ItemPriorStrength float64 `json:"item_prior_strength,omitempty"`
-	// Burst is the burst the gaps' mixture finds and the weight reads
-	// (burst.go); nil where it finds none, or the model has no mixture.
+	// Burst is the burst the gaps' mixture finds and the weight reads, or
+	// the classifier disputes (burst.go); nil where it finds neither, or
+	// the model has no mixture.
 	Burst *BurstSummary `json:"burst,omitempty"`
 }
 
 // BurstSummary describes a burst: clicks that come within seconds of the
-// user's previous one, which the weight reads as the more often noise.
+// user's previous one, which the weight reads as the more often noise, or,
+// Disputed, whose clicks the classifier places above the others: the
+// premise that quick clicks are the more often noise is then in doubt on
+// the stream, and the weight does not read the burst (burst.go).
 type BurstSummary struct {
-	CentreSeconds float64 `json:"centre_seconds"` // the burst component's centre, e^mean − 1
-	Share         float64 `json:"share"`          // its share of the gaps
+	CentreSeconds float64 `json:"centre_seconds"`     // the burst component's centre, e^mean − 1
+	Share         float64 `json:"share"`              // its share of the gaps
+	Disputed      bool    `json:"disputed,omitempty"` // the classifier places its clicks above the others
 }
 
 // GMMSummary describes the fitted two-component mixture over the

@@ -76,6 +76,9 @@ type checkpointer struct {
 	// outOfOrder holds the listed types warned of as read without their
 	// rank (warnOutOfOrder), each warned of once.
 	outOfOrder map[string]bool
+	// disputed is whether a disputed burst has been warned of
+	// (warnDisputed).
+	disputed bool
 	// unread holds the consumer.Aliases bits warned of (warnUnread),
 	// shadowed the fields' (warnShadowed) and replaced the output
 	// fields' (warnReplaced).
@@ -211,6 +214,19 @@ func (c *checkpointer) warnOutOfOrder(types []string) {
 	warnOnce(c.log, &c.outOfOrder, types, "event types read without their rank in model.event_order: the classifier ranks their events well below a lower-ranked type's (docs/design/model.md, \"Purchases that are the noise\")")
 }
 
+// warnDisputed logs, once, a burst whose clicks the classifier places
+// above the others (online.BurstSummary.Disputed): the model's premise
+// that quick clicks are the more often noise is in doubt on the stream,
+// which a user whose quick clicks are genuine can drop.
+func (c *checkpointer) warnDisputed(b *online.BurstSummary) {
+	if b == nil || !b.Disputed || c.disputed {
+		return
+	}
+	c.disputed = true
+	c.log.Warn("clicks within seconds of the user's previous one form a burst that the classifier places above the other clicks: the premise that quick clicks are the more often noise is in doubt on this stream; if they are genuine here (items opened in tabs), set model.dwell_direction: learned (docs/design/model.md, \"Bursts\")",
+		"burst_seconds", b.CentreSeconds, "share", b.Share)
+}
+
 // warnOnce logs msg with the types not yet in *seen, and adds them.
 func warnOnce(log *slog.Logger, seen *map[string]bool, types []string, msg string) {
 	var news []string
@@ -279,6 +295,7 @@ func (c *checkpointer) tick(interval time.Duration) func(context.Context, consum
 		c.metrics.setSummary(s)
 		c.warnUnranked(s.UnrankedTypes)
 		c.warnOutOfOrder(s.OutOfOrderTypes)
+		c.warnDisputed(s.Burst)
 		if c.share != nil {
 			c.share.tick(false)
 		}

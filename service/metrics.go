@@ -405,7 +405,7 @@ func (c *scrapeCollector) Collect(ch chan<- prometheus.Metric) {
 	if s.ItemPriorStrength > 0 {
 		gauge(descItemPrior, s.ItemPriorStrength)
 	}
-	if s.Burst != nil {
+	if s.Burst != nil && !s.Burst.Disputed {
 		gauge(descBurst, s.Burst.Share)
 	}
 	counter(descRefits, s.Refits)

@@ -387,7 +387,10 @@ func (r *Report) PrintAs(w io.Writer, command string) error {
 	if k := r.Model.ItemPriorStrength; k > 0 {
 		fmt.Fprintf(&b, "item prior: strength %s events (%g: the items' genuine shares do not differ; the smaller, the more a few items draw the noise)\n", eventCount(k), online.UserPriorMax)
 	}
-	if burst := r.Model.Burst; burst != nil {
+	switch burst := r.Model.Burst; {
+	case burst != nil && burst.Disputed:
+		fmt.Fprintf(&b, "bursts: %.0f%% of the gaps between a user's clicks are a burst about %.1f s after the previous click, whose clicks the classifier places above the others: the premise that quick clicks are the more often noise is in doubt on this stream, and the gap is read by it all the same; if quick clicks are the genuine ones here (items opened in tabs), set model.dwell_direction: learned, which drops it (docs/design/model.md, \"Bursts\")\n", 100*burst.Share, burst.CentreSeconds)
+	case burst != nil:
 		fmt.Fprintf(&b, "bursts: %.0f%% of the gaps between a user's clicks are a burst about %.1f s after the previous click, whose clicks the weight reads as the more often noise (the premise of dwell_direction long; docs/design/model.md, \"Bursts\")\n", 100*burst.Share, burst.CentreSeconds)
 	}
 	if len(r.Model.UnrankedTypes) > 0 {

@@ -452,3 +452,27 @@ func printed(t *testing.T, rep *Report) string {
 	}
 	return human.String()
 }
+
+// TestPrintBurst: a burst the weight reads is named as read; one the
+// classifier disputes is named with the setting that drops the premise;
+// without one the report says nothing of bursts.
+func TestPrintBurst(t *testing.T) {
+	for _, tc := range []struct {
+		burst *online.BurstSummary
+		want  []string
+	}{
+		{nil, nil},
+		{&online.BurstSummary{CentreSeconds: 1.6, Share: 0.19}, []string{"bursts: 19% of the gaps", "about 1.6 s after", "the weight reads as the more often noise"}},
+		{&online.BurstSummary{CentreSeconds: 1.5, Share: 0.12, Disputed: true}, []string{"bursts: 12% of the gaps", "the classifier places above the others", "model.dwell_direction: learned"}},
+	} {
+		out := printed(t, &Report{Events: 10, Model: online.Summary{Burst: tc.burst}})
+		if tc.want == nil && strings.Contains(out, "bursts:") {
+			t.Errorf("no burst: the report says\n%s", out)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("burst %+v: the report lacks %q:\n%s", *tc.burst, w, out)
+			}
+		}
+	}
+}
