@@ -33,7 +33,7 @@ import "math"
 // mass), and the classifier, which never reads the gap, agrees: the
 // burst's clicks have a mean logit(p_clean) below the other clicks' by
 // burstAgreement of its standard deviation and by burstAgreementErrors
-// standard errors (agrees: a reader who opens items in tabs within
+// standard errors (verdict: a reader who opens items in tabs within
 // seconds sends genuine bursts, which the classifier places no lower than
 // the rest). The premise, stated as dwell's direction is (and dropped
 // with it: only a model with dwell_direction long has the mixture): a
@@ -97,7 +97,7 @@ const (
 	burstStrength = contextClamp
 	// burstAgreement is how far, in standard deviations of
 	// logit(p_clean), the burst's clicks must lie below the others' for
-	// the burst to be read (agrees).
+	// the burst to be read (verdict).
 	burstAgreement = 0.1
 	// burstAgreementErrors is the same distance in standard errors of the
 	// difference of the two means, and burstMinPCleanSpread the least
@@ -190,20 +190,14 @@ func (b *burstMixture) read(x float64) (r [burstComponents]float64) {
 
 // evidence is the log-odds by which the weight of an event whose
 // responsibilities are r (read) moves: burstStrength·(π − r_low) where
-// the lowest component is a burst, else 0.
+// the lowest component is a burst the classifier places below the other
+// clicks (verdict), else 0.
 func (b *burstMixture) evidence(r *[burstComponents]float64) float64 {
-	low, share, ok := b.burst()
-	if !ok {
+	low, share, side := b.verdict()
+	if side >= 0 {
 		return 0
 	}
 	return burstStrength * (share - r[low])
-}
-
-// burst returns the lowest component and its share, and whether it is a
-// burst that the weight reads.
-func (b *burstMixture) burst() (low int, share float64, ok bool) {
-	low, share, side := b.verdict()
-	return low, share, side < 0
 }
 
 // verdict returns the lowest component and its share, and where the
