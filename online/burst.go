@@ -191,7 +191,9 @@ func (b *burstMixture) read(x float64) (r [burstComponents]float64) {
 // evidence is the log-odds by which the weight of an event whose
 // responsibilities are r (read) moves: burstStrength·(π − r_low) where
 // the lowest component is a burst the classifier places below the other
-// clicks (verdict), else 0.
+// clicks (verdict), else 0. A timed click with no previous one (a user's
+// first) is no burst: its r is all 0, and it moves by burstStrength·π as
+// a click long after the previous one does.
 func (b *burstMixture) evidence(r *[burstComponents]float64) float64 {
 	low, share, side := b.verdict()
 	if side >= 0 {
@@ -211,25 +213,13 @@ func (b *burstMixture) evidence(r *[burstComponents]float64) float64 {
 // from the others by no more than chance, or says the same of every
 // click, does not move the verdict back and forth.
 func (b *burstMixture) verdict() (low int, share float64, side int) {
-	n := b.total()
-	if n < burstMinMass {
-		return 0, 0, 0
-	}
-	for k := 1; k < burstComponents; k++ {
-		if b.sum[k]/b.mass[k] < b.sum[low]/b.mass[low] {
-			low = k
-		}
-	}
-	mean, variance := b.component(low)
-	share = b.mass[low] / n
-	if mean >= burstMaxCentre || variance < burstMinSpread*burstMinSpread || share < burstMinShare || share > burstMaxShare {
+	low, share, ok := b.candidate()
+	if !ok {
 		return low, share, 0
 	}
-	all := b.pClean[0] + b.pClean[1] + b.pClean[2]
-	mean = all / n
-	sd := math.Sqrt(max(b.pCleanSquares/n-mean*mean, burstMinPCleanSpread*burstMinPCleanSpread))
-	in := b.pClean[low] / b.mass[low]
-	out := (all - b.pClean[low]) / (n - b.mass[low])
+	in, out, variance := b.pCleanMoments(low)
+	n := b.total()
+	sd := math.Sqrt(max(variance, burstMinPCleanSpread*burstMinPCleanSpread))
 	se := sd * math.Sqrt(1/b.mass[low]+1/(n-b.mass[low]))
 	switch margin := max(burstAgreement*sd, burstAgreementErrors*se); {
 	case in-out <= -margin:
@@ -240,6 +230,62 @@ func (b *burstMixture) verdict() (low int, share float64, side int) {
 	return low, share, 0
 }
 
+// candidate returns the lowest component and its share, and whether it
+// is a burst by the gaps alone: the mixture has the mass, and the
+// component lies below burstGapSeconds with a spread and a share.
+func (b *burstMixture) candidate() (low int, share float64, ok bool) {
+	n := b.total()
+	if n < burstMinMass {
+		return 0, 0, false
+	}
+	for k := 1; k < burstComponents; k++ {
+		if b.sum[k]/b.mass[k] < b.sum[low]/b.mass[low] {
+			low = k
+		}
+	}
+	mean, variance := b.component(low)
+	share = b.mass[low] / n
+	ok = mean < burstMaxCentre && variance >= burstMinSpread*burstMinSpread && share >= burstMinShare && share <= burstMaxShare
+	return low, share, ok
+}
+
+// pCleanMoments returns the mean logit(p_clean) of component low's
+// clicks and of the other clicks, and its variance over all.
+func (b *burstMixture) pCleanMoments(low int) (in, out, variance float64) {
+	n := b.total()
+	all := b.pClean[0] + b.pClean[1] + b.pClean[2]
+	mean := all / n
+	return b.pClean[low] / b.mass[low], (all - b.pClean[low]) / (n - b.mass[low]), b.pCleanSquares/n - mean*mean
+}
+
+// pCleanSlope is the slope at which the gap path reads logit(p_clean)
+// where a burst is read, at most 1 (the classifier's own log-odds): the
+// slope of the Gaussian discriminant, with a variance common to both, of
+// the burst's clicks against the others in logit(p_clean),
+//
+//	D / W,  D = the others' mean − the burst's,  W = var − π(1 − π)·D²
+//
+// (W the variance within the two groups, at least
+// burstMinPCleanSpread²; π the burst's share). If the burst's clicks
+// were the noise and the others genuine, D / W would be the slope that
+// makes p_clean's log-odds calibrated; the other clicks hold noise too
+// (D then understates the classes' distance), so it reads p_clean no
+// more steeply than the burst warrants. The classifier's log-odds are
+// over-confident on such streams, where the noise follows taste (on the
+// independent generator's stream C its logit(p_clean) spreads with
+// s.d. 3.2 while its classes' means lie 1.5 apart, and the slope is
+// about 0.14). 1 where no burst is read.
+func (b *burstMixture) pCleanSlope() float64 {
+	low, share, side := b.verdict()
+	if side >= 0 {
+		return 1
+	}
+	in, out, variance := b.pCleanMoments(low)
+	d := out - in
+	w := max(variance-share*(1-share)*d*d, burstMinPCleanSpread*burstMinPCleanSpread)
+	return min(1, d/w)
+}
+
 // summary describes the burst the weight reads or the classifier
 // disputes, or is nil.
 func (b *burstMixture) summary() *BurstSummary {
@@ -248,7 +294,10 @@ func (b *burstMixture) summary() *BurstSummary {
 		return nil
 	}
 	mean, _ := b.component(low)
-	return &BurstSummary{CentreSeconds: math.Expm1(mean), Share: share, Disputed: side > 0}
+	if side > 0 {
+		return &BurstSummary{CentreSeconds: math.Expm1(mean), Share: share, Disputed: true}
+	}
+	return &BurstSummary{CentreSeconds: math.Expm1(mean), Share: share, PCleanSlope: b.pCleanSlope()}
 }
 
 // learn is one online EM step at x, of an event of a = logit(p_clean),

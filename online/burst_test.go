@@ -46,14 +46,20 @@ func readingGaps(n int, burst, centre, spike, reading, sigma float64, seed uint6
 // seconds) capped at sessionGapMS, each with a logit(p_clean) drawn about
 // burstPClean for a gap under 3 s and about 2.5 for the others (s.d. 1).
 func learnGaps(gaps []float64, burstPClean float64) *burstMixture {
+	return learnGapsWith(gaps, burstPClean, 2.5, 1)
+}
+
+// learnGapsWith is learnGaps with the others' logit(p_clean) about other
+// and both with s.d. sd.
+func learnGapsWith(gaps []float64, burstPClean, other, sd float64) *burstMixture {
 	r := rand.New(rand.NewPCG(uint64(len(gaps)), 3))
 	var b burstMixture
 	for _, g := range gaps {
-		a := 2.5
+		a := other
 		if g < 3 {
 			a = burstPClean
 		}
-		b.learnAt(burstX(g), a+r.NormFloat64())
+		b.learnAt(burstX(g), a+sd*r.NormFloat64())
 	}
 	return &b
 }
@@ -145,6 +151,41 @@ func TestBurstFindsBursts(t *testing.T) {
 		reading, sigma float64
 	}{{"narrow reading gaps at 40 s", 40, 0.2}, {"narrow reading gaps at 120 s", 120, 0.3}, {"sessions only", 1800, 0.3}} {
 		checkNoBurst(t, tc.name, learnGaps(readingGaps(200000, 0, 0, 0, tc.reading, tc.sigma, 5), 1))
+	}
+}
+
+// TestBurstPCleanSlope: where the burst's clicks and the others have
+// logit(p_clean) Gaussian with means D apart and a common s.d. σ, the
+// slope at which the gap path reads p_clean is D/σ² (the discriminant's),
+// at most 1; 1 where no burst is read or the burst is disputed.
+func TestBurstPCleanSlope(t *testing.T) {
+	for _, tc := range []struct {
+		burst, other, sd, want float64
+	}{
+		{1, 2, 2, 0.25},
+		{0, 2.5, 3, 2.5 / 9},
+		{2, 2.5, 1, 0.5},
+		{-1.5, 2.5, 2.5, 0.64}, // the spread within the two groups, not over all (0.45)
+		{-1, 3, 1.5, 1},        // D/σ² = 1.8: the classifier's own log-odds
+	} {
+		b := learnGapsWith(burstGaps(60000, 0.2, 1.5, 0, 11), tc.burst, tc.other, tc.sd)
+		if _, _, side := b.verdict(); side != -1 {
+			t.Fatalf("%+v: no burst read", tc)
+		}
+		got := b.pCleanSlope()
+		t.Logf("burst's logit(p_clean) %v, others' %v, s.d. %v: slope %.4f, want %.4f", tc.burst, tc.other, tc.sd, got, tc.want)
+		if math.Abs(got-tc.want) > 0.1*tc.want {
+			t.Errorf("burst's logit(p_clean) %v, others' %v, s.d. %v: slope %.4f, want %.4f", tc.burst, tc.other, tc.sd, got, tc.want)
+		}
+	}
+	for name, b := range map[string]*burstMixture{
+		"no burst": learnGaps(burstGaps(30000, 0, 0, 0, 3), 1),
+		"disputed": learnGaps(burstGaps(30000, 0.2, 1.5, 0, 6), 3.5),
+		"empty":    {},
+	} {
+		if got := b.pCleanSlope(); got != 1 {
+			t.Errorf("%s: slope %v, want 1", name, got)
+		}
 	}
 }
 
@@ -345,12 +386,14 @@ func TestBurstEncoding(t *testing.T) {
 func TestBurstWeighsTheStream(t *testing.T) {
 	cfg := smallConfig(ModeBinary)
 	cfg.DwellDirection = DwellLong
-	// ranked returns the pairs the weight ranks right, and the summary's
-	// burst at the end.
-	ranked := func(evs []Event, empty bool) (float64, *BurstSummary) {
+	// ranked returns the pairs the weight ranks right, the summary's
+	// burst at the end, and the slope of logit(weight) on logit(p_clean)
+	// (least squares) over the stream's second half.
+	ranked := func(evs []Event, empty bool) (float64, *BurstSummary, float64) {
 		m, _ := New(cfg, NewSource(9))
 		weights, genuine := make([]float64, len(evs)), make([]bool, len(evs))
 		var sc Score
+		var n, sa, sw, saa, saw float64
 		for j, ev := range evs {
 			if empty {
 				m.context.burst = burstMixture{}
@@ -359,8 +402,13 @@ func TestBurstWeighsTheStream(t *testing.T) {
 				t.Fatal(err)
 			}
 			weights[j], genuine[j] = sc.Weight, ev.Rating > 0
+			if j >= len(evs)/2 {
+				a, w := logOdds(sc.PClean), logOdds(sc.Weight)
+				n, sa, sw, saa, saw = n+1, sa+a, sw+w, saa+a*a, saw+a*w
+			}
 		}
-		return pairsRanked(weights, genuine), m.Summary().Burst
+		slope := (saw/n - sa/n*sw/n) / (saa/n - sa/n*sa/n)
+		return pairsRanked(weights, genuine), m.Summary().Burst, slope
 	}
 	for _, tc := range []struct {
 		name     string
@@ -377,15 +425,21 @@ func TestBurstWeighsTheStream(t *testing.T) {
 		{"genuine bursts", genuineBursts, false, true, 0},
 	} {
 		evs := burstStream(12000, 8, tc.kind)
-		with, burst := ranked(evs, false)
-		without, _ := ranked(evs, true)
+		with, burst, slopeWith := ranked(evs, false)
+		without, _, slopeWithout := ranked(evs, true)
 		read, disputed := burst != nil && !burst.Disputed, burst != nil && burst.Disputed
-		t.Logf("%s: pairs ranked right %.4f with the mixture (burst %+v), %.4f without", tc.name, with, burst, without)
+		t.Logf("%s: pairs ranked right %.4f with the mixture (burst %+v), %.4f without; logit(weight) moves with logit(p_clean) at %.3f, %.3f", tc.name, with, burst, without, slopeWith, slopeWithout)
 		if read != tc.read || disputed != tc.disputed {
 			t.Errorf("%s: burst read %v, disputed %v; want %v, %v", tc.name, read, disputed, tc.read, tc.disputed)
 		}
 		if tc.read && with < without+tc.minGain {
 			t.Errorf("%s: the mixture moved the pairs ranked right from %.4f to %.4f, want a gain of %v at least", tc.name, without, with, tc.minGain)
+		}
+		// The burst's evidence goes with p_clean (the burst's clicks
+		// have the lower); read at pCleanSlope, p_clean moves the
+		// weight less than without the mixture all the same.
+		if tc.read && slopeWith > 0.95*slopeWithout {
+			t.Errorf("%s: logit(weight) moves with logit(p_clean) at %.3f with the mixture, %.3f without: p_clean not read at the burst's slope", tc.name, slopeWith, slopeWithout)
 		}
 		if !tc.read && math.Abs(with-without) > 0.005 {
 			t.Errorf("%s: a burst not read moved the pairs ranked right from %.4f to %.4f", tc.name, without, with)
@@ -397,6 +451,60 @@ func TestBurstWeighsTheStream(t *testing.T) {
 		runScores(t, m, evs[:3000])
 		if m.context.burst != (burstMixture{}) {
 			t.Errorf("%+v: the mixture learned %+v", c, m.context.burst)
+		}
+	}
+}
+
+// TestBurstFirstClick: where a burst is read, a timed click with no
+// previous one (a user's first) is no burst and moves by
+// burstStrength·π, as a click long after the previous one does; a gap
+// the mixture reads moves by its responsibility; an event without a time,
+// with a gap counted in events, with a gap of 0 or of a cold user moves
+// by nothing, and before a burst is read no event moves.
+func TestBurstFirstClick(t *testing.T) {
+	cfg := smallConfig(ModeBinary)
+	cfg.DwellDirection = DwellLong
+	m, _ := New(cfg, NewSource(9))
+	fresh, _ := New(cfg, NewSource(9))
+	runScores(t, m, burstStream(12000, 8, noiseOffTaste))
+	_, share, side := m.context.burst.verdict()
+	if side != -1 {
+		t.Fatal("no burst read")
+	}
+	gap := func(seconds float64) contextFeatures {
+		x := contextFeatures{hasZ: true, hasGap: true}
+		x.z[gapFeature] = math.Log1p(seconds)
+		return x
+	}
+	counted := gap(2)
+	counted.counted = true
+	for _, tc := range []struct {
+		name   string
+		x      contextFeatures
+		timed  bool
+		gapped bool
+		want   float64 // evidence; NaN: below −burstStrength/2
+	}{
+		{"a user's first click", contextFeatures{hasZ: true}, true, false, burstStrength * share},
+		{"a click long after the previous one", gap(sessionGapMS / 1000), true, true, burstStrength * share},
+		{"a click 1.5 s after the previous one", gap(1.5), true, true, math.NaN()},
+		{"a first click without a time", contextFeatures{hasZ: true}, false, false, 0},
+		{"a cold user's click", contextFeatures{}, true, false, 0},
+		{"a gap counted in events", counted, false, false, 0},
+		{"a gap of 0", gap(0), true, false, 0},
+	} {
+		gapped, _, e := m.burstOf(&tc.x, tc.timed)
+		if gapped != tc.gapped {
+			t.Errorf("%s: gapped %v, want %v", tc.name, gapped, tc.gapped)
+		}
+		switch {
+		case math.IsNaN(tc.want) && !(e < -burstStrength/2):
+			t.Errorf("%s: evidence %.4f, want below %v", tc.name, e, -burstStrength/2)
+		case !math.IsNaN(tc.want) && math.Abs(e-tc.want) > 1e-3:
+			t.Errorf("%s: evidence %.4f, want %.4f", tc.name, e, tc.want)
+		}
+		if _, _, e := fresh.burstOf(&tc.x, tc.timed); e != 0 {
+			t.Errorf("%s, no burst read: evidence %v", tc.name, e)
 		}
 	}
 }

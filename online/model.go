@@ -281,7 +281,7 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	// towards the gap instrument's mean p_clean, not the mixture's share
 	// (gapWeight), unless the context gave the weight.
 	var gap gapReading
-	gapped, level := false, sc.Weight
+	gapped, level, pClean := false, sc.Weight, sc.PClean
 	if m.useContext() && path == pathAnchored {
 		share := m.context.gap.pCleanShare()
 		if share > 0 {
@@ -290,14 +290,21 @@ func (m *Model) Step(ev Event, sc *Score) error {
 			// the context's anchored posterior (a stream of one event
 			// type: its p_clean term is all that varies). κ = 1 leaves
 			// both as they were, bit for bit.
-			switch k := m.context.tail.temper(share); {
+			// Where a burst is read, p_clean's log-odds are read no more
+			// steeply than they tell the burst's clicks from the others
+			// (burstMixture.pCleanSlope; 1 elsewhere, leaving the bits).
+			slope := m.context.burst.pCleanSlope()
+			if slope < 1 {
+				pClean = temperTo(pClean, share, slope)
+			}
+			switch k := m.context.tail.temper(share) * slope; {
 			case sc.Source == SourcePClean:
 				level = temperTo(posterior, share, k*weightTemper)
 			case k < 1:
 				level = temperTo(level, share, k)
 			}
 		}
-		if gap, gapped = m.context.gapWeight(level, sc.PClean, context, share); gapped {
+		if gap, gapped = m.context.gapWeight(level, pClean, context, share); gapped {
 			sc.Weight = gap.w
 			if gap.blend >= 0.5 {
 				sc.Source = SourceGap
@@ -308,13 +315,9 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	// A click within seconds of the user's previous one (burst.go), on
 	// every path, before the priors, which then learn what it says of
 	// the user and the item.
-	burstGap := m.useContext() && m.context.long && context.hasGap && !context.counted && context.z[gapFeature] > 0
-	var burst [burstComponents]float64
-	if burstGap {
-		burst = m.context.burst.read(context.z[gapFeature])
-		if e := m.context.burst.evidence(&burst); e != 0 {
-			sc.Weight = sigmoid(logOdds(sc.Weight) + e)
-		}
+	burstGap, burst, e := m.burstOf(&context, ev.HasTime)
+	if e != 0 {
+		sc.Weight = sigmoid(logOdds(sc.Weight) + e)
 	}
 
 	// The user's prior (userprior.go), then the item's (itemprior.go): from
@@ -332,6 +335,14 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	itemPrior := m.useContext() && m.itemPriors != nil && i >= m.items.base
 	if itemPrior {
 		sc.Weight = m.itemPrior(i, sc.Weight, pool)
+	}
+	if !(sc.Weight >= 0 && sc.Weight <= 1) {
+		// Unreachable while the context's statistics stay finite; the
+		// last guard, as score's, so that no NaN leaves the model: the
+		// weight falls back to p_clean, which score has checked, and the
+		// priors learn nothing of it.
+		m.schedule.numErrors++
+		sc.Weight, userPrior, itemPrior = sc.PClean, false, false
 	}
 
 	// 2. Learn. The context learns from its posterior, not the weight.
@@ -374,6 +385,24 @@ func (m *Model) Step(ev Event, sc *Score) error {
 		return fmt.Errorf("learn from event: %w", ErrNumerical)
 	}
 	return nil
+}
+
+// burstOf reads an event with the bursts' mixture (burst.go): gapped
+// when its gap is one the mixture reads and learns (timed, after the
+// user's previous event, not 0), the responsibilities of the gap, and
+// the evidence by which the weight moves. A timed click with no previous
+// one (a user's first, or the first since the user's events had times)
+// is no burst: responsibilities 0, and evidence where a burst is read.
+func (m *Model) burstOf(x *contextFeatures, timed bool) (gapped bool, r [burstComponents]float64, evidence float64) {
+	switch {
+	case !m.useContext() || !m.context.long:
+		return false, r, 0
+	case x.hasGap && !x.counted && x.z[gapFeature] > 0:
+		gapped, r = true, m.context.burst.read(x.z[gapFeature])
+	case !x.hasZ || x.hasGap || !timed:
+		return false, r, 0
+	}
+	return gapped, r, m.context.burst.evidence(&r)
 }
 
 // useContext reports whether the context part turns p_clean into the

@@ -342,8 +342,8 @@ func TestNoNonFiniteOutput(t *testing.T) {
 			if err != nil && !errors.Is(err, ErrNumerical) {
 				t.Fatal(err)
 			}
-			vals := append([]float64{sc.PClean, sc.Reliability, sc.Loss}, sc.Posterior...)
-			if !finite(vals) || sc.PClean < 0 || sc.PClean > 1 || sc.Reliability < 0 || sc.Reliability > 1 {
+			vals := append([]float64{sc.PClean, sc.Reliability, sc.Loss, sc.Weight}, sc.Posterior...)
+			if !finite(vals) || sc.PClean < 0 || sc.PClean > 1 || sc.Reliability < 0 || sc.Reliability > 1 || sc.Weight < 0 || sc.Weight > 1 {
 				t.Fatalf("lr %g event %d: score %+v", lr, j, sc)
 			}
 		}
@@ -354,6 +354,35 @@ func TestNoNonFiniteOutput(t *testing.T) {
 		if _, err := ReadModel(&buf); err != nil {
 			t.Fatalf("lr %g: model does not read back (non-finite parameter?): %v", lr, err)
 		}
+	}
+}
+
+// TestWeightGuard: a weight that the context's statistics make non-finite
+// (here a user's prior, poisoned by hand: no stream gives one) leaves the
+// model as p_clean, counted as a numerical error, and the user's prior
+// does not learn it.
+func TestWeightGuard(t *testing.T) {
+	cfg := smallConfig(ModeBinary)
+	cfg.DwellDirection = DwellLong
+	m, _ := New(cfg, NewSource(3))
+	evs := burstStream(3000, 4, noiseOffTaste)
+	runScores(t, m, evs[:2999])
+	ev := evs[2999]
+	u, ok := m.users.index[ev.User]
+	if !ok {
+		t.Fatalf("user %s not in the table", ev.User)
+	}
+	m.users.prior[int(u)*userPriorWidth] = math.NaN()
+	before := m.Summary().NumericalErrors
+	var sc Score
+	if err := m.Step(ev, &sc); err != nil {
+		t.Fatal(err)
+	}
+	if sc.Weight != sc.PClean || m.Summary().NumericalErrors != before+1 {
+		t.Errorf("weight %v (p_clean %v), numerical errors %d → %d: want p_clean and one more", sc.Weight, sc.PClean, before, m.Summary().NumericalErrors)
+	}
+	if !math.IsNaN(m.users.prior[int(u)*userPriorWidth]) {
+		t.Errorf("the user's prior learned from the guarded event: %v", m.users.prior[int(u)*userPriorWidth:int(u+1)*userPriorWidth])
 	}
 }
 

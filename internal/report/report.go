@@ -391,7 +391,7 @@ func (r *Report) PrintAs(w io.Writer, command string) error {
 	case burst != nil && burst.Disputed:
 		fmt.Fprintf(&b, "bursts: %.0f%% of the gaps between a user's clicks are a burst about %.1f s after the previous click, whose clicks the classifier places above the others: the premise that quick clicks are the more often noise is in doubt on this stream, and the gap is read by it all the same; if quick clicks are the genuine ones here (items opened in tabs), set model.dwell_direction: learned, which drops it (docs/design/model.md, \"Bursts\")\n", 100*burst.Share, burst.CentreSeconds)
 	case burst != nil:
-		fmt.Fprintf(&b, "bursts: %.0f%% of the gaps between a user's clicks are a burst about %.1f s after the previous click, whose clicks the weight reads as the more often noise (the premise of dwell_direction long; docs/design/model.md, \"Bursts\")\n", 100*burst.Share, burst.CentreSeconds)
+		fmt.Fprintf(&b, "bursts: %.0f%% of the gaps between a user's clicks are a burst about %.1f s after the previous click, whose clicks the weight reads as the more often noise (the premise of dwell_direction long; docs/design/model.md, \"Bursts\"); where neither dwell nor an event type weighs an event, p_clean's log-odds count %.2f of themselves, as much as they tell the burst's clicks from the others\n", 100*burst.Share, burst.CentreSeconds, burst.PCleanSlope)
 	}
 	if len(r.Model.UnrankedTypes) > 0 {
 		fmt.Fprintf(&b, "event types without a rank in model.event_order: %s (add them to the order, least engaged first, to rank them)\n",

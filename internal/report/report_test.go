@@ -462,7 +462,7 @@ func TestPrintBurst(t *testing.T) {
 		want  []string
 	}{
 		{nil, nil},
-		{&online.BurstSummary{CentreSeconds: 1.6, Share: 0.19}, []string{"bursts: 19% of the gaps", "about 1.6 s after", "the weight reads as the more often noise"}},
+		{&online.BurstSummary{CentreSeconds: 1.6, Share: 0.19, PCleanSlope: 0.14}, []string{"bursts: 19% of the gaps", "about 1.6 s after", "the weight reads as the more often noise", "p_clean's log-odds count 0.14 of themselves"}},
 		{&online.BurstSummary{CentreSeconds: 1.5, Share: 0.12, Disputed: true}, []string{"bursts: 12% of the gaps", "the classifier places above the others", "model.dwell_direction: learned"}},
 	} {
 		out := printed(t, &Report{Events: 10, Model: online.Summary{Burst: tc.burst}})
