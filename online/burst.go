@@ -286,6 +286,18 @@ func (b *burstMixture) pCleanSlope() float64 {
 	return min(1, d/w)
 }
 
+// pCleanDistance is D of pCleanSlope, the others' mean logit(p_clean)
+// less the burst's clicks', where a burst is read (then at least the
+// verdict's margin, so positive); ok false elsewhere.
+func (b *burstMixture) pCleanDistance() (d float64, ok bool) {
+	low, _, side := b.verdict()
+	if side >= 0 {
+		return 0, false
+	}
+	in, out, _ := b.pCleanMoments(low)
+	return out - in, true
+}
+
 // summary describes the burst the weight reads or the classifier
 // disputes, or is nil.
 func (b *burstMixture) summary() *BurstSummary {

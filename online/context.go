@@ -471,7 +471,7 @@ func (c *contextModel) posterior(pClean float64, x contextFeatures, share float6
 			if t, ok := c.instrument(share, level, x.hasZ); ok {
 				return sigmoid(shift + centre + t.evidence(a, c.inst.impute(&x, dwellGapCap)) + c.evidence(x)), pathDwell
 			}
-			if t, ok := c.rank.fit(share, level, x.hasZ, 0); ok {
+			if t, ok := c.rank.fit(share, level, rankSeparation, x.hasZ, 0); ok {
 				return sigmoid(shift + centre + c.rank.offset + pCleanTemper*(t.evidence(a, c.rank.stats.impute(&x, rankGapCap))+c.rankEvidence(x, &t))), pathRank
 			}
 		}
@@ -552,7 +552,8 @@ func (c *contextModel) gapWeight(level, pClean float64, x contextFeatures, share
 	if !c.long {
 		return gapReading{}, false
 	}
-	t, ok := c.gap.fit(share, share, false, gapPCleanFloor)
+	sep := c.gapSeparation(share)
+	t, ok := c.gap.fit(share, share, sep, false, gapPCleanFloor)
 	if !ok {
 		return c.gap.flatGap(level, share, x)
 	}
@@ -562,6 +563,7 @@ func (c *contextModel) gapWeight(level, pClean float64, x contextFeatures, share
 	if !(va > 0) {
 		return gapReading{}, false
 	}
+	dx := sep * math.Sqrt(vg)
 	lambda := min(1, math.Abs(s.cross[0]/s.mass-ma*mg)/math.Sqrt(va*vg)/gapCorrelationScale)
 	evidence := t.evidence(logOdds(pClean), x.z)
 	if x.hasGap {
@@ -569,8 +571,41 @@ func (c *contextModel) gapWeight(level, pClean float64, x contextFeatures, share
 	}
 	g := sigmoid(c.gap.offset + pCleanTemper*evidence)
 	b := c.reach.blend(lambda)
-	w := sigmoid((1-b)*logOdds(level) + b*logOdds(g) + c.gap.activityEvidence(share, mg, vg, x) + c.gap.popularityEvidence(share, mg, vg, x))
+	w := sigmoid((1-b)*logOdds(level) + b*logOdds(g) + c.gap.activityEvidence(share, mg, vg, dx, x) + c.gap.popularityEvidence(share, mg, vg, dx, x))
 	return gapReading{w: w, g: g, lambda: lambda, blend: b, pool: b}, true
+}
+
+// gapSeparation is the gap instrument's Δx, the classes' distance in the
+// capped log gap, in standard deviations of it: rankSeparation, assumed,
+// unless a burst is read (burst.go). A burst's clicks against the others
+// give the classes' distance in logit(p_clean), D
+// (burstMixture.pCleanDistance), and two views independent given the
+// class covary by q·Δa·Δx (q = π(1 − π), π the instrument's share), so
+//
+//	Δx = cov(logit p_clean, gap) / (q·D),
+//
+// at least rankSeparation and at most what leaves instrumentWithinFloor
+// of the gap's variance within the classes. The fit then reads p_clean
+// at D over its variance within the classes, as pCleanSlope does, and
+// the gap, the activity and the popularity at the stream's own
+// separation. On the independent generator's bursty streams without
+// dwell or types (C, H) Δx comes out at 1.2–1.5 s.d. where the labels
+// give 1.5–2.0, against the 0.5 assumed (docs/design/model.md, "The
+// gap's separation from a burst").
+func (c *contextModel) gapSeparation(share float64) float64 {
+	d, ok := c.burst.pCleanDistance()
+	s := &c.gap.stats
+	if !ok || s.mass < contextMinMass || share <= 0 || share >= 1 {
+		return rankSeparation
+	}
+	ma, mg := s.sum[0]/s.mass, s.dwell/s.mass
+	vg := c.gap.squares/s.mass - mg*mg
+	if !(vg >= rankMinVariance) {
+		return rankSeparation
+	}
+	q := share * (1 - share)
+	sep := (s.cross[0]/s.mass - ma*mg) / (q * d) / math.Sqrt(vg)
+	return min(max(sep, rankSeparation), math.Sqrt((1-instrumentWithinFloor)/q))
 }
 
 // flatGap is gapWeight where the gap instrument has its moments but the
@@ -613,8 +648,8 @@ func (r *rankInstrument) flatGap(level, share float64, x contextFeatures) (gapRe
 //
 // mg and vg are the gap's mean and variance in the moments (gapWeight has
 // them, after fit has checked the mass, the share and the gap's spread).
-func (r *rankInstrument) activityEvidence(share, mg, vg float64, x contextFeatures) float64 {
-	return r.gapRead(activityFeature, activitySquare, -activityCap, 0, share, mg, vg, x)
+func (r *rankInstrument) activityEvidence(share, mg, vg, dx float64, x contextFeatures) float64 {
+	return r.gapRead(activityFeature, activitySquare, -activityCap, 0, share, mg, vg, dx, x)
 }
 
 // gapRead is the evidence of the instrument's feature f (its square at
@@ -625,7 +660,7 @@ func (r *rankInstrument) activityEvidence(share, mg, vg float64, x contextFeatur
 // [lo, hi], scaled down by the correlation's size (gapCorrelationScale),
 // centred on the moments' mean of f and kept within contextClamp; 0
 // where f has no spread or the event no f.
-func (r *rankInstrument) gapRead(f, sq int, lo, hi, share, mg, vg float64, x contextFeatures) float64 {
+func (r *rankInstrument) gapRead(f, sq int, lo, hi, share, mg, vg, dx float64, x contextFeatures) float64 {
 	s := &r.stats
 	mf := s.sum[f] / s.mass
 	vf := s.squares[sq]/s.mass - mf*mf
@@ -633,7 +668,7 @@ func (r *rankInstrument) gapRead(f, sq int, lo, hi, share, mg, vg float64, x con
 		return 0
 	}
 	cov := s.cross[f]/s.mass - mf*mg
-	q, dx := share*(1-share), rankSeparation*math.Sqrt(vg)
+	q := share * (1 - share)
 	delta := cov / (q * dx)
 	slope := min(max(delta/max(vf-q*delta*delta, instrumentWithinFloor*vf), lo), hi)
 	slope *= min(1, math.Abs(cov)/math.Sqrt(vf*vg)/gapCorrelationScale)
@@ -726,8 +761,8 @@ func (c *contextModel) learnGap(x *contextFeatures, pClean float64) {
 // adds nothing until they have a spread, and reads p against too small a
 // variance for about contextWindow events after ("The item's popularity
 // on the gap path").
-func (r *rankInstrument) popularityEvidence(share, mg, vg float64, x contextFeatures) float64 {
-	return r.gapRead(itemFeature, itemSquare, -popularityCap, popularityCap, share, mg, vg, x)
+func (r *rankInstrument) popularityEvidence(share, mg, vg, dx float64, x contextFeatures) float64 {
+	return r.gapRead(itemFeature, itemSquare, -popularityCap, popularityCap, share, mg, vg, dx, x)
 }
 
 // classifierPopularity is the popularity's evidence where the gap has no
@@ -1576,7 +1611,7 @@ func (r *rankInstrument) pCleanShare() float64 {
 // (withZ) or p_clean alone, given the genuine shares of the separations
 // and of the level and p_clean's least slope (instrumentStats.fit); false
 // until the moments have the mass, or where the rank has no spread.
-func (r *rankInstrument) fit(share, level float64, withZ bool, floor float64) (rankFit, bool) {
+func (r *rankInstrument) fit(share, level, sep float64, withZ bool, floor float64) (rankFit, bool) {
 	s := &r.stats
 	if s.mass < contextMinMass || share <= 0 || share >= 1 || level <= 0 || level >= 1 {
 		return rankFit{}, false
@@ -1586,7 +1621,7 @@ func (r *rankInstrument) fit(share, level float64, withZ bool, floor float64) (r
 	if !(v >= rankMinVariance) {
 		return rankFit{}, false
 	}
-	dx := rankSeparation * math.Sqrt(v)
+	dx := sep * math.Sqrt(v)
 	n := 1
 	if withZ {
 		n = instrumented

@@ -404,7 +404,7 @@ func TestFlatGapKeepsPopularity(t *testing.T) {
 		z[itemFeature-1] = p
 		c.gap.learn(math.Log1p(22), 0.5*p+r.NormFloat64()*0.3, z, nil) // p_clean rises with it
 	}
-	if _, ok := c.gap.fit(0.8, 0.8, false, gapPCleanFloor); ok {
+	if _, ok := c.gap.fit(0.8, 0.8, rankSeparation, false, gapPCleanFloor); ok {
 		t.Fatal("the instrument fitted a gap without spread")
 	}
 	for _, p := range []float64{0.5, 2.5} {

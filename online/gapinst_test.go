@@ -61,7 +61,7 @@ func TestGapInstrumentEncoding(t *testing.T) {
 	instrumentRoundTrip(t, cfg, bareEvents, "GINS", func(m *Model) error {
 		if g := &m.context.gap; g.offset == 0 || g.squares == 0 {
 			return fmt.Errorf("the gap instrument has not fitted and moved: mass %.1f, offset %v", g.stats.mass, g.offset)
-		} else if _, ok := g.fit(0.8, 0.8, false, gapPCleanFloor); !ok {
+		} else if _, ok := g.fit(0.8, 0.8, rankSeparation, false, gapPCleanFloor); !ok {
 			return fmt.Errorf("the gap instrument does not fit: mass %.1f", g.stats.mass)
 		}
 		return nil
@@ -173,7 +173,7 @@ func TestGapInstrumentWeighsPClean(t *testing.T) {
 		// Where the gap says, p_clean's slope takes p_clean's direction
 		// from it: positive where p_clean ranks right, negative but not
 		// below gapPCleanFloor where it ranks backwards.
-		if f, ok := c.gap.fit(c.gap.pCleanShare(), c.gap.pCleanShare(), false, gapPCleanFloor); !ok {
+		if f, ok := c.gap.fit(c.gap.pCleanShare(), c.gap.pCleanShare(), rankSeparation, false, gapPCleanFloor); !ok {
 			t.Errorf("%s: the instrument does not fit", tc.name)
 		} else if s := f.slope[0]; tc.says && (tc.right && !(s > 0) || !tc.right && !(s < 0 && s >= gapPCleanFloor)) {
 			t.Errorf("%s: p_clean's slope %v, want %s", tc.name, s, map[bool]string{true: "> 0", false: fmt.Sprintf("in [%v, 0)", gapPCleanFloor)}[tc.right])
@@ -207,7 +207,7 @@ func TestGapStepDoesNotAllocate(t *testing.T) {
 	}
 	evs := bareEvents(4000, 12)
 	runScores(t, m, evs) // warm: every id known, refits done
-	if _, ok := m.context.gap.fit(0.8, 0.8, false, gapPCleanFloor); !ok {
+	if _, ok := m.context.gap.fit(0.8, 0.8, rankSeparation, false, gapPCleanFloor); !ok {
 		t.Fatalf("the gap instrument has not fitted: mass %.1f", m.context.gap.stats.mass)
 	}
 	j := 0
@@ -309,7 +309,7 @@ func TestActivityEvidence(t *testing.T) {
 			w, g := r.w, r.g
 			if ok {
 				with = append(with, w)
-				without = append(without, sigmoid(logOdds(w)-c.gap.activityEvidence(c.gap.pCleanShare(), gapMean(&c.gap), gapVariance(&c.gap), x)))
+				without = append(without, sigmoid(logOdds(w)-c.gap.activityEvidence(c.gap.pCleanShare(), gapMean(&c.gap), gapVariance(&c.gap), rankSeparation*math.Sqrt(gapVariance(&c.gap)), x)))
 				c.gap.followGap(g, prior[i])
 			}
 			c.learnGap(&x, prior[i])
@@ -318,7 +318,7 @@ func TestActivityEvidence(t *testing.T) {
 		at := func(a float64) float64 {
 			x := xs[0]
 			x.z[activityFeature-1] = a
-			return c.gap.activityEvidence(share, gapMean(&c.gap), gapVariance(&c.gap), x)
+			return c.gap.activityEvidence(share, gapMean(&c.gap), gapVariance(&c.gap), rankSeparation*math.Sqrt(gapVariance(&c.gap)), x)
 		}
 		lo, hi := at(1.5), at(3.5)
 		t.Logf("%s: evidence at 1.5 %+.3f, at 3.5 %+.3f; weight ranks %.4f with it, %.4f without",
@@ -397,7 +397,7 @@ func TestPopularityEvidence(t *testing.T) {
 			r, ok := c.gapWeight(prior[i], prior[i], x, c.gap.pCleanShare())
 			if ok {
 				share := c.gap.pCleanShare()
-				e := c.gap.popularityEvidence(share, gapMean(&c.gap), gapVariance(&c.gap), x)
+				e := c.gap.popularityEvidence(share, gapMean(&c.gap), gapVariance(&c.gap), rankSeparation*math.Sqrt(gapVariance(&c.gap)), x)
 				if math.IsNaN(e) || math.IsInf(e, 0) {
 					t.Fatalf("%s: evidence %v", tc.name, e)
 				}
@@ -405,7 +405,7 @@ func TestPopularityEvidence(t *testing.T) {
 					x0, x1 := x, x
 					x0.z[itemFeature-1], x1.z[itemFeature-1] = 1, 3
 					at := func(x contextFeatures) float64 {
-						return c.gap.popularityEvidence(share, gapMean(&c.gap), gapVariance(&c.gap), x)
+						return c.gap.popularityEvidence(share, gapMean(&c.gap), gapVariance(&c.gap), rankSeparation*math.Sqrt(gapVariance(&c.gap)), x)
 					}
 					slope = (at(x1) - at(x0)) / 2
 					classifier = (c.gap.classifierPopularity(x1) - c.gap.classifierPopularity(x0)) / 2

@@ -281,7 +281,7 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	// towards the gap instrument's mean p_clean, not the mixture's share
 	// (gapWeight), unless the context gave the weight.
 	var gap gapReading
-	gapped, level, pClean := false, sc.Weight, sc.PClean
+	gapped, level := false, sc.Weight
 	if m.useContext() && path == pathAnchored {
 		share := m.context.gap.pCleanShare()
 		if share > 0 {
@@ -290,21 +290,18 @@ func (m *Model) Step(ev Event, sc *Score) error {
 			// the context's anchored posterior (a stream of one event
 			// type: its p_clean term is all that varies). κ = 1 leaves
 			// both as they were, bit for bit.
-			// Where a burst is read, p_clean's log-odds are read no more
-			// steeply than they tell the burst's clicks from the others
-			// (burstMixture.pCleanSlope; 1 elsewhere, leaving the bits).
-			slope := m.context.burst.pCleanSlope()
-			if slope < 1 {
-				pClean = temperTo(pClean, share, slope)
-			}
-			switch k := m.context.tail.temper(share) * slope; {
+			// Where a burst is read, the level reads p_clean's log-odds
+			// no more steeply than they tell the burst's clicks from the
+			// others (burstMixture.pCleanSlope; 1 elsewhere, leaving the
+			// bits), as the gap instrument then does (gapSeparation).
+			switch k := m.context.tail.temper(share) * m.context.burst.pCleanSlope(); {
 			case sc.Source == SourcePClean:
 				level = temperTo(posterior, share, k*weightTemper)
 			case k < 1:
 				level = temperTo(level, share, k)
 			}
 		}
-		if gap, gapped = m.context.gapWeight(level, pClean, context, share); gapped {
+		if gap, gapped = m.context.gapWeight(level, sc.PClean, context, share); gapped {
 			sc.Weight = gap.w
 			if gap.blend >= 0.5 {
 				sc.Source = SourceGap

@@ -510,7 +510,7 @@ func BenchmarkStep(b *testing.B) {
 			for j := 0; j < 3*len(evs); j++ { // warm: past warm-up, GMM fitted
 				step(j)
 			}
-			if _, ok := m.context.gap.fit(0.8, 0.8, false, gapPCleanFloor); cfg.bare && !ok {
+			if _, ok := m.context.gap.fit(0.8, 0.8, rankSeparation, false, gapPCleanFloor); cfg.bare && !ok {
 				b.Fatal("the gap instrument is not fitted: the benchmark would not weigh by it")
 			}
 			if cfg.untimed && m.context.countGap.mass < countGapMinMass {

@@ -54,7 +54,7 @@ func TestRankInstrumentKnownSlopes(t *testing.T) {
 		*p *= contextMinMass
 	}
 	r.squares *= contextMinMass
-	f, ok := r.fit(share, share, true, 0)
+	f, ok := r.fit(share, share, rankSeparation, true, 0)
 	if !ok {
 		t.Fatal("no fit from the moments")
 	}
@@ -72,7 +72,7 @@ func TestRankInstrumentKnownSlopes(t *testing.T) {
 	// One type only: the rank has no spread and is no instrument.
 	flat := r
 	flat.squares = flat.stats.dwell * flat.stats.dwell / flat.stats.mass
-	if _, ok := flat.fit(share, share, true, 0); ok {
+	if _, ok := flat.fit(share, share, rankSeparation, true, 0); ok {
 		t.Error("a rank without spread was fitted")
 	}
 }
@@ -148,7 +148,7 @@ func TestRankInstrumentFindsDirections(t *testing.T) {
 		}
 		unranked := newContextModel(Config{DwellDirection: DwellLong})
 		_, learned := runContextFrom(&unranked, bare, prior, genuine)
-		f, ok := c.rank.fit(sigmoid(c.anchor.share()), sigmoid(c.anchor.share()), true, 0)
+		f, ok := c.rank.fit(sigmoid(c.anchor.share()), sigmoid(c.anchor.share()), rankSeparation, true, 0)
 		t.Logf("%s: ROC-AUC %.3f (without the order %.3f); slopes %.2f, rank %.2f", tc.name, auc, learned, f.slope, f.rankSlope)
 		if !ok {
 			t.Fatalf("%s: the rank instrument is not fitted after %d events", tc.name, len(xs))
@@ -372,7 +372,7 @@ func TestRankInstrumentEncoding(t *testing.T) {
 	instrumentRoundTrip(t, cfg, rankedEvents, "RINS", func(m *Model) error {
 		if r := &m.context.rank; r.offset == 0 || r.squares == 0 {
 			return fmt.Errorf("the rank instrument has not fitted and moved: mass %.1f, offset %v", r.stats.mass, r.offset)
-		} else if _, ok := r.fit(0.8, 0.8, true, 0); !ok {
+		} else if _, ok := r.fit(0.8, 0.8, rankSeparation, true, 0); !ok {
 			return fmt.Errorf("the rank instrument does not fit: mass %.1f", r.stats.mass)
 		}
 		return nil
