@@ -63,11 +63,21 @@ import "math"
 // whose quick clicks are genuine to drop the premise (dwell_direction
 // learned).
 //
-// Measured (docs/design/model.md, "Bursts (stop 70)"): on the independent
-// generator's streams without dwell or types (C, H) and with types only
-// (F), the weight 0.73 → 0.84, 0.69 → 0.74, 0.65 → 0.79; on this
-// project's generator, MovieLens and DeCA the lowest component lies above
-// burstGapSeconds and no weight moves.
+// A burst that is read is also a third view. Its clicks and the others
+// are two groups the classifier did not choose, so their distance in
+// logit(p_clean), D (pCleanDistance), is the classes' distance where the
+// burst is the noise: the level reads p_clean at the discriminant's slope
+// (pCleanSlope) and the gap instrument reads the gap at the separation
+// its covariance with p_clean then gives (contextModel.gapSeparation),
+// where it otherwise assumes 0.5 s.d. A timed click with no previous one
+// is no burst (Model.burstOf).
+//
+// Measured (docs/design/model.md, "Bursts (stop 70)" and "The gap's
+// separation from a burst (stop 71)"): on the independent generator's
+// streams without dwell or types (C, H) and with types only (F), the
+// weight 0.73 → 0.84 → 0.92, 0.69 → 0.74 → 0.82, 0.65 → 0.79 → 0.80;
+// on this project's generator, MovieLens and DeCA the lowest component
+// lies above burstGapSeconds and no weight moves.
 //
 // The mixture is the partition model's own, as the level is: not merged
 // across partitions; a checkpoint's delta carries it whole (BRST).
