@@ -174,7 +174,7 @@ func TestBurstPCleanSlope(t *testing.T) {
 		}
 		got := b.pCleanSlope()
 		t.Logf("burst's logit(p_clean) %v, others' %v, s.d. %v: slope %.4f, want %.4f", tc.burst, tc.other, tc.sd, got, tc.want)
-		if math.Abs(got-tc.want) > 0.1*tc.want {
+		if !(math.Abs(got-tc.want) <= 0.1*tc.want) {
 			t.Errorf("burst's logit(p_clean) %v, others' %v, s.d. %v: slope %.4f, want %.4f", tc.burst, tc.other, tc.sd, got, tc.want)
 		}
 	}
@@ -501,35 +501,39 @@ func TestBurstFirstClick(t *testing.T) {
 
 // TestGapSeparation: on events of two classes (a fifth noise) whose
 // logit(p_clean) and capped log gap are Gaussian within each class and
-// independent given it, the noise's gaps a burst about 1.5 s after the
-// previous click and the genuine ones 4 s or more, the gap instrument's
-// separation read through the burst (gapSeparation) is the classes'
-// distance in the capped log gap, in its standard deviations. Where
-// genuine clicks come as quickly too, the burst holds some of them, D
-// understates the classes' distance in logit(p_clean) by the burst's
-// purity and the separation is read too large: by as much as its bound
-// allows here (the estimator's premise is a burst of noise). rankSeparation
-// without a burst, and where the classifier places the burst's clicks
-// above the others.
+// independent given it, the genuine clicks' gaps 4 s or more and the
+// noise's (all or half of it) a burst about 1.5 s after the previous
+// click, the burst's separation Δx_b is the classes' distance in the
+// capped log gap, in its standard deviations, over the burst's share of
+// noise less the others' (1 − the others', the burst being all noise),
+// and the separation read its geometric mean with rankSeparation. Where
+// genuine clicks come as quickly, the burst holds some of them and Δx_b
+// reaches its bound. rankSeparation without a burst, where the classifier
+// places the burst's clicks above the others, and where p_clean falls
+// with the gap all the same (a negative Δx_b, which would turn the gap
+// round, and which the square root could not take).
 func TestGapSeparation(t *testing.T) {
+	bound := math.Sqrt((1 - instrumentWithinFloor) / 0.16)
 	for _, tc := range []struct {
 		name       string
 		da, sdA    float64 // the classes' distance in logit(p_clean), its s.d. within
 		least      float64 // the genuine clicks' least gap, seconds
 		genuineGap float64 // and their median gap beyond it (one in ten a return after an hour)
 		sdGap      float64 // its s.d. in log seconds
-		bursts     bool
-		want       float64 // NaN: computed from the draws
+		bursts     float64 // the noise's share in bursts; the rest with genuine gaps
+		want       float64 // Δx_b; NaN: from the draws
 	}{
-		{"bursts, p_clean weak", 1.5, 3, 4, 8, 0.9, true, math.NaN()},
-		{"bursts, p_clean strong", 4, 2, 4, 6, 1, true, math.NaN()},
-		{"bursts with genuine quick clicks", 1.5, 3, 0, 8, 0.9, true, math.Sqrt((1 - instrumentWithinFloor) / 0.16)},
-		{"no bursts", 1.5, 3, 4, 8, 0.9, false, rankSeparation},
-		{"a disputed burst", -1.5, 3, 4, 8, 0.9, true, rankSeparation},
+		{"bursts of noise, p_clean weak", 1.5, 3, 4, 8, 0.9, 1, math.NaN()},
+		{"bursts of noise, p_clean strong", 4, 2, 4, 6, 1, 1, math.NaN()},
+		{"half of the noise in bursts", 1.5, 2, 4, 8, 0.9, 0.5, math.NaN()},
+		{"bursts with genuine quick clicks", 1.5, 3, 0, 8, 0.9, 1, bound},
+		{"no bursts", 1.5, 3, 4, 8, 0.9, 0, rankSeparation},
+		{"a disputed burst", -1.5, 3, 4, 8, 0.9, 1, rankSeparation},
+		{"p_clean lower on longer gaps", 1.5, 1, 4, 8, 0.9, 1, rankSeparation},
 	} {
 		r := rand.New(rand.NewPCG(5, 6))
 		c := contextModel{long: true}
-		var x0, x1, n0, n1, xx float64
+		var x0, x1, n0, n1, xx, restNoise, rest float64
 		for range 40000 {
 			noise := r.Float64() < 0.2
 			gap := tc.least + tc.genuineGap*math.Exp(tc.sdGap*r.NormFloat64())
@@ -537,12 +541,25 @@ func TestGapSeparation(t *testing.T) {
 				gap = 3600 * math.Exp(0.5*r.NormFloat64()) // a return
 			}
 			a := 2 + tc.sdA*r.NormFloat64()
+			if tc.name == "p_clean lower on longer gaps" && !noise {
+				// The burst's clicks below the others, but the readers
+				// who stay 30 s or more lowest of all.
+				if math.Log1p(gap) >= rankGapCap {
+					a -= 7
+				} else {
+					a += 2
+				}
+			}
+			inBurst := noise && r.Float64() < tc.bursts
 			if noise {
 				a -= tc.da
-				if tc.bursts {
-					gap = 1.5 * math.Exp(0.3*r.NormFloat64())
-				} else {
-					gap = 0.6 * gap
+			}
+			if inBurst {
+				gap = 1.5 * math.Exp(0.3*r.NormFloat64())
+			} else {
+				rest++
+				if noise {
+					restNoise++
 				}
 			}
 			x := min(math.Log1p(gap), rankGapCap)
@@ -555,16 +572,50 @@ func TestGapSeparation(t *testing.T) {
 			}
 			xx += x * x
 		}
-		want := tc.want
 		mean := (x0 + x1) / (n0 + n1)
 		truth := (x1/n1 - x0/n0) / math.Sqrt(xx/(n0+n1)-mean*mean)
+		want := tc.want
 		if math.IsNaN(want) {
-			want = truth
+			want = min(truth/(1-restNoise/rest), bound)
 		}
+		want = math.Sqrt(want * rankSeparation)
 		got := c.gapSeparation(0.8)
-		t.Logf("%s: separation %.3f s.d., want %.3f (the classes' %.3f)", tc.name, got, want, truth)
-		if math.Abs(got-want) > 0.1*want {
+		if _, _, side := c.burst.verdict(); (side == -1) != (tc.bursts > 0 && tc.da > 0) {
+			t.Errorf("%s: verdict %d", tc.name, side)
+		}
+		t.Logf("%s: separation %.3f s.d., want %.3f (the classes' %.3f; the bound's %.3f)", tc.name, got, want, truth, math.Sqrt(bound*rankSeparation))
+		if !(math.Abs(got-want) <= 0.05*want) {
 			t.Errorf("%s: separation %.3f s.d., want %.3f", tc.name, got, want)
+		}
+	}
+}
+
+// TestGapLevel: the gap path's level draws p_clean's log-odds towards the
+// share by weightTemper and, where a burst is read, by the burst's slope
+// too; the context's anchored posterior (a stream of one event type) by
+// the slope alone; with no burst read the anchored posterior is kept.
+func TestGapLevel(t *testing.T) {
+	read := contextModel{long: true}
+	read.burst = *learnGapsWith(burstGaps(60000, 0.2, 1.5, 0, 11), 1, 2, 2)
+	slope := read.burst.pCleanSlope()
+	if !(slope > 0.1 && slope < 0.5) {
+		t.Fatalf("the burst's slope %v, want about 0.25", slope)
+	}
+	none := contextModel{long: true}
+	const share, p, w = 0.7, 0.95, 0.2
+	for _, tc := range []struct {
+		name       string
+		c          *contextModel
+		fromPClean bool
+		want       float64
+	}{
+		{"p_clean, a burst read", &read, true, temperTo(p, share, slope*weightTemper)},
+		{"the anchored posterior, a burst read", &read, false, temperTo(w, share, slope)},
+		{"p_clean, no burst", &none, true, temperTo(p, share, weightTemper)},
+		{"the anchored posterior, no burst", &none, false, w},
+	} {
+		if got := tc.c.gapLevel(p, w, share, tc.fromPClean); !(math.Abs(got-tc.want) <= 1e-12) {
+			t.Errorf("%s: level %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -285,21 +285,7 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	if m.useContext() && path == pathAnchored {
 		share := m.context.gap.pCleanShare()
 		if share > 0 {
-			// p_clean drawn towards the share by the part of the noise
-			// that looks like random pairs (tail.go): calibrated, or
-			// the context's anchored posterior (a stream of one event
-			// type: its p_clean term is all that varies). κ = 1 leaves
-			// both as they were, bit for bit.
-			// Where a burst is read, the level reads p_clean's log-odds
-			// no more steeply than they tell the burst's clicks from the
-			// others (burstMixture.pCleanSlope; 1 elsewhere, leaving the
-			// bits), as the gap instrument then does (gapSeparation).
-			switch k := m.context.tail.temper(share) * m.context.burst.pCleanSlope(); {
-			case sc.Source == SourcePClean:
-				level = temperTo(posterior, share, k*weightTemper)
-			case k < 1:
-				level = temperTo(level, share, k)
-			}
+			level = m.context.gapLevel(posterior, level, share, sc.Source == SourcePClean)
 		}
 		if gap, gapped = m.context.gapWeight(level, sc.PClean, context, share); gapped {
 			sc.Weight = gap.w

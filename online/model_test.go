@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -359,8 +360,8 @@ func TestNoNonFiniteOutput(t *testing.T) {
 
 // TestWeightGuard: a weight that the context's statistics make non-finite
 // (here a user's prior, poisoned by hand: no stream gives one) leaves the
-// model as p_clean, counted as a numerical error, and the user's prior
-// does not learn it.
+// model as p_clean, counted as a numerical error, and neither the user's
+// prior nor the item's learns it.
 func TestWeightGuard(t *testing.T) {
 	cfg := smallConfig(ModeBinary)
 	cfg.DwellDirection = DwellLong
@@ -368,11 +369,15 @@ func TestWeightGuard(t *testing.T) {
 	evs := burstStream(3000, 4, noiseOffTaste)
 	runScores(t, m, evs[:2999])
 	ev := evs[2999]
-	u, ok := m.users.index[ev.User]
-	if !ok {
-		t.Fatalf("user %s not in the table", ev.User)
+	u, uok := m.users.index[ev.User]
+	i, iok := m.items.index[ev.Item]
+	if !uok || !iok {
+		t.Fatalf("user %s or item %s not in the tables", ev.User, ev.Item)
 	}
-	m.users.prior[int(u)*userPriorWidth] = math.NaN()
+	userRow := m.users.prior[int(u)*userPriorWidth : int(u+1)*userPriorWidth]
+	itemRow := m.itemPriors[int(i)*userPriorWidth : int(i+1)*userPriorWidth]
+	userRow[0] = math.NaN()
+	userBefore, itemBefore := slices.Clone(userRow), slices.Clone(itemRow)
 	before := m.Summary().NumericalErrors
 	var sc Score
 	if err := m.Step(ev, &sc); err != nil {
@@ -381,8 +386,8 @@ func TestWeightGuard(t *testing.T) {
 	if sc.Weight != sc.PClean || m.Summary().NumericalErrors != before+1 {
 		t.Errorf("weight %v (p_clean %v), numerical errors %d → %d: want p_clean and one more", sc.Weight, sc.PClean, before, m.Summary().NumericalErrors)
 	}
-	if !math.IsNaN(m.users.prior[int(u)*userPriorWidth]) {
-		t.Errorf("the user's prior learned from the guarded event: %v", m.users.prior[int(u)*userPriorWidth:int(u+1)*userPriorWidth])
+	if userRow[2] != userBefore[2] || !slices.Equal(itemRow, itemBefore) {
+		t.Errorf("a prior learned from the guarded event: the user's %v → %v, the item's %v → %v", userBefore, userRow, itemBefore, itemRow)
 	}
 }
 
