@@ -66,16 +66,17 @@ import "math"
 // A burst that is read is also a third view. Its clicks and the others
 // are two groups the classifier did not choose, so their distance in
 // logit(p_clean), D (pCleanDistance), is the classes' distance where the
-// burst is the noise: the level reads p_clean at the discriminant's slope
-// (pCleanSlope) and the gap instrument reads the gap at the separation
-// its covariance with p_clean then gives (contextModel.gapSeparation),
-// where it otherwise assumes 0.5 s.d. A timed click with no previous one
-// is no burst (Model.burstOf).
+// burst is all noise (and less where it is not): the level reads p_clean
+// at the discriminant's slope (contextModel.gapLevel, pCleanSlope) and
+// the gap instrument reads the gap at a separation between the one its
+// covariance with p_clean then gives and the 0.5 s.d. it otherwise
+// assumes (contextModel.gapSeparation). A timed click with no previous
+// one is no burst (Model.burstOf).
 //
 // Measured (docs/design/model.md, "Bursts (stop 70)" and "The gap's
 // separation from a burst (stop 71)"): on the independent generator's
 // streams without dwell or types (C, H) and with types only (F), the
-// weight 0.73 → 0.84 → 0.92, 0.69 → 0.74 → 0.82, 0.65 → 0.79 → 0.80;
+// weight 0.73 → 0.84 → 0.91, 0.69 → 0.74 → 0.78, 0.65 → 0.79 → 0.80;
 // on this project's generator, MovieLens and DeCA the lowest component
 // lies above burstGapSeconds and no weight moves.
 //
