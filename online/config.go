@@ -39,9 +39,10 @@ const (
 )
 
 // Config configures a Model. The zero value of every field means its
-// default, written in the field's comment, with one exception:
-// TransitionUserOffset, a switch that is on unless turned off, and
-// DwellDirection, "long" unless set, are so only in DefaultConfig, the
+// default, written in the field's comment, with exceptions:
+// TransitionUserOffset and NoisyHeadTrainsEmbeddings, switches that are
+// on unless turned off, and DwellDirection, "long" unless set, are so
+// only in DefaultConfig, the
 // configuration that `denoiser run`, `denoiser replay` and the lab start
 // from. Validate reports what is wrong.
 type Config struct {
@@ -137,7 +138,11 @@ type Config struct {
 	// GMM. It is the baseline that loss-based denoisers (T-CE) use.
 	Plain bool `json:"plain" yaml:"plain"`
 	// NoisyHeadTrainsEmbeddings lets the noisy head's gradient reach the
-	// embeddings (default false: the head reads z but does not shape it).
+	// embeddings, as well as the classifier's: on in DefaultConfig since
+	// stop 71 (docs/design/model.md, "The noisy head trains the
+	// embeddings"); off, the head reads z but does not shape it, and on
+	// a stream of uniform misclicks the classifier falls far below a
+	// plain model's loss.
 	NoisyHeadTrainsEmbeddings bool `json:"noisy_head_trains_embeddings" yaml:"noisy_head_trains_embeddings"`
 	// NoGMM fixes the weight w to 1 (ablation).
 	NoGMM bool `json:"no_gmm" yaml:"no_gmm"`
@@ -221,11 +226,12 @@ func (c *Config) admits() bool { return c.AdmitAfter > 1 }
 
 // DefaultConfig is the configuration that the service, replay and the lab
 // start from before any setting is read: the zero Config with the switches
-// that are on by default turned on (TransitionUserOffset) and dwell read
+// that are on by default turned on (TransitionUserOffset,
+// NoisyHeadTrainsEmbeddings) and dwell read
 // as longer-is-genuine (DwellDirection). Its other fields stay zero, so
 // WithDefaults fills them in as for any Config.
 func DefaultConfig() Config {
-	return Config{TransitionUserOffset: true, DwellDirection: DwellLong, EventOrder: DefaultEventOrder()}
+	return Config{TransitionUserOffset: true, NoisyHeadTrainsEmbeddings: true, DwellDirection: DwellLong, EventOrder: DefaultEventOrder()}
 }
 
 // DefaultEventOrder is DefaultConfig's EventOrder (a new slice each
@@ -257,7 +263,7 @@ func DefaultEventOrder() []string {
 // and so no per-user offsets to hold, and no context, so no dwell
 // mixture either.
 func (c Config) Baseline() Config {
-	c.Plain, c.TransitionUserOffset, c.DwellDirection, c.EventOrder = true, false, "", nil
+	c.Plain, c.TransitionUserOffset, c.NoisyHeadTrainsEmbeddings, c.DwellDirection, c.EventOrder = true, false, false, "", nil
 	return c
 }
 
