@@ -69,11 +69,14 @@ eval: build
 # docs/design/model.md, "Found at stop 69"): B with dwell on 30 % of the
 # events, C without dwell or types, D with the noise dwelling longer; and
 # T, this project's v1 stream with genuine clicks in bursts
-# (scripts/genuine_bursts.py; "Bursts (stop 70)"). A report and the
-# replay's summary each in $(RESULTS)/probe (about 20 s).
+# (scripts/genuine_bursts.py; "Bursts (stop 70)"); and Q, uniform
+# misclicks on a third generator (scripts/quick_clicks.py; "The noisy head
+# trains the embeddings (stop 71)"). A report and the replay's summary
+# each in $(RESULTS)/probe (about 30 s).
 PROBE_B = --events 100000 --users 15000 --items 8000 --noise 0.20 --dwell-share 0.3 --seed 102
 PROBE_C = --events 100000 --users 15000 --items 8000 --noise 0.20 --dwell-share 0 --no-types --seed 103
 PROBE_D = --events 150000 --users 30000 --items 20000 --noise 0.35 --dwell-share 1 --idle --seed 104
+PROBE_Q = --events 200000 --users 20000 --items 10000 --noise 0.1 --nq 0 --gq 0 --seed 14
 probe: build
 	@if ! command -v python3 >/dev/null 2>&1; then echo "python3 not found: make probe skipped"; exit 0; fi; \
 	mkdir -p $(RESULTS)/probe $(OUT) && \
@@ -87,7 +90,12 @@ probe: build
 	python3 scripts/genuine_bursts.py --in $(OUT)/probe-v1.jsonl --out $(OUT)/probe-T.jsonl --strip && \
 	$(BIN) replay --in $(OUT)/probe-T.jsonl --out /dev/null --truth field \
 		--report $(RESULTS)/probe/T.json 2>$(RESULTS)/probe/T.txt && \
-	grep -E '^  (weight|p_clean) |best baseline|^bursts' $(RESULTS)/probe/T.txt
+	grep -E '^  (weight|p_clean) |best baseline|^bursts' $(RESULTS)/probe/T.txt && \
+	echo "probe Q: scripts/quick_clicks.py $(PROBE_Q)" && \
+	python3 scripts/quick_clicks.py --out $(OUT)/probe-Q.jsonl $(PROBE_Q) >/dev/null && \
+	$(BIN) replay --in $(OUT)/probe-Q.jsonl --out /dev/null --truth field \
+		--report $(RESULTS)/probe/Q.json 2>$(RESULTS)/probe/Q.txt && \
+	grep -E '^  (weight|p_clean) |best baseline' $(RESULTS)/probe/Q.txt
 
 # The whole suite, bounded fuzzing included; the alert rules too when
 # promtool is installed (Debian: apt-get install prometheus; .ci/run does).
