@@ -269,8 +269,9 @@ func (b *burstMixture) pCleanMoments(low int) (in, out, variance float64) {
 	return b.pClean[low] / b.mass[low], (all - b.pClean[low]) / (n - b.mass[low]), b.pCleanSquares/n - mean*mean
 }
 
-// pCleanSlope is the slope at which the gap path reads logit(p_clean)
-// where a burst is read, at most 1 (the classifier's own log-odds): the
+// pCleanSlope is the slope at which the gap path's level
+// (contextModel.gapLevel) reads logit(p_clean) where a burst is read, at
+// most 1 (the classifier's own log-odds): the
 // slope of the Gaussian discriminant, with a variance common to both, of
 // the burst's clicks against the others in logit(p_clean),
 //

@@ -57,8 +57,9 @@ type BurstSummary struct {
 	CentreSeconds float64 `json:"centre_seconds"`     // the burst component's centre, e^mean − 1
 	Share         float64 `json:"share"`              // its share of the gaps
 	Disputed      bool    `json:"disputed,omitempty"` // the classifier places its clicks above the others
-	// PCleanSlope is the slope at which the gap path reads p_clean's
-	// log-odds while the burst is read (at most 1); 0 for a disputed one.
+	// PCleanSlope is the slope at which the gap path's level reads
+	// p_clean's log-odds while the burst is read (at most 1); 0 for a
+	// disputed one.
 	PCleanSlope float64 `json:"p_clean_slope,omitempty"`
 }
 
