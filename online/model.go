@@ -319,11 +319,13 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	if itemPrior {
 		sc.Weight = m.itemPrior(i, sc.Weight, pool)
 	}
-	if !(sc.Weight >= 0 && sc.Weight <= 1) {
+	guarded := !(sc.Weight >= 0 && sc.Weight <= 1)
+	if guarded {
 		// Unreachable while the context's statistics stay finite; the
 		// last guard, as score's, so that no NaN leaves the model: the
-		// weight falls back to p_clean, which score has checked, and the
-		// priors learn nothing of it.
+		// weight falls back to p_clean, which score has checked, the
+		// priors learn nothing of it, and Step reports ErrNumerical
+		// (the score valid) for the service's counter.
 		m.schedule.numErrors++
 		sc.Weight, userPrior, itemPrior = sc.PClean, false, false
 	}
@@ -366,6 +368,9 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	if !ok {
 		m.schedule.numErrors++
 		return fmt.Errorf("learn from event: %w", ErrNumerical)
+	}
+	if guarded {
+		return fmt.Errorf("weigh event: not finite, p_clean written instead: %w", ErrNumerical)
 	}
 	return nil
 }

@@ -360,8 +360,9 @@ func TestNoNonFiniteOutput(t *testing.T) {
 
 // TestWeightGuard: a weight that the context's statistics make non-finite
 // (here a user's prior, poisoned by hand: no stream gives one) leaves the
-// model as p_clean, counted as a numerical error, and neither the user's
-// prior nor the item's learns it.
+// model as p_clean, counted as a numerical error and reported as
+// ErrNumerical (the score valid), and neither the user's prior nor the
+// item's learns it.
 func TestWeightGuard(t *testing.T) {
 	cfg := smallConfig(ModeBinary)
 	cfg.DwellDirection = DwellLong
@@ -380,8 +381,8 @@ func TestWeightGuard(t *testing.T) {
 	userBefore, itemBefore := slices.Clone(userRow), slices.Clone(itemRow)
 	before := m.Summary().NumericalErrors
 	var sc Score
-	if err := m.Step(ev, &sc); err != nil {
-		t.Fatal(err)
+	if err := m.Step(ev, &sc); !errors.Is(err, ErrNumerical) {
+		t.Fatalf("step: %v, want ErrNumerical", err)
 	}
 	if sc.Weight != sc.PClean || m.Summary().NumericalErrors != before+1 {
 		t.Errorf("weight %v (p_clean %v), numerical errors %d → %d: want p_clean and one more", sc.Weight, sc.PClean, before, m.Summary().NumericalErrors)
