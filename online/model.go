@@ -319,7 +319,7 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	if itemPrior {
 		sc.Weight = m.itemPrior(i, sc.Weight, pool)
 	}
-	guarded := !(sc.Weight >= 0 && sc.Weight <= 1)
+	guarded := math.IsNaN(sc.Weight) || math.IsInf(sc.Weight, 0)
 	if guarded {
 		// Unreachable while the context's statistics stay finite; the
 		// last guard, as score's, so that no NaN leaves the model: the
