@@ -619,3 +619,49 @@ func TestGapLevel(t *testing.T) {
 		}
 	}
 }
+
+// TestGapReadsAtTheSeparation: where a burst is read, the gap path reads
+// the user's activity and the item's popularity through the gap at the
+// separation the burst gives (gapSeparation), as its fit reads p_clean,
+// not at the assumed rankSeparation.
+func TestGapReadsAtTheSeparation(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	c := contextModel{long: true}
+	for range 40000 {
+		noise := r.Float64() < 0.2
+		gap := 4 + 8*math.Exp(0.9*r.NormFloat64())
+		a := 2 + 3*r.NormFloat64()
+		if noise {
+			a -= 1.5
+			gap = 1.5 * math.Exp(0.3*r.NormFloat64())
+		}
+		x := min(math.Log1p(gap), rankGapCap)
+		var z [instrumented - 1]float64
+		z[activityFeature-1] = 3 - 0.1*x + r.NormFloat64() // the active users' clicks come closer together
+		z[itemFeature-1] = 2 + 0.05*x + r.NormFloat64()
+		c.gap.learn(x, a, z, nil)
+		c.burst.learnAt(burstX(gap), a)
+	}
+	const share = 0.8
+	sep := c.gapSeparation(share)
+	if !(sep > 1.2*rankSeparation) {
+		t.Fatalf("separation %v: the burst does not set it", sep)
+	}
+	mg, vg := gapMean(&c.gap), gapVariance(&c.gap)
+	x := contextFeatures{hasZ: true, hasGap: true}
+	x.z[activityFeature-1], x.z[itemFeature-1], x.z[gapFeature] = 4, 3, math.Log1p(2)
+	counts := func(dx float64) float64 {
+		return c.gap.activityEvidence(share, mg, vg, dx, x) + c.gap.popularityEvidence(share, mg, vg, dx, x)
+	}
+	const level = 0.7
+	got, ok := c.gapWeight(level, 0.6, x, share)
+	if !ok {
+		t.Fatal("no gap reading")
+	}
+	read := logOdds(got.w) - (1-got.blend)*logOdds(level) - got.blend*logOdds(got.g)
+	want, assumed := counts(sep*math.Sqrt(vg)), counts(rankSeparation*math.Sqrt(vg))
+	t.Logf("the counts' evidence %.4f; at the burst's separation %.4f, at the assumed %.4f", read, want, assumed)
+	if !(math.Abs(read-want) <= 1e-9) || !(math.Abs(want-assumed) > 0.05) {
+		t.Errorf("the counts' evidence %.4f, want %.4f (at the assumed separation %.4f)", read, want, assumed)
+	}
+}
