@@ -288,26 +288,25 @@ func (b *burstMixture) pCleanMoments(low int) (in, out, variance float64) {
 // s.d. 3.2 while its classes' means lie 1.5 apart, and the slope is
 // about 0.14). 1 where no burst is read.
 func (b *burstMixture) pCleanSlope() float64 {
-	low, share, side := b.verdict()
-	if side >= 0 {
+	d, within, ok := b.pCleanDistance()
+	if !ok {
 		return 1
 	}
-	in, out, variance := b.pCleanMoments(low)
-	d := out - in
-	w := max(variance-share*(1-share)*d*d, burstMinPCleanSpread*burstMinPCleanSpread)
-	return min(1, d/w)
+	return min(1, d/within)
 }
 
 // pCleanDistance is D of pCleanSlope, the others' mean logit(p_clean)
 // less the burst's clicks', where a burst is read (then at least the
-// verdict's margin, so positive); ok false elsewhere.
-func (b *burstMixture) pCleanDistance() (d float64, ok bool) {
-	low, _, side := b.verdict()
+// verdict's margin, so positive), and W, the variance within the two
+// groups; ok false elsewhere.
+func (b *burstMixture) pCleanDistance() (d, within float64, ok bool) {
+	low, share, side := b.verdict()
 	if side >= 0 {
-		return 0, false
+		return 0, 0, false
 	}
-	in, out, _ := b.pCleanMoments(low)
-	return out - in, true
+	in, out, variance := b.pCleanMoments(low)
+	d = out - in
+	return d, max(variance-share*(1-share)*d*d, burstMinPCleanSpread*burstMinPCleanSpread), true
 }
 
 // summary describes the burst the weight reads or the classifier

@@ -619,7 +619,7 @@ func (c *contextModel) gapLevel(posterior, weight, share float64, fromPClean boo
 // the weight's ROC-AUC (a review's streams; docs/design/model.md, "The
 // gap's separation from a burst").
 func (c *contextModel) gapSeparation(share float64) float64 {
-	d, ok := c.burst.pCleanDistance()
+	d, _, ok := c.burst.pCleanDistance()
 	s := &c.gap.stats
 	if !ok || s.mass < contextMinMass || share <= 0 || share >= 1 {
 		return rankSeparation
