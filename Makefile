@@ -11,11 +11,13 @@ BIN     := bin/denoiser
 LAB     := bin/denoiser-lab
 OUT     ?= out
 
-.PHONY: build demo test test-short bench bench-all bench-instructions bench-river fuzz kafka-start kafka-stop clean eval probe check-monitoring
+.PHONY: build demo test test-short bench bench-all bench-instructions bench-river pgo fuzz kafka-start kafka-stop clean eval probe check-monitoring
 
 # Two binaries: the service (run, replay, snapshot) and the lab (demo,
 # eval, gen, convert), so that the service links neither plotting nor the
-# embedded broker.
+# embedded broker. The service is built with profile-guided optimisation
+# from cmd/denoiser/default.pgo, which go build picks up by itself (make
+# pgo regenerates it; docs/perf.md, "Profile-guided optimisation").
 build:
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/denoiser
 	$(GO) build -buildvcs=auto -o $(LAB) ./cmd/denoiser-lab
@@ -129,9 +131,12 @@ BENCH_RATIOS := \
 	-ratio 'step, RGBT over plain, events per second: BenchmarkStep/rgbt events/s / BenchmarkStep/plain events/s' \
 	-ratio 'pipeline over pass-through, events per second: BenchmarkPipeline denoiser-events/s / BenchmarkPipeline passthrough-events/s' \
 	-ratio 'pipeline over pass-through, events per CPU-second: BenchmarkPipeline passthrough-cpu-µs/event / BenchmarkPipeline denoiser-cpu-µs/event'
+# The benchmarks are built with the service's profile (PGO), as the
+# binary is.
+PGO     := cmd/denoiser/default.pgo
 BENCHFLAGS ?=
 bench:
-	$(GO) test -run '^$$' -bench '^Benchmark(Step|Pipeline|Decode|AppendScored|Run)$$' -benchmem -timeout 30m $(BENCHFLAGS) \
+	$(GO) test -pgo=$(PGO) -run '^$$' -bench '^Benchmark(Step|Pipeline|Decode|AppendScored|Run)$$' -benchmem -timeout 30m $(BENCHFLAGS) \
 		./online ./service ./consumer ./producer 2>&1 | $(GO) run ./internal/benchratio $(BENCH_RATIOS)
 
 bench-all:
@@ -149,6 +154,12 @@ bench-instructions: build
 # time; a few minutes). Not part of make test.
 bench-river: build
 	python3 scripts/bench_river.py --denoiser $(BIN) --lab $(LAB) --work $(OUT)/bench-river --venv $(OUT)/river-venv
+
+# Regenerate cmd/denoiser/default.pgo, the CPU profile the service is
+# built with (scripts/pgo-profile.sh: the replay of the shipped log, the
+# model's step and the pipeline; about half a minute). Commit the result.
+pgo:
+	GO=$(GO) scripts/pgo-profile.sh
 
 # Every decoder, FUZZTIME each: make fuzz FUZZTIME=10m, or a count of
 # executions, FUZZTIME=20000x. make test runs a count (about 10 s each):
