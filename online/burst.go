@@ -213,6 +213,13 @@ func (b *burstMixture) evidence(r *[burstComponents]float64) float64 {
 	return burstStrength * (share - r[low])
 }
 
+// disputed reports whether the classifier places the burst's clicks
+// above the others (verdict's side +1).
+func (b *burstMixture) disputed() bool {
+	_, _, side := b.verdict()
+	return side > 0
+}
+
 // verdict returns the lowest component and its share, and where the
 // classifier places its clicks if it is a burst: side −1 below the other
 // clicks (the burst the weight reads), +1 above them (disputed: quick

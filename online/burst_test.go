@@ -665,3 +665,59 @@ func TestGapReadsAtTheSeparation(t *testing.T) {
 		t.Errorf("the counts' evidence %.4f, want %.4f (at the assumed separation %.4f)", read, want, assumed)
 	}
 }
+
+// TestGapReadsTheRankPath: on a stream of ranked event types without
+// dwell, the gap weighs the events the type's rank reads (readsGap, since
+// stop 72). Where the bursts are noise, the gap's posterior gives most of
+// the weight of the second half's events and the weight ranks the stream
+// well above p_clean; where the quick clicks are the genuine ones (a
+// disputed burst), the types keep the weight: no event's weight comes from
+// the gap.
+func TestGapReadsTheRankPath(t *testing.T) {
+	cfg := smallConfig(ModeBinary)
+	cfg.DwellDirection, cfg.EventOrder = DwellLong, DefaultEventOrder()
+	kinds := []string{"view", "click", "cart", "purchase"}
+	for _, tc := range []struct {
+		name    string
+		kind    int
+		minGap  float64 // share of the second half's weights from the gap, at least
+		maxGap  float64 // and at most
+		minGain float64 // pairs ranked right by the weight less by p_clean
+	}{
+		{"noise bursts", noiseOffTaste, 0.5, 1, 0.04},
+		{"genuine bursts", genuineBursts, 0, 0, -1},
+	} {
+		evs := burstStream(12000, 8, tc.kind)
+		r := rand.New(rand.NewPCG(8, 29))
+		for j := range evs {
+			evs[j].Kind = kinds[r.IntN(len(kinds))]
+		}
+		m, _ := New(cfg, NewSource(9))
+		scores := runScores(t, m, evs)
+		half := scores[len(scores)/2:]
+		weights, pClean, genuine := make([]float64, len(half)), make([]float64, len(half)), make([]bool, len(half))
+		fromGap, fromRank := 0, 0
+		for j, sc := range half {
+			weights[j], pClean[j], genuine[j] = sc.Weight, sc.PClean, evs[len(scores)/2+j].Rating > 0
+			switch sc.Source {
+			case SourceGap:
+				fromGap++
+			case SourceEventType:
+				fromRank++
+			}
+		}
+		share := float64(fromGap) / float64(len(half))
+		w, p := pairsRanked(weights, genuine), pairsRanked(pClean, genuine)
+		t.Logf("%s: %.3f of the weights from the gap, %.3f from the rank; pairs ranked right %.4f by the weight, %.4f by p_clean; burst %+v",
+			tc.name, share, float64(fromRank)/float64(len(half)), w, p, m.Summary().Burst)
+		if share < tc.minGap || share > tc.maxGap {
+			t.Errorf("%s: %.3f of the weights from the gap, want [%v, %v]", tc.name, share, tc.minGap, tc.maxGap)
+		}
+		if fromGap+fromRank < len(half)*9/10 {
+			t.Errorf("%s: %d of %d weights from the gap or the rank, want 90 %%", tc.name, fromGap+fromRank, len(half))
+		}
+		if w < p+tc.minGain {
+			t.Errorf("%s: the weight ranks %.4f of the pairs right, p_clean %.4f: want a gain of %v at least", tc.name, w, p, tc.minGain)
+		}
+	}
+}

@@ -510,9 +510,11 @@ type gapReading struct {
 	w, g, lambda, blend, pool float64
 }
 
-// gapWeight is the weight of an event that neither instrument reads: a
-// stream whose events carry neither dwell nor an event type the order
-// ranks apart (none at all, or clicks only). Until stop 43 its weight was
+// gapWeight is the weight of an event that dwell's instrument does not
+// read (readsGap): a stream whose events carry neither dwell nor an event
+// type the order ranks apart (none at all, or clicks only), and since stop
+// 72 an event whose type the rank instrument read, whose posterior is
+// then the level. Until stop 43 its weight was
 // level: the classifier's p_clean drawn towards the mixture's share
 // (Model.calibrate), or, once the context has seen event types, the
 // anchored posterior; on a sparse catalogue p_clean ranks backwards
@@ -573,6 +575,28 @@ func (c *contextModel) gapWeight(level, pClean float64, x contextFeatures, share
 	b := c.reach.blend(lambda)
 	w := sigmoid((1-b)*logOdds(level) + b*logOdds(g) + c.gap.activityEvidence(share, mg, vg, dx, x) + c.gap.popularityEvidence(share, mg, vg, dx, x))
 	return gapReading{w: w, g: g, lambda: lambda, blend: b, pool: b}, true
+}
+
+// readsGap reports whether the gap path (gapWeight) weighs an event whose
+// posterior came by path p: one that no instrument read (anchored), and
+// one that the event type's rank read (rank) unless the classifier
+// disputes the burst (burstMixture.verdict, side +1: quick clicks placed
+// above the others). Dwell's instrument reads the gap as its fifth
+// feature and is not read again.
+//
+// Until stop 72 the rank's events were not read by the gap: on streams
+// with event types and no dwell the type's instrument gave the weight,
+// with p_clean in it at the strength of a calibrated score, and the gap
+// only as a feature whose class means came from the rank. On the
+// independent generator's typed streams (scripts/probe_generator.py)
+// that left the weight 0.19–0.41 below user_gap; read by the gap as
+// well, at the level the rank's posterior gives, they gained 0.04–0.24
+// (docs/design/model.md, "The gap on the event type's path"). Where the
+// burst is disputed the types keep the weight alone: on this project's
+// typed stream with 15 % of its genuine clicks made quick, reading the
+// gap there too cost 0.017, the gate 0.001.
+func (c *contextModel) readsGap(p contextPath) bool {
+	return p == pathAnchored || p == pathRank && !c.burst.disputed()
 }
 
 // gapLevel is the gap path's level at share (the gap instrument's mean
@@ -745,13 +769,13 @@ const gapCorrelationScale = 0.1
 const gapPCleanFloor = -0.35
 
 // learnGap adds an event to the gap instrument: one whose user and item
-// are not cold and that carries a gap, but neither dwell nor an event
-// type the rank instrument could read (none, or a stream whose types the
-// order does not rank apart: a log of clicks only). Only the moments of
-// p_clean, the gap, the user's activity and the item row's step are
-// learned (gapWeight, activityEvidence, popularityEvidence).
+// are not cold and that carries a gap but no dwell, whatever its type
+// (readsGap). Only the moments of p_clean, the gap, the user's activity
+// and the item row's step are learned (gapWeight, activityEvidence,
+// popularityEvidence). Until stop 72 an event of a type the rank
+// instrument reads was left out, as the gap was not read there.
 func (c *contextModel) learnGap(x *contextFeatures, pClean float64) {
-	if c.long && x.hasZ && x.hasGap && !x.hasDwell && (x.bucket < 0 || !c.spread) {
+	if c.long && x.hasZ && x.hasGap && !x.hasDwell {
 		var acc *rankInstrument
 		if c.acc != nil {
 			acc = &c.acc.gap

@@ -52,9 +52,9 @@ func TestReadModelVersion14(t *testing.T) {
 // moved its level offset encodes it (GINS), reads back to the same bytes
 // and goes on scoring bit for bit as the model it was written from; a
 // chain of deltas (version 11) restores it to the same bytes; a GINS that
-// is not finite or out of range is refused. A stream whose events carry
-// dwell or event types the order ranks apart leaves the instrument empty;
-// one of clicks only does not.
+// is not finite or out of range is refused. A stream whose events all
+// carry dwell leaves the instrument empty; one of event types the order
+// ranks apart (since stop 72) and one of clicks only do not.
 func TestGapInstrumentEncoding(t *testing.T) {
 	cfg := smallConfig(ModeBinary)
 	cfg.DwellDirection, cfg.EventOrder = DwellLong, DefaultEventOrder()
@@ -85,13 +85,18 @@ func TestGapInstrumentEncoding(t *testing.T) {
 	for j := range clicks {
 		clicks[j].Kind = "click"
 	}
+	dwelt := timedEvents(2000, 1)
+	for j := range dwelt {
+		dwelt[j].HasDwell, dwelt[j].DwellMS = true, 1000+int64(j%40)*900
+	}
 	for _, tc := range []struct {
 		name   string
 		stream []Event
 		learns bool
 	}{
-		{"ranked types", timedEvents(2000, 1), false},
-		{"dwell", timedDwellEvents(2000, 1), false},
+		// Since stop 72 the gap reads the rank's events too (readsGap).
+		{"ranked types", timedEvents(2000, 1), true},
+		{"dwell on every event", dwelt, false},
 		{"clicks only", clicks, true},
 	} {
 		o, _ := New(cfg, NewSource(11))

@@ -276,13 +276,14 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	default:
 		sc.Weight = m.calibrate(posterior)
 	}
-	// Neither instrument read the event (no dwell, no ranked type): the
-	// gap, where it says something. Its level is p_clean calibrated
-	// towards the gap instrument's mean p_clean, not the mixture's share
-	// (gapWeight), unless the context gave the weight.
+	// Dwell's instrument did not read the event: the gap, where it says
+	// something (readsGap). Its level is p_clean calibrated towards the
+	// gap instrument's mean p_clean, not the mixture's share (gapWeight),
+	// unless the context gave the weight: the anchored posterior, or the
+	// event type's rank instrument's.
 	var gap gapReading
 	gapped, level := false, sc.Weight
-	if m.useContext() && path == pathAnchored {
+	if m.useContext() && m.context.readsGap(path) {
 		share := m.context.gap.pCleanShare()
 		if share > 0 {
 			level = m.context.gapLevel(posterior, level, share, sc.Source == SourcePClean)
