@@ -69,7 +69,9 @@ eval: build
 # The weight against the label-free baselines on streams of a second
 # generator, written apart from the model (scripts/probe_generator.py;
 # docs/design/model.md, "Found at stop 69"): B with dwell on 30 % of the
-# events, C without dwell or types, D with the noise dwelling longer; and
+# events, C without dwell or types, D with the noise dwelling longer, F
+# with event types and no dwell ("The gap on the event type's path (stop
+# 72)"); and
 # T, this project's v1 stream with genuine clicks in bursts
 # (scripts/genuine_bursts.py; "Bursts (stop 70)"); and Q, uniform
 # misclicks on a third generator (scripts/quick_clicks.py; "The noisy head
@@ -78,11 +80,12 @@ eval: build
 PROBE_B = --events 100000 --users 15000 --items 8000 --noise 0.20 --dwell-share 0.3 --seed 102
 PROBE_C = --events 100000 --users 15000 --items 8000 --noise 0.20 --dwell-share 0 --no-types --seed 103
 PROBE_D = --events 150000 --users 30000 --items 20000 --noise 0.35 --dwell-share 1 --idle --seed 104
+PROBE_F = --events 120000 --users 20000 --items 15000 --noise 0.30 --dwell-share 0 --mix adj=0.7,bait=0.1,bot=0.1,nuser=0.1 --seed 106
 PROBE_Q = --events 200000 --users 20000 --items 10000 --noise 0.1 --nq 0 --gq 0 --seed 14
 probe: build
 	@if ! command -v python3 >/dev/null 2>&1; then echo "python3 not found: make probe skipped"; exit 0; fi; \
 	mkdir -p $(RESULTS)/probe $(OUT) && \
-	$(foreach p,B C D,echo "probe $(p): $(PROBE_$(p))" && \
+	$(foreach p,B C D F,echo "probe $(p): $(PROBE_$(p))" && \
 		python3 scripts/probe_generator.py --out $(OUT)/probe-$(p).jsonl $(PROBE_$(p)) >/dev/null && \
 		$(BIN) replay --in $(OUT)/probe-$(p).jsonl --out /dev/null --truth field \
 			--report $(RESULTS)/probe/$(p).json 2>$(RESULTS)/probe/$(p).txt && \
