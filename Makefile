@@ -10,6 +10,8 @@ export GOAMD64 = v1
 BIN     := bin/denoiser
 LAB     := bin/denoiser-lab
 OUT     ?= out
+# The CPU profile both binaries and make bench are built with (make pgo).
+PGO     := cmd/denoiser/default.pgo
 
 .PHONY: build demo test test-short bench bench-all bench-instructions bench-river pgo fuzz kafka-start kafka-stop clean eval probe check-monitoring
 
@@ -17,10 +19,12 @@ OUT     ?= out
 # eval, gen, convert), so that the service links neither plotting nor the
 # embedded broker. The service is built with profile-guided optimisation
 # from cmd/denoiser/default.pgo, which go build picks up by itself (make
-# pgo regenerates it; docs/perf.md, "Profile-guided optimisation").
+# pgo regenerates it; docs/perf.md, "Profile-guided optimisation"); the
+# lab, which runs the same model in eval and the same pipeline in demo,
+# with the same profile.
 build:
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/denoiser
-	$(GO) build -buildvcs=auto -o $(LAB) ./cmd/denoiser-lab
+	$(GO) build -buildvcs=auto -pgo=$(PGO) -o $(LAB) ./cmd/denoiser-lab
 
 # The main job on the embedded default: the stream service against an
 # embedded Kafka broker (no Java, no network): the shipped synthetic log is
@@ -136,7 +140,6 @@ BENCH_RATIOS := \
 	-ratio 'pipeline over pass-through, events per CPU-second: BenchmarkPipeline passthrough-cpu-µs/event / BenchmarkPipeline denoiser-cpu-µs/event'
 # The benchmarks are built with the service's profile (PGO), as the
 # binary is.
-PGO     := cmd/denoiser/default.pgo
 BENCHFLAGS ?=
 bench:
 	$(GO) test -pgo=$(PGO) -run '^$$' -bench '^Benchmark(Step|Pipeline|Decode|AppendScored|Run)$$' -benchmem -timeout 30m $(BENCHFLAGS) \

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -669,8 +670,8 @@ func TestGapReadsAtTheSeparation(t *testing.T) {
 // TestGapReadsTheRankPath: on a stream of ranked event types without
 // dwell, the gap weighs the events the type's rank reads (readsGap, since
 // stop 72). Where the bursts are noise, the gap's posterior gives most of
-// the weight of the second half's events and the weight ranks the stream
-// well above p_clean; where the quick clicks are the genuine ones (a
+// the weight of the second half's events, the weight ranks the stream
+// well above p_clean and the type's rank still weighs in it; where the quick clicks are the genuine ones (a
 // disputed burst), the types keep the weight: no event's weight comes from
 // the gap.
 func TestGapReadsTheRankPath(t *testing.T) {
@@ -697,8 +698,14 @@ func TestGapReadsTheRankPath(t *testing.T) {
 		half := scores[len(scores)/2:]
 		weights, pClean, genuine := make([]float64, len(half)), make([]float64, len(half)), make([]bool, len(half))
 		fromGap, fromRank := 0, 0
+		var byKind [2]struct{ sum, n float64 } // genuine views', purchases' logit(weight)
 		for j, sc := range half {
-			weights[j], pClean[j], genuine[j] = sc.Weight, sc.PClean, evs[len(scores)/2+j].Rating > 0
+			ev := &evs[len(scores)/2+j]
+			weights[j], pClean[j], genuine[j] = sc.Weight, sc.PClean, ev.Rating > 0
+			if k := slices.Index([]string{"view", "purchase"}, ev.Kind); k >= 0 && genuine[j] {
+				byKind[k].sum += logOdds(sc.Weight)
+				byKind[k].n++
+			}
 			switch sc.Source {
 			case SourceGap:
 				fromGap++
@@ -718,6 +725,14 @@ func TestGapReadsTheRankPath(t *testing.T) {
 		}
 		if w < p+tc.minGain {
 			t.Errorf("%s: the weight ranks %.4f of the pairs right, p_clean %.4f: want a gain of %v at least", tc.name, w, p, tc.minGain)
+		}
+		typeGap := byKind[1].sum/byKind[1].n - byKind[0].sum/byKind[0].n
+		t.Logf("%s: genuine purchases' mean logit(weight) less genuine views' %+.3f", tc.name, typeGap)
+		// Where the gap weighs the events, the type's own evidence is
+		// added to its weight whole (contextReading.own): a purchase, of
+		// the higher rank in the order, weighs more than a view.
+		if tc.maxGap > 0 && !(typeGap >= 0.5) {
+			t.Errorf("%s: genuine purchases weigh %+.3f in log-odds against genuine views, want 0.5 at least", tc.name, typeGap)
 		}
 	}
 }

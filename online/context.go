@@ -457,6 +457,24 @@ func (c *contextModel) weight(pClean float64, x contextFeatures) float64 {
 // its shift (level.go): from the mean p_clean of the statistics' window
 // to that of the stream's history.
 func (c *contextModel) posterior(pClean float64, x contextFeatures, share float64) (p float64, path contextPath) {
+	r := c.read(pClean, x, share)
+	return r.p, r.path
+}
+
+// contextReading is the context's posterior p of an event and the path
+// that gave it; for an event that the rank instrument read, also what the
+// gap path takes of it (readsGap): untyped, the anchored posterior without
+// the type's evidence, the gap path's level, and own, the type's own
+// evidence (the rank's log-likelihood ratio at pCleanTemper), which the
+// gap path adds to its weight whole rather than blend it away with the
+// level.
+type contextReading struct {
+	p, untyped, own float64
+	path            contextPath
+}
+
+// read is posterior with the rank path's parts (contextReading).
+func (c *contextModel) read(pClean float64, x contextFeatures, share float64) contextReading {
 	centre, a := c.anchor.share(), logOdds(pClean)
 	shift := 0.0
 	if c.long {
@@ -469,14 +487,22 @@ func (c *contextModel) posterior(pClean float64, x contextFeatures, share float6
 		// instrument's (outOfOrder).
 		if !x.outOfOrder {
 			if t, ok := c.instrument(share, level, x.hasZ); ok {
-				return sigmoid(shift + centre + t.evidence(a, c.inst.impute(&x, dwellGapCap)) + c.evidence(x)), pathDwell
+				return contextReading{p: sigmoid(shift + centre + t.evidence(a, c.inst.impute(&x, dwellGapCap)) + c.evidence(x)), path: pathDwell}
 			}
 			if t, ok := c.rank.fit(share, level, rankSeparation, x.hasZ, 0); ok {
-				return sigmoid(shift + centre + c.rank.offset + pCleanTemper*(t.evidence(a, c.rank.stats.impute(&x, rankGapCap))+c.rankEvidence(x, &t))), pathRank
+				own := c.rankEvidence(x, &t)
+				untyped := x
+				untyped.bucket = -1
+				return contextReading{
+					p:       sigmoid(shift + centre + c.rank.offset + pCleanTemper*(t.evidence(a, c.rank.stats.impute(&x, rankGapCap))+own)),
+					untyped: sigmoid(shift + centre + pCleanTemper*(a-centre) + c.evidence(untyped)),
+					own:     pCleanTemper * own,
+					path:    pathRank,
+				}
 			}
 		}
 	}
-	return sigmoid(shift + centre + pCleanTemper*(a-centre) + c.evidence(x)), pathAnchored
+	return contextReading{p: sigmoid(shift + centre + pCleanTemper*(a-centre) + c.evidence(x)), path: pathAnchored}
 }
 
 // contextPath says which formula gave a posterior: the anchored one
@@ -589,8 +615,10 @@ func (c *contextModel) gapWeight(level, pClean float64, x contextFeatures, share
 // with p_clean in it at the strength of a calibrated score, and the gap
 // only as a feature whose class means came from the rank. On the
 // independent generator's typed streams (scripts/probe_generator.py)
-// that left the weight 0.19–0.41 below user_gap; read by the gap as
-// well, at the level the rank's posterior gives, they gained 0.04–0.24
+// that left the weight 0.16–0.42 below user_gap. Their events are now
+// weighed as an untyped stream's are, from the anchored posterior
+// without the type's evidence, and the type's own evidence is added to
+// that weight whole (contextReading): they gained 0.04–0.30
 // (docs/design/model.md, "The gap on the event type's path"). Where the
 // burst is disputed the types keep the weight alone: on this project's
 // typed stream with 15 % of its genuine clicks made quick, reading the

@@ -266,12 +266,14 @@ func (m *Model) Step(ev Event, sc *Score) error {
 		m.instrumentFeatures(u, i, &ev, &context)
 	}
 	posterior, path := sc.PClean, pathAnchored
+	var reading contextReading
 	sc.Source = SourcePClean
 	switch {
 	case m.cfg.Plain:
 	case m.useContext() && m.context.informed():
 		// The context draws p_clean's log-odds in itself (pCleanTemper).
-		posterior, path = m.context.posterior(sc.PClean, context, m.reliableShare())
+		reading = m.context.read(sc.PClean, context, m.reliableShare())
+		posterior, path = reading.p, reading.path
 		sc.Weight, sc.Source = posterior, path.source()
 	default:
 		sc.Weight = m.calibrate(posterior)
@@ -279,17 +281,25 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	// Dwell's instrument did not read the event: the gap, where it says
 	// something (readsGap). Its level is p_clean calibrated towards the
 	// gap instrument's mean p_clean, not the mixture's share (gapWeight),
-	// unless the context gave the weight: the anchored posterior, or the
-	// event type's rank instrument's.
+	// unless the context gave the weight: the anchored posterior, or,
+	// where the event type's rank read the event, the anchored posterior
+	// without the type's evidence, which is added to the gap's weight
+	// whole (contextReading).
 	var gap gapReading
 	gapped, level := false, sc.Weight
 	if m.useContext() && m.context.readsGap(path) {
 		share := m.context.gap.pCleanShare()
+		if path == pathRank {
+			level = reading.untyped
+		}
 		if share > 0 {
 			level = m.context.gapLevel(posterior, level, share, sc.Source == SourcePClean)
 		}
 		if gap, gapped = m.context.gapWeight(level, sc.PClean, context, share); gapped {
 			sc.Weight = gap.w
+			if path == pathRank {
+				sc.Weight = sigmoid(logOdds(gap.w) + reading.own)
+			}
 			if gap.blend >= 0.5 {
 				sc.Source = SourceGap
 			}
