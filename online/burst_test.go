@@ -671,9 +671,9 @@ func TestGapReadsAtTheSeparation(t *testing.T) {
 // dwell, the gap weighs the events the type's rank reads (readsGap, since
 // stop 72). Where the bursts are noise, the gap's posterior gives most of
 // the weight of the second half's events, the weight ranks the stream
-// well above p_clean and the type's rank still weighs in it; where the quick clicks are the genuine ones (a
-// disputed burst), the types keep the weight: no event's weight comes from
-// the gap.
+// well above p_clean and the type's rank still weighs in it; where the
+// quick clicks are the genuine ones (a disputed burst), the types keep
+// the weight: no event's weight comes from the gap.
 func TestGapReadsTheRankPath(t *testing.T) {
 	cfg := smallConfig(ModeBinary)
 	cfg.DwellDirection, cfg.EventOrder = DwellLong, DefaultEventOrder()

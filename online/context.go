@@ -539,8 +539,9 @@ type gapReading struct {
 // gapWeight is the weight of an event that dwell's instrument does not
 // read (readsGap): a stream whose events carry neither dwell nor an event
 // type the order ranks apart (none at all, or clicks only), and since stop
-// 72 an event whose type the rank instrument read, whose posterior is
-// then the level. Until stop 43 its weight was
+// 72 an event whose type the rank instrument read, with the anchored
+// posterior without the type's evidence as its level (contextReading).
+// Until stop 43 its weight was
 // level: the classifier's p_clean drawn towards the mixture's share
 // (Model.calibrate), or, once the context has seen event types, the
 // anchored posterior; on a sparse catalogue p_clean ranks backwards
@@ -615,10 +616,10 @@ func (c *contextModel) gapWeight(level, pClean float64, x contextFeatures, share
 // with p_clean in it at the strength of a calibrated score, and the gap
 // only as a feature whose class means came from the rank. On the
 // independent generator's typed streams (scripts/probe_generator.py)
-// that left the weight 0.16–0.42 below user_gap. Their events are now
+// that left the weight 0.13–0.42 below user_gap. Their events are now
 // weighed as an untyped stream's are, from the anchored posterior
 // without the type's evidence, and the type's own evidence is added to
-// that weight whole (contextReading): they gained 0.04–0.30
+// that weight whole (contextReading): they gained 0.03–0.30
 // (docs/design/model.md, "The gap on the event type's path"). Where the
 // burst is disputed the types keep the weight alone: on this project's
 // typed stream with 15 % of its genuine clicks made quick, reading the
