@@ -461,6 +461,51 @@ func (c *contextModel) posterior(pClean float64, x contextFeatures, share float6
 	return r.p, r.path
 }
 
+// dwellReach is how far dwell's instrument weighs an event, in [0, 1]:
+// the larger of |corr(logit p_clean, log dwell)| and corr(capped log gap,
+// log dwell), over gapCorrelationScale, as the gap path's λ is (gapWeight);
+// 1 until the statistics give the correlations. Below 1 the posterior's
+// log-odds are blended with the anchored posterior's without dwell's
+// evidence (read).
+//
+// Dwell's instrument takes its direction from the premise (a long dwell
+// is genuine) and its separation from the dwell mixture's two components,
+// which a dwell that says nothing of the class splits as readily as one
+// that does; p_clean's class means then come from its covariance with
+// dwell, about 0, and p_clean drops out of the weight. Until stop 72 a
+// dwell drawn at random (one lognormal for every event) took gen v2
+// stripped of dwell and types, and a uniform-misclick stream, from 0.889
+// and 0.856 to 0.513, and the independent generator's idle tabs (noise
+// that dwells longer: probe D, E) ranked backwards at 0.25–0.26. Two views
+// that both carry the class covary: p_clean, in either direction (on a
+// sparse catalogue it ranks backwards), and the gap before the event, in
+// the premise's (a short gap and a short dwell are both the noise's); the
+// gap keeps dwell where the classifier is fooled (clickbait: probe G,
+// where p_clean and dwell barely covary). Dwell that covaries with
+// neither is read by as much as it does (docs/design/model.md, "Dwell's
+// reach (stop 72)").
+func (c *contextModel) dwellReach() float64 {
+	s, m := &c.inst, &c.mix
+	n := m.mass[0] + m.mass[1]
+	if s.mass < contextMinMass || !(n > 0) {
+		return 1
+	}
+	md := (m.sum[0] + m.sum[1]) / n
+	vd := m.squares/n - md*md
+	ma, mx := s.sum[0]/s.mass, s.dwell/s.mass
+	va := s.squares[0]/s.mass - ma*ma
+	if !(va > 0 && vd > 0) {
+		return 1
+	}
+	r := math.Abs(s.cross[0]/s.mass-ma*mx) / math.Sqrt(va*vd)
+	const g = gapFeature + 1 // the gap's index among the instrument's features
+	mg := s.sum[g] / s.mass
+	if vg := s.squares[g*instrumented-g*(g-1)/2]/s.mass - mg*mg; vg > 0 {
+		r = max(r, (s.cross[g]/s.mass-mg*mx)/math.Sqrt(vg*vd))
+	}
+	return min(1, r/gapCorrelationScale)
+}
+
 // contextReading is the context's posterior p of an event and the path
 // that gave it; for an event that the rank instrument read, also what the
 // gap path takes of it (readsGap): untyped, the anchored posterior without
@@ -487,7 +532,13 @@ func (c *contextModel) read(pClean float64, x contextFeatures, share float64) co
 		// instrument's (outOfOrder).
 		if !x.outOfOrder {
 			if t, ok := c.instrument(share, level, x.hasZ); ok {
-				return contextReading{p: sigmoid(shift + centre + t.evidence(a, c.inst.impute(&x, dwellGapCap)) + c.evidence(x)), path: pathDwell}
+				p := shift + centre + t.evidence(a, c.inst.impute(&x, dwellGapCap)) + c.evidence(x)
+				if reach := c.dwellReach(); reach < 1 {
+					without := x
+					without.hasDwell = false
+					p = (1-reach)*(shift+centre+pCleanTemper*(a-centre)+c.evidence(without)) + reach*p
+				}
+				return contextReading{p: sigmoid(p), path: pathDwell}
 			}
 			if t, ok := c.rank.fit(share, level, rankSeparation, x.hasZ, 0); ok {
 				own := c.rankEvidence(x, &t)
