@@ -490,6 +490,8 @@ func (c *contextModel) dwellReach() float64 {
 	if s.mass < contextMinMass || !(n > 0) {
 		return 1
 	}
+	// dwell's variance from the mixture's moments: the instrument keeps
+	// Σ x but not Σ x².
 	md := (m.sum[0] + m.sum[1]) / n
 	vd := m.squares/n - md*md
 	ma, mx := s.sum[0]/s.mass, s.dwell/s.mass
