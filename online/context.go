@@ -509,15 +509,19 @@ func (c *contextModel) dwellReach() float64 {
 }
 
 // contextReading is the context's posterior p of an event and the path
-// that gave it; for an event that the rank instrument read, also what the
-// gap path takes of it (readsGap): untyped, the anchored posterior without
+// that gave it, and what the gap path takes of it (readsGap). For an event
+// that the rank instrument read: untyped, the anchored posterior without
 // the type's evidence, the gap path's level, and own, the type's own
 // evidence (the rank's log-likelihood ratio at pCleanTemper), which the
 // gap path adds to its weight whole rather than blend it away with the
-// level.
+// level. For one that dwell's instrument read: reach, dwellReach; where it
+// is below 1, untyped, the anchored posterior without dwell's evidence
+// (and the type's evidence kept), the gap path's level, and dwell, the
+// instrument's log-odds, which the gap path's weight is blended with by
+// reach.
 type contextReading struct {
-	p, untyped, own float64
-	path            contextPath
+	p, untyped, own, dwell, reach float64
+	path                          contextPath
 }
 
 // read is posterior with the rank path's parts (contextReading).
@@ -535,12 +539,14 @@ func (c *contextModel) read(pClean float64, x contextFeatures, share float64) co
 		if !x.outOfOrder {
 			if t, ok := c.instrument(share, level, x.hasZ); ok {
 				p := shift + centre + t.evidence(a, c.inst.impute(&x, dwellGapCap)) + c.evidence(x)
-				if reach := c.dwellReach(); reach < 1 {
-					without := x
-					without.hasDwell = false
-					p = (1-reach)*(shift+centre+pCleanTemper*(a-centre)+c.evidence(without)) + reach*p
+				reach := c.dwellReach()
+				if reach >= 1 {
+					return contextReading{p: sigmoid(p), path: pathDwell, reach: 1}
 				}
-				return contextReading{p: sigmoid(p), path: pathDwell}
+				without := x
+				without.hasDwell = false
+				untyped := shift + centre + pCleanTemper*(a-centre) + c.evidence(without)
+				return contextReading{p: sigmoid((1-reach)*untyped + reach*p), untyped: sigmoid(untyped), dwell: p, reach: reach, path: pathDwell}
 			}
 			if t, ok := c.rank.fit(share, level, rankSeparation, x.hasZ, 0); ok {
 				own := c.rankEvidence(x, &t)
@@ -657,12 +663,13 @@ func (c *contextModel) gapWeight(level, pClean float64, x contextFeatures, share
 	return gapReading{w: w, g: g, lambda: lambda, blend: b, pool: b}, true
 }
 
-// readsGap reports whether the gap path (gapWeight) weighs an event whose
-// posterior came by path p: one that no instrument read (anchored), and
-// one that the event type's rank read (rank) unless the classifier
-// disputes the burst (burstMixture.verdict, side +1: quick clicks placed
-// above the others). Dwell's instrument reads the gap as its fifth
-// feature and is not read again.
+// readsGap reports whether the gap path (gapWeight) weighs an event read
+// as r: one that no instrument read (anchored); one that the event type's
+// rank read (rank) unless the classifier disputes the burst
+// (burstMixture.verdict, side +1: quick clicks placed above the others);
+// and one that dwell's instrument read, as far as dwell does not reach
+// (dwellReach below 1; dwell's instrument reads the gap as its fifth
+// feature, but weighs it as it weighs dwell).
 //
 // Until stop 72 the rank's events were not read by the gap: on streams
 // with event types and no dwell the type's instrument gave the weight,
@@ -677,8 +684,14 @@ func (c *contextModel) gapWeight(level, pClean float64, x contextFeatures, share
 // burst is disputed the types keep the weight alone: on this project's
 // typed stream with 15 % of its genuine clicks made quick, reading the
 // gap there too cost 0.017, the gate 0.001.
-func (c *contextModel) readsGap(p contextPath) bool {
-	return p == pathAnchored || p == pathRank && !c.burst.disputed()
+func (c *contextModel) readsGap(r *contextReading) bool {
+	switch r.path {
+	case pathRank:
+		return !c.burst.disputed()
+	case pathDwell:
+		return r.reach < 1
+	}
+	return true
 }
 
 // gapLevel is the gap path's level at share (the gap instrument's mean
@@ -851,13 +864,14 @@ const gapCorrelationScale = 0.1
 const gapPCleanFloor = -0.35
 
 // learnGap adds an event to the gap instrument: one whose user and item
-// are not cold and that carries a gap but no dwell, whatever its type
-// (readsGap). Only the moments of p_clean, the gap, the user's activity
-// and the item row's step are learned (gapWeight, activityEvidence,
-// popularityEvidence). Until stop 72 an event of a type the rank
-// instrument reads was left out, as the gap was not read there.
+// are not cold and that carries a gap, whatever its type and whether or
+// not it carries dwell (readsGap). Only the moments of p_clean, the gap,
+// the user's activity and the item row's step are learned (gapWeight,
+// activityEvidence, popularityEvidence). Until stop 72 an event with dwell
+// or of a type the rank instrument reads was left out, as the gap was not
+// read there.
 func (c *contextModel) learnGap(x *contextFeatures, pClean float64) {
-	if c.long && x.hasZ && x.hasGap && !x.hasDwell {
+	if c.long && x.hasZ && x.hasGap {
 		var acc *rankInstrument
 		if c.acc != nil {
 			acc = &c.acc.gap

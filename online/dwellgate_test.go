@@ -134,77 +134,100 @@ func TestReadModelRefusesBadDwellGate(t *testing.T) {
 }
 
 // TestDwellReach: dwell's instrument weighs the events by as much as
-// dwell covaries with p_clean or the gap (dwellReach). On a stream whose
-// noise is a click on a random item, short in dwell and gap, dwell is read
-// whole, and on one whose noise is on the user's own items, which p_clean
-// cannot tell, too (the gap covaries with dwell); where every event's dwell is drawn from one lognormal it is read
-// by next to nothing, and the weight ranks about as p_clean does, where
-// dwell's instrument alone drops p_clean and ranks at chance.
+// dwell covaries with p_clean or the gap (dwellReach), and the gap path
+// the rest (readsGap). On a stream whose noise is a click on a random
+// item, short in dwell and gap, dwell is read whole, and on one whose
+// noise is on the user's own items, which p_clean cannot tell, too (the
+// gap covaries with dwell). Where every event's dwell is drawn from one
+// lognormal it is read by next to nothing: the weight ranks about as
+// p_clean does where the gap says nothing either (dwell's instrument
+// alone drops p_clean and ranks at chance), and the gap gives most of the
+// weight where it tells the noise.
 func TestDwellReach(t *testing.T) {
 	cfg := smallConfig(ModeBinary)
 	cfg.DwellDirection = DwellLong
-	stream := func(says, inTaste bool) []Event {
-		r := rand.New(rand.NewPCG(4, 31))
-		evs := make([]Event, 12000)
-		now, last := int64(1_700_000_000_000), map[int]int64{}
-		for j := range evs {
-			u := r.IntN(60)
-			ev := Event{User: fmt.Sprint("u", u), Item: fmt.Sprint("i", (u%4)*10+r.IntN(10)), Rating: 1, HasTime: true, HasDwell: true}
-			median, gap := 30_000.0, int64(20_000+r.IntN(20_000))
-			if r.Float64() < 0.2 {
-				ev.Rating, median, gap = 0, 3_000, int64(1_000+r.IntN(3_000))
-				if !inTaste {
-					ev.Item = fmt.Sprint("i", r.IntN(40))
-				}
-			}
-			if !says { // neither dwell nor the gap tells the noise
-				median, gap = 10_000, int64(20_000+r.IntN(20_000))
-			}
-			now += 300
-			ev.TimeMS = max(now, last[u]+gap)
-			last[u] = ev.TimeMS
-			ev.DwellMS = int64(median * math.Exp(0.8*r.NormFloat64()))
-			evs[j] = ev
-		}
-		return evs
-	}
+	stream := reachStream
 	for _, tc := range []struct {
-		name               string
-		says, inTaste      bool
-		minReach, maxReach float64
+		name                   string
+		says, gapSays, inTaste bool
+		minReach, maxReach     float64
+		minGain                float64 // pairs ranked right by the weight less by p_clean
 	}{
-		{"dwell short for the noise", true, false, 1, 1},
+		{"dwell short for the noise", true, true, false, 1, 1, 0},
 		// The noise on items of the user's taste: p_clean cannot tell it,
 		// and dwell covaries with it little; the gap, short for the noise
 		// as dwell is, keeps dwell read.
-		{"dwell and the gap short for noise in the user's taste", true, true, 1, 1},
-		{"dwell drawn at random", false, false, 0, 0.5},
+		{"dwell and the gap short for noise in the user's taste", true, true, true, 1, 1, 0.3},
+		{"dwell drawn at random", false, false, false, 0, 0.5, -0.05},
+		// The gap path weighs what dwell does not reach (readsGap).
+		{"dwell drawn at random, the gap short for the noise", false, true, false, 0, 0.5, 0.03},
 	} {
 		m, _ := New(cfg, NewSource(3))
-		evs := stream(tc.says, tc.inTaste)
+		evs := stream(tc.says, tc.gapSays, tc.inTaste)
 		scores := runScores(t, m, evs)
 		half := scores[len(scores)/2:]
 		weights, pClean, genuine := make([]float64, len(half)), make([]float64, len(half)), make([]bool, len(half))
-		dwelt := 0
+		dwelt, gapped := 0, 0
 		for j, sc := range half {
 			weights[j], pClean[j], genuine[j] = sc.Weight, sc.PClean, evs[len(scores)/2+j].Rating > 0
-			if sc.Source == SourceDwell {
+			switch sc.Source {
+			case SourceGap:
+				gapped++
+				dwelt++
+			case SourceDwell:
 				dwelt++
 			}
 		}
 		reach, w, p := m.context.dwellReach(), pairsRanked(weights, genuine), pairsRanked(pClean, genuine)
-		t.Logf("%s: reach %.3f; pairs ranked right %.4f by the weight, %.4f by p_clean; %d of %d weights from dwell", tc.name, reach, w, p, dwelt, len(half))
+		t.Logf("%s: reach %.3f; pairs ranked right %.4f by the weight, %.4f by p_clean; %d of %d weights from dwell or the gap", tc.name, reach, w, p, dwelt, len(half))
 		if !(reach >= tc.minReach && reach <= tc.maxReach) {
 			t.Errorf("%s: dwell's reach %.3f, want [%v, %v]", tc.name, reach, tc.minReach, tc.maxReach)
 		}
 		if dwelt < len(half)*9/10 {
-			t.Errorf("%s: %d of %d weights from dwell's instrument, want 90 %%", tc.name, dwelt, len(half))
+			t.Errorf("%s: %d of %d weights from dwell's instrument or the gap, want 90 %%", tc.name, dwelt, len(half))
 		}
-		if tc.says && !tc.inTaste && w < p {
-			t.Errorf("%s: the weight ranks %.4f of the pairs right, below p_clean's %.4f", tc.name, w, p)
+		// Where dwell reaches, the gap's posterior gives no weight; where
+		// dwell is drawn at random and the gap tells the noise, most.
+		if gap := float64(gapped) / float64(len(half)); tc.maxReach == 1 && gapped > 0 || tc.gapSays && !tc.says && gap < 0.5 {
+			t.Errorf("%s: %.3f of the weights from the gap", tc.name, gap)
 		}
-		if !tc.says && w < p-0.05 {
-			t.Errorf("%s: the weight ranks %.4f of the pairs right, p_clean %.4f: want within 0.05 of it", tc.name, w, p)
+		if w < p+tc.minGain {
+			t.Errorf("%s: the weight ranks %.4f of the pairs right, p_clean %.4f: want %+v at least", tc.name, w, p, tc.minGain)
 		}
 	}
+}
+
+// reachStream is TestDwellReach's stream of 12,000 timed events with
+// dwell, a fifth of them noise (Rating 0): with says, short in dwell and
+// gap (a median of 3 s against 30 s, 1–4 s after the user's previous
+// event against 20–40 s), on a random item, or with inTaste on an item of
+// the user's taste as a genuine event's; without says, dwell drawn alike
+// for both, and the gap too unless gapSays.
+func reachStream(says, gapSays, inTaste bool) []Event {
+	r := rand.New(rand.NewPCG(4, 31))
+	evs := make([]Event, 12000)
+	now, last := int64(1_700_000_000_000), map[int]int64{}
+	for j := range evs {
+		u := r.IntN(60)
+		ev := Event{User: fmt.Sprint("u", u), Item: fmt.Sprint("i", (u%4)*10+r.IntN(10)), Rating: 1, HasTime: true, HasDwell: true}
+		median, gap := 30_000.0, int64(20_000+r.IntN(20_000))
+		if r.Float64() < 0.2 {
+			ev.Rating, median, gap = 0, 3_000, int64(1_000+r.IntN(3_000))
+			if !inTaste {
+				ev.Item = fmt.Sprint("i", r.IntN(40))
+			}
+		}
+		if !says { // dwell does not tell the noise
+			median = 10_000
+		}
+		if !says && !gapSays { // nor does the gap
+			gap = int64(20_000 + r.IntN(20_000))
+		}
+		now += 300
+		ev.TimeMS = max(now, last[u]+gap)
+		last[u] = ev.TimeMS
+		ev.DwellMS = int64(median * math.Exp(0.8*r.NormFloat64()))
+		evs[j] = ev
+	}
+	return evs
 }

@@ -52,9 +52,9 @@ func TestReadModelVersion14(t *testing.T) {
 // moved its level offset encodes it (GINS), reads back to the same bytes
 // and goes on scoring bit for bit as the model it was written from; a
 // chain of deltas (version 11) restores it to the same bytes; a GINS that
-// is not finite or out of range is refused. A stream whose events all
-// carry dwell leaves the instrument empty; one of event types the order
-// ranks apart (since stop 72) and one of clicks only do not.
+// is not finite or out of range is refused. Since stop 72 a stream whose
+// events all carry dwell and one of event types the order ranks apart
+// fill it, as one of clicks only does.
 func TestGapInstrumentEncoding(t *testing.T) {
 	cfg := smallConfig(ModeBinary)
 	cfg.DwellDirection, cfg.EventOrder = DwellLong, DefaultEventOrder()
@@ -94,9 +94,10 @@ func TestGapInstrumentEncoding(t *testing.T) {
 		stream []Event
 		learns bool
 	}{
-		// Since stop 72 the gap reads the rank's events too (readsGap).
+		// Since stop 72 the gap reads the rank's events too, and dwell's
+		// as far as dwell does not reach (readsGap).
 		{"ranked types", timedEvents(2000, 1), true},
-		{"dwell on every event", dwelt, false},
+		{"dwell on every event", dwelt, true},
 		{"clicks only", clicks, true},
 	} {
 		o, _ := New(cfg, NewSource(11))

@@ -278,18 +278,20 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	default:
 		sc.Weight = m.calibrate(posterior)
 	}
-	// Dwell's instrument did not read the event: the gap, where it says
-	// something (readsGap). Its level is p_clean calibrated towards the
-	// gap instrument's mean p_clean, not the mixture's share (gapWeight),
-	// unless the context gave the weight: the anchored posterior, or,
-	// where the event type's rank read the event, the anchored posterior
+	// The gap, where it says something and dwell does not read the event
+	// whole (readsGap). Its level is p_clean calibrated towards the gap
+	// instrument's mean p_clean, not the mixture's share (gapWeight),
+	// unless the context gave the weight: the anchored posterior; where
+	// the event type's rank read the event, the anchored posterior
 	// without the type's evidence, which is added to the gap's weight
-	// whole (contextReading).
+	// whole; where dwell's instrument read it, the anchored posterior
+	// without dwell's evidence, the gap's weight then blended with
+	// dwell's by dwell's reach (contextReading).
 	var gap gapReading
 	gapped, level := false, sc.Weight
-	if m.useContext() && m.context.readsGap(path) {
+	if m.useContext() && m.context.readsGap(&reading) {
 		share := m.context.gap.pCleanShare()
-		if path == pathRank {
+		if path != pathAnchored {
 			level = reading.untyped
 		}
 		if share > 0 {
@@ -297,8 +299,11 @@ func (m *Model) Step(ev Event, sc *Score) error {
 		}
 		if gap, gapped = m.context.gapWeight(level, sc.PClean, context, share); gapped {
 			sc.Weight = gap.w
-			if path == pathRank {
+			switch path {
+			case pathRank:
 				sc.Weight = sigmoid(logOdds(gap.w) + reading.own)
+			case pathDwell:
+				sc.Weight = sigmoid((1-reading.reach)*logOdds(gap.w) + reading.reach*reading.dwell)
 			}
 			if gap.blend >= 0.5 {
 				sc.Source = SourceGap

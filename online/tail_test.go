@@ -122,12 +122,16 @@ func TestTailTempersTheGapPath(t *testing.T) {
 		}
 	}
 
-	// A stream with dwell takes the dwell instrument's path, which does
-	// not read the tail.
+	// A stream whose dwell tells the noise takes the dwell instrument's
+	// path whole (dwellReach 1), which does not read the tail.
 	d, _ := New(cfg, NewSource(7))
-	runScores(t, d, timedDwellEvents(3000, 1))
+	dwelt := reachStream(true, true, false)
+	runScores(t, d, dwelt[:3000])
+	if r := d.context.dwellReach(); r != 1 {
+		t.Fatalf("dwell's reach %v, want 1", r)
+	}
 	db := encode(t, d)
-	more := timedDwellEvents(200, 2)
+	more := dwelt[3000:3200]
 	var w [2][]Score
 	for k, tail := range []tailStats{{}, {negatives: 5000, q: 0.2, mass: 5000}} {
 		c, _ := ReadModel(bytes.NewReader(db))
