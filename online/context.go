@@ -510,21 +510,20 @@ func (c *contextModel) dwellReach() float64 {
 
 // contextReading is the context's posterior p of an event and the path
 // that gave it, and what the gap path takes of it (readsGap). For an event
-// that the rank instrument read: untyped, the anchored posterior without
+// that the rank instrument read: level, the anchored posterior without
 // the type's evidence, the gap path's level, and own, the type's own
 // evidence (the rank's log-likelihood ratio at pCleanTemper), which the
 // gap path adds to its weight whole rather than blend it away with the
 // level. For one that dwell's instrument read: reach, dwellReach; where it
-// is below 1, untyped, the anchored posterior without dwell's evidence
-// (and the type's evidence kept), the gap path's level, and dwell, the
-// instrument's log-odds, which the gap path's weight is blended with by
-// reach.
+// is below 1, level, the anchored posterior without dwell's evidence (the
+// type's kept), and dwell, the instrument's log-odds, which the gap
+// path's weight is blended with by reach.
 type contextReading struct {
-	p, untyped, own, dwell, reach float64
-	path                          contextPath
+	p, level, own, dwell, reach float64
+	path                        contextPath
 }
 
-// read is posterior with the rank path's parts (contextReading).
+// read is posterior with what the gap path takes of it (contextReading).
 func (c *contextModel) read(pClean float64, x contextFeatures, share float64) contextReading {
 	centre, a := c.anchor.share(), logOdds(pClean)
 	shift := 0.0
@@ -545,18 +544,18 @@ func (c *contextModel) read(pClean float64, x contextFeatures, share float64) co
 				}
 				without := x
 				without.hasDwell = false
-				untyped := shift + centre + pCleanTemper*(a-centre) + c.evidence(without)
-				return contextReading{p: sigmoid((1-reach)*untyped + reach*p), untyped: sigmoid(untyped), dwell: p, reach: reach, path: pathDwell}
+				level := shift + centre + pCleanTemper*(a-centre) + c.evidence(without)
+				return contextReading{p: sigmoid((1-reach)*level + reach*p), level: sigmoid(level), dwell: p, reach: reach, path: pathDwell}
 			}
 			if t, ok := c.rank.fit(share, level, rankSeparation, x.hasZ, 0); ok {
 				own := c.rankEvidence(x, &t)
-				untyped := x
-				untyped.bucket = -1
+				without := x
+				without.bucket = -1
 				return contextReading{
-					p:       sigmoid(shift + centre + c.rank.offset + pCleanTemper*(t.evidence(a, c.rank.stats.impute(&x, rankGapCap))+own)),
-					untyped: sigmoid(shift + centre + pCleanTemper*(a-centre) + c.evidence(untyped)),
-					own:     pCleanTemper * own,
-					path:    pathRank,
+					p:     sigmoid(shift + centre + c.rank.offset + pCleanTemper*(t.evidence(a, c.rank.stats.impute(&x, rankGapCap))+own)),
+					level: sigmoid(shift + centre + pCleanTemper*(a-centre) + c.evidence(without)),
+					own:   pCleanTemper * own,
+					path:  pathRank,
 				}
 			}
 		}
@@ -595,12 +594,12 @@ type gapReading struct {
 	w, g, lambda, blend, pool float64
 }
 
-// gapWeight is the weight of an event that dwell's instrument does not
-// read (readsGap): a stream whose events carry neither dwell nor an event
-// type the order ranks apart (none at all, or clicks only), and since stop
-// 72 an event whose type the rank instrument read, with the anchored
-// posterior without the type's evidence as its level (contextReading).
-// Until stop 43 its weight was
+// gapWeight is the weight of an event that readsGap gives the gap path:
+// one of a stream whose events carry neither dwell nor an event type the
+// order ranks apart (none at all, or clicks only), and since stop 72 one
+// whose type the rank instrument read, or whose dwell does not reach
+// (dwellReach), with the anchored posterior without the type's or dwell's
+// evidence as its level (contextReading). Until stop 43 its weight was
 // level: the classifier's p_clean drawn towards the mixture's share
 // (Model.calibrate), or, once the context has seen event types, the
 // anchored posterior; on a sparse catalogue p_clean ranks backwards

@@ -292,7 +292,7 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	if m.useContext() && m.context.readsGap(&reading) {
 		share := m.context.gap.pCleanShare()
 		if path != pathAnchored {
-			level = reading.untyped
+			level = reading.level
 		}
 		if share > 0 {
 			level = m.context.gapLevel(posterior, level, share, sc.Source == SourcePClean)

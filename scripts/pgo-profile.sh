@@ -11,9 +11,9 @@
 #   - BenchmarkPipeline, the service end to end on the embedded broker.
 #
 # PGO changes which calls are inlined and how hot code is laid out, never
-# a result: the output stays byte for byte the same (docs/perf.md, "Profile
-# guided optimisation"). Regenerate after a change that moves the hot path
-# (`make pgo`, about two minutes), and commit the file.
+# a result: the output stays byte for byte the same (docs/perf.md,
+# "Profile-guided optimisation"). Regenerate after a change that moves the
+# hot path (`make pgo`, about half a minute), and commit the file.
 set -eu
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
