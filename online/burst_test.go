@@ -1,6 +1,7 @@
 package online
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -733,6 +734,50 @@ func TestGapReadsTheRankPath(t *testing.T) {
 		// the higher rank in the order, weighs more than a view.
 		if tc.maxGap > 0 && !(typeGap >= 0.5) {
 			t.Errorf("%s: genuine purchases weigh %+.3f in log-odds against genuine views, want 0.5 at least", tc.name, typeGap)
+		}
+	}
+}
+
+// TestRoundTripOnTheGapPaths: a model written and read back mid-stream
+// continues bit for bit where the gap weighs the event type's events
+// (readsGap, rank) and the events whose dwell does not reach (dwell), as
+// TestRoundTripContinues checks on the anchored path.
+func TestRoundTripOnTheGapPaths(t *testing.T) {
+	cfg := smallConfig(ModeBinary)
+	cfg.DwellDirection, cfg.EventOrder = DwellLong, DefaultEventOrder()
+	typed := burstStream(6000, 8, noiseOffTaste)
+	r := rand.New(rand.NewPCG(8, 29))
+	for j := range typed {
+		typed[j].Kind = []string{"view", "click", "cart", "purchase"}[r.IntN(4)]
+	}
+	for _, tc := range []struct {
+		name   string
+		stream []Event
+		source WeightSource
+	}{
+		{"ranked types, noise bursts", typed, SourceGap},
+		{"dwell drawn at random, the gap short for the noise", reachStream(false, true, false)[:6000], SourceGap},
+	} {
+		whole, _ := New(cfg, NewSource(9))
+		want := runScores(t, whole, tc.stream)
+		first, _ := New(cfg, NewSource(9))
+		runScores(t, first, tc.stream[:4000])
+		second, err := ReadModel(bytes.NewReader(encode(t, first)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := runScores(t, second, tc.stream[4000:])
+		n := 0
+		for j := range got {
+			if fmt.Sprint(got[j]) != fmt.Sprint(want[4000+j]) {
+				t.Fatalf("%s: event %d after restore: %v, want %v", tc.name, 4000+j, got[j], want[4000+j])
+			}
+			if got[j].Source == tc.source {
+				n++
+			}
+		}
+		if n < len(got)/2 {
+			t.Errorf("%s: %d of %d weights after restore from %v, want half at least: the stream misses the path", tc.name, n, len(got), tc.source)
 		}
 	}
 }
