@@ -205,9 +205,6 @@ func (t *userTable) place(id string, rnd *rand.Rand, scale float64, epoch, now u
 	if t.prior != nil {
 		clear(t.prior[int(u)*userPriorWidth : int(u+1)*userPriorWidth])
 	}
-	if t.bursts != nil {
-		t.bursts[u] = 0
-	}
 	ring := t.recentOf(u)
 	for j := range ring {
 		ring[j] = -1
@@ -466,8 +463,8 @@ func (c Config) RowBytes() (user, item int) {
 	user = row + recentItems*i32 + u32 // recent items, pushed
 	item = row + c.K()*c.K()*f64       // transition offsets
 	if c.DwellDirection == DwellLong {
-		user += i64 + userPriorWidth*f64 + f64 // latest event time, prior, bursts' share
-		item += userPriorWidth * f64           // prior
+		user += i64 + userPriorWidth*f64 // latest event time, prior
+		item += userPriorWidth * f64     // prior
 	}
 	if c.TransitionUserOffset {
 		user += c.K() * c.K() * f64 // transition offsets
@@ -513,9 +510,6 @@ func (m *Model) reserve() {
 		}
 		if m.users.prior != nil {
 			m.users.prior = reserveRows(m.users.prior, n*userPriorWidth)
-		}
-		if m.users.bursts != nil {
-			m.users.bursts = reserveRows(m.users.bursts, n)
 		}
 		if m.transition.perUser {
 			m.transition.userOffsets = reserveRows(m.transition.userOffsets, n*m.k*m.k)

@@ -544,8 +544,8 @@ func TestBoundsEncoding(t *testing.T) {
 		{bounded, 4, []uint32{2}, "bounds the tables"},
 		{plain, 4, []uint32{5}, "transition_user_offset"},
 		{perUser, userOffsetVersion, []uint32{4, 3}, "transition_user_offset"},
-		{long, spreadVersion, []uint32{typesVersion, cursorVersion}, "dwell_direction"},
-		{ranked, spreadVersion, []uint32{typesVersion}, "dwell_direction"},
+		{long, burstVersion, []uint32{typesVersion, cursorVersion}, "dwell_direction"},
+		{ranked, burstVersion, []uint32{typesVersion}, "dwell_direction"},
 	} {
 		b := encode(t, tc.m)
 		if v := binary.LittleEndian.Uint32(b[8:]); v != tc.version || tc.m.Encoding() != tc.version {

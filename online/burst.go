@@ -56,23 +56,12 @@ import "math"
 // the mixture from reading them. What it gives up: noise that follows
 // taste so closely that the classifier places its clicks no lower than
 // the others is not read either (docs/design/model.md, "Bursts"). A burst
-// the classifier places above the others is disputed: the summary, the
-// replay's report and the service's log say so, for a user whose quick
-// clicks are genuine to drop the premise (dwell_direction learned). Two
-// views, the gap and the classifier, cannot tell a gap read the wrong way
-// round (genuine quick clicks: a reader opening items in tabs) from a
-// classifier read the wrong way round (bots whose pairs it has learned to
-// like, where the gap path is what turns p_clean round). A third can: a
-// reader's quick clicks are a property of the click, so the users who
-// send them have sent no more of them before than other users, and they go
-// to items as other clicks do, where bots burst in most of their gaps and
-// a slot draws many clicks to one item. So the mixture also learns, for
-// each click, its user's share of earlier gaps in the burst (a running
-// mean per user, userTable.bursts) and its item's log count, and a
-// disputed burst whose clicks lie as the others' in both (spread) is
-// contradicted: the gap path is not taken (contextModel.readsGap), and
-// the weight is the anchored posterior, or dwell's (docs/design/model.md,
-// "A disputed burst spread as chance spreads it (stop 73)").
+// the classifier places above the others is disputed: nothing in the
+// model changes (the gap path, which reads quick clicks as noise, still
+// runs: where p_clean ranks backwards it is what turns it round), but the
+// summary, the replay's report and the service's log say so, for a user
+// whose quick clicks are genuine to drop the premise (dwell_direction
+// learned).
 //
 // A burst that is read is also a third view. Its clicks and the others
 // are two groups the classifier did not choose, so their distance in
@@ -131,18 +120,6 @@ const (
 	// burstMinComponentMass a component's mass.
 	burstMinVariance      = 1e-4
 	burstMinComponentMass = 1e-3
-	// burstUserWindow is how many of a user's latest gaps their share of
-	// gaps in the burst is a running mean over (userShare): about a
-	// session's.
-	burstUserWindow = 20
-	// burstUserRatio and burstItemSpread bound how much more the users of
-	// a disputed burst's clicks burst than the other clicks' users, as a
-	// ratio of their shares, and how far its items' log counts lie above
-	// the others', in standard deviations, for the burst to be spread
-	// (spread): a quarter more, and Cohen's "small" effect, each a margin
-	// over chance's 1 and 0, not chosen on a stream.
-	burstUserRatio  = 1.25
-	burstItemSpread = 0.2
 )
 
 // burstMaxCentre is burstGapSeconds as the mixture reads a gap, and
@@ -150,36 +127,7 @@ const (
 var (
 	burstMaxCentre = math.Log1p(burstGapSeconds)
 	burstMaxX      = math.Log1p(sessionGapMS / 1000)
-	// burstMaxItem is the largest log count of an item the spread reads
-	// (the item's prior counts up to userPriorWindow events), with room
-	// for rounding.
-	burstMaxItem = math.Log1p(userPriorWindow) * (1 + 1e-9)
 )
-
-// decodeBurstShares reads the users' shares of gaps in the burst where the
-// model keeps them (shares not nil): from the encoding if it has them
-// (has), else 0 for every user.
-func decodeBurstShares(d *decoder, shares []float64, rows int, has bool) []float64 {
-	switch {
-	case shares == nil:
-		return nil
-	case has:
-		shares = d.floats(rows)
-		checkBurstShares(d, shares)
-		return shares
-	}
-	return make([]float64, rows)
-}
-
-// checkBurstShares fails d unless every share lies in [0, 1].
-func checkBurstShares(d *decoder, shares []float64) {
-	for _, s := range shares {
-		if !unit(s) {
-			d.fail("user's share of gaps in the burst %v outside [0, 1]", s)
-			return
-		}
-	}
-}
 
 // burstStart are the starting components' centres and standard
 // deviations, in log(1 + seconds): a burst (1.5 s), reading (30 s) and
@@ -192,16 +140,11 @@ var burstStart = [burstComponents][2]float64{
 
 // burstMixture holds the mixture's decayed statistics: each component's
 // mass, and its sums of x and x² and of a = logit(p_clean) (each event's
-// a weighed by its responsibilities), and the sum of a² over all; and,
-// for the spread of a disputed burst (spread), each component's sums of
-// the user's share of earlier gaps in the burst (userTable.bursts) and of
-// c = log(1 + the item's events so far), and the sum of c² over all.
+// a weighed by its responsibilities), and the sum of a² over all.
 type burstMixture struct {
 	mass, sum, squares [burstComponents]float64
 	pClean             [burstComponents]float64
 	pCleanSquares      float64
-	users, items       [burstComponents]float64
-	itemSquares        float64
 }
 
 // start sets the starting components.
@@ -277,38 +220,6 @@ func (b *burstMixture) disputed() bool {
 	return side > 0
 }
 
-// contradicted reports whether the burst is disputed (verdict's side +1)
-// and spread over the users and the items as the other clicks are
-// (spread): quick clicks that the classifier likes and that come from
-// users and go to items as chance would send them, as a reader's who
-// opens items in tabs do, not a few users' (bots, whose gaps are nearly
-// all quick) nor a few items' (a slot clicked by many): the gap's stated
-// direction is then the wrong one on the stream, and the gap path, which
-// would read the burst's clicks as noise and turn p_clean round, is not
-// taken (contextModel.readsGap).
-func (b *burstMixture) contradicted() bool {
-	low, _, side := b.verdict()
-	return side > 0 && b.spread(low)
-}
-
-// spread reports whether component low's clicks come from users and go to
-// items as the other clicks do: their users' share of earlier gaps in it
-// is below burstUserRatio times the other clicks' users', and their items'
-// log(1 + count) lies less than burstItemSpread standard deviations above
-// the other clicks' items'. Where a burst is a property of the click, not
-// of its user, a user's earlier gaps say nothing of whether this one is
-// in the burst, and the two shares are equal.
-func (b *burstMixture) spread(low int) bool {
-	n := b.total()
-	rest := n - b.mass[low]
-	users := b.users[0] + b.users[1] + b.users[2]
-	items := b.items[0] + b.items[1] + b.items[2]
-	mean := items / n
-	sd := math.Sqrt(max(b.itemSquares/n-mean*mean, burstMinVariance))
-	return b.users[low]/b.mass[low] < burstUserRatio*(users-b.users[low])/rest &&
-		b.items[low]/b.mass[low]-(items-b.items[low])/rest < burstItemSpread*sd
-}
-
 // verdict returns the lowest component and its share, and where the
 // classifier places its clicks if it is a burst: side −1 below the other
 // clicks (the burst the weight reads), +1 above them (disputed: quick
@@ -345,7 +256,11 @@ func (b *burstMixture) candidate() (low int, share float64, ok bool) {
 	if n < burstMinMass {
 		return 0, 0, false
 	}
-	low = b.lowest()
+	for k := 1; k < burstComponents; k++ {
+		if b.sum[k]/b.mass[k] < b.sum[low]/b.mass[low] {
+			low = k
+		}
+	}
 	mean, variance := b.component(low)
 	share = b.mass[low] / n
 	ok = mean < burstMaxCentre && variance >= burstMinSpread*burstMinSpread && share >= burstMinShare && share <= burstMaxShare
@@ -410,7 +325,7 @@ func (b *burstMixture) summary() *BurstSummary {
 	}
 	mean, _ := b.component(low)
 	if side > 0 {
-		return &BurstSummary{CentreSeconds: math.Expm1(mean), Share: share, Disputed: true, Spread: b.spread(low)}
+		return &BurstSummary{CentreSeconds: math.Expm1(mean), Share: share, Disputed: true}
 	}
 	return &BurstSummary{CentreSeconds: math.Expm1(mean), Share: share, PCleanSlope: b.pCleanSlope()}
 }
@@ -418,7 +333,7 @@ func (b *burstMixture) summary() *BurstSummary {
 // learn is one online EM step at x, of an event of a = logit(p_clean),
 // whose responsibilities are r (read): the statistics decay by
 // contextKeep of their mass and take x and a with r.
-func (b *burstMixture) learn(x, a float64, c burstClick, r *[burstComponents]float64) {
+func (b *burstMixture) learn(x, a float64, r *[burstComponents]float64) {
 	keep := contextKeep(b.total())
 	for k, rk := range r {
 		if keep*b.mass[k]+rk < burstMinComponentMass {
@@ -428,38 +343,8 @@ func (b *burstMixture) learn(x, a float64, c burstClick, r *[burstComponents]flo
 		b.sum[k] = keep*b.sum[k] + rk*x
 		b.squares[k] = keep*b.squares[k] + rk*x*x
 		b.pClean[k] = keep*b.pClean[k] + rk*a
-		b.users[k] = keep*b.users[k] + rk*c.userShare
-		b.items[k] = keep*b.items[k] + rk*c.itemCount
 	}
 	b.pCleanSquares = keep*b.pCleanSquares + a*a
-	b.itemSquares = keep*b.itemSquares + c.itemCount*c.itemCount
-}
-
-// burstClick is what the mixture learns of a click besides its gap and
-// p_clean, for the spread of a disputed burst: its user's share of
-// earlier gaps in the lowest component (userTable.bursts) and log(1 + its
-// item's events so far).
-type burstClick struct {
-	userShare, itemCount float64
-}
-
-// lowest is the component of the lowest centre: the burst, if any.
-func (b *burstMixture) lowest() (low int) {
-	for k := 1; k < burstComponents; k++ {
-		if b.sum[k]/b.mass[k] < b.sum[low]/b.mass[low] {
-			low = k
-		}
-	}
-	return low
-}
-
-// userShare moves a user's share of gaps in the burst, s (userTable.bursts),
-// by the responsibility of the lowest component for the user's latest gap,
-// r (read): a running mean over the user's latest burstUserWindow gaps,
-// n the user's events before this one.
-func (b *burstMixture) userShare(s float64, n uint32, r *[burstComponents]float64) float64 {
-	s += (r[b.lowest()] - s) / float64(min(max(n, 1), burstUserWindow))
-	return min(max(s, 0), 1) // a responsibility may pass 1 by a rounding
 }
 
 func (b *burstMixture) encode(e *encoder) {
@@ -470,36 +355,21 @@ func (b *burstMixture) encode(e *encoder) {
 		e.f64(b.pClean[k])
 	}
 	e.f64(b.pCleanSquares)
-	for k := range burstComponents {
-		e.f64(b.users[k])
-		e.f64(b.items[k])
-	}
-	e.f64(b.itemSquares)
 }
 
-// decode reads what encode writes, the spread's sums where spread (an
-// encoding from before them leaves them at 0), refusing statistics that no
-// stream gives: not finite; in a mixture that has started (one that has
-// not is all zeros), a component's mass below burstMinComponentMass, a
-// mass above what contextKeep's window holds, or sums that no x in
-// [0, log(1 + sessionGapMS in seconds)], no user's share in [0, 1] or no
-// item's count up to userPriorWindow gives.
-func (b *burstMixture) decode(d *decoder, spread bool) {
+// decode reads what encode writes, refusing statistics that no stream
+// gives: not finite; in a mixture that has started (one that has not is
+// all zeros), a component's mass below burstMinComponentMass, a mass
+// above what contextKeep's window holds, or sums that no x in
+// [0, log(1 + sessionGapMS in seconds)] gives.
+func (b *burstMixture) decode(d *decoder) {
 	for k := range burstComponents {
 		b.mass[k], b.sum[k], b.squares[k], b.pClean[k] = d.f64(), d.f64(), d.f64(), d.f64()
 	}
 	b.pCleanSquares = d.f64()
-	b.users, b.items, b.itemSquares = [burstComponents]float64{}, [burstComponents]float64{}, 0
-	if spread {
-		for k := range burstComponents {
-			b.users[k], b.items[k] = d.f64(), d.f64()
-		}
-		b.itemSquares = d.f64()
-	}
 	switch {
 	case d.err != nil:
-	case !finite(b.mass[:]) || !finite(b.sum[:]) || !finite(b.squares[:]) || !finite(b.pClean[:]) || !finite([]float64{b.pCleanSquares}) ||
-		!finite(b.users[:]) || !finite(b.items[:]) || !finite([]float64{b.itemSquares}):
+	case !finite(b.mass[:]) || !finite(b.sum[:]) || !finite(b.squares[:]) || !finite(b.pClean[:]) || !finite([]float64{b.pCleanSquares}):
 		d.fail("burst mixture not finite")
 	case *b == burstMixture{}:
 	case min(b.mass[0], b.mass[1], b.mass[2]) < burstMinComponentMass || b.total() > 2*contextWindow:
@@ -508,13 +378,12 @@ func (b *burstMixture) decode(d *decoder, spread bool) {
 		maxA := logOdds(1) * (1 + 1e-9) // |logit(p_clean)| at most
 		for k := range burstComponents {
 			top := b.mass[k] * burstMaxX * (1 + 1e-9)
-			if b.sum[k] < 0 || b.sum[k] > top || b.squares[k] < 0 || b.squares[k] > top*burstMaxX || math.Abs(b.pClean[k]) > b.mass[k]*maxA ||
-				b.users[k] < 0 || b.users[k] > b.mass[k]*(1+1e-9) || b.items[k] < 0 || b.items[k] > b.mass[k]*burstMaxItem {
+			if b.sum[k] < 0 || b.sum[k] > top || b.squares[k] < 0 || b.squares[k] > top*burstMaxX || math.Abs(b.pClean[k]) > b.mass[k]*maxA {
 				d.fail("burst mixture out of range")
 				return
 			}
 		}
-		if b.pCleanSquares < 0 || b.pCleanSquares > b.total()*maxA*maxA || b.itemSquares < 0 || b.itemSquares > b.total()*burstMaxItem*burstMaxItem {
+		if b.pCleanSquares < 0 || b.pCleanSquares > b.total()*maxA*maxA {
 			d.fail("burst mixture out of range")
 		}
 	}

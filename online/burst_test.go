@@ -2,13 +2,10 @@ package online
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -16,21 +13,7 @@ import (
 // version without what version 21 (delta 17) added: BRST.
 func withoutBurst(t *testing.T, b []byte, version uint32) []byte {
 	t.Helper()
-	return withoutSection(t, withoutSpread(t, b, version), "BRST", version)
-}
-
-// withoutSpread rewrites a model encoding or a delta into the given older
-// version without what version 22 (delta 18) added: the users' shares of
-// gaps in the burst at the end of USER, and the spread's sums at the end
-// of BRST.
-func withoutSpread(t *testing.T, b []byte, version uint32) []byte {
-	t.Helper()
-	at, start, end := section(t, b, "USER")
-	b = withBody(b, at, start, end, b[start:end-8*userRows(b, start)])
-	at, start, end = section(t, b, "BRST")
-	b = withBody(b, at, start, end, b[start:end-8*(2*burstComponents+1)])
-	binary.LittleEndian.PutUint32(b[8:], version)
-	return b
+	return withoutSection(t, b, "BRST", version)
 }
 
 // burstGaps draws n gaps, in seconds: a share burst of them lognormal about
@@ -86,7 +69,7 @@ func learnGapsWith(gaps []float64, burstPClean, other, sd float64) *burstMixture
 // learnAt reads x and learns it with logit(p_clean) a.
 func (b *burstMixture) learnAt(x, a float64) {
 	r := b.read(x)
-	b.learn(x, a, burstClick{}, &r)
+	b.learn(x, a, &r)
 }
 
 // evidenceAt is the evidence of a gap at x.
@@ -253,90 +236,11 @@ func TestBurstAgreementHolds(t *testing.T) {
 			if b.summary() != nil {
 				named++ // read or disputed
 			}
-			b.learn(x, tc.a+tc.sd*r.NormFloat64(), burstClick{}, &resp)
+			b.learn(x, tc.a+tc.sd*r.NormFloat64(), &resp)
 		}
 		if read > 0 || named > 0 {
 			t.Errorf("%s: the burst read on %d of %d steps, read or disputed on %d", tc.name, read, len(gaps), named)
 		}
-	}
-}
-
-// TestBurstSpread: a burst is spread where its clicks' users have placed
-// as large a share of their earlier gaps in it as the other clicks' users
-// (below burstUserRatio times as large) and its items' log counts lie
-// less than burstItemSpread standard deviations above the others'; a
-// disputed burst so spread is contradicted, one read is not. A user's
-// share is a running mean of the burst's responsibilities over the
-// latest burstUserWindow gaps, in [0, 1].
-func TestBurstSpread(t *testing.T) {
-	for _, tc := range []struct {
-		name                   string
-		burstShare, otherShare float64 // users' mean shares
-		itemShift              float64 // the burst's items above the others', in s.d.
-		spread                 bool
-	}{
-		{"as chance spreads it", 0.2, 0.2, 0, true},
-		{"items a little more popular", 0.2, 0.2, 0.1, true},
-		{"users a little burstier", 0.22, 0.2, 0, true},
-		{"a few users' (bots)", 0.8, 0.15, 0, false},
-		{"users a third burstier", 0.2, 0.15, 0, false},
-		{"a few items' (a slot)", 0.2, 0.2, 0.5, false},
-	} {
-		for _, a := range []float64{3.5, 1} { // disputed, read
-			r := rand.New(rand.NewPCG(5, 6))
-			var b burstMixture
-			for _, g := range burstGaps(30000, 0.2, 1.5, 0, 9) {
-				x := burstX(g)
-				resp := b.read(x)
-				c := burstClick{userShare: tc.otherShare, itemCount: 3 + r.NormFloat64()}
-				pClean := 2.5
-				if g < 3 {
-					c.userShare, c.itemCount, pClean = tc.burstShare, c.itemCount+tc.itemShift, a
-				}
-				c.userShare = min(max(c.userShare+0.1*r.NormFloat64(), 0), 1)
-				b.learn(x, pClean+r.NormFloat64(), c, &resp)
-			}
-			low, _, side := b.verdict()
-			if got := b.spread(low); got != tc.spread {
-				t.Errorf("%s: spread %v, want %v", tc.name, got, tc.spread)
-			}
-			if want := side > 0 && tc.spread; b.contradicted() != want || side == 0 {
-				t.Errorf("%s, burst's logit(p_clean) %v: verdict %d, contradicted %v, want %v", tc.name, a, side, b.contradicted(), want)
-			}
-		}
-	}
-
-	// Without a burst nothing is contradicted, however spread.
-	var none burstMixture
-	for _, g := range burstGaps(30000, 0, 1.5, 0, 9) {
-		x := burstX(g)
-		resp := none.read(x)
-		none.learn(x, 2.5, burstClick{userShare: 0.1, itemCount: 3}, &resp)
-	}
-	if low, _, side := none.verdict(); side != 0 || !none.spread(low) || none.contradicted() {
-		t.Errorf("no bursts: verdict %d, spread %v, contradicted %v; want 0, true, false", side, none.spread(low), none.contradicted())
-	}
-
-	var b burstMixture
-	b.start()
-	low := b.lowest()
-	var in, out [burstComponents]float64
-	in[low], out[(low+1)%burstComponents] = 1, 1
-	if s := b.userShare(0.3, 1, &in); s != 1 {
-		t.Errorf("a user's first gap, in the burst: share %v, want 1", s)
-	}
-	s := 0.0
-	for n := range uint32(200) {
-		s = b.userShare(s, n, &in)
-		if s < 0 || s > 1 {
-			t.Fatalf("share %v outside [0, 1]", s)
-		}
-	}
-	if s < 0.999 {
-		t.Errorf("200 gaps in the burst: share %v, want about 1", s)
-	}
-	if s = b.userShare(s, 200, &out); math.Abs(s-(1-1.0/burstUserWindow)) > 1e-3 {
-		t.Errorf("then one out of it: share %v, want %v", s, 1-1.0/burstUserWindow)
 	}
 }
 
@@ -370,13 +274,11 @@ func TestBurstNeedsMass(t *testing.T) {
 }
 
 // Kinds of burstStream: its bursts noise on items outside the user's
-// group, noise within it (following taste), genuine, or a few bots'.
+// group, noise within it (following taste), or genuine.
 const (
 	noiseOffTaste = iota
 	noiseInTaste
 	genuineBursts
-	botBursts
-	slotBursts
 )
 
 // burstStream is a stream whose users click in bursts: about one event in
@@ -385,14 +287,7 @@ const (
 // bursts are noise, on an item outside the user's group or on testStream's
 // (mostly within it), the other events genuine on testStream's; with
 // genuineBursts every event is on an item within the group and genuine
-// but a sixth of the events between bursts, noise on an item outside it;
-// with botBursts the bursts are four bots' (b0 to b3), each click on one
-// of five items (i0 to i4) 1–2 s after the bot's previous one, and noise,
-// and a twentieth of the other events noise outside the user's group (a
-// stream a helper's review built at stop 70: the classifier learns to like
-// the bots' pairs and ranks the stream backwards); with slotBursts the
-// bursts are noise on one item outside every group (s0, a slot every user
-// clicks at times, which the classifier comes to like).
+// but a sixth of the events between bursts, noise on an item outside it.
 // Rating marks the genuine events (1) from the noise (0).
 func burstStream(n int, seed uint64, kind int) []Event {
 	evs := timedEvents(n, seed)
@@ -409,27 +304,17 @@ func burstStream(n int, seed uint64, kind int) []Event {
 		if kind == genuineBursts {
 			ev.Item = fmt.Sprint("i", u%4*10+r.IntN(10))
 		}
-		prev, ok := last[ev.User]
-		switch {
-		case kind == botBursts && r.Float64() < 0.2:
-			ev.User, ev.Item, ev.Rating = fmt.Sprint("b", r.IntN(4)), fmt.Sprint("i", r.IntN(5)), 0
-			ev.TimeMS = now
-			if prev, ok := last[ev.User]; ok {
-				ev.TimeMS = prev + 1000 + r.Int64N(1000)
-			}
-		case ok && kind != botBursts && r.Float64() < 0.2:
+		if prev, ok := last[ev.User]; ok && r.Float64() < 0.2 {
 			ev.TimeMS = prev + 1000 + r.Int64N(1000)
 			switch kind {
 			case noiseOffTaste:
 				ev.Item, ev.Rating = outside, 0
 			case noiseInTaste:
 				ev.Rating = 0
-			case slotBursts:
-				ev.Item, ev.Rating = "s0", 0
 			}
-		default:
-			ev.TimeMS = max(now, prev+10000+r.Int64N(50000))
-			if kind == genuineBursts && r.Float64() < 1.0/6 || kind == botBursts && r.Float64() < 0.05 {
+		} else {
+			ev.TimeMS = max(now, last[ev.User]+10000+r.Int64N(50000))
+			if kind == genuineBursts && r.Float64() < 1.0/6 {
 				ev.Item, ev.Rating = outside, 0
 			}
 		}
@@ -457,28 +342,7 @@ func TestBurstEncoding(t *testing.T) {
 		if got.context.burst != m.context.burst {
 			return fmt.Errorf("mixture %+v, want %+v", got.context.burst, m.context.burst)
 		}
-		if !equalFloats(got.users.bursts, m.users.bursts) {
-			return fmt.Errorf("the users' shares of gaps in the burst differ")
-		}
 		return nil
-	})
-
-	// Version 21 (delta 17): the mixture as it was, its spread's sums and
-	// the users' shares at 0, learned again.
-	core := func(b burstMixture) burstMixture {
-		b.users, b.items, b.itemSquares = [burstComponents]float64{}, [burstComponents]float64{}, 0
-		return b
-	}
-	readsOlderVersion(t, olderVersion{
-		stream: func(n int, seed uint64) []Event { return burstStream(n, seed, noiseOffTaste) }, strip: withoutSpread, version: burstVersion, delta: deltaBurstVersion,
-		part: "burst's spread",
-		ready: func(m *Model) bool {
-			return m.context.burst.users != [burstComponents]float64{} && m.context.burst.itemSquares > 0 && slices.Max(m.users.bursts) > 0
-		},
-		kept: func(got, m *Model) bool { return core(got.context.burst) == core(m.context.burst) },
-		empty: func(m *Model) bool {
-			return m.context.burst == core(m.context.burst) && slices.Max(m.users.bursts) == 0
-		},
 	})
 
 	readsOlderVersion(t, olderVersion{
@@ -509,37 +373,7 @@ func TestBurstEncoding(t *testing.T) {
 		{7, -1e9, "burst mixture out of range"},
 		{12, -1, "burst mixture out of range"},
 		{12, 1e12, "burst mixture out of range"},
-		// Then each component's Σ share, Σ c (13 + 2k, 14 + 2k), and Σ c².
-		{13, -0.1, "burst mixture out of range"},
-		{13, 1e12, "burst mixture out of range"},
-		{16, math.NaN(), "burst mixture not finite"},
-		{18, 1e9, "burst mixture out of range"},
-		{19, -1, "burst mixture out of range"},
-		{19, 1e12, "burst mixture out of range"},
 	})
-	// A user's share of gaps in the burst, the last f64 of USER, in a
-	// model and a delta.
-	cp := m.FrozenCopy(nil)
-	cp.MarkSaved()
-	runScores(t, m, burstStream(200, 4, noiseOffTaste))
-	for _, enc := range []struct {
-		name string
-		b    []byte
-		read func([]byte) error
-	}{
-		{"model", base, func(c []byte) error { _, err := ReadModel(bytes.NewReader(c)); return err }},
-		{"delta", writeDelta(t, m.FrozenCopy(cp)), func(c []byte) error {
-			_, err := ReadModelDeltas(bytes.NewReader(base), []io.Reader{bytes.NewReader(c)})
-			return err
-		}},
-	} {
-		_, _, end := section(t, enc.b, "USER")
-		c := bytes.Clone(enc.b)
-		binary.LittleEndian.PutUint64(c[end-8:], math.Float64bits(1.5))
-		if err := enc.read(c); err == nil || !strings.Contains(err.Error(), "share of gaps in the burst") {
-			t.Errorf("a %s with a user's share of 1.5: %v, want a refusal", enc.name, err)
-		}
-	}
 }
 
 // TestBurstWeighsTheStream: on a stream whose noise comes in bursts on
@@ -572,40 +406,34 @@ func TestBurstWeighsTheStream(t *testing.T) {
 		return pairsRanked(weights, genuine), m.Summary().Burst
 	}
 	for _, tc := range []struct {
-		name                   string
-		kind                   int
-		read, disputed, spread bool
-		minGain                float64
+		name     string
+		kind     int
+		read     bool
+		disputed bool
+		minGain  float64
 	}{
-		{"noise bursts outside the user's taste", noiseOffTaste, true, false, false, 0.02},
-		{"noise bursts within the user's taste", noiseInTaste, false, false, false, 0},
-		// Without the mixture the weight ranks this stream backwards: the
-		// gap path reads quick clicks as noise and turns p_clean round
-		// (docs/design/model.md, "Bursts (stop 70)"); with it the burst is
-		// disputed and spread, and the gap path is left.
-		{"genuine bursts", genuineBursts, false, true, true, 0.3},
-		// The bots' and the slot's bursts are disputed too, but a few
-		// users send the first and one item draws the second: the gap
-		// path, which turns p_clean round there, is kept.
-		{"a few bots' bursts", botBursts, false, true, false, 0},
-		{"a slot's bursts", slotBursts, false, true, false, 0},
+		{"noise bursts outside the user's taste", noiseOffTaste, true, false, 0.02},
+		{"noise bursts within the user's taste", noiseInTaste, false, false, 0},
+		// The weight ranks this stream backwards with or without the
+		// mixture: the gap path reads quick clicks as noise and turns
+		// p_clean round (docs/design/model.md, "Bursts (stop 70)").
+		{"genuine bursts", genuineBursts, false, true, 0},
 	} {
 		evs := burstStream(12000, 8, tc.kind)
 		with, burst := ranked(evs, false)
 		without, _ := ranked(evs, true)
 		read, disputed := burst != nil && !burst.Disputed, burst != nil && burst.Disputed
-		spread := disputed && burst.Spread
 		t.Logf("%s: pairs ranked right %.4f with the mixture (burst %+v), %.4f without", tc.name, with, burst, without)
-		if read != tc.read || disputed != tc.disputed || spread != tc.spread {
-			t.Errorf("%s: burst read %v, disputed %v, spread %v; want %v, %v, %v", tc.name, read, disputed, spread, tc.read, tc.disputed, tc.spread)
+		if read != tc.read || disputed != tc.disputed {
+			t.Errorf("%s: burst read %v, disputed %v; want %v, %v", tc.name, read, disputed, tc.read, tc.disputed)
 		}
-		if (tc.read || tc.spread) && with < without+tc.minGain {
+		if tc.read && with < without+tc.minGain {
 			t.Errorf("%s: the mixture moved the pairs ranked right from %.4f to %.4f, want a gain of %v at least", tc.name, without, with, tc.minGain)
 		}
 		if tc.read && !(burst.PCleanSlope > 0 && burst.PCleanSlope < 1) {
 			t.Errorf("%s: p_clean's slope %v in the summary, want one in (0, 1)", tc.name, burst.PCleanSlope)
 		}
-		if !tc.read && !tc.spread && math.Abs(with-without) > 0.005 {
+		if !tc.read && math.Abs(with-without) > 0.005 {
 			t.Errorf("%s: a burst not read moved the pairs ranked right from %.4f to %.4f", tc.name, without, with)
 		}
 	}

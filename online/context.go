@@ -682,18 +682,15 @@ func (c *contextModel) gapWeight(level, pClean float64, x contextFeatures, share
 // (docs/design/model.md, "The gap on the event type's path"). Where the
 // burst is disputed the types keep the weight alone: on this project's
 // typed stream with 15 % of its genuine clicks made quick, reading the
-// gap there too cost 0.017, the gate 0.001. Where the burst is disputed
-// and spread as chance spreads it (burstMixture.contradicted: quick
-// clicks that are genuine) no event is read by the gap: it would read them
-// as noise and turn p_clean round (stop 73).
+// gap there too cost 0.017, the gate 0.001.
 func (c *contextModel) readsGap(r *contextReading) bool {
 	switch r.path {
 	case pathRank:
 		return !c.burst.disputed()
 	case pathDwell:
-		return r.reach < 1 && !c.burst.contradicted()
+		return r.reach < 1
 	}
-	return !c.burst.contradicted()
+	return true
 }
 
 // gapLevel is the gap path's level at share (the gap instrument's mean

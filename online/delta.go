@@ -62,12 +62,7 @@ import (
 // version 16 with the bursts' mixture (BRST after TAIL, as encoding
 // version 21 has it: burst.go), written exactly for models with the dwell
 // mixture; a delta of version 16 leaves the mixture as the base had it.
-// Version 18 is version 17 with what a disputed burst's spread reads (one
-// f64 per changed user after the priors in USER, and the mixture's sums
-// in BRST, as encoding version 22 has them: burst.go), written exactly for
-// models with the dwell mixture; a delta of version 17 leaves the users'
-// shares as the base had them and reads the mixture's sums as 0.
-const DeltaVersion = 18
+const DeltaVersion = 17
 
 // deltaCursorVersion is the first delta version with merge cursors,
 // deltaTypesVersion the first with event types, deltaDwellMixVersion the
@@ -89,7 +84,6 @@ const (
 	deltaGapReachVersion   = 15
 	deltaTailVersion       = 16
 	deltaBurstVersion      = 17
-	deltaSpreadVersion     = 18
 )
 
 // deltaVersionFor is the delta version of a model with merge cursors or
@@ -98,7 +92,7 @@ const (
 func deltaVersionFor(cursors, types, dwellMix, clock bool) uint32 {
 	switch {
 	case dwellMix:
-		return deltaSpreadVersion
+		return deltaBurstVersion
 	case clock:
 		return deltaClockVersion
 	case types:
@@ -250,9 +244,6 @@ func (m *Model) encodeDelta(e *encoder, confCRC uint32) {
 		}
 		if m.users.prior != nil {
 			eachSpan(users, userPriorWidth, func(lo, hi int) { e.floats(m.users.prior[lo:hi]) })
-		}
-		if m.users.bursts != nil {
-			eachSpan(users, 1, func(lo, hi int) { e.floats(m.users.bursts[lo:hi]) })
 		}
 	})
 	e.section("ITEM", func(e *encoder) {
@@ -528,12 +519,6 @@ func (m *Model) applyDelta(r io.Reader, confCRC uint32) error {
 		eachSpan(users, userPriorWidth, func(lo, hi int) {
 			d.floatsInto(m.users.prior[lo:hi])
 			checkPrior(d, m.users.prior[lo:hi], "user")
-		})
-	}
-	if m.users.bursts != nil && version >= deltaSpreadVersion {
-		eachSpan(users, 1, func(lo, hi int) {
-			d.floatsInto(m.users.bursts[lo:hi])
-			checkBurstShares(d, m.users.bursts[lo:hi])
 		})
 	}
 	d.section("ITEM")

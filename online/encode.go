@@ -76,17 +76,11 @@ import (
 // statistics that start from the events that follow; version 21 is version
 // 20 with the mixture of the gaps that finds bursts (burst.go: a BRST
 // section after TAIL), written exactly for models with the dwell mixture,
-// which read version 20 with the mixture at its start; version 22 is
-// version 21 with what a disputed burst's spread reads (burst.go, spread):
-// each user's share of gaps in the burst (one f64 per user after the
-// priors in USER) and the mixture's sums of it and of the items' counts
-// (after its statistics in BRST), written exactly for models with the dwell
-// mixture, which read version 21 with those at 0, so that no burst is
-// spread until the mixture has learned them again. So a model without
+// which read version 20 with the mixture at its start. So a model without
 // per-user offsets, cursors, event types, the dwell mixture, merged
 // events or an event order encodes as it did before they existed
 // (encodingFor).
-const EncodingVersion = 22
+const EncodingVersion = 21
 
 // userOffsetVersion is the first encoding version with per-user
 // transition offsets; cursorVersion the first with merge cursors.
@@ -108,13 +102,12 @@ const (
 	gapReachVersion   = 19
 	tailVersion       = 20
 	burstVersion      = 21
-	spreadVersion     = 22
 )
 
 // encodingFor is the encoding version of a model with per-user transition
 // offsets or not, merge cursors or not, event types or not, the dwell
 // mixture or not and merged events (a clock) or not (the rank instrument,
-// version 12, comes only with the dwell mixture): 22 with the dwell
+// version 12, comes only with the dwell mixture): 21 with the dwell
 // mixture, else 11 with a clock, else 7 with event types, else
 // 6 with cursors (from 6 on, the USER section holds the offsets exactly
 // when the configuration asks for them), else 5 with offsets, else 4. WriteTo writes it; ReadModel checks a version before 6
@@ -122,7 +115,7 @@ const (
 func encodingFor(userOffsets, cursors, types, dwellMix, clock bool) uint32 {
 	switch {
 	case dwellMix:
-		return spreadVersion
+		return burstVersion
 	case clock:
 		return clockVersion
 	case types:
@@ -179,9 +172,6 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 		}
 		if m.users.prior != nil {
 			e.floats(m.users.prior)
-		}
-		if m.users.bursts != nil {
-			e.floats(m.users.bursts)
 		}
 	})
 	e.section("ITEM", func(e *encoder) {
@@ -247,15 +237,15 @@ func (m *Model) encodeContext(e *encoder) {
 // the gap as the instruments' fifth feature, the rank instrument's gap
 // capped at shortClickMS, the gap instrument, the posterior's level, the
 // counted gaps' scale, the users' priors, the gap's reach with the
-// items' priors, the tail, the bursts' mixture, and its spread.
+// items' priors, the tail, and the bursts' mixture.
 type contextVersions struct {
-	types, mix, inst, gate, ranks, gap, shortGap, gapInst, level, countGap, prior, reach, tail, burst, spread uint32
+	types, mix, inst, gate, ranks, gap, shortGap, gapInst, level, countGap, prior, reach, tail, burst uint32
 }
 
 // modelContext and deltaContext are a model's and a delta's.
 var (
-	modelContext = contextVersions{typesVersion, dwellMixVersion, instrumentVersion, gateVersion, rankVersion, gapVersion, shortGapVersion, gapInstVersion, levelVersion, countGapVersion, userPriorVersion, gapReachVersion, tailVersion, burstVersion, spreadVersion}
-	deltaContext = contextVersions{deltaTypesVersion, deltaDwellMixVersion, deltaInstrumentVersion, deltaGateVersion, deltaRankVersion, deltaGapVersion, deltaShortGapVersion, deltaGapInstVersion, deltaLevelVersion, deltaCountGapVersion, deltaPriorVersion, deltaGapReachVersion, deltaTailVersion, deltaBurstVersion, deltaSpreadVersion}
+	modelContext = contextVersions{typesVersion, dwellMixVersion, instrumentVersion, gateVersion, rankVersion, gapVersion, shortGapVersion, gapInstVersion, levelVersion, countGapVersion, userPriorVersion, gapReachVersion, tailVersion, burstVersion}
+	deltaContext = contextVersions{deltaTypesVersion, deltaDwellMixVersion, deltaInstrumentVersion, deltaGateVersion, deltaRankVersion, deltaGapVersion, deltaShortGapVersion, deltaGapInstVersion, deltaLevelVersion, deltaCountGapVersion, deltaPriorVersion, deltaGapReachVersion, deltaTailVersion, deltaBurstVersion}
 )
 
 // decodeContextAfter reads the context's sections after CTXT of an
@@ -276,8 +266,7 @@ var (
 // v.countGap on (before, a delta leaves the scale as it was, and a model's
 // starts empty), PRIR with DMIX from v.prior on and GLAM and IPRI with
 // DMIX from v.reach on, TAIL with DMIX from v.tail on and BRST with DMIX
-// from v.burst on (before, the same), with its spread's sums from v.spread
-// on (before, 0).
+// from v.burst on (before, the same).
 func (m *Model) decodeContextAfter(d *decoder, version uint32, v contextVersions) {
 	switch {
 	case version >= v.mix && d.has("TYPE"), version >= v.types && version < v.mix:
@@ -342,7 +331,7 @@ func (m *Model) decodeContextAfter(d *decoder, version uint32, v contextVersions
 	}
 	if version >= v.burst {
 		d.section("BRST")
-		m.context.burst.decode(d, version >= v.spread)
+		m.context.burst.decode(d)
 	}
 }
 
@@ -432,7 +421,6 @@ func ReadModel(r io.Reader) (*Model, error) {
 	m.transition.decodeUserOffsets(d, m.users.len())
 	m.users.decodeTimes(d, version >= gapVersion)
 	m.users.prior = decodePriorRows(d, m.users.prior, m.users.len(), version >= userPriorVersion, "user")
-	m.users.bursts = decodeBurstShares(d, m.users.bursts, m.users.len(), version >= spreadVersion)
 	d.section("ITEM")
 	m.items.decode(d)
 	m.transition.decodeOffsets(d, m.items.len())

@@ -197,10 +197,8 @@ func TestGapReachEncoding(t *testing.T) {
 }
 
 // withReachOf gives got what version 19 added to m, the gap's reach and
-// the items' priors, version 20 the tail, version 21 the bursts' mixture
-// and version 22 its spread.
+// the items' priors, version 20 the tail and version 21 the bursts' mixture.
 func withReachOf(got, m *Model) {
 	got.context.reach, got.context.itemLevel, got.context.tail, got.context.burst = m.context.reach, m.context.itemLevel, m.context.tail, m.context.burst
 	got.itemPriors = append([]float64(nil), m.itemPriors...)
-	got.users.bursts = append([]float64(nil), m.users.bursts...)
 }

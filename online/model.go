@@ -162,7 +162,6 @@ func newModel(cfg Config, src *rand.PCG) *Model {
 	if cfg.DwellDirection == DwellLong {
 		m.users.times = []int64{}
 		m.users.prior = []float64{}
-		m.users.bursts = []float64{}
 		m.itemPriors = []float64{}
 	}
 	if cfg.Cooccurrence == CoocExact {
@@ -316,13 +315,6 @@ func (m *Model) Step(ev Event, sc *Score) error {
 	// every path, before the priors, which then learn what it says of
 	// the user and the item.
 	burstGap, burst, e := m.burstOf(&context, ev.HasTime)
-	var click burstClick
-	if burstGap {
-		click.userShare = m.users.bursts[u]
-		if m.itemPriors != nil {
-			click.itemCount = math.Log1p(m.itemPriors[int(i)*userPriorWidth+2])
-		}
-	}
 	if e != 0 {
 		sc.Weight = sigmoid(logOdds(sc.Weight) + e)
 	}
@@ -375,8 +367,7 @@ func (m *Model) Step(ev Event, sc *Score) error {
 		}
 		m.context.learnGap(&context, sc.PClean)
 		if burstGap {
-			m.context.burst.learn(context.z[gapFeature], logOdds(sc.PClean), click, &burst)
-			m.users.bursts[u] = m.context.burst.userShare(m.users.bursts[u], m.users.pushed[u], &burst)
+			m.context.burst.learn(context.z[gapFeature], logOdds(sc.PClean), &burst)
 		}
 		if context.counted {
 			m.context.countGap.learn(context.countGap)

@@ -52,15 +52,11 @@ type Summary struct {
 // user's previous one, which the weight reads as the more often noise, or,
 // Disputed, whose clicks the classifier places above the others: the
 // premise that quick clicks are the more often noise is then in doubt on
-// the stream, and the weight does not read the burst; and where the
-// disputed burst is also Spread over the users and the items as the other
-// clicks are, the gap since the user's previous event is not read either
-// (burst.go, contradicted).
+// the stream, and the weight does not read the burst (burst.go).
 type BurstSummary struct {
 	CentreSeconds float64 `json:"centre_seconds"`     // the burst component's centre, e^mean − 1
 	Share         float64 `json:"share"`              // its share of the gaps
 	Disputed      bool    `json:"disputed,omitempty"` // the classifier places its clicks above the others
-	Spread        bool    `json:"spread,omitempty"`   // disputed, and spread over users and items as the other clicks: the gap is not read
 	// PCleanSlope is the slope at which the gap path's level reads
 	// p_clean's log-odds while the burst is read (at most 1); 0 for a
 	// disputed one.

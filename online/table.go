@@ -129,10 +129,6 @@ type userTable struct {
 	// and before it, and the events they count (userPriorWidth slots a
 	// user: userprior.go). Kept and encoded as times is; nil else.
 	prior []float64
-	// bursts is each user's share of their recent gaps that fell in the
-	// bursts' mixture's lowest component (burst.go, learnUserBurst). Kept
-	// and encoded as times is; nil else.
-	bursts []float64
 }
 
 // noTime is a user's latest event time before any event with a time.
@@ -152,9 +148,6 @@ func (t *userTable) growRing() {
 	}
 	if t.prior != nil {
 		t.prior = append(t.prior, make([]float64, userPriorWidth)...)
-	}
-	if t.bursts != nil {
-		t.bursts = append(t.bursts, 0)
 	}
 	for j := 0; j < recentItems; j++ {
 		t.recent = append(t.recent, -1)
@@ -220,9 +213,6 @@ func (t *userTable) copyFrom(src *userTable, spans []rowSpan, n int) {
 	}
 	if src.prior != nil {
 		t.prior = syncRows(t.prior, src.prior, userPriorWidth, spans, n)
-	}
-	if src.bursts != nil {
-		t.bursts = syncRows(t.bursts, src.bursts, 1, spans, n)
 	}
 }
 

@@ -223,8 +223,8 @@ func (c *checkpointer) warnDisputed(b *online.BurstSummary) {
 		return
 	}
 	c.disputed = true
-	c.log.Warn("clicks within seconds of the user's previous one form a burst that the classifier places above the other clicks: the premise that quick clicks are the more often noise is in doubt on this stream; where they come from users and go to items as the other clicks do (spread=true) the model takes them for genuine and leaves the gap unread; if they are genuine here (items opened in tabs), set model.dwell_direction: learned (docs/design/model.md, \"Bursts\")",
-		"burst_seconds", b.CentreSeconds, "share", b.Share, "spread", b.Spread)
+	c.log.Warn("clicks within seconds of the user's previous one form a burst that the classifier places above the other clicks: the premise that quick clicks are the more often noise is in doubt on this stream; if they are genuine here (items opened in tabs), set model.dwell_direction: learned (docs/design/model.md, \"Bursts\")",
+		"burst_seconds", b.CentreSeconds, "share", b.Share)
 }
 
 // warnOnce logs msg with the types not yet in *seen, and adds them.

@@ -388,8 +388,6 @@ func (r *Report) PrintAs(w io.Writer, command string) error {
 		fmt.Fprintf(&b, "item prior: strength %s events (%g: the items' genuine shares do not differ; the smaller, the more a few items draw the noise)\n", eventCount(k), online.UserPriorMax)
 	}
 	switch burst := r.Model.Burst; {
-	case burst != nil && burst.Spread:
-		fmt.Fprintf(&b, "bursts: %.0f%% of the gaps between a user's clicks are a burst about %.1f s after the previous click, whose clicks the classifier places above the others and which come from users and go to items as the other clicks do (not a few bots' nor a few items'): quick clicks are taken for the genuine ones here (items opened in tabs), and the gap since the user's previous event is not read (docs/design/model.md, \"A disputed burst spread as chance spreads it\")\n", 100*burst.Share, burst.CentreSeconds)
 	case burst != nil && burst.Disputed:
 		fmt.Fprintf(&b, "bursts: %.0f%% of the gaps between a user's clicks are a burst about %.1f s after the previous click, whose clicks the classifier places above the others: the premise that quick clicks are the more often noise is in doubt on this stream: the gap is read by it all the same, but not on the events an event type weighs; if quick clicks are the genuine ones here (items opened in tabs), set model.dwell_direction: learned, which drops it (docs/design/model.md, \"Bursts\")\n", 100*burst.Share, burst.CentreSeconds)
 	case burst != nil:

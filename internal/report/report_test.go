@@ -454,8 +454,7 @@ func printed(t *testing.T, rep *Report) string {
 }
 
 // TestPrintBurst: a burst the weight reads is named as read; one the
-// classifier disputes is named with the setting that drops the premise,
-// or, spread, as taken for genuine clicks with the gap left unread;
+// classifier disputes is named with the setting that drops the premise;
 // without one the report says nothing of bursts.
 func TestPrintBurst(t *testing.T) {
 	for _, tc := range []struct {
@@ -465,7 +464,6 @@ func TestPrintBurst(t *testing.T) {
 		{nil, nil},
 		{&online.BurstSummary{CentreSeconds: 1.6, Share: 0.19, PCleanSlope: 0.14}, []string{"bursts: 19% of the gaps", "about 1.6 s after", "the weight reads as the more often noise", "p_clean's log-odds count 0.14 of themselves"}},
 		{&online.BurstSummary{CentreSeconds: 1.5, Share: 0.12, Disputed: true}, []string{"bursts: 12% of the gaps", "the classifier places above the others", "model.dwell_direction: learned"}},
-		{&online.BurstSummary{CentreSeconds: 1.5, Share: 0.12, Disputed: true, Spread: true}, []string{"bursts: 12% of the gaps", "the classifier places above the others", "as the other clicks do", "the gap since the user's previous event is not read"}},
 	} {
 		out := printed(t, &Report{Events: 10, Model: online.Summary{Burst: tc.burst}})
 		if tc.want == nil && strings.Contains(out, "bursts:") {
