@@ -79,8 +79,10 @@ eval: build
 # T, this project's v1 stream with genuine clicks in bursts
 # (scripts/genuine_bursts.py; "Bursts (stop 70)"); and Q, uniform
 # misclicks on a third generator (scripts/quick_clicks.py; "The noisy head
-# trains the embeddings (stop 71)"). A report and the replay's summary
-# each in $(RESULTS)/probe (about 30 s).
+# trains the embeddings (stop 71)"); and P, C with double taps (a noise
+# click on the same item 0.3-2 s after a third of the genuine ones:
+# scripts/burst_variants.py; "Found at stop 73, not built"). A report and
+# the replay's summary each in $(RESULTS)/probe (about 35 s).
 PROBE_B = --events 100000 --users 15000 --items 8000 --noise 0.20 --dwell-share 0.3 --seed 102
 PROBE_C = --events 100000 --users 15000 --items 8000 --noise 0.20 --dwell-share 0 --no-types --seed 103
 PROBE_D = --events 150000 --users 30000 --items 20000 --noise 0.35 --dwell-share 1 --idle --seed 104
@@ -104,7 +106,12 @@ probe: build
 	python3 scripts/quick_clicks.py --out $(OUT)/probe-Q.jsonl $(PROBE_Q) >/dev/null && \
 	$(BIN) replay --in $(OUT)/probe-Q.jsonl --out /dev/null --truth field \
 		--report $(RESULTS)/probe/Q.json 2>$(RESULTS)/probe/Q.txt && \
-	grep -E '^  (weight|p_clean) |best baseline' $(RESULTS)/probe/Q.txt
+	grep -E '^  (weight|p_clean) |best baseline' $(RESULTS)/probe/Q.txt && \
+	echo "probe P: probe C with double taps (scripts/burst_variants.py --kind taps --share 0.3)" && \
+	python3 scripts/burst_variants.py --in $(OUT)/probe-C.jsonl --out $(OUT)/probe-P.jsonl --kind taps --share 0.3 && \
+	$(BIN) replay --in $(OUT)/probe-P.jsonl --out /dev/null --truth field \
+		--report $(RESULTS)/probe/P.json 2>$(RESULTS)/probe/P.txt && \
+	grep -E '^  (weight|p_clean) |best baseline|^bursts' $(RESULTS)/probe/P.txt
 
 # The whole suite, bounded fuzzing included; the alert rules too when
 # promtool is installed (Debian: apt-get install prometheus; .ci/run does).
